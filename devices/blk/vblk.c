@@ -1,0 +1,813 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * virtio-blk device logic: image, features, config space, request parsing
+ * and completion.  See vblk.h for the request life cycle.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <linux/fs.h>
+#include <linux/virtio_config.h>
+#include <linux/virtio_ring.h>
+
+#include "blk/blk-engine.h"
+#include "blk/vblk.h"
+#include "log.h"
+
+#define SECTOR_SHIFT 9
+#define SECTOR_SIZE 512u
+
+struct vblk_queue {
+	struct vblk_queue_stats stats; /* written by the owner, atomically */
+	bool broken;		       /* protocol error latched until reset */
+	struct vblk_req *free;	       /* free list of used-before requests */
+	unsigned int nr_fresh;	       /* pool[nr_fresh..] never handed out */
+	struct vblk_req *pending;      /* refused with -EAGAIN, retried first */
+	char *pool;		       /* queue_size requests of req_size */
+	struct virtq_chain chain;      /* scratch for virtq_pop() */
+};
+
+struct vblk {
+	int fd;
+	bool is_bdev;
+	uint32_t opt_flags;
+	uint64_t capacity;	/* 512-byte sectors */
+	uint32_t blk_size;	/* logical block size, bytes */
+	uint16_t num_queues;
+	uint16_t queue_size;
+	uint32_t seg_max;
+	char serial[VIRTIO_BLK_ID_BYTES]; /* NUL-padded */
+	uint64_t host_features;
+	/* Written by the transport (vCPU thread), read by I/O threads. */
+	uint64_t driver_features;
+	bool features_set;
+	uint8_t wce;		/* config `writeback`; atomic */
+	bool io_error_logged;	/* atomic; one log line per disk */
+	struct virtio_blk_config cfg; /* little-endian image, wce patched */
+	size_t req_size;
+	struct vblk_queue *queues;
+};
+
+static inline void stat_add(uint64_t *c, uint64_t n)
+{
+	/* Counters are read by other threads (stats queries); relaxed is
+	 * enough, nothing is ordered against them. */
+	__atomic_fetch_add(c, n, __ATOMIC_RELAXED);
+}
+
+/* ---- open / close ------------------------------------------------------ */
+
+static int open_image(const struct vblk_options *opt, int *out)
+{
+	bool ro = opt->flags & VBLK_OPT_READONLY;
+	bool direct = opt->flags & VBLK_OPT_DIRECT;
+	int oflags = O_CLOEXEC | (ro ? O_RDONLY : O_RDWR) | (direct ? O_DIRECT : 0);
+	char proc[64];
+	const char *name = opt->path;
+	int fd, fl;
+
+	if (!opt->path) {
+		if (opt->fd < 0)
+			return -EINVAL;
+		fl = fcntl(opt->fd, F_GETFL);
+		if (fl < 0)
+			return -errno;
+		if ((fl & O_ACCMODE) == O_WRONLY ||
+		    ((fl & O_ACCMODE) == O_RDONLY && !ro)) {
+			vmm_err("blk: fd %d is not open for reading%s", opt->fd,
+				ro ? "" : " and writing (add the read-only flag?)");
+			return -EINVAL;
+		}
+		if (!direct || (fl & O_DIRECT)) {
+			fd = fcntl(opt->fd, F_DUPFD_CLOEXEC, 0);
+			if (fd < 0)
+				return -errno;
+			*out = fd;
+			return 0;
+		}
+		/* O_DIRECT via F_SETFL would change the caller's open file
+		 * description too: reopen it instead. */
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", opt->fd);
+		name = proc;
+	}
+	fd = open(name, oflags);
+	if (fd < 0) {
+		int err = errno;
+
+		if (err == EINVAL && direct) {
+			vmm_err("blk: %s: the filesystem does not support O_DIRECT "
+				"(tmpfs?); not falling back to buffered I/O", name);
+			return -EINVAL;
+		}
+		vmm_err("blk: cannot open %s: %s", name, strerror(err));
+		return -err;
+	}
+	*out = fd;
+	return 0;
+}
+
+static int probe_size(struct vblk *b, uint64_t *bytes, unsigned int *phys)
+{
+	struct stat st;
+
+	if (fstat(b->fd, &st) < 0)
+		return -errno;
+	b->blk_size = SECTOR_SIZE;
+	*phys = SECTOR_SIZE;
+	if (S_ISREG(st.st_mode)) {
+		*bytes = (uint64_t)st.st_size;
+		return 0;
+	}
+	if (S_ISBLK(st.st_mode)) {
+		uint64_t sz;
+		int lbs = 0;
+		unsigned int pbs = 0;
+
+		b->is_bdev = true;
+		if (ioctl(b->fd, BLKGETSIZE64, &sz) < 0)
+			return -errno;
+		*bytes = sz;
+		if (ioctl(b->fd, BLKSSZGET, &lbs) == 0 && lbs >= 512 &&
+		    lbs <= 65536 && !(lbs & (lbs - 1)))
+			b->blk_size = (uint32_t)lbs;
+		if (ioctl(b->fd, BLKPBSZGET, &pbs) == 0 && pbs >= b->blk_size &&
+		    pbs <= 65536 && !(pbs & (pbs - 1)))
+			*phys = pbs;
+		else
+			*phys = b->blk_size;
+		return 0;
+	}
+	vmm_err("blk: image is neither a regular file nor a block device");
+	return -EINVAL;
+}
+
+static void build_config(struct vblk *b, unsigned int phys)
+{
+	struct virtio_blk_config *c = &b->cfg;
+	unsigned int exp = 0;
+
+	while ((b->blk_size << exp) < phys)
+		exp++;
+	memset(c, 0, sizeof(*c));
+	c->capacity = htole64(b->capacity);
+	c->seg_max = htole32(b->seg_max);
+	c->blk_size = htole32(b->blk_size);
+	c->physical_block_exp = (uint8_t)exp;
+	c->alignment_offset = 0;
+	c->min_io_size = htole16(1);
+	c->opt_io_size = htole32(0);
+	c->wce = 1; /* patched from b->wce on every read */
+	c->num_queues = htole16(b->num_queues);
+	if (b->host_features & (1ull << VIRTIO_BLK_F_DISCARD)) {
+		c->max_discard_sectors = htole32(VBLK_MAX_DWZ_SECTORS);
+		c->max_discard_seg = htole32(VBLK_MAX_DWZ_SEG);
+		c->discard_sector_alignment = htole32(b->blk_size >> SECTOR_SHIFT);
+	}
+	if (b->host_features & (1ull << VIRTIO_BLK_F_WRITE_ZEROES)) {
+		c->max_write_zeroes_sectors = htole32(VBLK_MAX_DWZ_SECTORS);
+		c->max_write_zeroes_seg = htole32(VBLK_MAX_DWZ_SEG);
+		c->write_zeroes_may_unmap = 1;
+	}
+}
+
+int vblk_open(const struct vblk_options *opt, struct vblk **out)
+{
+	const uint32_t known = VBLK_OPT_READONLY | VBLK_OPT_DIRECT | VBLK_OPT_NO_FLUSH;
+	struct vblk *b;
+	uint64_t bytes = 0;
+	unsigned int phys = SECTOR_SIZE, qsz;
+	int ret;
+
+	if (!opt || !out || (opt->flags & ~known) || opt->num_queues == 0)
+		return -EINVAL;
+	qsz = opt->queue_size ? opt->queue_size : VBLK_DEFAULT_QUEUE_SIZE;
+	if (qsz < 4 || qsz > VIRTQ_MAX_SIZE || (qsz & (qsz - 1)))
+		return -EINVAL;
+	if (opt->serial && strlen(opt->serial) > VIRTIO_BLK_ID_BYTES)
+		return -EINVAL;
+
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	b->fd = -1;
+	b->opt_flags = opt->flags;
+	b->num_queues = opt->num_queues;
+	b->queue_size = (uint16_t)qsz;
+	/* Header and status take two descriptors of a queue_size chain (the
+	 * Linux driver and QEMU's seg_max_adjust use the same rule). */
+	b->seg_max = qsz - 2;
+	b->wce = 1;
+	if (opt->serial)
+		memcpy(b->serial, opt->serial, strlen(opt->serial));
+
+	ret = open_image(opt, &b->fd);
+	if (ret < 0)
+		goto err;
+	ret = probe_size(b, &bytes, &phys);
+	if (ret < 0)
+		goto err;
+	/* A tail shorter than one logical block is not exposed. */
+	b->capacity = ALIGN_DOWN(bytes, (uint64_t)b->blk_size) >> SECTOR_SHIFT;
+
+	b->host_features = (1ull << VIRTIO_F_VERSION_1) |
+			   (1ull << VIRTIO_RING_F_EVENT_IDX) |
+			   (1ull << VIRTIO_RING_F_INDIRECT_DESC) |
+			   (1ull << VIRTIO_BLK_F_SEG_MAX) |
+			   (1ull << VIRTIO_BLK_F_BLK_SIZE) |
+			   (1ull << VIRTIO_BLK_F_TOPOLOGY) |
+			   (1ull << VIRTIO_BLK_F_MQ);
+	if (!(opt->flags & VBLK_OPT_NO_FLUSH))
+		b->host_features |= (1ull << VIRTIO_BLK_F_FLUSH) |
+				    (1ull << VIRTIO_BLK_F_CONFIG_WCE);
+	if (opt->flags & VBLK_OPT_READONLY)
+		b->host_features |= 1ull << VIRTIO_BLK_F_RO;
+	else
+		b->host_features |= (1ull << VIRTIO_BLK_F_DISCARD) |
+				    (1ull << VIRTIO_BLK_F_WRITE_ZEROES);
+	build_config(b, phys);
+
+	b->req_size = ALIGN_UP(sizeof(struct vblk_req) +
+			       b->seg_max * sizeof(struct iovec), (size_t)64);
+	b->queues = calloc(b->num_queues, sizeof(*b->queues));
+	if (!b->queues) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	for (unsigned int q = 0; q < b->num_queues; q++) {
+		/* calloc of a large block maps zero pages lazily: a request
+		 * slot costs memory only once it has been used. */
+		b->queues[q].pool = calloc(qsz, b->req_size);
+		if (!b->queues[q].pool) {
+			ret = -ENOMEM;
+			goto err;
+		}
+	}
+	*out = b;
+	return 0;
+err:
+	vblk_close(b);
+	return ret;
+}
+
+void vblk_close(struct vblk *b)
+{
+	if (!b)
+		return;
+	if (b->queues) {
+		for (unsigned int q = 0; q < b->num_queues; q++)
+			free(b->queues[q].pool);
+		free(b->queues);
+	}
+	if (b->fd >= 0)
+		close(b->fd);
+	free(b);
+}
+
+/* ---- features and config space ---------------------------------------- */
+
+uint64_t vblk_device_features(const struct vblk *b)
+{
+	return b->host_features;
+}
+
+int vblk_set_driver_features(struct vblk *b, uint64_t features)
+{
+	if (!(features & (1ull << VIRTIO_F_VERSION_1)))
+		return -EINVAL;
+	/* Only read by I/O threads, which start after FEATURES_OK. */
+	__atomic_store_n(&b->driver_features, features & b->host_features,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&b->features_set, true, __ATOMIC_RELAXED);
+	return 0;
+}
+
+uint64_t vblk_driver_features(const struct vblk *b)
+{
+	return __atomic_load_n(&b->driver_features, __ATOMIC_RELAXED);
+}
+
+int vblk_config_read(const struct vblk *b, uint32_t off, void *buf, uint32_t len)
+{
+	struct virtio_blk_config c;
+
+	if (off > sizeof(c) || len > sizeof(c) - off)
+		return -EINVAL;
+	c = b->cfg;
+	c.wce = __atomic_load_n(&b->wce, __ATOMIC_RELAXED);
+	memcpy(buf, (const char *)&c + off, len);
+	return 0;
+}
+
+int vblk_config_write(struct vblk *b, uint32_t off, const void *buf, uint32_t len)
+{
+	const uint32_t wce_off = offsetof(struct virtio_blk_config, wce);
+
+	if (off > sizeof(b->cfg) || len > sizeof(b->cfg) - off)
+		return -EINVAL;
+	if (off != wce_off || len != 1 ||
+	    !(b->host_features & (1ull << VIRTIO_BLK_F_CONFIG_WCE)))
+		return -EPERM;
+	/* Guest-controlled byte: anything non-zero means writeback. */
+	__atomic_store_n(&b->wce, *(const uint8_t *)buf ? 1 : 0, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int vblk_fd(const struct vblk *b)
+{
+	return b->fd;
+}
+
+uint64_t vblk_capacity(const struct vblk *b)
+{
+	return b->capacity;
+}
+
+uint16_t vblk_num_queues(const struct vblk *b)
+{
+	return b->num_queues;
+}
+
+uint16_t vblk_queue_size(const struct vblk *b)
+{
+	return b->queue_size;
+}
+
+bool vblk_is_block_device(const struct vblk *b)
+{
+	return b->is_bdev;
+}
+
+/*
+ * Write-through when the driver turned the cache off (CONFIG_WCE), or
+ * accepted our features without FLUSH (it cannot flush, so every write must
+ * be durable when completed: spec 5.2.6.2).  Never with NO_FLUSH (unsafe).
+ */
+static bool write_through(const struct vblk *b)
+{
+	if (b->opt_flags & VBLK_OPT_NO_FLUSH)
+		return false;
+	if (!__atomic_load_n(&b->wce, __ATOMIC_RELAXED))
+		return true;
+	return __atomic_load_n(&b->features_set, __ATOMIC_RELAXED) &&
+	       !(vblk_driver_features(b) & (1ull << VIRTIO_BLK_F_FLUSH));
+}
+
+/* ---- request parsing ------------------------------------------------- */
+
+static enum vblk_stat_type stat_type(uint32_t type)
+{
+	switch (type) {
+	case VIRTIO_BLK_T_IN: return VBLK_STAT_IN;
+	case VIRTIO_BLK_T_OUT: return VBLK_STAT_OUT;
+	case VIRTIO_BLK_T_FLUSH: return VBLK_STAT_FLUSH;
+	case VIRTIO_BLK_T_GET_ID: return VBLK_STAT_GET_ID;
+	case VIRTIO_BLK_T_DISCARD: return VBLK_STAT_DISCARD;
+	case VIRTIO_BLK_T_WRITE_ZEROES: return VBLK_STAT_WRITE_ZEROES;
+	default: return VBLK_STAT_OTHER;
+	}
+}
+
+/* Write the status byte and count the request. */
+static uint32_t finish(struct vblk_req *req, uint8_t status, uint32_t used_len)
+{
+	struct vblk_queue_stats *st = &req->blk->queues[req->queue].stats;
+
+	/* Plain store into guest memory: published by the virtq_push() wmb. */
+	*req->status = status;
+	req->status_val = status;
+	req->used_len = used_len;
+	stat_add(&st->reqs[stat_type(req->type)], 1);
+	if (status == VIRTIO_BLK_S_OK) {
+		if (req->type == VIRTIO_BLK_T_IN)
+			stat_add(&st->bytes_read, req->len);
+		else if (req->type == VIRTIO_BLK_T_OUT)
+			stat_add(&st->bytes_written, req->len);
+	} else if (status == VIRTIO_BLK_S_IOERR) {
+		stat_add(&st->io_errors, 1);
+	} else {
+		stat_add(&st->unsupported, 1);
+	}
+	return used_len;
+}
+
+static int parse_done(struct vblk_req *req, uint8_t status)
+{
+	finish(req, status, 1);
+	return VBLK_REQ_DONE;
+}
+
+/* Copy @len bytes at byte @skip of the iovec list into @dst. */
+static void iov_gather(const struct iovec *iov, unsigned int n, uint64_t skip,
+		       void *dst, size_t len)
+{
+	char *d = dst;
+
+	for (unsigned int i = 0; i < n && len; i++) {
+		size_t seg = iov[i].iov_len, c;
+
+		if (skip >= seg) {
+			skip -= seg;
+			continue;
+		}
+		c = MIN(seg - skip, len);
+		memcpy(d, (char *)iov[i].iov_base + skip, c);
+		d += c;
+		len -= c;
+		skip = 0;
+	}
+}
+
+static void iov_scatter(const struct iovec *iov, unsigned int n, uint64_t skip,
+			const void *src, size_t len)
+{
+	const char *s = src;
+
+	for (unsigned int i = 0; i < n && len; i++) {
+		size_t seg = iov[i].iov_len, c;
+
+		if (skip >= seg) {
+			skip -= seg;
+			continue;
+		}
+		c = MIN(seg - skip, len);
+		if (s)
+			memcpy((char *)iov[i].iov_base + skip, s, c);
+		else
+			memset((char *)iov[i].iov_base + skip, 0, c);
+		if (s)
+			s += c;
+		len -= c;
+		skip = 0;
+	}
+}
+
+/*
+ * Point req->iov at bytes [skip, skip+take) of @iov.  Returns -E2BIG if
+ * that needs more than seg_max segments (what we advertise).
+ */
+static int take_iov(struct vblk_req *req, const struct iovec *iov,
+		    unsigned int n, uint64_t skip, uint64_t take)
+{
+	req->niov = 0;
+	req->len = take;
+	for (unsigned int i = 0; i < n && take; i++) {
+		uint64_t seg = iov[i].iov_len, c;
+
+		if (skip >= seg) {
+			skip -= seg;
+			continue;
+		}
+		c = MIN(seg - skip, take);
+		if (req->niov == req->max_iov)
+			return -E2BIG;
+		req->iov[req->niov].iov_base = (char *)iov[i].iov_base + skip;
+		req->iov[req->niov].iov_len = c;
+		req->niov++;
+		take -= c;
+		skip = 0;
+	}
+	return 0;
+}
+
+/* IN/OUT range checks: all on guest-controlled sector and lengths. */
+static bool rw_range_ok(const struct vblk *b, struct vblk_req *req)
+{
+	uint64_t nsec;
+
+	if (req->len == 0 || req->len % b->blk_size)
+		return false;
+	nsec = req->len >> SECTOR_SHIFT;
+	/* Overflow-safe: sector <= capacity, then nsec <= capacity - sector. */
+	if (req->sector > b->capacity || nsec > b->capacity - req->sector)
+		return false;
+	req->offset = req->sector << SECTOR_SHIFT;
+	return req->offset % b->blk_size == 0;
+}
+
+static int parse_dwz(struct vblk *b, struct vblk_req *req,
+		     const struct virtq_chain *chain, uint64_t out_data,
+		     uint64_t in_data)
+{
+	struct virtio_blk_discard_write_zeroes seg;
+	uint32_t flags, nsec;
+	uint64_t sector;
+	bool discard = req->type == VIRTIO_BLK_T_DISCARD;
+
+	if (b->opt_flags & VBLK_OPT_READONLY)
+		return parse_done(req, VIRTIO_BLK_S_IOERR);
+	/* Guest-controlled range list: size, count, flags, range, here. */
+	if (in_data || out_data == 0 || out_data % sizeof(seg) ||
+	    out_data / sizeof(seg) > VBLK_MAX_DWZ_SEG)
+		return parse_done(req, VIRTIO_BLK_S_IOERR);
+	iov_gather(chain->iov, chain->nr_out, sizeof(struct virtio_blk_outhdr),
+		   &seg, sizeof(seg));
+	sector = le64toh(seg.sector);
+	nsec = le32toh(seg.num_sectors);
+	flags = le32toh(seg.flags);
+	/* Spec 5.2.6.2: UNMAP on a discard and unknown flags are UNSUPP. */
+	if (discard ? flags != 0 : (flags & ~VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP))
+		return parse_done(req, VIRTIO_BLK_S_UNSUPP);
+	if (nsec == 0 || nsec > VBLK_MAX_DWZ_SECTORS ||
+	    sector > b->capacity || nsec > b->capacity - sector)
+		return parse_done(req, VIRTIO_BLK_S_IOERR);
+	req->sector = sector;
+	req->offset = sector << SECTOR_SHIFT;
+	req->len = (uint64_t)nsec << SECTOR_SHIFT;
+	if (req->offset % b->blk_size || req->len % b->blk_size)
+		return parse_done(req, VIRTIO_BLK_S_IOERR);
+	if (flags & VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP)
+		req->flags |= VBLK_REQ_F_UNMAP;
+	if (!discard && write_through(b))
+		req->flags |= VBLK_REQ_F_SYNC;
+	return VBLK_REQ_EXECUTE;
+}
+
+int vblk_req_parse(struct vblk *b, const struct virtq_chain *chain,
+		   struct vblk_req *req)
+{
+	unsigned int nseg = chain->nr_out + chain->nr_in;
+	const struct iovec *in_iov = chain->iov + chain->nr_out;
+	struct virtio_blk_outhdr hdr;
+	const struct iovec *last;
+	uint64_t out_len = 0, out_data, in_data;
+
+	req->blk = b;
+	req->head = chain->head;
+	req->type = UINT32_MAX;
+	req->flags = 0;
+	req->sector = 0;
+	req->offset = 0;
+	req->len = 0;
+	req->niov = 0;
+	req->used_len = 0;
+	req->status = NULL;
+	req->engine_data = NULL;
+	req->engine_u64 = 0;
+	req->next = NULL;
+
+	/* The status byte is the last byte of the last writable segment; the
+	 * chain walk guaranteed segments are non-empty and in guest RAM. */
+	if (chain->nr_in == 0) {
+		stat_add(&b->queues[req->queue].stats.proto_errors, 1);
+		return -EPROTO;
+	}
+	last = &chain->iov[nseg - 1];
+	req->status = (uint8_t *)last->iov_base + last->iov_len - 1;
+	in_data = chain->in_len - 1;
+
+	for (unsigned int i = 0; i < chain->nr_out; i++)
+		out_len += chain->iov[i].iov_len;
+	/* The header is the first 16 readable bytes, possibly split. */
+	if (out_len < sizeof(hdr))
+		return parse_done(req, VIRTIO_BLK_S_IOERR);
+	iov_gather(chain->iov, chain->nr_out, 0, &hdr, sizeof(hdr));
+	out_data = out_len - sizeof(hdr);
+	/* Guest-controlled type and sector: validated per type below. */
+	req->type = le32toh(hdr.type);
+	req->sector = le64toh(hdr.sector);
+
+	switch (req->type) {
+	case VIRTIO_BLK_T_IN:
+		if (out_data || take_iov(req, in_iov, chain->nr_in, 0, in_data) ||
+		    !rw_range_ok(b, req))
+			return parse_done(req, VIRTIO_BLK_S_IOERR);
+		return VBLK_REQ_EXECUTE;
+	case VIRTIO_BLK_T_OUT:
+		if ((b->opt_flags & VBLK_OPT_READONLY) || in_data ||
+		    take_iov(req, chain->iov, chain->nr_out, sizeof(hdr), out_data) ||
+		    !rw_range_ok(b, req))
+			return parse_done(req, VIRTIO_BLK_S_IOERR);
+		if (write_through(b))
+			req->flags |= VBLK_REQ_F_SYNC;
+		return VBLK_REQ_EXECUTE;
+	case VIRTIO_BLK_T_FLUSH:
+		/* The sector field is reserved; any data is ignored. */
+		req->sector = 0;
+		if (b->opt_flags & VBLK_OPT_NO_FLUSH)
+			return parse_done(req, VIRTIO_BLK_S_OK); /* unsafe mode */
+		return VBLK_REQ_EXECUTE;
+	case VIRTIO_BLK_T_GET_ID: {
+		/* Write min(20, buffer) bytes of the NUL-padded serial. */
+		uint64_t n = MIN(in_data, (uint64_t)VIRTIO_BLK_ID_BYTES);
+
+		iov_scatter(in_iov, chain->nr_in, 0, b->serial, n);
+		finish(req, VIRTIO_BLK_S_OK, (uint32_t)n + 1);
+		return VBLK_REQ_DONE;
+	}
+	case VIRTIO_BLK_T_DISCARD:
+	case VIRTIO_BLK_T_WRITE_ZEROES:
+		return parse_dwz(b, req, chain, out_data, in_data);
+	default:
+		return parse_done(req, VIRTIO_BLK_S_UNSUPP);
+	}
+}
+
+uint32_t vblk_req_complete(struct vblk_req *req, int64_t res)
+{
+	struct vblk *b = req->blk;
+
+	if (res < 0) {
+		if (req->type == VIRTIO_BLK_T_DISCARD && res == -EOPNOTSUPP)
+			return finish(req, VIRTIO_BLK_S_OK, 1); /* a hint */
+		if (!__atomic_exchange_n(&b->io_error_logged, true, __ATOMIC_RELAXED))
+			vmm_warn("blk: I/O error on request type %u at sector %llu: %s "
+				 "(further errors are counted, not logged)",
+				 req->type, (unsigned long long)req->sector,
+				 strerror((int)-res));
+		return finish(req, VIRTIO_BLK_S_IOERR, 1);
+	}
+	switch (req->type) {
+	case VIRTIO_BLK_T_IN:
+		/* Short read: past the end of a shrunk file, reads as zeros. */
+		if ((uint64_t)res < req->len)
+			iov_scatter(req->iov, req->niov, (uint64_t)res, NULL,
+				    req->len - (uint64_t)res);
+		return finish(req, VIRTIO_BLK_S_OK,
+			      (uint32_t)MIN(req->len + 1, (uint64_t)UINT32_MAX));
+	case VIRTIO_BLK_T_OUT:
+		if ((uint64_t)res < req->len)
+			return finish(req, VIRTIO_BLK_S_IOERR, 1);
+		return finish(req, VIRTIO_BLK_S_OK, 1);
+	default:
+		return finish(req, VIRTIO_BLK_S_OK, 1);
+	}
+}
+
+/* ---- queue owner side ------------------------------------------------ */
+
+struct vblk_req *vblk_req_get(struct vblk *b, unsigned int q)
+{
+	struct vblk_queue *qs = &b->queues[q];
+	struct vblk_req *req;
+
+	if (qs->free) {
+		req = qs->free;
+		qs->free = req->next;
+	} else if (qs->nr_fresh < b->queue_size) {
+		req = (struct vblk_req *)(qs->pool + qs->nr_fresh++ * b->req_size);
+		req->max_iov = b->seg_max;
+	} else {
+		return NULL;
+	}
+	req->blk = b;
+	req->queue = q;
+	req->next = NULL;
+	return req;
+}
+
+void vblk_req_put(struct vblk_req *req)
+{
+	struct vblk_queue *qs = &req->blk->queues[req->queue];
+
+	req->next = qs->free;
+	qs->free = req;
+}
+
+void vblk_queue_push(struct vblk_req *req, struct virtq *vq)
+{
+	virtq_push(vq, req->head, req->used_len);
+	vblk_req_put(req);
+}
+
+void vblk_queue_complete(struct vblk_req *req, struct virtq *vq,
+			 int64_t res)
+{
+	vblk_req_complete(req, res);
+	vblk_queue_push(req, vq);
+}
+
+static int queue_broken(struct vblk *b, unsigned int q, const char *why,
+			bool count)
+{
+	struct vblk_queue *qs = &b->queues[q];
+
+	if (!qs->broken)
+		vmm_err("blk: queue %u: %s; device needs reset", q, why);
+	qs->broken = true;
+	if (count)
+		stat_add(&qs->stats.proto_errors, 1);
+	return -EPROTO;
+}
+
+/* Submit @req; returns -EAGAIN if the engine is full (req is kept). */
+static int submit_one(struct blk_engine *eng, struct vblk_req *req,
+		      struct virtq *vq, bool *pushed)
+{
+	int r = blk_engine_submit(eng, req);
+
+	if (r == -EAGAIN)
+		return r;
+	if (r == BLK_SUBMIT_QUEUED)
+		return 0;
+	if (r != BLK_SUBMIT_DONE)
+		vblk_req_complete(req, r < 0 ? r : -EIO);
+	vblk_queue_push(req, vq);
+	*pushed = true;
+	return 0;
+}
+
+/* Context: I/O thread of queue @q */
+int vblk_process_queue(struct vblk *b, unsigned int q, struct virtq *vq,
+		       struct blk_engine *eng, bool *notify)
+{
+	struct vblk_queue *qs;
+	bool pushed = false;
+	int count = 0, r;
+
+	if (!b || q >= b->num_queues || !vq || !eng || !notify)
+		return -EINVAL;
+	qs = &b->queues[q];
+	if (qs->broken)
+		return -EPROTO;
+
+	if (qs->pending) {
+		if (submit_one(eng, qs->pending, vq, &pushed) == -EAGAIN)
+			goto out;
+		qs->pending = NULL;
+	}
+
+	for (;;) {
+		virtq_disable_notify(vq);
+		for (;;) {
+			struct vblk_req *req = vblk_req_get(b, q);
+
+			if (!req)
+				goto out; /* all in flight: called again on reap */
+			r = virtq_pop(vq, &qs->chain);
+			if (r <= 0) {
+				vblk_req_put(req);
+				if (r < 0) {
+					count = queue_broken(b, q, "malformed descriptor chain", true);
+					goto out;
+				}
+				break;
+			}
+			count++;
+			r = vblk_req_parse(b, &qs->chain, req);
+			if (r < 0) {
+				vblk_req_put(req);
+				count = queue_broken(b, q, "request without a status byte", false);
+				goto out;
+			}
+			if (r == VBLK_REQ_DONE) {
+				vblk_queue_push(req, vq);
+				pushed = true;
+				continue;
+			}
+			if (submit_one(eng, req, vq, &pushed) == -EAGAIN) {
+				qs->pending = req;
+				goto out;
+			}
+		}
+		if (!virtq_enable_notify(vq))
+			break;
+	}
+out:
+	if (pushed && virtq_should_notify(vq))
+		*notify = true;
+	return count;
+}
+
+void vblk_queue_reset(struct vblk *b, unsigned int q)
+{
+	struct vblk_queue *qs;
+
+	if (!b || q >= b->num_queues)
+		return;
+	qs = &b->queues[q];
+	qs->broken = false;
+	qs->pending = NULL;
+	qs->free = NULL;
+	qs->nr_fresh = 0;
+}
+
+bool vblk_queue_broken(const struct vblk *b, unsigned int q)
+{
+	return q < b->num_queues && b->queues[q].broken;
+}
+
+int vblk_queue_get_stats(const struct vblk *b, unsigned int q,
+			 struct vblk_queue_stats *out)
+{
+	const struct vblk_queue_stats *s;
+
+	if (!b || !out || q >= b->num_queues)
+		return -EINVAL;
+	s = &b->queues[q].stats;
+	for (unsigned int i = 0; i < VBLK_STAT_NR; i++)
+		out->reqs[i] = __atomic_load_n(&s->reqs[i], __ATOMIC_RELAXED);
+	out->bytes_read = __atomic_load_n(&s->bytes_read, __ATOMIC_RELAXED);
+	out->bytes_written = __atomic_load_n(&s->bytes_written, __ATOMIC_RELAXED);
+	out->io_errors = __atomic_load_n(&s->io_errors, __ATOMIC_RELAXED);
+	out->unsupported = __atomic_load_n(&s->unsupported, __ATOMIC_RELAXED);
+	out->proto_errors = __atomic_load_n(&s->proto_errors, __ATOMIC_RELAXED);
+	return 0;
+}

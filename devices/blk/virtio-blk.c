@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: MIT */
+/* virtio-blk device: queues served on I/O threads (see virtio-blk.h). */
+#include <errno.h>
+#include <linux/virtio_ids.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blk/blk-uring.h"
+#include "blk/virtio-blk.h"
+#include "log.h"
+#include "util/barrier.h"
+
+struct vblk_dev_queue {
+	struct vblk_dev *d;
+	unsigned int index;
+	struct virtio_queue *vq; /* the transport's, while started */
+	struct iothread *io;
+	struct blk_engine *eng;
+	struct iothread_fd kick;
+	struct iothread_hook hook;
+	struct iothread_poller poller;
+	bool attached;
+	bool pushed; /* used entries pushed since the last notify decision */
+	/* Written by the queue's I/O thread, read by stats readers (relaxed). */
+	uint64_t kicks, interrupts, suppressed;
+};
+
+struct vblk_dev {
+	struct vblk *blk;
+	struct iothread **iothreads;
+	unsigned int nr_iothreads;
+	uint32_t poll_us;
+	bool sync_engine;
+	struct blk_engine *sync; /* when sync_engine */
+	unsigned int nr_queues;
+	struct vblk_dev_queue *qs;
+};
+
+#define INC(x) __atomic_store_n(&(x), (x) + 1, __ATOMIC_RELAXED)
+
+static struct virtio_transport *queue_transport(struct vblk_dev_queue *q)
+{
+	return q->vq->t;
+}
+
+static void queue_interrupt(struct vblk_dev_queue *q)
+{
+	INC(q->interrupts);
+	virtio_queue_notify(q->vq);
+}
+
+/* Context: queue's I/O thread.  Pop and submit what the driver made
+ * available. */
+static void queue_process(struct vblk_dev_queue *q)
+{
+	bool notify = false;
+	int r;
+
+	if (!q->attached)
+		return;
+	r = vblk_process_queue(q->d->blk, q->index, &q->vq->vq, q->eng, &notify);
+	if (r == -EPROTO) {
+		virtio_transport_needs_reset(queue_transport(q),
+					     "virtio-blk: malformed virtqueue");
+		return;
+	}
+	if (notify)
+		queue_interrupt(q);
+}
+
+static void queue_kick(void *opaque)
+{
+	struct vblk_dev_queue *q = opaque;
+
+	INC(q->kicks);
+	queue_process(q);
+}
+
+static bool queue_poll(void *opaque)
+{
+	struct vblk_dev_queue *q = opaque;
+
+	if (!q->attached || !virtq_avail_count(&q->vq->vq))
+		return false;
+	queue_process(q);
+	return true;
+}
+
+/* End of a batch of completions: at most one interrupt for all of them,
+ * and only if EVENT_IDX (used_event) or NO_INTERRUPT allows it. */
+static void queue_batch_end(void *opaque)
+{
+	struct vblk_dev_queue *q = opaque;
+
+	if (!q->attached) {
+		/* Detached (reset): the ring may be gone, the guest is not
+		 * waiting for an interrupt any more. */
+		q->pushed = false;
+		return;
+	}
+	if (q->pushed) {
+		q->pushed = false;
+		if (virtq_should_notify(&q->vq->vq))
+			queue_interrupt(q);
+		else
+			INC(q->suppressed);
+	}
+	/* Completions freed requests: serve what was left waiting (ring
+	 * or request pool full) or arrived without a kick. */
+	queue_process(q);
+}
+
+/* Context: I/O thread.  The engine finished @req. */
+static void queue_req_done(void *opaque, struct vblk_req *req, int64_t res,
+			   bool completed)
+{
+	struct vblk_dev_queue *q = opaque;
+
+	if (completed)
+		vblk_queue_push(req, &q->vq->vq);
+	else
+		vblk_queue_complete(req, &q->vq->vq, res);
+	q->pushed = true;
+	iothread_defer(q->io, &q->hook);
+}
+
+static bool queue_drained(void *opaque)
+{
+	struct vblk_dev_queue *q = opaque;
+
+	return q->d->sync_engine || !blk_uring_engine_inflight(q->eng);
+}
+
+/* Context: the queue's I/O thread (iothread_call_sync). */
+static int queue_attach(void *opaque)
+{
+	struct vblk_dev_queue *q = opaque;
+	int ret;
+
+	if (!q->eng) {
+		if (q->d->sync_engine)
+			q->eng = q->d->sync;
+		else if ((ret = blk_uring_engine_create(q->io,
+							vblk_queue_size(q->d->blk),
+							queue_req_done, q, &q->eng)))
+			return ret;
+	}
+	q->kick = (struct iothread_fd){ .fd = q->vq->kick_fd, .fn = queue_kick,
+					.opaque = q };
+	ret = iothread_watch_fd(q->io, &q->kick);
+	if (ret)
+		return ret;
+	q->hook = (struct iothread_hook){ .fn = queue_batch_end, .opaque = q };
+	q->poller = (struct iothread_poller){ .fn = queue_poll, .opaque = q,
+					      .poll_us = q->d->poll_us };
+	if (q->poller.poll_us)
+		iothread_add_poller(q->io, &q->poller);
+	q->attached = true;
+	q->pushed = false;
+	queue_process(q); /* buffers made available before DRIVER_OK */
+	return 0;
+}
+
+/* Context: the queue's I/O thread.  Quiesce and drain: after this the
+ * queue touches neither guest memory nor the image. */
+static int queue_detach(void *opaque)
+{
+	struct vblk_dev_queue *q = opaque;
+
+	q->attached = false;
+	iothread_unwatch_fd(q->io, &q->kick);
+	if (q->poller.poll_us)
+		iothread_remove_poller(q->io, &q->poller);
+	/* In-flight requests complete to the used ring (the guest may still
+	 * see them, before the reset finishes); nothing new is popped. */
+	iothread_run_until(q->io, queue_drained, q);
+	vblk_queue_reset(q->d->blk, q->index);
+	return 0;
+}
+
+static void vblk_dev_stop(void *dev)
+{
+	struct vblk_dev *d = dev;
+
+	for (unsigned int i = 0; i < d->nr_queues; i++) {
+		struct vblk_dev_queue *q = &d->qs[i];
+
+		if (q->attached)
+			iothread_call_sync(q->io, queue_detach, q);
+		q->vq = NULL;
+	}
+}
+
+static int vblk_dev_start(void *dev, struct virtio_queue *queues, unsigned int nr)
+{
+	struct vblk_dev *d = dev;
+	int ret;
+
+	for (unsigned int i = 0; i < nr && i < d->nr_queues; i++) {
+		struct vblk_dev_queue *q = &d->qs[i];
+
+		if (!queues[i].enabled)
+			continue;
+		q->vq = &queues[i];
+		q->io = d->iothreads[i % d->nr_iothreads];
+		ret = iothread_call_sync(q->io, queue_attach, q);
+		if (ret) {
+			vmm_err("virtio-blk: attaching queue %u to I/O thread %u: %s",
+				i, iothread_index(q->io), strerror(-ret));
+			vblk_dev_stop(d);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static uint64_t vblk_dev_features(void *dev)
+{
+	return vblk_device_features(((struct vblk_dev *)dev)->blk);
+}
+
+static int vblk_dev_set_features(void *dev, uint64_t f)
+{
+	return vblk_set_driver_features(((struct vblk_dev *)dev)->blk, f);
+}
+
+static void vblk_dev_config_read(void *dev, uint32_t off, void *buf, uint32_t len)
+{
+	if (vblk_config_read(((struct vblk_dev *)dev)->blk, off, buf, len))
+		memset(buf, 0, len);
+}
+
+static void vblk_dev_config_write(void *dev, uint32_t off, const void *buf,
+				  uint32_t len)
+{
+	/* Writes to read-only fields are ignored, as the spec allows. */
+	(void)vblk_config_write(((struct vblk_dev *)dev)->blk, off, buf, len);
+}
+
+static const struct virtio_device_ops vblk_dev_ops_table = {
+	.device_id = VIRTIO_ID_BLOCK,
+	.config_size = sizeof(struct virtio_blk_config),
+	.features = vblk_dev_features,
+	.set_features = vblk_dev_set_features,
+	.config_read = vblk_dev_config_read,
+	.config_write = vblk_dev_config_write,
+	.start = vblk_dev_start,
+	.stop = vblk_dev_stop,
+};
+
+const struct virtio_device_ops *vblk_dev_ops(void)
+{
+	return &vblk_dev_ops_table;
+}
+
+int vblk_dev_create(const struct vblk_dev_params *p, struct vblk_dev **out)
+{
+	struct vblk_dev *d;
+	int ret;
+
+	if (!p->blk || !p->nr_iothreads || !p->iothreads)
+		return -EINVAL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->nr_queues = vblk_num_queues(p->blk);
+	d->qs = calloc(d->nr_queues, sizeof(*d->qs));
+	if (!d->qs) {
+		free(d);
+		return -ENOMEM;
+	}
+	if (p->sync_engine && (ret = blk_sync_engine_create(&d->sync))) {
+		free(d->qs);
+		free(d);
+		return ret;
+	}
+	for (unsigned int i = 0; i < d->nr_queues; i++) {
+		d->qs[i].d = d;
+		d->qs[i].index = i;
+	}
+	d->blk = p->blk;
+	d->iothreads = p->iothreads;
+	d->nr_iothreads = p->nr_iothreads;
+	d->poll_us = p->poll_us;
+	d->sync_engine = p->sync_engine;
+	*out = d;
+	return 0;
+}
+
+void vblk_dev_destroy(struct vblk_dev *d)
+{
+	if (!d)
+		return;
+	vblk_dev_stop(d);
+	for (unsigned int i = 0; i < d->nr_queues; i++) {
+		struct vblk_dev_queue *q = &d->qs[i];
+
+		if (q->eng && q->eng != d->sync)
+			blk_engine_destroy(q->eng);
+	}
+	blk_engine_destroy(d->sync);
+	vblk_close(d->blk);
+	free(d->qs);
+	free(d);
+}
+
+struct vblk *vblk_dev_blk(struct vblk_dev *d)
+{
+	return d->blk;
+}
+
+int vblk_dev_queue_stats(struct vblk_dev *d, unsigned int q,
+			 struct vblk_dev_queue_stats *st)
+{
+	struct vblk_dev_queue *dq;
+	int ret;
+
+	if (q >= d->nr_queues)
+		return -ENOENT;
+	dq = &d->qs[q];
+	memset(st, 0, sizeof(*st));
+	ret = vblk_queue_get_stats(d->blk, q, &st->blk);
+	if (ret)
+		return ret;
+	st->kicks = __atomic_load_n(&dq->kicks, __ATOMIC_RELAXED);
+	st->interrupts = __atomic_load_n(&dq->interrupts, __ATOMIC_RELAXED);
+	st->suppressed = __atomic_load_n(&dq->suppressed, __ATOMIC_RELAXED);
+	st->iothread = (uint32_t)(q % d->nr_iothreads);
+	st->attached = __atomic_load_n(&dq->attached, __ATOMIC_RELAXED);
+	return 0;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * virtio-blk as a virtio device (struct virtio_device_ops): binds the disk
+ * logic (vblk.c) to a transport's queues and serves each queue on an I/O
+ * thread with the io_uring engine.  Queue i is served by I/O thread
+ * i mod T; with the default (one queue and one thread per vCPU) a queue, its
+ * MSI-X vector and its thread line up with one vCPU.
+ *
+ * Per queue, on its I/O thread: a kick (ioeventfd wake-up) or a busy-poll
+ * hit pops and submits every available request (vblk_process_queue); the
+ * engine's completions push used entries; once per batch of completions
+ * the queue asks virtq_should_notify() (EVENT_IDX) and interrupts the guest
+ * at most once.
+ */
+#ifndef VMM_DEVICES_BLK_VIRTIO_BLK_H
+#define VMM_DEVICES_BLK_VIRTIO_BLK_H
+
+#include <stdint.h>
+
+#include "blk/vblk.h"
+#include "iothread.h"
+#include "virtio/virtio.h"
+
+struct vblk_dev;
+
+struct vblk_dev_params {
+	struct vblk *blk;	     /* opened disk; owned by the vblk_dev after create */
+	struct iothread **iothreads; /* borrowed; must outlive the device */
+	unsigned int nr_iothreads;
+	uint32_t poll_us;	     /* busy-poll window per queue (0 = off) */
+	bool sync_engine;	     /* synchronous pread/pwrite engine (tests) */
+};
+
+struct vblk_dev_queue_stats {
+	struct vblk_queue_stats blk;
+	uint64_t kicks;		/* ioeventfd wake-ups handled */
+	uint64_t interrupts;	/* interrupts raised */
+	uint64_t suppressed;	/* batches whose interrupt EVENT_IDX suppressed */
+	uint32_t iothread;	/* index of the serving I/O thread */
+	bool attached;
+};
+
+int vblk_dev_create(const struct vblk_dev_params *p, struct vblk_dev **out)
+	__must_check;
+/* Stops the queues if running and closes the disk. */
+void vblk_dev_destroy(struct vblk_dev *d);
+/* The ops table to hand to a transport, with @d as its device pointer. */
+const struct virtio_device_ops *vblk_dev_ops(void);
+struct vblk *vblk_dev_blk(struct vblk_dev *d);
+int vblk_dev_queue_stats(struct vblk_dev *d, unsigned int q,
+			 struct vblk_dev_queue_stats *st);
+
+#endif

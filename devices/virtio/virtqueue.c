@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Split virtqueue, device side.  See virtqueue.h for the contract.
+ *
+ * Everything under vq->desc/avail/used is guest memory that the driver may
+ * rewrite at any moment: each field is loaded once (READ_ONCE) into a local
+ * and validated there, never re-read after validation.  Virtio 1.x rings
+ * are little-endian.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+
+#include <linux/virtio_ring.h>
+
+#include "log.h"
+#include "util/barrier.h"
+#include "virtio/virtqueue.h"
+
+struct virtq_desc_raw {
+	uint64_t addr;
+	uint32_t len;
+	uint16_t flags;
+	uint16_t next;
+};
+
+struct virtq_avail_raw {
+	uint16_t flags;
+	uint16_t idx;
+	uint16_t ring[]; /* [size], then used_event */
+};
+
+struct virtq_used_elem_raw {
+	uint32_t id;
+	uint32_t len;
+};
+
+struct virtq_used_raw {
+	uint16_t flags;
+	uint16_t idx;
+	struct virtq_used_elem_raw ring[]; /* [size], then avail_event */
+};
+
+/* Natural alignment gives the spec layout; no packing needed. */
+_Static_assert(sizeof(struct virtq_desc_raw) == 16, "split ring descriptor");
+_Static_assert(sizeof(struct virtq_used_elem_raw) == 8, "used element");
+_Static_assert(sizeof(struct virtq_avail_raw) == 4, "avail header");
+_Static_assert(sizeof(struct virtq_used_raw) == 4, "used header");
+
+static inline uint16_t *used_event_ptr(struct virtq *vq)
+{
+	return &vq->avail->ring[vq->size];
+}
+
+static inline uint16_t *avail_event_ptr(struct virtq *vq)
+{
+	return (uint16_t *)((uint8_t *)vq->used + sizeof(struct virtq_used_raw) +
+			    sizeof(struct virtq_used_elem_raw) * vq->size);
+}
+
+static inline uint16_t load_avail_idx(struct virtq *vq)
+{
+	return le16toh(READ_ONCE(vq->avail->idx));
+}
+
+static inline void store_avail_event(struct virtq *vq, uint16_t v)
+{
+	WRITE_ONCE(*avail_event_ptr(vq), htole16(v));
+}
+
+int virtq_start(struct virtq *vq, const struct guest_mem *mem, uint16_t size,
+		uint64_t desc, uint64_t avail, uint64_t used, bool event_idx,
+		bool indirect)
+{
+	uint64_t desc_len = 16ull * size;
+	uint64_t avail_len = 6ull + 2ull * size; /* incl. used_event */
+	uint64_t used_len = 6ull + 8ull * size;	 /* incl. avail_event */
+	void *d, *a, *u;
+
+	if (!vq || !mem || size == 0 || size > VIRTQ_MAX_SIZE ||
+	    (size & (size - 1)))
+		return -EINVAL;
+	/* Alignments required by the spec (2.7, table "Virtqueue Part"). */
+	if ((desc & 15) || (avail & 1) || (used & 3))
+		return -EINVAL;
+	d = guest_mem_ptr(mem, desc, desc_len);
+	a = guest_mem_ptr(mem, avail, avail_len);
+	u = guest_mem_ptr(mem, used, used_len);
+	if (!d || !a || !u)
+		return -EINVAL;
+
+	memset(vq, 0, sizeof(*vq));
+	vq->mem = mem;
+	vq->size = size;
+	vq->event_idx = event_idx;
+	vq->indirect = indirect;
+	vq->desc_gpa = desc;
+	vq->avail_gpa = avail;
+	vq->used_gpa = used;
+	vq->desc = d;
+	vq->avail = a;
+	vq->used = u;
+	/* The driver zeroes the used ring before enabling the queue, but we do
+	 * not rely on it: we are the only writer of used->idx/flags. */
+	WRITE_ONCE(vq->used->idx, htole16(0));
+	WRITE_ONCE(vq->used->flags, htole16(0));
+	if (event_idx)
+		store_avail_event(vq, 0);
+	vq->ready = true;
+	return 0;
+}
+
+void virtq_reset(struct virtq *vq)
+{
+	memset(vq, 0, sizeof(*vq));
+}
+
+unsigned int virtq_avail_count(struct virtq *vq)
+{
+	if (!vq->ready)
+		return 0;
+	/* avail->idx is guest-controlled: a value more than size ahead is
+	 * reported as is here and rejected by virtq_pop(). */
+	return (uint16_t)(load_avail_idx(vq) - vq->last_avail_idx);
+}
+
+/* Read descriptor @i of @table once, so later checks see a stable copy. */
+static void read_desc(const struct virtq_desc_raw *table, unsigned int i,
+		      struct virtq_desc_raw *out)
+{
+	struct virtq_desc_raw d;
+
+	/* The table may be unaligned (indirect tables are only required to be
+	 * 16-byte aligned by well-behaved drivers), so copy bytewise. */
+	memcpy(&d, (const char *)table + (size_t)i * sizeof(d), sizeof(d));
+	out->addr = le64toh(d.addr);
+	out->len = le32toh(d.len);
+	out->flags = le16toh(d.flags);
+	out->next = le16toh(d.next);
+}
+
+/*
+ * Walk the chain starting at @head.  All limits are checked here:
+ *   - head and every next index < table size (queue size or indirect count);
+ *   - at most table-size descriptors per table (ttl), so a loop ends;
+ *   - every non-empty buffer inside guest RAM (guest_mem_ptr: overflow-safe);
+ *   - indirect: negotiated, not chained with NEXT, not nested, len a
+ *     non-zero multiple of 16 and at most VIRTQ_MAX_SIZE entries;
+ *   - no readable descriptor after a writable one;
+ *   - at most VIRTQ_MAX_SEGS iovecs.
+ */
+static int walk_chain(struct virtq *vq, uint16_t head, struct virtq_chain *c)
+{
+	const struct virtq_desc_raw *table = vq->desc;
+	unsigned int table_size = vq->size;
+	unsigned int ttl = vq->size;
+	unsigned int idx = head;
+	unsigned int nsegs = 0;
+	bool in_indirect = false;
+	struct virtq_desc_raw d;
+
+	c->head = head;
+	c->nr_out = 0;
+	c->nr_in = 0;
+	c->in_len = 0;
+
+	for (;;) {
+		void *p;
+
+		if (ttl-- == 0) {
+			vmm_dbg("virtq: descriptor chain from %u loops", head);
+			return -EPROTO;
+		}
+		read_desc(table, idx, &d);
+
+		if (d.flags & VRING_DESC_F_INDIRECT) {
+			if (!vq->indirect || in_indirect ||
+			    (d.flags & VRING_DESC_F_NEXT)) {
+				vmm_dbg("virtq: bad indirect descriptor %u", idx);
+				return -EPROTO;
+			}
+			if (d.len == 0 || d.len % sizeof(struct virtq_desc_raw) ||
+			    d.len / sizeof(struct virtq_desc_raw) > VIRTQ_MAX_SIZE)
+				return -EPROTO;
+			p = guest_mem_ptr(vq->mem, d.addr, d.len);
+			if (!p)
+				return -EPROTO;
+			table = p;
+			table_size = d.len / sizeof(struct virtq_desc_raw);
+			ttl = table_size;
+			idx = 0;
+			in_indirect = true;
+			continue;
+		}
+
+		if (d.flags & VRING_DESC_F_WRITE) {
+			c->in_len += d.len;
+		} else if (c->nr_in) {
+			vmm_dbg("virtq: readable descriptor after writable");
+			return -EPROTO;
+		}
+
+		/* Zero-length buffers are legal and carry nothing. */
+		if (d.len) {
+			p = guest_mem_ptr(vq->mem, d.addr, d.len);
+			if (!p || nsegs == VIRTQ_MAX_SEGS)
+				return -EPROTO;
+			c->iov[nsegs].iov_base = p;
+			c->iov[nsegs].iov_len = d.len;
+			nsegs++;
+			if (d.flags & VRING_DESC_F_WRITE)
+				c->nr_in++;
+			else
+				c->nr_out++;
+		}
+
+		if (!(d.flags & VRING_DESC_F_NEXT))
+			return 0;
+		if (d.next >= table_size)
+			return -EPROTO;
+		idx = d.next;
+	}
+}
+
+int virtq_pop(struct virtq *vq, struct virtq_chain *chain)
+{
+	uint16_t avail_idx, nr, head;
+	int ret;
+
+	if (!vq->ready)
+		return 0;
+	avail_idx = load_avail_idx(vq);
+	nr = (uint16_t)(avail_idx - vq->last_avail_idx);
+	/* Guest-controlled index: it may never run ahead by more than size. */
+	if (nr > vq->size) {
+		vmm_dbg("virtq: avail idx %u jumped (last %u, size %u)",
+			avail_idx, vq->last_avail_idx, vq->size);
+		return -EPROTO;
+	}
+	if (nr == 0)
+		return 0;
+
+	/* Read the ring entry only after seeing avail->idx cover it.  Pairs
+	 * with the driver's virtio_wmb() between writing avail->ring[] (and
+	 * the descriptors) and publishing avail->idx. */
+	vmm_rmb();
+
+	head = le16toh(READ_ONCE(vq->avail->ring[vq->last_avail_idx & (vq->size - 1)]));
+	/* Guest-controlled head: checked against the queue size here. */
+	if (head >= vq->size)
+		return -EPROTO;
+	ret = walk_chain(vq, head, chain);
+	if (ret < 0)
+		return ret;
+	vq->last_avail_idx++;
+
+	/* With kicks enabled, ask for one as soon as the driver adds the next
+	 * entry.  No barrier here: virtq_enable_notify() closes the race. */
+	if (vq->event_idx && !vq->notify_disabled)
+		store_avail_event(vq, vq->last_avail_idx);
+	return 1;
+}
+
+void virtq_push(struct virtq *vq, uint16_t head, uint32_t len)
+{
+	struct virtq_used_elem_raw *e;
+
+	if (unlikely(!vq->ready || head >= vq->size)) {
+		vmm_err("virtq: push of bad head %u (size %u)", head, vq->size);
+		return;
+	}
+	e = &vq->used->ring[vq->used_idx & (vq->size - 1)];
+	WRITE_ONCE(e->id, htole32(head));
+	WRITE_ONCE(e->len, htole32(len));
+	/* The used element and every byte written into the chain's buffers
+	 * must be visible before the new used->idx.  Pairs with the driver's
+	 * virtio_rmb() after reading used->idx (virtqueue_get_buf). */
+	vmm_wmb();
+	vq->used_idx++;
+	WRITE_ONCE(vq->used->idx, htole16(vq->used_idx));
+}
+
+bool virtq_should_notify(struct virtq *vq)
+{
+	uint16_t old, new, event;
+	bool valid;
+
+	if (!vq->ready)
+		return false;
+	/* Our used->idx store must be globally visible before we read the
+	 * driver's suppression state, and the driver does the mirror image
+	 * (writes used_event / clears NO_INTERRUPT, virtio_mb(), re-reads
+	 * used->idx in virtqueue_enable_cb / virtqueue_poll).  Store->load:
+	 * needs the full barrier.  Pairs with that virtio_mb(). */
+	vmm_mb();
+
+	old = vq->signalled_used;
+	new = vq->used_idx;
+	valid = vq->signalled_used_valid;
+	if (valid && old == new)
+		return false; /* nothing pushed since the last interrupt */
+	vq->signalled_used = new;
+	vq->signalled_used_valid = true;
+
+	if (!vq->event_idx)
+		return !(le16toh(READ_ONCE(vq->avail->flags)) &
+			 VRING_AVAIL_F_NO_INTERRUPT);
+	if (!valid)
+		return true;
+	/* used_event is guest-controlled; any 16-bit value is meaningful. */
+	event = le16toh(READ_ONCE(*used_event_ptr(vq)));
+	return virtq_need_event(event, new, old);
+}
+
+void virtq_disable_notify(struct virtq *vq)
+{
+	if (!vq->ready || vq->notify_disabled)
+		return;
+	vq->notify_disabled = true;
+	if (vq->event_idx) {
+		/* One behind what we have consumed: the driver's kick window
+		 * [old, new) cannot contain it until 64Ki more entries, so it
+		 * is never crossed while we drain (a stray kick is harmless). */
+		store_avail_event(vq, (uint16_t)(vq->last_avail_idx - 1));
+	} else {
+		uint16_t f = le16toh(READ_ONCE(vq->used->flags));
+
+		WRITE_ONCE(vq->used->flags, htole16(f | VRING_USED_F_NO_NOTIFY));
+	}
+}
+
+bool virtq_enable_notify(struct virtq *vq)
+{
+	if (!vq->ready)
+		return false;
+	vq->notify_disabled = false;
+	if (vq->event_idx) {
+		store_avail_event(vq, vq->last_avail_idx);
+	} else {
+		uint16_t f = le16toh(READ_ONCE(vq->used->flags));
+
+		WRITE_ONCE(vq->used->flags, htole16(f & ~VRING_USED_F_NO_NOTIFY));
+	}
+	/* The classic race (virtio 1.x 2.7.10): the driver may have published
+	 * entries while kicks were off and then read the old avail_event /
+	 * NO_NOTIFY and skipped the kick.  Our store above must be visible
+	 * before we re-read avail->idx; store->load needs the full barrier.
+	 * Pairs with the driver's virtio_mb() between publishing avail->idx
+	 * and reading avail_event / used->flags (virtqueue_kick_prepare). */
+	vmm_mb();
+	return load_avail_idx(vq) != vq->last_avail_idx;
+}

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Split virtqueue, device side (virtio 1.x, section 2.7).
+ *
+ * The rings live in guest memory and are written concurrently by the guest
+ * driver on other CPUs: every value read from them is guest-controlled and is
+ * validated here (indices against the queue size, addresses and lengths
+ * against guest RAM, chain length capped at the queue size so a descriptor
+ * loop ends).  A malformed ring is a protocol violation: virtq_pop() returns
+ * -EPROTO and the transport sets NEEDS_RESET; it never crashes or hangs.
+ *
+ * Context: a virtqueue is owned by exactly one thread while the device is
+ * running (its I/O thread); setup and reset happen while that thread is
+ * quiesced.
+ */
+#ifndef VMM_DEVICES_VIRTIO_VIRTQUEUE_H
+#define VMM_DEVICES_VIRTIO_VIRTQUEUE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "memory.h"
+#include "util/compiler.h"
+
+#define VIRTQ_MAX_SIZE 1024u
+/* Max segments of one chain after indirect expansion (our SEG_MAX + 2). */
+#define VIRTQ_MAX_SEGS 1024u
+
+struct virtq {
+	const struct guest_mem *mem;
+	uint16_t size;	     /* power of two, <= VIRTQ_MAX_SIZE */
+	bool event_idx;	     /* VIRTIO_RING_F_EVENT_IDX negotiated */
+	bool indirect;	     /* VIRTIO_RING_F_INDIRECT_DESC negotiated */
+	bool ready;
+	uint64_t desc_gpa, avail_gpa, used_gpa;
+	/* Host pointers to the rings, validated once in virtq_start(). */
+	struct virtq_desc_raw *desc;
+	struct virtq_avail_raw *avail;
+	struct virtq_used_raw *used;
+	uint16_t last_avail_idx; /* next avail entry to consume */
+	uint16_t used_idx;	 /* shadow of used->idx (we are its only writer) */
+	uint16_t signalled_used; /* used_idx at the last interrupt (EVENT_IDX) */
+	bool signalled_used_valid;
+	bool notify_disabled;	 /* virtq_disable_notify() in effect */
+};
+
+/* One descriptor chain, resolved to host memory. */
+struct virtq_chain {
+	uint16_t head;	   /* id to give back in virtq_push() */
+	unsigned int nr_out; /* leading device-readable segments */
+	unsigned int nr_in;  /* trailing device-writable segments */
+	struct iovec iov[VIRTQ_MAX_SEGS]; /* out segments first, then in */
+	uint64_t in_len;     /* total bytes of writable segments */
+};
+
+/*
+ * Validate the ring addresses for @size entries (alignment, inside RAM) and
+ * make the queue ready.  Returns 0 or -EINVAL.
+ */
+int virtq_start(struct virtq *vq, const struct guest_mem *mem, uint16_t size,
+		uint64_t desc, uint64_t avail, uint64_t used, bool event_idx,
+		bool indirect) __must_check;
+/* Forget all state (device reset / queue reset). */
+void virtq_reset(struct virtq *vq);
+
+/* Number of chains the driver has made available and we have not popped. */
+unsigned int virtq_avail_count(struct virtq *vq);
+
+/*
+ * Pop the next available chain into @chain.
+ * Returns 1 if a chain was popped, 0 if the ring is empty, -EPROTO if the
+ * driver broke the protocol (avail idx ran ahead by more than the queue
+ * size, head or next out of range, loop, address outside RAM, address+len
+ * overflow, writable descriptor before a readable one, nested indirect,
+ * indirect table of bad length, more than VIRTQ_MAX_SEGS segments).
+ */
+int virtq_pop(struct virtq *vq, struct virtq_chain *chain) __must_check;
+
+/*
+ * Return @head to the driver with @len bytes written to its in segments and
+ * publish it (used->idx).  Everything the device wrote into the chain's
+ * buffers (data, status byte) before this call is visible to the driver once
+ * it sees the new used->idx.  @head must come from virtq_pop() on this queue
+ * (an out-of-range value is an internal bug: it is logged and ignored).
+ * Notification is separate: call virtq_should_notify() once per batch.
+ */
+void virtq_push(struct virtq *vq, uint16_t head, uint32_t len);
+
+/*
+ * Must the driver be interrupted for the used entries pushed since the
+ * last call that returned true?  Honours VIRTQ_AVAIL_F_NO_INTERRUPT, or
+ * used_event with EVENT_IDX (with 16-bit wrap-around).
+ */
+bool virtq_should_notify(struct virtq *vq);
+
+/*
+ * Notification (kick) suppression for the I/O thread's poll loop.
+ * virtq_disable_notify(): ask the driver not to kick (VIRTQ_USED_F_NO_NOTIFY,
+ * or, with EVENT_IDX, avail_event set one behind last_avail_idx so the
+ * driver's kick window cannot reach it for 64Ki entries).
+ * virtq_enable_notify(): ask for kicks again (avail_event = last_avail_idx);
+ * returns true if new buffers arrived meanwhile, in which case the caller
+ * must process the ring again instead of sleeping (the race in 2.7.10).
+ */
+void virtq_disable_notify(struct virtq *vq);
+bool virtq_enable_notify(struct virtq *vq);
+
+/*
+ * The race-free way to drain a queue and then sleep until the next kick:
+ *
+ *	for (;;) {
+ *		virtq_disable_notify(vq);
+ *		while ((r = virtq_pop(vq, &chain)) > 0)
+ *			handle(&chain);
+ *		if (r < 0)
+ *			... NEEDS_RESET ...
+ *		if (!virtq_enable_notify(vq))
+ *			break;		(ring empty with kicks enabled: sleep)
+ *	}
+ *
+ * While notifications are enabled, virtq_pop() keeps avail_event equal to
+ * last_avail_idx (EVENT_IDX), so the driver kicks for the next new entry.
+ */
+
+/* vring_need_event() from the virtio spec, exposed for unit tests. */
+static inline bool virtq_need_event(uint16_t event_idx, uint16_t new_idx,
+				    uint16_t old_idx)
+{
+	return (uint16_t)(new_idx - event_idx - 1) < (uint16_t)(new_idx - old_idx);
+}
+
+#endif

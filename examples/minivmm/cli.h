@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* minivmm command-line parsing (kept apart from main() so it is unit-tested). */
+#ifndef MINIVMM_CLI_H
+#define MINIVMM_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vmm/vmm.h"
+
+#define CLI_MAX_DISKS 64
+#define CLI_DEFAULT_CMDLINE                                                   \
+	"console=ttyS0 reboot=k panic=-1 pci=conf1 acpi=off i8042.noaux "      \
+	"i8042.nopnp i8042.dumbkbd"
+
+struct cli_disk {
+	struct vmm_disk_config cfg; /* path/serial point into the spec copy */
+	char *spec;		    /* owned copy of the --disk argument */
+};
+
+struct cli_opts {
+	unsigned int smp;
+	uint64_t mem;
+	const char *kernel, *initrd;
+	char *cmdline; /* owned: default or --cmdline, plus --append */
+	struct cli_disk disks[CLI_MAX_DISKS];
+	unsigned int nr_disks;
+	bool stats, stats_json;
+	int log_level;
+	bool help, version;
+};
+
+/*
+ * Parse argv.  Returns 0 (check help/version), or -1 with a one-line reason
+ * in @err (usage error: exit status 2).  Call cli_free() in both cases.
+ */
+int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errlen);
+void cli_free(struct cli_opts *o);
+
+/* "512M", "2G", "1024K", "4096" (MiB, like QEMU's -m).  0 or -1. */
+int cli_parse_size(const char *s, uint64_t *out);
+/* "IMG" or "path=IMG,num-queues=N,queue-size=N,ro=on,serial=S,direct=on,
+ * poll-us=N".  0, or -1 with a reason in @err. */
+int cli_parse_disk(const char *spec, struct cli_disk *d, char *err, size_t errlen);
+
+void cli_usage(const char *prog, void *file);
+
+#endif

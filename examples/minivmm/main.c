@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * minivmm: the command-line front end of libvmm.  Everything it does goes
+ * through the public API (include/vmm/vmm.h), like any embedder's code.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "stats.h"
+
+static struct termios saved_tio;
+static int tio_saved;
+
+/* Raw-ish console when stdin is a terminal: the guest's line discipline
+ * does the echoing and editing.  ISIG stays on so Ctrl-C stops the VM. */
+static void console_raw(void)
+{
+	struct termios t;
+
+	if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &saved_tio))
+		return;
+	t = saved_tio;
+	t.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+	t.c_iflag &= ~(tcflag_t)(ICRNL);
+	t.c_cc[VMIN] = 1;
+	t.c_cc[VTIME] = 0;
+	if (!tcsetattr(STDIN_FILENO, TCSANOW, &t))
+		tio_saved = 1;
+}
+
+static void console_restore(void)
+{
+	if (tio_saved)
+		tcsetattr(STDIN_FILENO, TCSANOW, &saved_tio);
+}
+
+/* Wait for the VM to stop or for SIGINT/SIGTERM (then stop it). Returns the
+ * signal number that stopped it, or 0. */
+static int wait_for_exit(struct vmm *vm, int sfd)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = vmm_get_exit_eventfd(vm), .events = POLLIN },
+		{ .fd = sfd, .events = POLLIN },
+	};
+
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return 0;
+		}
+		if (pfd[0].revents)
+			return 0;
+		if (pfd[1].revents) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				vmm_stop(vm);
+				return (int)si.ssi_signo;
+			}
+		}
+	}
+}
+
+static int run(const struct cli_opts *o)
+{
+	struct vmm *vm = NULL;
+	int ret, reason = VMM_EXIT_ERROR, sig, sfd;
+	sigset_t mask;
+
+	vmm_set_log(NULL, NULL, o->log_level);
+	ret = vmm_create(&vm);
+	if (ret) {
+		fprintf(stderr, "minivmm: cannot create the VM: %s\n", strerror(-ret));
+		return 1;
+	}
+	if ((ret = vmm_set_vcpus(vm, o->smp))) {
+		fprintf(stderr, "minivmm: --smp %u: %s\n", o->smp, strerror(-ret));
+		goto out;
+	}
+	if ((ret = vmm_set_memory(vm, o->mem))) {
+		fprintf(stderr, "minivmm: --mem: %s\n", strerror(-ret));
+		goto out;
+	}
+	if ((ret = vmm_set_kernel(vm, o->kernel, o->initrd, o->cmdline))) {
+		fprintf(stderr, "minivmm: kernel: %s\n", strerror(-ret));
+		goto out;
+	}
+	if ((ret = vmm_set_console(vm, STDIN_FILENO, STDOUT_FILENO)))
+		goto out;
+	for (unsigned int i = 0; i < o->nr_disks; i++) {
+		ret = vmm_add_disk(vm, &o->disks[i].cfg, NULL);
+		if (ret) {
+			fprintf(stderr, "minivmm: --disk %s: %s\n",
+				o->disks[i].cfg.path, strerror(-ret));
+			goto out;
+		}
+	}
+
+	/* SIGINT/SIGTERM are read through a signalfd; block them before the
+	 * library creates its threads so that none of them takes the signal. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (sfd < 0) {
+		ret = -errno;
+		fprintf(stderr, "minivmm: signalfd: %s\n", strerror(errno));
+		goto out;
+	}
+	console_raw();
+	ret = vmm_start(vm);
+	if (ret) {
+		console_restore();
+		close(sfd);
+		fprintf(stderr, "minivmm: cannot start the VM: %s\n", strerror(-ret));
+		goto out;
+	}
+	sig = wait_for_exit(vm, sfd);
+	vmm_wait(vm, &reason);
+	console_restore();
+	if (o->stats)
+		stats_print(vm, o->nr_disks, o->stats_json, stderr);
+	close(sfd);
+	vmm_destroy(vm);
+	if (sig)
+		return 128 + sig;
+	switch (reason) {
+	case VMM_EXIT_GUEST_RESET:
+		return 0;
+	case VMM_EXIT_TRIPLE_FAULT:
+		fprintf(stderr, "minivmm: the guest triple-faulted\n");
+		return 1;
+	default:
+		fprintf(stderr, "minivmm: the VM stopped: %s\n",
+			vmm_exit_reason_str(reason));
+		return 1;
+	}
+out:
+	vmm_destroy(vm);
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli_opts o;
+	char err[256] = "";
+	int ret;
+
+	if (cli_parse(argc, argv, &o, err, sizeof(err))) {
+		fprintf(stderr, "minivmm: %s (see --help)\n", err);
+		cli_free(&o);
+		return 2;
+	}
+	if (o.help) {
+		cli_usage(argv[0], stdout);
+		cli_free(&o);
+		return 0;
+	}
+	if (o.version) {
+		printf("minivmm %s\n", VMM_VERSION_STRING);
+		cli_free(&o);
+		return 0;
+	}
+	ret = run(&o);
+	cli_free(&o);
+	return ret;
+}

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/* minivmm --stats / --stats-json: disk, queue and KVM counters at exit. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "stats.h"
+
+static const char *const req_names[VMM_REQ_TYPES] = {
+	"read", "write", "flush", "get_id", "discard", "write_zeroes", "other",
+};
+
+static void queue_json(FILE *f, const struct vmm_queue_stats *q)
+{
+	fprintf(f, "{\"requests\":{");
+	for (int t = 0; t < VMM_REQ_TYPES; t++)
+		fprintf(f, "%s\"%s\":%" PRIu64, t ? "," : "", req_names[t],
+			q->requests[t]);
+	fprintf(f,
+		"},\"bytes_read\":%" PRIu64 ",\"bytes_written\":%" PRIu64
+		",\"io_errors\":%" PRIu64 ",\"unsupported\":%" PRIu64
+		",\"kicks\":%" PRIu64 ",\"interrupts\":%" PRIu64
+		",\"suppressed\":%" PRIu64 ",\"iothread\":%" PRIu32 "}",
+		q->bytes_read, q->bytes_written, q->io_errors, q->unsupported,
+		q->kicks, q->interrupts, q->suppressed, q->iothread);
+}
+
+static uint64_t total_requests(const struct vmm_queue_stats *q)
+{
+	uint64_t n = 0;
+
+	for (int t = 0; t < VMM_REQ_TYPES; t++)
+		n += q->requests[t];
+	return n;
+}
+
+static void kvm_json(FILE *f, const struct vmm_kvm_stats *k, int ret)
+{
+	if (ret) {
+		fprintf(f, "null");
+		return;
+	}
+	fprintf(f,
+		"{\"vcpus\":%" PRIu32 ",\"exits\":%" PRIu64 ",\"io_exits\":%" PRIu64
+		",\"mmio_exits\":%" PRIu64 ",\"halt_exits\":%" PRIu64
+		",\"irq_exits\":%" PRIu64 ",\"irq_injections\":%" PRIu64
+		",\"signal_exits\":%" PRIu64 "}",
+		k->nr_vcpus, k->exits, k->io_exits, k->mmio_exits, k->halt_exits,
+		k->irq_exits, k->irq_injections, k->signal_exits);
+}
+
+void stats_print(struct vmm *vm, unsigned int nr_disks, bool json, FILE *f)
+{
+	struct vmm_kvm_stats k = { .struct_size = sizeof(k) };
+	int kret = vmm_get_kvm_stats(vm, &k);
+	uint64_t all_reqs = 0;
+
+	if (json)
+		fprintf(f, "{\"kvm\":");
+	if (json)
+		kvm_json(f, &k, kret);
+	if (json)
+		fprintf(f, ",\"disks\":[");
+	for (unsigned int i = 0; i < nr_disks; i++) {
+		struct vmm_disk_stats d = { .struct_size = sizeof(d) };
+
+		if (vmm_get_disk_stats(vm, i, &d))
+			continue;
+		all_reqs += total_requests(&d.total);
+		if (json) {
+			fprintf(f,
+				"%s{\"id\":%u,\"num_queues\":%" PRIu32
+				",\"wiring_commits\":%" PRIu64 ",\"wiring_ioctls\":%" PRIu64
+				",\"wiring_ns\":%" PRIu64 ",\"masked_interrupts\":%" PRIu64
+				",\"resets\":%" PRIu64 ",\"needs_reset\":%" PRIu64
+				",\"total\":",
+				i ? "," : "", i, d.num_queues, d.wiring_commits,
+				d.wiring_ioctls, d.wiring_ns, d.masked_interrupts,
+				d.resets, d.needs_reset);
+			queue_json(f, &d.total);
+			fprintf(f, ",\"queues\":[");
+			for (unsigned int q = 0; q < d.num_queues; q++) {
+				struct vmm_queue_stats qs;
+
+				if (vmm_get_queue_stats(vm, i, q, &qs))
+					memset(&qs, 0, sizeof(qs));
+				fprintf(f, "%s", q ? "," : "");
+				queue_json(f, &qs);
+			}
+			fprintf(f, "]}");
+			continue;
+		}
+		fprintf(f,
+			"disk %u: %" PRIu32 " queues, %" PRIu64 " requests (%" PRIu64
+			" read, %" PRIu64 " write, %" PRIu64 " flush), %" PRIu64
+			" errors; %" PRIu64 " kicks, %" PRIu64 " interrupts, %" PRIu64
+			" suppressed; wiring: %" PRIu64 " commits, %" PRIu64
+			" KVM ioctls, %.3f ms\n",
+			i, d.num_queues, total_requests(&d.total),
+			d.total.requests[VMM_REQ_READ], d.total.requests[VMM_REQ_WRITE],
+			d.total.requests[VMM_REQ_FLUSH], d.total.io_errors,
+			d.total.kicks, d.total.interrupts, d.total.suppressed,
+			d.wiring_commits, d.wiring_ioctls, (double)d.wiring_ns / 1e6);
+		for (unsigned int q = 0; q < d.num_queues; q++) {
+			struct vmm_queue_stats qs;
+
+			if (vmm_get_queue_stats(vm, i, q, &qs))
+				continue;
+			fprintf(f,
+				"  queue %u (io%" PRIu32 "): %" PRIu64 " requests, %" PRIu64
+				" kicks, %" PRIu64 " interrupts, %" PRIu64 " suppressed\n",
+				q, qs.iothread, total_requests(&qs), qs.kicks,
+				qs.interrupts, qs.suppressed);
+		}
+	}
+	if (json) {
+		fprintf(f, "]}\n");
+		return;
+	}
+	if (!kret) {
+		fprintf(f,
+			"kvm: %" PRIu32 " vCPUs, %" PRIu64 " exits (%" PRIu64 " io, %" PRIu64
+			" mmio, %" PRIu64 " halt), %" PRIu64 " irq injections",
+			k.nr_vcpus, k.exits, k.io_exits, k.mmio_exits, k.halt_exits,
+			k.irq_injections);
+		if (all_reqs)
+			fprintf(f, ", %.3f exits per disk request",
+				(double)k.exits / (double)all_reqs);
+		fprintf(f, "\n");
+	} else {
+		fprintf(f, "kvm: no binary statistics on this kernel\n");
+	}
+}

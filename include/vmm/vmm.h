@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libvmm — an embeddable virtual machine monitor on Linux KVM (x86_64).
+ *
+ * This is the only public header.  One struct vmm is one VM; a process may
+ * hold any number of them (the library keeps no global VM state).
+ *
+ * Conventions
+ *  - Every function returns 0 (or a documented non-negative value) on
+ *    success and a negative errno value on failure.  errno is neither set nor
+ *    read across the API.  Fixed meanings:
+ *        -EINVAL   bad argument
+ *        -EBUSY    wrong lifecycle state (e.g. configuring after vmm_start())
+ *        -ENOENT   unknown id / missing file
+ *        -ENOTSUP  missing KVM capability or host feature
+ *        -ENOMEM   allocation failed
+ *        -EIO      KVM refused or killed the VM
+ *  - The library never calls exit() or abort(), whatever the input (API
+ *    arguments, kernel images, disk images, or the guest itself).
+ *  - Lifecycle: CONFIG --vmm_start()--> RUNNING --(guest exit | vmm_stop())-->
+ *    STOPPED.  Configuration calls need CONFIG and return -EBUSY otherwise.
+ *
+ * Threading
+ *  - A VM runs one thread per vCPU ("vmm-vcpuN") and, when it has disks,
+ *    one I/O thread per vCPU ("vmm-ioN", each with its own io_uring) that
+ *    serves queue i of every disk for i mod nr_vcpus == N.
+ *  - vmm_stop(), vmm_wait(), vmm_get_exit_eventfd() and the stats getters
+ *    are safe from any thread that the library does not own (not from a
+ *    vmm_log_fn callback).  vmm_destroy() must not race with any other call
+ *    on the same VM.  Calls on different VMs never interfere.
+ *  - To interrupt a vCPU blocked in KVM_RUN the library sends it the signal
+ *    VMM_KICK_SIGNAL.  vmm_start() installs a no-op handler for it
+ *    (SA_RESTART) if the process has none (SIG_DFL); an embedder that uses
+ *    that signal itself must keep a handler installed that tolerates it.
+ */
+#ifndef VMM_VMM_H
+#define VMM_VMM_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The library is built with hidden visibility; what this header declares
+ * is its exported ABI (further limited to vmm_* by libvmm/libvmm.map). */
+#pragma GCC visibility push(default)
+
+#define VMM_VERSION_MAJOR 0
+#define VMM_VERSION_MINOR 1
+#define VMM_VERSION_STRING "0.1.0"
+
+/* Signal used to kick vCPU threads out of KVM_RUN (see Threading above). */
+#define VMM_KICK_SIGNAL SIGUSR1
+
+/* Limits of this release. */
+#define VMM_MAX_VCPUS 254 /* MP table (no ACPI): APIC IDs 0..253, 0xff broadcast */
+#define VMM_MIN_MEMORY (16ull << 20)
+#define VMM_MAX_CMDLINE 2047 /* incl. what the library adds; NUL excluded */
+
+struct vmm; /* opaque */
+
+/* Log levels (like syslog's order, smaller is more severe). */
+enum vmm_log_level {
+	VMM_LOG_ERROR = 0,
+	VMM_LOG_WARN = 1,
+	VMM_LOG_INFO = 2,
+	VMM_LOG_DEBUG = 3,
+};
+
+/**
+ * vmm_log_fn - receives one formatted message without trailing newline.
+ * @level:  enum vmm_log_level
+ * @msg:    NUL-terminated message, valid only during the call
+ * @opaque: the pointer given to vmm_set_log()
+ *
+ * Context: may run on any thread of any VM, concurrently; must not call back
+ * into libvmm.
+ */
+typedef void (*vmm_log_fn)(int level, const char *msg, void *opaque);
+
+/* Why a VM stopped, as reported by vmm_wait(). */
+enum vmm_exit_reason {
+	VMM_EXIT_NONE = 0,	   /* still running (never returned by vmm_wait) */
+	VMM_EXIT_GUEST_RESET = 1,  /* guest reset the machine: i8042 pulse or
+				      port 0xCF9 (Linux `reboot`, reboot=k) */
+	VMM_EXIT_TRIPLE_FAULT = 2, /* KVM_EXIT_SHUTDOWN: triple fault (Linux
+				      reboot=t uses it, a crash can too) */
+	VMM_EXIT_STOPPED = 3,	   /* vmm_stop() was called */
+	VMM_EXIT_ERROR = 4,	   /* the VMM failed (KVM error, internal
+				      error); see the log for the reason */
+};
+
+/**
+ * vmm_get_version() - runtime library version.
+ * @major: out, may be NULL
+ * @minor: out, may be NULL
+ *
+ * Returns: 0.
+ */
+int vmm_get_version(int *major, int *minor);
+
+/**
+ * vmm_set_log() - route library messages to @fn (process-wide).
+ * @fn:     callback, or NULL to restore the default (stderr, prefixed
+ *          "libvmm: ")
+ * @opaque: passed to @fn
+ * @level:  messages with a level greater than this are dropped
+ *
+ * This is the only process-wide setting: logging is shared by all VMs.
+ *
+ * Returns: 0, -EINVAL if @level is not a enum vmm_log_level, -ENOMEM.
+ */
+int vmm_set_log(vmm_log_fn fn, void *opaque, int level);
+
+/**
+ * vmm_create() - open /dev/kvm and create an empty VM in state CONFIG.
+ * @out: receives the new VM on success; untouched on failure
+ *
+ * Checks that KVM has the API version and capabilities libvmm needs and logs
+ * a clear message if not, e.g.
+ * "KVM is not available: /dev/kvm: No such file or directory".
+ * Defaults: 1 vCPU, 256 MiB RAM, no kernel, console on fds 0/1.
+ *
+ * Returns: 0; -EINVAL if @out is NULL; -ENOENT if /dev/kvm does not exist;
+ * -EACCES/-EPERM if it cannot be opened; -ENOTSUP if KVM lacks a required
+ * capability or has a different API version; -ENOMEM; -EIO if
+ * KVM_CREATE_VM fails for another reason.
+ */
+int vmm_create(struct vmm **out);
+
+/**
+ * vmm_destroy() - stop the VM if running, join every thread, free all.
+ * @vm: VM or NULL (then a no-op)
+ *
+ * Context: must not race with any other call on @vm.
+ */
+void vmm_destroy(struct vmm *vm);
+
+/**
+ * vmm_set_vcpus() - number of vCPUs.
+ * @vm:       VM in state CONFIG
+ * @nr_vcpus: 1..VMM_MAX_VCPUS (also capped by KVM_CAP_MAX_VCPUS)
+ *
+ * Returns: 0; -EINVAL for NULL @vm or a count out of range; -EBUSY if
+ * not in CONFIG.
+ */
+int vmm_set_vcpus(struct vmm *vm, unsigned int nr_vcpus);
+
+/**
+ * vmm_set_memory() - guest RAM size.
+ * @vm:        VM in state CONFIG
+ * @ram_bytes: at least VMM_MIN_MEMORY, a multiple of 4 KiB.  RAM that does
+ *             not fit below the PCI hole (3 GiB .. 4 GiB) is placed at 4 GiB.
+ *
+ * Returns: 0; -EINVAL for NULL @vm or a bad size; -EBUSY if not in CONFIG.
+ */
+int vmm_set_memory(struct vmm *vm, uint64_t ram_bytes);
+
+/**
+ * vmm_set_kernel() - Linux bzImage to boot directly (64-bit boot protocol).
+ * @vm:      VM in state CONFIG
+ * @kernel:  path to a bzImage (boot protocol >= 2.06, relocatable or
+ *           loadable at its preferred address, 64-bit entry point)
+ * @initrd:  path to an initrd/initramfs, or NULL
+ * @cmdline: kernel command line, or NULL for ""
+ *
+ * The files are only recorded here; they are opened and validated by
+ * vmm_start(), which reports a bad image.  The library appends nothing to the
+ * command line that the caller did not ask for, except what the platform
+ * needs (see README: "pci=conf1" style options are the caller's choice).
+ *
+ * Returns: 0; -EINVAL for NULL @vm/@kernel or a command line longer than
+ * VMM_MAX_CMDLINE; -ENOMEM; -EBUSY if not in CONFIG.
+ */
+int vmm_set_kernel(struct vmm *vm, const char *kernel, const char *initrd,
+		   const char *cmdline);
+
+/**
+ * vmm_set_console() - wire the COM1 8250 UART.
+ * @vm:     VM in state CONFIG
+ * @in_fd:  bytes read from it are the guest's serial input, or -1 for none.
+ *          The library does not change the terminal mode.
+ * @out_fd: guest serial output is written here, or -1 to discard it
+ *
+ * The fds are borrowed: they must stay open until vmm_destroy().
+ *
+ * Returns: 0; -EINVAL for NULL @vm or fds < -1; -EBUSY if not in CONFIG.
+ */
+int vmm_set_console(struct vmm *vm, int in_fd, int out_fd);
+
+/* Disk flags for struct vmm_disk_config.flags. */
+#define VMM_DISK_READONLY (1u << 0) /* VIRTIO_BLK_F_RO, image opened O_RDONLY */
+#define VMM_DISK_DIRECT (1u << 1)   /* open with O_DIRECT (bypass page cache) */
+#define VMM_DISK_NO_FLUSH (1u << 2) /* no VIRTIO_BLK_F_FLUSH: writes are not
+				       made durable (unsafe, for scratch) */
+
+/*
+ * Configuration of one virtio-blk disk.  Zero-initialise, set struct_size to
+ * sizeof(struct vmm_disk_config), then fill what you need.  New fields are
+ * only ever appended; the library reads struct_size to know which fields the
+ * caller has, so binaries built against an older header keep working.
+ */
+struct vmm_disk_config {
+	uint32_t struct_size; /* = sizeof(struct vmm_disk_config) */
+	uint32_t flags;	      /* VMM_DISK_* */
+	const char *path;     /* image path, or NULL and use @fd */
+	int fd;		      /* used when @path is NULL; dup'ed */
+	uint16_t num_queues;  /* 0 = one per vCPU */
+	uint16_t queue_size;  /* 0 = 256; power of two, <= 1024 */
+	const char *serial;   /* VIRTIO_BLK_T_GET_ID answer (<= 20 bytes), or NULL */
+	uint32_t poll_us;     /* I/O-thread busy-poll window in microseconds
+				 before sleeping (0 = off: sleep at once) */
+};
+
+/**
+ * vmm_add_disk() - attach a virtio-blk-pci disk.
+ * @vm:     VM in state CONFIG
+ * @cfg:    configuration (see struct vmm_disk_config)
+ * @out_id: receives the disk id (0, 1, ... in order of addition), or NULL
+ *
+ * The device has @cfg->num_queues request queues (default: one per vCPU,
+ * capped at 1024 queues and 2048 MSI-X vectors including the config
+ * vector, like QEMU's virtio_pci_optimal_num_queues()), each with its own
+ * MSI-X vector, served by I/O thread (queue index mod number of vCPUs).
+ * The image is opened by vmm_start(), which fails if it cannot be.
+ *
+ * Returns: 0; -EINVAL for a bad argument (NULL, struct_size too small,
+ * neither path nor fd, queue size not a power of two in 4..1024, serial
+ * longer than 20 bytes, unknown flag); -EBADF if @cfg->fd cannot be
+ * duplicated; -ENOSPC if the PCI bus is full (31 devices); -ENOMEM;
+ * -EBUSY if not in CONFIG.
+ */
+int vmm_add_disk(struct vmm *vm, const struct vmm_disk_config *cfg,
+		 unsigned int *out_id);
+
+/* Request types counted in struct vmm_queue_stats.requests[]. */
+enum vmm_req_type {
+	VMM_REQ_READ,
+	VMM_REQ_WRITE,
+	VMM_REQ_FLUSH,
+	VMM_REQ_GET_ID,
+	VMM_REQ_DISCARD,
+	VMM_REQ_WRITE_ZEROES,
+	VMM_REQ_OTHER,
+	VMM_REQ_TYPES,
+};
+
+/* Counters of one virtqueue (or their sum over a disk). */
+struct vmm_queue_stats {
+	uint64_t requests[VMM_REQ_TYPES]; /* completed, by type */
+	uint64_t bytes_read, bytes_written;
+	uint64_t io_errors;   /* completed with VIRTIO_BLK_S_IOERR */
+	uint64_t unsupported; /* completed with VIRTIO_BLK_S_UNSUPP */
+	uint64_t kicks;	      /* driver notifications received (ioeventfd) */
+	uint64_t interrupts;  /* interrupts sent to the driver */
+	uint64_t suppressed;  /* completion batches whose interrupt the
+				 driver suppressed (EVENT_IDX used_event) */
+	uint32_t iothread;    /* serving I/O thread index */
+	uint32_t pad;
+};
+
+/* Per-disk counters; extensible like struct vmm_disk_config. */
+struct vmm_disk_stats {
+	uint32_t struct_size; /* = sizeof(struct vmm_disk_stats) */
+	uint32_t num_queues;
+	uint64_t wiring_commits; /* batched wiring transactions committed */
+	uint64_t wiring_ioctls;	 /* KVM ioctls of those transactions */
+	uint64_t wiring_ns;	 /* wall time inside them */
+	uint64_t masked_interrupts; /* interrupts held pending by MSI-X masks */
+	uint64_t resets;	 /* device resets by the driver */
+	uint64_t needs_reset;	 /* protocol violations (NEEDS_RESET set) */
+	struct vmm_queue_stats total; /* sum over the queues */
+};
+
+/**
+ * vmm_get_disk_stats() - counters of disk @id.
+ * @vm: VM (any state after vmm_add_disk(); counters are 0 before start)
+ * @id: disk id from vmm_add_disk()
+ * @st: out; set st->struct_size first
+ *
+ * Returns: 0; -EINVAL for NULL or a too small struct_size; -ENOENT for an
+ * unknown @id.
+ */
+int vmm_get_disk_stats(struct vmm *vm, unsigned int id, struct vmm_disk_stats *st);
+
+/**
+ * vmm_get_queue_stats() - counters of queue @q of disk @id.
+ *
+ * Returns: 0; -EINVAL for NULL; -ENOENT for an unknown disk or queue, or
+ * when the VM was never started.
+ */
+int vmm_get_queue_stats(struct vmm *vm, unsigned int id, unsigned int q,
+			struct vmm_queue_stats *st);
+
+/* KVM's own counters (binary statistics, KVM_GET_STATS_FD), summed over
+ * the vCPUs; -1 (all ones) where this kernel does not provide one. */
+struct vmm_kvm_stats {
+	uint32_t struct_size; /* = sizeof(struct vmm_kvm_stats) */
+	uint32_t nr_vcpus;
+	uint64_t exits;		 /* all VM exits */
+	uint64_t io_exits;	 /* port I/O exits */
+	uint64_t mmio_exits;	 /* MMIO exits to userspace */
+	uint64_t halt_exits;	 /* HLT */
+	uint64_t irq_exits;	 /* exits for host interrupts */
+	uint64_t irq_injections; /* interrupts injected into the guest */
+	uint64_t signal_exits;	 /* exits to handle a signal */
+};
+
+/**
+ * vmm_get_kvm_stats() - KVM's exit and injection counters for the VM.
+ * @vm: VM that was started
+ * @st: out; set st->struct_size first
+ *
+ * Returns: 0; -EINVAL for NULL or a too small struct_size; -EBUSY if the
+ * VM was never started; -ENOTSUP if KVM has no binary statistics
+ * (KVM_CAP_BINARY_STATS_FD, Linux 5.14+).
+ */
+int vmm_get_kvm_stats(struct vmm *vm, struct vmm_kvm_stats *st);
+
+/**
+ * vmm_start() - build the machine and start every vCPU; returns at once.
+ * @vm: VM in state CONFIG
+ *
+ * Loads and validates the kernel and initrd, lays out guest memory, creates
+ * the vCPUs and the devices, then spawns the vCPU threads.  On failure the VM
+ * stays in CONFIG with nothing started, and the reason is logged.
+ *
+ * Returns: 0; -EINVAL if no kernel was set, or the kernel/initrd is not a
+ * valid image (not a bzImage, truncated, protocol < 2.06, no 64-bit entry,
+ * does not fit in RAM); -ENOENT/-EACCES if a file cannot be opened;
+ * -ENOTSUP if KVM lacks a needed feature; -ENOMEM; -EIO if a KVM call
+ * fails; -EBUSY if not in CONFIG.
+ */
+int vmm_start(struct vmm *vm);
+
+/**
+ * vmm_stop() - ask a running VM to stop; does not wait.
+ * @vm: VM
+ *
+ * Every vCPU is kicked out of KVM_RUN; vmm_wait() then returns
+ * VMM_EXIT_STOPPED (unless the guest had already exited for another reason).
+ *
+ * Returns: 0 (also when the VM has already stopped); -EINVAL for NULL @vm;
+ * -EBUSY if the VM was never started.
+ */
+int vmm_stop(struct vmm *vm);
+
+/**
+ * vmm_wait() - block until the VM has stopped, then join its threads.
+ * @vm:          VM that was started
+ * @exit_reason: receives an enum vmm_exit_reason, or NULL
+ *
+ * May be called more than once; later calls return at once.
+ *
+ * Returns: 0; -EINVAL for NULL @vm; -EBUSY if the VM was never started.
+ */
+int vmm_wait(struct vmm *vm, int *exit_reason);
+
+/**
+ * vmm_get_exit_eventfd() - an eventfd that becomes readable when the VM
+ * has stopped (for poll/epoll integration); call vmm_wait() afterwards.
+ * @vm: VM (any state)
+ *
+ * The fd is owned by the library and closed by vmm_destroy().
+ *
+ * Returns: the fd (>= 0), or -EINVAL for NULL @vm.
+ */
+int vmm_get_exit_eventfd(struct vmm *vm);
+
+/**
+ * vmm_exit_reason_str() - a short English name for an enum vmm_exit_reason.
+ * @reason: value
+ *
+ * Returns: a static string ("unknown" for values out of range).
+ */
+const char *vmm_exit_reason_str(int reason);
+
+#pragma GCC visibility pop
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VMM_VMM_H */

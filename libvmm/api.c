@@ -1,0 +1,436 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Public entry points: argument and lifecycle-state checks, then a call into
+ * the module that does the work.  No logic lives here, and nothing here may
+ * exit the process.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/kvm.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "machine.h"
+#include "vm.h"
+
+#define DEFAULT_RAM (256ull << 20)
+#define VIRTQ_MAX_QUEUE_SIZE 1024u
+
+int vmm_get_version(int *major, int *minor)
+{
+	if (major)
+		*major = VMM_VERSION_MAJOR;
+	if (minor)
+		*minor = VMM_VERSION_MINOR;
+	return 0;
+}
+
+const char *vmm_exit_reason_str(int reason)
+{
+	static const char *const names[] = {
+		[VMM_EXIT_NONE] = "running",
+		[VMM_EXIT_GUEST_RESET] = "guest reset",
+		[VMM_EXIT_TRIPLE_FAULT] = "triple fault",
+		[VMM_EXIT_STOPPED] = "stopped",
+		[VMM_EXIT_ERROR] = "error",
+	};
+
+	if (reason < 0 || (size_t)reason >= sizeof(names) / sizeof(names[0]))
+		return "unknown";
+	return names[reason];
+}
+
+static int vm_create_kvm_vm(struct vmm *vm)
+{
+	vm->vm_fd = ioctl(vm->kvm.fd, KVM_CREATE_VM, 0);
+	if (vm->vm_fd < 0) {
+		int err = errno;
+
+		vmm_err("KVM_CREATE_VM: %s", strerror(err));
+		return err == ENOMEM ? -ENOMEM : -EIO;
+	}
+	return 0;
+}
+
+int vmm_create(struct vmm **out)
+{
+	struct vmm *vm;
+	int ret;
+
+	if (!out)
+		return -EINVAL;
+	vm = calloc(1, sizeof(*vm));
+	if (!vm)
+		return -ENOMEM;
+	vm->vm_fd = -1;
+	vm->exit_efd = -1;
+	vm->mem.memfd = -1;
+	vm->nr_vcpus = 1;
+	vm->ram_size = DEFAULT_RAM;
+	vm->console_in = 0;
+	vm->console_out = 1;
+	pthread_mutex_init(&vm->lock, NULL);
+	pthread_mutex_init(&vm->join_lock, NULL);
+
+	ret = kvm_sys_open(&vm->kvm);
+	if (ret)
+		goto err;
+	ret = vm_create_kvm_vm(vm);
+	if (ret)
+		goto err;
+	vm->exit_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (vm->exit_efd < 0) {
+		ret = -errno;
+		goto err;
+	}
+	ret = iobus_init(&vm->pio, "pio");
+	if (ret)
+		goto err;
+	ret = iobus_init(&vm->mmio, "mmio");
+	if (ret) {
+		iobus_destroy(&vm->pio);
+		goto err;
+	}
+	*out = vm;
+	return 0;
+err:
+	if (vm->exit_efd >= 0)
+		close(vm->exit_efd);
+	if (vm->vm_fd >= 0)
+		close(vm->vm_fd);
+	kvm_sys_close(&vm->kvm);
+	pthread_mutex_destroy(&vm->lock);
+	pthread_mutex_destroy(&vm->join_lock);
+	free(vm);
+	return ret;
+}
+
+static void vm_free_config(struct vmm *vm)
+{
+	free(vm->kernel_path);
+	free(vm->initrd_path);
+	free(vm->cmdline);
+	for (unsigned int i = 0; i < vm->nr_disks; i++) {
+		free(vm->disks[i].path);
+		free(vm->disks[i].serial);
+		if (vm->disks[i].fd >= 0)
+			close(vm->disks[i].fd);
+	}
+	free(vm->disks);
+}
+
+void vmm_destroy(struct vmm *vm)
+{
+	if (!vm)
+		return;
+	if (vm->state == VM_RUNNING) {
+		vm_request_exit(vm, VMM_EXIT_STOPPED);
+		machine_join(vm);
+	}
+	machine_destroy(vm);
+	iobus_destroy(&vm->mmio);
+	iobus_destroy(&vm->pio);
+	if (vm->vm_fd >= 0)
+		close(vm->vm_fd);
+	kvm_sys_close(&vm->kvm);
+	if (vm->exit_efd >= 0)
+		close(vm->exit_efd);
+	vm_free_config(vm);
+	pthread_mutex_destroy(&vm->lock);
+	pthread_mutex_destroy(&vm->join_lock);
+	free(vm);
+}
+
+/* Lock @vm and check it is configurable; returns 0 with the lock held. */
+static int vm_lock_config(struct vmm *vm)
+{
+	if (!vm)
+		return -EINVAL;
+	pthread_mutex_lock(&vm->lock);
+	if (vm->state != VM_CONFIG) {
+		pthread_mutex_unlock(&vm->lock);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+int vmm_set_vcpus(struct vmm *vm, unsigned int nr_vcpus)
+{
+	int ret = vm_lock_config(vm);
+
+	if (ret)
+		return ret;
+	if (nr_vcpus < 1 || nr_vcpus > VMM_MAX_VCPUS ||
+	    (int)nr_vcpus > vm->kvm.max_vcpus) {
+		vmm_err("%u vCPUs requested; this host allows 1..%d", nr_vcpus,
+			MIN(VMM_MAX_VCPUS, vm->kvm.max_vcpus));
+		ret = -EINVAL;
+	} else {
+		vm->nr_vcpus = nr_vcpus;
+	}
+	pthread_mutex_unlock(&vm->lock);
+	return ret;
+}
+
+int vmm_set_memory(struct vmm *vm, uint64_t ram_bytes)
+{
+	int ret = vm_lock_config(vm);
+
+	if (ret)
+		return ret;
+	/* Upper bound: 1 TiB keeps every derived address well inside the
+	 * 46-bit physical space of KVM's guests and the e820 arithmetic. */
+	if (ram_bytes < VMM_MIN_MEMORY || ram_bytes > (1ull << 40) ||
+	    (ram_bytes & 0xfff))
+		ret = -EINVAL;
+	else
+		vm->ram_size = ram_bytes;
+	pthread_mutex_unlock(&vm->lock);
+	return ret;
+}
+
+static int dup_str(const char *s, char **out)
+{
+	*out = NULL;
+	if (!s)
+		return 0;
+	*out = strdup(s);
+	return *out ? 0 : -ENOMEM;
+}
+
+int vmm_set_kernel(struct vmm *vm, const char *kernel, const char *initrd,
+		   const char *cmdline)
+{
+	char *k = NULL, *i = NULL, *c = NULL;
+	int ret;
+
+	if (!kernel || (cmdline && strlen(cmdline) > VMM_MAX_CMDLINE))
+		return vm ? -EINVAL : -EINVAL;
+	ret = vm_lock_config(vm);
+	if (ret)
+		return ret;
+	if (dup_str(kernel, &k) || dup_str(initrd, &i) ||
+	    dup_str(cmdline ? cmdline : "", &c)) {
+		free(k);
+		free(i);
+		free(c);
+		pthread_mutex_unlock(&vm->lock);
+		return -ENOMEM;
+	}
+	free(vm->kernel_path);
+	free(vm->initrd_path);
+	free(vm->cmdline);
+	vm->kernel_path = k;
+	vm->initrd_path = i;
+	vm->cmdline = c;
+	pthread_mutex_unlock(&vm->lock);
+	return 0;
+}
+
+int vmm_set_console(struct vmm *vm, int in_fd, int out_fd)
+{
+	int ret;
+
+	if (in_fd < -1 || out_fd < -1)
+		return -EINVAL;
+	ret = vm_lock_config(vm);
+	if (ret)
+		return ret;
+	vm->console_in = in_fd;
+	vm->console_out = out_fd;
+	pthread_mutex_unlock(&vm->lock);
+	return 0;
+}
+
+int vmm_add_disk(struct vmm *vm, const struct vmm_disk_config *cfg,
+		 unsigned int *out_id)
+{
+	struct vm_disk_cfg d = { .fd = -1 }, *n;
+	uint16_t qs;
+	int ret;
+
+	if (!cfg || cfg->struct_size < offsetof(struct vmm_disk_config, poll_us) ||
+	    (!cfg->path && cfg->fd < 0) ||
+	    (cfg->flags & ~(VMM_DISK_READONLY | VMM_DISK_DIRECT | VMM_DISK_NO_FLUSH)) ||
+	    (cfg->serial && strlen(cfg->serial) > 20))
+		return -EINVAL;
+	qs = cfg->queue_size;
+	if (qs && (qs < 4 || qs > VIRTQ_MAX_QUEUE_SIZE || (qs & (qs - 1))))
+		return -EINVAL;
+	ret = vm_lock_config(vm);
+	if (ret)
+		return ret;
+	/* Fields past what the caller's struct has stay zero (defaults). */
+	memcpy(&d.cfg, cfg, MIN((size_t)cfg->struct_size, sizeof(d.cfg)));
+	d.cfg.struct_size = sizeof(d.cfg);
+	if (vm->nr_disks >= 31) { /* PCI slots 1..31 */
+		ret = -ENOSPC;
+		goto out;
+	}
+	if (dup_str(cfg->path, &d.path) || dup_str(cfg->serial, &d.serial)) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	if (!cfg->path) {
+		d.fd = fcntl(cfg->fd, F_DUPFD_CLOEXEC, 0);
+		if (d.fd < 0) {
+			ret = -EBADF;
+			goto err;
+		}
+	}
+	d.cfg.path = d.path;
+	d.cfg.serial = d.serial;
+	d.cfg.fd = d.fd;
+	n = realloc(vm->disks, (vm->nr_disks + 1) * sizeof(*n));
+	if (!n) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	vm->disks = n;
+	vm->disks[vm->nr_disks] = d;
+	if (out_id)
+		*out_id = vm->nr_disks;
+	vm->nr_disks++;
+	goto out;
+err:
+	free(d.path);
+	free(d.serial);
+	if (d.fd >= 0)
+		close(d.fd);
+out:
+	pthread_mutex_unlock(&vm->lock);
+	return ret;
+}
+
+int vmm_get_disk_stats(struct vmm *vm, unsigned int id, struct vmm_disk_stats *st)
+{
+	uint32_t sz;
+	int ret;
+
+	if (!vm || !st || st->struct_size < sizeof(*st))
+		return -EINVAL;
+	sz = st->struct_size;
+	pthread_mutex_lock(&vm->lock);
+	if (id >= vm->nr_disks) {
+		pthread_mutex_unlock(&vm->lock);
+		return -ENOENT;
+	}
+	memset(st, 0, sizeof(*st));
+	ret = machine_disk_stats(vm, id, st);
+	st->struct_size = sz;
+	pthread_mutex_unlock(&vm->lock);
+	return ret;
+}
+
+int vmm_get_queue_stats(struct vmm *vm, unsigned int id, unsigned int q,
+			struct vmm_queue_stats *st)
+{
+	int ret;
+
+	if (!vm || !st)
+		return -EINVAL;
+	pthread_mutex_lock(&vm->lock);
+	ret = id < vm->nr_disks ? machine_queue_stats(vm, id, q, st) : -ENOENT;
+	pthread_mutex_unlock(&vm->lock);
+	return ret;
+}
+
+int vmm_get_kvm_stats(struct vmm *vm, struct vmm_kvm_stats *st)
+{
+	uint32_t sz;
+	int ret;
+
+	if (!vm || !st || st->struct_size < sizeof(*st))
+		return -EINVAL;
+	sz = st->struct_size;
+	pthread_mutex_lock(&vm->lock);
+	memset(st, 0, sizeof(*st));
+	ret = vm->state == VM_CONFIG ? -EBUSY : machine_kvm_stats(vm, st);
+	st->struct_size = sz;
+	pthread_mutex_unlock(&vm->lock);
+	return ret;
+}
+
+int vmm_start(struct vmm *vm)
+{
+	int ret = vm_lock_config(vm);
+
+	if (ret)
+		return ret;
+	if (!vm->kernel_path) {
+		vmm_err("no kernel set (vmm_set_kernel)");
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = machine_start(vm);
+	if (ret) {
+		/* Nothing of the failed build may leak into a retry: KVM state
+		 * (irqchip, memslots, vCPUs) lives in the VM fd, so start over
+		 * with a fresh one. */
+		uint64_t cnt;
+
+		close(vm->vm_fd);
+		vm->vm_fd = -1;
+		if (vm_create_kvm_vm(vm))
+			vmm_err("could not recreate the KVM VM after a failed start");
+		vm->exit_reason = VMM_EXIT_NONE;
+		vm->stopping = false;
+		if (read(vm->exit_efd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+			vmm_warn("draining the exit eventfd: %s", strerror(errno));
+		goto out;
+	}
+	/* Release pairs with the acquire load in vmm_stop(). */
+	__atomic_store_n(&vm->state, VM_RUNNING, __ATOMIC_RELEASE);
+out:
+	pthread_mutex_unlock(&vm->lock);
+	return ret;
+}
+
+int vmm_stop(struct vmm *vm)
+{
+	if (!vm)
+		return -EINVAL;
+	/* No lock: vmm_wait() may hold it while joining, and stopping must
+	 * still get through.  Pairs with the release store in vmm_start(). */
+	if (__atomic_load_n(&vm->state, __ATOMIC_ACQUIRE) == VM_CONFIG)
+		return -EBUSY;
+	vm_request_exit(vm, VMM_EXIT_STOPPED);
+	return 0;
+}
+
+int vmm_wait(struct vmm *vm, int *exit_reason)
+{
+	enum vm_state st;
+
+	if (!vm)
+		return -EINVAL;
+	pthread_mutex_lock(&vm->lock);
+	st = vm->state;
+	pthread_mutex_unlock(&vm->lock);
+	if (st == VM_CONFIG)
+		return -EBUSY;
+	/* join_lock serialises concurrent waiters; vm->lock is not held
+	 * while joining, so stats and vmm_stop() stay usable meanwhile. */
+	pthread_mutex_lock(&vm->join_lock);
+	if (st == VM_RUNNING && vm->state == VM_RUNNING) {
+		/* Every vCPU thread ends once the VM is stopping; joining
+		 * them (then draining the disks) is the wait. */
+		machine_join(vm);
+		pthread_mutex_lock(&vm->lock);
+		vm->state = VM_STOPPED;
+		pthread_mutex_unlock(&vm->lock);
+	}
+	pthread_mutex_unlock(&vm->join_lock);
+	if (exit_reason)
+		*exit_reason = __atomic_load_n(&vm->exit_reason, __ATOMIC_ACQUIRE);
+	return 0;
+}
+
+int vmm_get_exit_eventfd(struct vmm *vm)
+{
+	return vm ? vm->exit_efd : -EINVAL;
+}

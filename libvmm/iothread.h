@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * I/O threads: one per vCPU ("vmm-ioN"), each owning one io_uring.
+ *
+ * A thread waits on everything through its ring: multishot POLL_ADD on the
+ * eventfds it serves (virtqueue kicks from KVM ioeventfds), the completions
+ * of the I/O it submitted, and a stop eventfd (no pthread_cancel).  Every
+ * SQE carries a struct iothread_cb pointer as user_data; the loop calls
+ * cb->fn for each CQE, runs the end-of-batch hooks (devices signal their
+ * irqfds there, once per batch), submits what handlers queued in one
+ * io_uring_submit and sleeps.  Optionally it busy-polls registered pollers
+ * for a bounded time before sleeping.
+ *
+ * The core knows nothing of devices: they register callbacks.  State owned
+ * by a thread is changed from other threads only through
+ * iothread_call_sync(), which runs a function on the I/O thread and waits.
+ */
+#ifndef VMM_IOTHREAD_H
+#define VMM_IOTHREAD_H
+
+#include <liburing.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util/compiler.h"
+
+struct iothread;
+
+/* Embedded in whatever an SQE completes for; user_data points here. */
+struct iothread_cb {
+	void (*fn)(struct iothread_cb *cb, int res, uint32_t cqe_flags);
+};
+
+/* A watched fd: fn runs on the I/O thread each time fd becomes readable. */
+struct iothread_fd {
+	struct iothread_cb cb; /* internal */
+	struct iothread *io;   /* internal: set by iothread_watch_fd() */
+	int fd;
+	void (*fn)(void *opaque);
+	void *opaque;
+	bool armed;	/* a multishot poll is outstanding */
+	bool removing;	/* poll_remove sent; waiting for the final CQE */
+};
+
+/* End-of-batch hook (linked list entry owned by the caller). */
+struct iothread_hook {
+	void (*fn)(void *opaque);
+	void *opaque;
+	bool queued;
+	struct iothread_hook *next;
+};
+
+/* Busy-poller: returns true if it found work. */
+struct iothread_poller {
+	bool (*fn)(void *opaque);
+	void *opaque;
+	uint32_t poll_us;	/* window before sleeping; 0 = never poll */
+	struct iothread_poller *next;
+};
+
+struct iothread_stats {
+	uint64_t loops;		/* wake-ups */
+	uint64_t cqes;
+	uint64_t submits;	/* io_uring_submit calls */
+	uint64_t poll_hits;	/* busy-poll rounds that found work */
+};
+
+int iothread_create(unsigned int index, unsigned int ring_entries,
+		    struct iothread **out) __must_check;
+int iothread_start(struct iothread *io) __must_check;
+/* Stop (stop eventfd) and join; idempotent. */
+void iothread_stop(struct iothread *io);
+void iothread_destroy(struct iothread *io);
+
+/*
+ * Run @fn(@opaque) on the I/O thread (or inline if the thread is not
+ * running, or if called from it) and wait for it.  Returns fn's value.
+ * Context: any thread but the I/O thread's own handlers may block here.
+ */
+int iothread_call_sync(struct iothread *io, int (*fn)(void *opaque),
+		       void *opaque);
+
+/* ---- Context: the I/O thread (or before start) ---- */
+
+/* Start watching w->fd (multishot poll).  Returns 0 or -errno. */
+int iothread_watch_fd(struct iothread *io, struct iothread_fd *w) __must_check;
+/* Stop watching; returns once the poll is gone (runs the loop meanwhile). */
+void iothread_unwatch_fd(struct iothread *io, struct iothread_fd *w);
+
+/* An SQE whose completion calls cb->fn; NULL if the ring is full even after
+ * submitting what was queued (then retry later). */
+struct io_uring_sqe *iothread_get_sqe(struct iothread *io, struct iothread_cb *cb);
+/* Queue @h to run once after the current batch of CQEs. */
+void iothread_defer(struct iothread *io, struct iothread_hook *h);
+void iothread_add_poller(struct iothread *io, struct iothread_poller *p);
+void iothread_remove_poller(struct iothread *io, struct iothread_poller *p);
+/* Process completions until @done(@opaque) is true (drain on reset). */
+void iothread_run_until(struct iothread *io, bool (*done)(void *opaque),
+			void *opaque);
+
+unsigned int iothread_index(const struct iothread *io);
+void iothread_get_stats(struct iothread *io, struct iothread_stats *st);
+
+#endif

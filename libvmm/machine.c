@@ -1,0 +1,645 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * x86 machine assembly (see machine.h).  Platform, as in kvmtool and
+ * Firecracker: in-kernel LAPIC/IOAPIC/PIC and PIT, no ACPI, an MP table for
+ * SMP, an e820 map in boot_params, COM1, an i8042 for `reboot=k`, and a PCI
+ * bus (configuration mechanism #1) for virtio devices.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/kvm.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "blk/vblk.h"
+#include "blk/virtio-blk.h"
+#include "irq.h"
+#include "iothread.h"
+#include "kvm.h"
+#include "legacy/i8042.h"
+#include "log.h"
+#include "machine.h"
+#include "pci/pci.h"
+#include "serial/uart8250.h"
+#include "virtio/virtio-pci.h"
+#include "vcpu.h"
+#include "vm.h"
+#include "x86/boot.h"
+#include "x86/bzimage.h"
+
+#define COM1_BASE 0x3f8
+#define COM1_IRQ 4
+/* KVM needs three pages for the TSS (VMX real-mode emulation) and one for
+ * the EPT identity map, below 4 GiB and outside RAM: the top of the PCI
+ * hole, under the BIOS ROM area, as QEMU and kvmtool place them. */
+#define KVM_TSS_GPA 0xfffbd000ull
+#define KVM_IDENTITY_MAP_GPA 0xfffbc000ull
+/* 32-bit MMIO window for PCI BARs: from the PCI hole start up to the IOAPIC. */
+#define PCI_MMIO32_BASE 0xe0000000ull
+#define PCI_MMIO32_SIZE (0xfec00000ull - PCI_MMIO32_BASE)
+
+/* Queue/vector caps, as QEMU's virtio_pci_optimal_num_queues(): at most
+ * VIRTIO_QUEUE_MAX queues and an MSI-X table of 2048 entries including the
+ * configuration vector. */
+#define MAX_DISK_QUEUES 1024u
+#define MAX_MSIX_VECTORS 2048u
+/* io_uring entries per I/O thread (CQ is 4x): room for a few queues' worth
+ * of requests per submit batch. */
+#define IOTHREAD_RING_ENTRIES 512u
+
+struct machine_disk {
+	struct vblk_dev *dev;
+	struct virtio_transport *transport;
+};
+
+struct machine {
+	struct machine_disk *disks; /* vm->nr_disks of them */
+	struct iothread **iothreads;
+	unsigned int nr_iothreads;
+	struct uart8250 *uart;
+	struct i8042 *kbd;
+	struct pci_bus *pci;
+	/* Console input thread: copies console_in to the UART. */
+	pthread_t con_thread;
+	bool con_started;
+	int con_stop_efd;
+	/* Boot images, mapped read-only while building. */
+	void *kernel_map, *initrd_map;
+	size_t kernel_len, initrd_len;
+};
+
+/* Raise/lower a legacy IRQ line on the in-kernel PIC + IOAPIC. */
+static void machine_set_irq_line(void *opaque, int level)
+{
+	struct vmm *vm = opaque;
+	struct kvm_irq_level irq = { .irq = COM1_IRQ, .level = (uint32_t)level };
+
+	if (ioctl(vm->vm_fd, KVM_IRQ_LINE, &irq) < 0)
+		vmm_warn("KVM_IRQ_LINE %u: %s", irq.irq, strerror(errno));
+}
+
+static void machine_guest_reset(void *opaque)
+{
+	vmm_info("guest requested a reset");
+	vm_request_exit(opaque, VMM_EXIT_GUEST_RESET);
+}
+
+/* Map a whole file read-only. Returns 0, or -errno with a message. */
+static int map_file(const char *what, const char *path, void **map, size_t *len)
+{
+	struct stat st;
+	int fd, ret;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		vmm_err("cannot open %s %s: %s", what, path, strerror(errno));
+		return ret;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		vmm_err("%s %s is not a regular file", what, path);
+		close(fd);
+		return -EINVAL;
+	}
+	*len = (size_t)st.st_size;
+	*map = NULL;
+	if (*len) {
+		*map = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (*map == MAP_FAILED) {
+			ret = -errno;
+			vmm_err("cannot map %s %s: %s", what, path, strerror(errno));
+			*map = NULL;
+			close(fd);
+			return ret;
+		}
+	}
+	close(fd);
+	return 0;
+}
+
+static void unmap_file(void **map, size_t len)
+{
+	if (*map)
+		munmap(*map, len);
+	*map = NULL;
+}
+
+static int machine_load_boot(struct vmm *vm, struct machine *m,
+			     struct x86_boot_entry *entry)
+{
+	struct x86_boot_config bc = { 0 };
+	struct bzimage bz;
+	const char *why = NULL;
+	int ret;
+
+	ret = map_file("kernel", vm->kernel_path, &m->kernel_map, &m->kernel_len);
+	if (ret)
+		return ret;
+	ret = bzimage_parse(m->kernel_map, m->kernel_len, &bz, &why);
+	if (ret) {
+		vmm_err("kernel %s: %s", vm->kernel_path, why ? why : "invalid");
+		return -EINVAL;
+	}
+	if (vm->initrd_path) {
+		ret = map_file("initrd", vm->initrd_path, &m->initrd_map,
+			       &m->initrd_len);
+		if (ret)
+			return ret;
+	}
+	bc.kernel = &bz;
+	bc.initrd = m->initrd_map;
+	bc.initrd_size = m->initrd_len;
+	bc.cmdline = vm->cmdline;
+	bc.nr_vcpus = vm->nr_vcpus;
+	ret = x86_boot_setup(&vm->mem, &bc, entry);
+	unmap_file(&m->kernel_map, m->kernel_len);
+	unmap_file(&m->initrd_map, m->initrd_len);
+	return ret;
+}
+
+static int machine_setup_kvm(struct vmm *vm)
+{
+	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
+
+	if (ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, (unsigned long)KVM_TSS_GPA) < 0) {
+		vmm_err("KVM_SET_TSS_ADDR: %s", strerror(errno));
+		return -EIO;
+	}
+	{
+		uint64_t idmap = KVM_IDENTITY_MAP_GPA;
+
+		if (ioctl(vm->vm_fd, KVM_SET_IDENTITY_MAP_ADDR, &idmap) < 0)
+			vmm_dbg("KVM_SET_IDENTITY_MAP_ADDR: %s", strerror(errno));
+	}
+	if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0) {
+		vmm_err("KVM_CREATE_IRQCHIP: %s", strerror(errno));
+		return -EIO;
+	}
+	if (ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pit) < 0) {
+		vmm_err("KVM_CREATE_PIT2: %s", strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
+static int machine_setup_memory(struct vmm *vm)
+{
+	int ret = guest_mem_init(&vm->mem, vm->ram_size);
+
+	if (ret)
+		return ret;
+	for (unsigned int i = 0; i < vm->mem.nr_regions; i++) {
+		const struct guest_region *r = &vm->mem.regions[i];
+		struct kvm_userspace_memory_region slot = {
+			.slot = i,
+			.guest_phys_addr = r->gpa,
+			.memory_size = r->size,
+			.userspace_addr = (uintptr_t)r->hva,
+		};
+
+		if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &slot) < 0) {
+			ret = -errno;
+			vmm_err("KVM_SET_USER_MEMORY_REGION slot %u: %s", i,
+				strerror(errno));
+			return ret == -ENOMEM ? ret : -EIO;
+		}
+	}
+	return 0;
+}
+
+static struct kvm_cpuid2 *machine_supported_cpuid(struct vmm *vm)
+{
+	for (unsigned int n = 128; n <= 4096; n *= 2) {
+		struct kvm_cpuid2 *c =
+			calloc(1, sizeof(*c) + n * sizeof(c->entries[0]));
+
+		if (!c)
+			return NULL;
+		c->nent = n;
+		if (ioctl(vm->kvm.fd, KVM_GET_SUPPORTED_CPUID, c) == 0)
+			return c;
+		free(c);
+		if (errno != E2BIG) {
+			vmm_err("KVM_GET_SUPPORTED_CPUID: %s", strerror(errno));
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+static int machine_setup_vcpus(struct vmm *vm, const struct x86_boot_entry *entry)
+{
+	struct kvm_cpuid2 *cpuid;
+	struct kvm_sregs sregs;
+	struct kvm_regs regs;
+	int ret = 0;
+
+	cpuid = machine_supported_cpuid(vm);
+	if (!cpuid)
+		return -EIO;
+	vm->vcpus = calloc(vm->nr_vcpus, sizeof(*vm->vcpus));
+	if (!vm->vcpus) {
+		free(cpuid);
+		return -ENOMEM;
+	}
+	for (unsigned int i = 0; i < vm->nr_vcpus; i++) {
+		vm->vcpus[i].fd = -1;
+		vm->vcpus[i].stats.fd = -1;
+	}
+	for (unsigned int i = 0; i < vm->nr_vcpus && !ret; i++)
+		ret = vcpu_create(vm, i, cpuid, &vm->vcpus[i]);
+	free(cpuid);
+	if (ret)
+		return ret;
+	/* Only the BSP gets an entry state; APs wait for INIT-SIPI from Linux
+	 * in the in-kernel LAPIC (KVM_MP_STATE_UNINITIALIZED). */
+	ret = vcpu_get_sregs(&vm->vcpus[0], &sregs);
+	if (ret)
+		return ret;
+	memset(&regs, 0, sizeof(regs));
+	x86_boot_regs(entry, &regs, &sregs);
+	return vcpu_set_boot_regs(&vm->vcpus[0], &regs, &sregs);
+}
+
+static int machine_setup_devices(struct vmm *vm, struct machine *m)
+{
+	int ret;
+
+	ret = uart8250_create(&vm->pio, COM1_BASE, machine_set_irq_line, vm,
+			      vm->console_out, &m->uart);
+	if (ret)
+		return ret;
+	ret = i8042_create(&vm->pio, machine_guest_reset, vm, &m->kbd);
+	if (ret)
+		return ret;
+	ret = pci_bus_create(&vm->pio, &vm->mmio, PCI_MMIO32_BASE,
+			     PCI_MMIO32_SIZE, &m->pci);
+	if (ret)
+		return ret;
+	pci_bus_set_reset_handler(m->pci, machine_guest_reset, vm);
+	return 0;
+}
+
+static unsigned int disk_num_queues(const struct vmm *vm,
+				    const struct vmm_disk_config *c)
+{
+	unsigned int n = c->num_queues ? c->num_queues : vm->nr_vcpus;
+
+	return MIN(n, MIN(MAX_DISK_QUEUES, MAX_MSIX_VECTORS - 1));
+}
+
+static int machine_setup_disks(struct vmm *vm, struct machine *m)
+{
+	int ret;
+
+	if (!vm->nr_disks)
+		return 0;
+	m->disks = calloc(vm->nr_disks, sizeof(*m->disks));
+	m->iothreads = calloc(vm->nr_vcpus, sizeof(*m->iothreads));
+	if (!m->disks || !m->iothreads)
+		return -ENOMEM;
+	/* One I/O thread per vCPU: queue i of every disk is served by thread
+	 * i mod nr_vcpus, so by default queue, vector and thread match one
+	 * vCPU. */
+	for (unsigned int i = 0; i < vm->nr_vcpus; i++) {
+		ret = iothread_create(i, IOTHREAD_RING_ENTRIES, &m->iothreads[i]);
+		if (ret)
+			return ret;
+		m->nr_iothreads++;
+		ret = iothread_start(m->iothreads[i]);
+		if (ret)
+			return ret;
+	}
+	for (unsigned int i = 0; i < vm->nr_disks; i++) {
+		const struct vmm_disk_config *c = &vm->disks[i].cfg;
+		struct vblk_options o = {
+			.path = c->path,
+			.fd = vm->disks[i].fd,
+			.flags = c->flags,
+			.num_queues = (uint16_t)disk_num_queues(vm, c),
+			.queue_size = c->queue_size,
+			.serial = c->serial,
+		};
+		struct vblk_dev_params dp = {
+			.iothreads = m->iothreads,
+			.nr_iothreads = m->nr_iothreads,
+			.poll_us = c->poll_us,
+		};
+		struct vpci_params tp = {
+			.bus = m->pci,
+			.irq = vm->irq,
+			.mem = &vm->mem,
+			.ops = vblk_dev_ops(),
+			.num_queues = o.num_queues,
+			.ioeventfd_any_length =
+				kvm_check_cap(vm->vm_fd, KVM_CAP_IOEVENTFD_ANY_LENGTH) > 0,
+		};
+		struct vblk *blk;
+
+		ret = vblk_open(&o, &blk);
+		if (ret) {
+			vmm_err("disk %u (%s): cannot open the image: %s", i,
+				c->path ? c->path : "fd", strerror(-ret));
+			return ret;
+		}
+		dp.blk = blk;
+		ret = vblk_dev_create(&dp, &m->disks[i].dev);
+		if (ret) {
+			vblk_close(blk);
+			return ret;
+		}
+		tp.dev = m->disks[i].dev;
+		tp.max_queue_size = vblk_queue_size(blk);
+		ret = vpci_create(&tp, &m->disks[i].transport);
+		if (ret) {
+			vmm_err("disk %u: cannot create its virtio-pci device: %s", i,
+				strerror(-ret));
+			return ret;
+		}
+		vmm_info("disk %u: %s, %u queues of %u, %llu sectors", i,
+			 c->path ? c->path : "fd", o.num_queues, tp.max_queue_size,
+			 (unsigned long long)vblk_capacity(blk));
+	}
+	return 0;
+}
+
+/* Stop every disk (drain in-flight I/O) and then the I/O threads. */
+static void machine_stop_disks(struct vmm *vm, struct machine *m)
+{
+	for (unsigned int i = 0; m->disks && i < vm->nr_disks; i++)
+		if (m->disks[i].transport)
+			vpci_quiesce(m->disks[i].transport);
+	for (unsigned int i = 0; i < m->nr_iothreads; i++)
+		iothread_stop(m->iothreads[i]);
+}
+
+static void machine_destroy_disks(struct vmm *vm, struct machine *m)
+{
+	for (unsigned int i = 0; m->disks && i < vm->nr_disks; i++) {
+		vpci_destroy(m->disks[i].transport);
+		vblk_dev_destroy(m->disks[i].dev);
+	}
+	free(m->disks);
+	m->disks = NULL;
+	for (unsigned int i = 0; i < m->nr_iothreads; i++)
+		iothread_destroy(m->iothreads[i]);
+	free(m->iothreads);
+	m->iothreads = NULL;
+	m->nr_iothreads = 0;
+}
+
+/* Context: console thread.  Feeds console_in to the UART's RX FIFO. */
+static void *machine_console_thread(void *arg)
+{
+	struct vmm *vm = arg;
+	struct machine *m = vm->machine;
+	uint8_t buf[64];
+	size_t have = 0, off = 0;
+
+	pthread_setname_np(pthread_self(), "vmm-console");
+	for (;;) {
+		struct pollfd pfd[2] = {
+			{ .fd = m->con_stop_efd, .events = POLLIN },
+			{ .fd = vm->console_in, .events = POLLIN },
+		};
+		/* With bytes still buffered, only wait for the guest to drain
+		 * its FIFO (short timeout) instead of reading more input. */
+		int n = poll(pfd, have ? 1 : 2, have ? 5 : -1);
+
+		if (n < 0 && errno != EINTR)
+			break;
+		if (pfd[0].revents)
+			break;
+		if (!have && (pfd[1].revents & (POLLIN | POLLHUP))) {
+			ssize_t r = read(vm->console_in, buf, sizeof(buf));
+
+			if (r <= 0) {
+				if (r < 0 && (errno == EINTR || errno == EAGAIN))
+					continue;
+				break; /* EOF: no more input, ever */
+			}
+			have = (size_t)r;
+			off = 0;
+		}
+		if (have) {
+			size_t done = uart8250_push_input(m->uart, buf + off, have);
+
+			off += done;
+			have -= done;
+		}
+	}
+	return NULL;
+}
+
+static int machine_start_console(struct vmm *vm, struct machine *m)
+{
+	int ret;
+
+	if (vm->console_in < 0)
+		return 0;
+	m->con_stop_efd = eventfd(0, EFD_CLOEXEC);
+	if (m->con_stop_efd < 0)
+		return -errno;
+	ret = pthread_create(&m->con_thread, NULL, machine_console_thread, vm);
+	if (ret)
+		return -ret;
+	m->con_started = true;
+	return 0;
+}
+
+int machine_start(struct vmm *vm)
+{
+	struct x86_boot_entry entry;
+	struct machine *m;
+	int ret;
+
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->con_stop_efd = -1;
+	vm->machine = m;
+
+	ret = vcpu_signal_setup();
+	if (ret)
+		goto err;
+	ret = machine_setup_kvm(vm);
+	if (ret)
+		goto err;
+	ret = machine_setup_memory(vm);
+	if (ret)
+		goto err;
+	ret = machine_load_boot(vm, m, &entry);
+	if (ret)
+		goto err;
+	ret = irq_create(vm->vm_fd, NULL, NULL, &vm->irq);
+	if (ret)
+		goto err;
+	ret = machine_setup_devices(vm, m);
+	if (ret)
+		goto err;
+	ret = machine_setup_disks(vm, m);
+	if (ret)
+		goto err;
+	ret = machine_setup_vcpus(vm, &entry);
+	if (ret)
+		goto err;
+	ret = machine_start_console(vm, m);
+	if (ret)
+		goto err;
+	for (unsigned int i = 0; i < vm->nr_vcpus; i++) {
+		ret = vcpu_start(&vm->vcpus[i]);
+		if (ret) {
+			vm_request_exit(vm, VMM_EXIT_ERROR);
+			goto err;
+		}
+	}
+	return 0;
+err:
+	machine_join(vm);
+	machine_destroy(vm);
+	return ret;
+}
+
+void machine_join(struct vmm *vm)
+{
+	struct machine *m = vm->machine;
+
+	/* vCPU threads end by themselves once the VM is stopping
+	 * (vm_request_exit() kicked them); joining them is the wait. */
+	if (vm->vcpus)
+		for (unsigned int i = 0; i < vm->nr_vcpus; i++)
+			vcpu_join(&vm->vcpus[i]);
+	if (m)
+		machine_stop_disks(vm, m);
+	if (m && m->con_started) {
+		uint64_t one = 1;
+
+		if (write(m->con_stop_efd, &one, sizeof(one)) < 0)
+			vmm_warn("stopping console thread: %s", strerror(errno));
+		pthread_join(m->con_thread, NULL);
+		m->con_started = false;
+	}
+}
+
+void machine_destroy(struct vmm *vm)
+{
+	struct machine *m = vm->machine;
+
+	if (vm->vcpus) {
+		for (unsigned int i = 0; i < vm->nr_vcpus; i++)
+			vcpu_destroy(&vm->vcpus[i]);
+		free(vm->vcpus);
+		vm->vcpus = NULL;
+	}
+	if (m) {
+		/* Disks before the bus they sit on, and before the I/O
+		 * threads their queues were served by. */
+		machine_destroy_disks(vm, m);
+		if (m->pci)
+			pci_bus_destroy(m->pci);
+		if (m->kbd)
+			i8042_destroy(m->kbd);
+		if (m->uart)
+			uart8250_destroy(m->uart);
+		if (m->con_stop_efd >= 0)
+			close(m->con_stop_efd);
+		unmap_file(&m->kernel_map, m->kernel_len);
+		unmap_file(&m->initrd_map, m->initrd_len);
+		free(m);
+		vm->machine = NULL;
+	}
+	irq_destroy(vm->irq);
+	vm->irq = NULL;
+	guest_mem_destroy(&vm->mem);
+}
+
+int machine_disk_stats(struct vmm *vm, unsigned int id, struct vmm_disk_stats *st)
+{
+	struct machine *m = vm->machine;
+	struct vpci_stats ts;
+	struct vmm_queue_stats q;
+	struct machine_disk *d;
+
+	st->num_queues = disk_num_queues(vm, &vm->disks[id].cfg);
+	if (!m || !m->disks || !m->disks[id].dev)
+		return 0; /* never started: all zero */
+	d = &m->disks[id];
+	vpci_get_stats(d->transport, &ts);
+	st->wiring_commits = ts.wiring_commits;
+	st->wiring_ioctls = ts.wiring_ioctls;
+	st->wiring_ns = ts.wiring_ns;
+	st->masked_interrupts = ts.interrupts_masked;
+	st->resets = ts.resets;
+	st->needs_reset = ts.needs_reset;
+	for (unsigned int i = 0; i < st->num_queues; i++) {
+		if (machine_queue_stats(vm, id, i, &q))
+			continue;
+		for (unsigned int t = 0; t < VMM_REQ_TYPES; t++)
+			st->total.requests[t] += q.requests[t];
+		st->total.bytes_read += q.bytes_read;
+		st->total.bytes_written += q.bytes_written;
+		st->total.io_errors += q.io_errors;
+		st->total.unsupported += q.unsupported;
+		st->total.kicks += q.kicks;
+		st->total.interrupts += q.interrupts;
+		st->total.suppressed += q.suppressed;
+	}
+	return 0;
+}
+
+int machine_queue_stats(struct vmm *vm, unsigned int id, unsigned int q,
+			struct vmm_queue_stats *st)
+{
+	struct machine *m = vm->machine;
+	struct vblk_dev_queue_stats ds;
+	int ret;
+
+	if (!m || !m->disks || !m->disks[id].dev)
+		return -ENOENT;
+	ret = vblk_dev_queue_stats(m->disks[id].dev, q, &ds);
+	if (ret)
+		return ret;
+	memset(st, 0, sizeof(*st));
+	/* enum vmm_req_type and enum vblk_stat_type list the same types in
+	 * the same order. */
+	for (unsigned int t = 0; t < VMM_REQ_TYPES && t < VBLK_STAT_NR; t++)
+		st->requests[t] = ds.blk.reqs[t];
+	st->bytes_read = ds.blk.bytes_read;
+	st->bytes_written = ds.blk.bytes_written;
+	st->io_errors = ds.blk.io_errors;
+	st->unsupported = ds.blk.unsupported;
+	st->kicks = ds.kicks;
+	st->interrupts = ds.interrupts;
+	st->suppressed = ds.suppressed;
+	st->iothread = ds.iothread;
+	return 0;
+}
+
+int machine_kvm_stats(struct vmm *vm, struct vmm_kvm_stats *st)
+{
+	uint64_t sum[VCPU_STAT_NR] = { 0 };
+	int ret;
+
+	if (!vm->vcpus)
+		return -EBUSY;
+	for (unsigned int i = 0; i < vm->nr_vcpus; i++) {
+		ret = vcpu_add_stats(&vm->vcpus[i], sum);
+		if (ret)
+			return ret;
+	}
+	st->nr_vcpus = vm->nr_vcpus;
+	st->exits = sum[VCPU_STAT_EXITS];
+	st->io_exits = sum[VCPU_STAT_IO_EXITS];
+	st->mmio_exits = sum[VCPU_STAT_MMIO_EXITS];
+	st->halt_exits = sum[VCPU_STAT_HALT_EXITS];
+	st->irq_exits = sum[VCPU_STAT_IRQ_EXITS];
+	st->irq_injections = sum[VCPU_STAT_IRQ_INJECTIONS];
+	st->signal_exits = sum[VCPU_STAT_SIGNAL_EXITS];
+	return 0;
+}

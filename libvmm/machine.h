@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Machine assembly: turns a configured struct vmm into a running x86 PC-like
+ * machine (KVM irqchip + PIT, RAM, boot image, vCPUs, COM1, i8042, PCI bus
+ * and its devices).  This is the one place above the devices: the core
+ * modules (kvm, memory, iobus, vcpu, irq) never include a device header.
+ */
+#ifndef VMM_MACHINE_H
+#define VMM_MACHINE_H
+
+#include "util/compiler.h"
+
+struct vmm;
+
+/* Build everything and start the vCPU threads. On failure nothing is left
+ * running or allocated. Returns 0 or -errno (reason logged). */
+int machine_start(struct vmm *vm) __must_check;
+/* Stop and join every thread (vCPUs, console, I/O threads). Idempotent. */
+void machine_join(struct vmm *vm);
+/* Free what machine_start() built. Call after machine_join(). */
+void machine_destroy(struct vmm *vm);
+
+/* Statistics behind vmm_get_*_stats(); @id is a valid disk id. */
+struct vmm_disk_stats;
+struct vmm_queue_stats;
+struct vmm_kvm_stats;
+int machine_disk_stats(struct vmm *vm, unsigned int id, struct vmm_disk_stats *st);
+int machine_queue_stats(struct vmm *vm, unsigned int id, unsigned int q,
+			struct vmm_queue_stats *st);
+int machine_kvm_stats(struct vmm *vm, struct vmm_kvm_stats *st);
+
+#endif

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Guest physical memory.  RAM is one memfd mapping; guest-physical layout on
+ * x86_64 (like QEMU's pc machine and kvmtool):
+ *   [0, min(ram, 3 GiB))           low RAM
+ *   [3 GiB, 4 GiB)                 PCI hole (MMIO BARs, IOAPIC, LAPIC)
+ *   [4 GiB, 4 GiB + ram - 3 GiB)   high RAM, only when ram > 3 GiB
+ * Every access to guest memory from the VMM goes through guest_mem_ptr(),
+ * which checks the whole [gpa, gpa+len) range against RAM.
+ */
+#ifndef VMM_MEMORY_H
+#define VMM_MEMORY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/compiler.h"
+
+#define GUEST_PCI_HOLE_START 0xC0000000ull /* 3 GiB */
+#define GUEST_PCI_HOLE_END 0x100000000ull  /* 4 GiB */
+#define GUEST_MAX_REGIONS 2
+
+struct guest_region {
+	uint64_t gpa;
+	uint64_t size;
+	uint8_t *hva;
+};
+
+struct guest_mem {
+	uint8_t *base;	/* the whole RAM mapping (low RAM then high RAM) */
+	uint64_t size;	/* bytes of RAM */
+	int memfd;	/* -1 if the memory is plain anonymous memory */
+	unsigned int nr_regions;
+	struct guest_region regions[GUEST_MAX_REGIONS];
+};
+
+/* Allocate @size bytes of RAM (memfd + mmap) and lay out regions. */
+int guest_mem_init(struct guest_mem *mem, uint64_t size) __must_check;
+/* Lay out regions over caller-provided memory (unit tests). */
+void guest_mem_init_buf(struct guest_mem *mem, void *buf, uint64_t size);
+void guest_mem_destroy(struct guest_mem *mem);
+
+/*
+ * Host pointer for [gpa, gpa+len) if the whole range is RAM inside one
+ * region (len may be 0: then gpa must still be inside a region or at its
+ * end), else NULL.  Overflow-safe for any guest-controlled gpa/len.
+ */
+static inline void *guest_mem_ptr(const struct guest_mem *mem, uint64_t gpa,
+				  uint64_t len)
+{
+	for (unsigned int i = 0; i < mem->nr_regions; i++) {
+		const struct guest_region *r = &mem->regions[i];
+		uint64_t off;
+
+		if (gpa < r->gpa)
+			continue;
+		off = gpa - r->gpa;
+		if (off > r->size || len > r->size - off)
+			continue;
+		return r->hva + off;
+	}
+	return NULL;
+}
+
+/* Copy helpers; return 0 or -EFAULT when the range is not RAM. */
+int guest_mem_read(const struct guest_mem *mem, uint64_t gpa, void *dst,
+		   uint64_t len);
+int guest_mem_write(const struct guest_mem *mem, uint64_t gpa, const void *src,
+		    uint64_t len);
+
+#endif

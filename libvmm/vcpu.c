@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "vcpu.h"
+#include "vm.h"
+#include "x86/cpuid.h"
+
+/* LAPIC register offsets and LVT delivery modes (Intel SDM vol. 3 10.5.1). */
+#define APIC_LVT0 0x350
+#define APIC_LVT1 0x360
+#define APIC_MODE_NMI 0x4
+#define APIC_MODE_EXTINT 0x7
+
+/* Names in KVM's binary stats, in enum vcpu_stat order (kvm_stat's). */
+static const char *const stat_names[VCPU_STAT_NR] = {
+	"exits", "io_exits", "mmio_exits", "halt_exits",
+	"irq_exits", "irq_injections", "signal_exits",
+};
+
+int vcpu_add_stats(struct vcpu *vcpu, uint64_t *sum)
+{
+	uint64_t v[VCPU_STAT_NR];
+	int ret;
+
+	if (vcpu->stats.fd < 0)
+		return -ENOTSUP;
+	ret = kvmstats_read(&vcpu->stats, v);
+	if (ret)
+		return ret;
+	for (unsigned int i = 0; i < VCPU_STAT_NR; i++)
+		sum[i] = v[i] == UINT64_MAX || sum[i] == UINT64_MAX ? UINT64_MAX
+								   : sum[i] + v[i];
+	return 0;
+}
+
+static void kick_handler(int sig)
+{
+	(void)sig; /* only there to make KVM_RUN return -EINTR */
+}
+
+int vcpu_signal_setup(void)
+{
+	struct sigaction old, sa;
+
+	if (sigaction(VMM_KICK_SIGNAL, NULL, &old) < 0)
+		return -errno;
+	if (old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO))
+		return 0; /* the embedder has one: it must tolerate our kicks */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = kick_handler;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(VMM_KICK_SIGNAL, &sa, NULL) < 0)
+		return -errno;
+	return 0;
+}
+
+static void lapic_set_lvt_mode(struct kvm_lapic_state *lapic, int reg,
+			       uint32_t mode)
+{
+	uint32_t v;
+
+	memcpy(&v, &lapic->regs[reg], sizeof(v));
+	v = (v & ~0x700u) | (mode << 8);
+	memcpy(&lapic->regs[reg], &v, sizeof(v));
+}
+
+static int vcpu_setup_cpuid(struct vcpu *vcpu, const struct kvm_cpuid2 *base)
+{
+	size_t sz = sizeof(*base) + base->nent * sizeof(base->entries[0]);
+	struct kvm_cpuid2 *c = malloc(sz);
+	int ret;
+
+	if (!c)
+		return -ENOMEM;
+	memcpy(c, base, sz);
+	ret = cpuid_fixup(c, vcpu->index, vcpu->vm->nr_vcpus);
+	if (!ret && ioctl(vcpu->fd, KVM_SET_CPUID2, c) < 0) {
+		ret = -errno;
+		vmm_err("vCPU %u: KVM_SET_CPUID2: %s", vcpu->index, strerror(errno));
+	}
+	free(c);
+	return ret;
+}
+
+int vcpu_create(struct vmm *vm, unsigned int index,
+		const struct kvm_cpuid2 *cpuid, struct vcpu *vcpu)
+{
+	struct kvm_lapic_state lapic;
+	struct kvm_fpu fpu;
+	int ret;
+
+	memset(vcpu, 0, sizeof(*vcpu));
+	vcpu->stats.fd = -1;
+	vcpu->vm = vm;
+	vcpu->index = index;
+	vcpu->fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, (unsigned long)index);
+	if (vcpu->fd < 0) {
+		ret = -errno;
+		vmm_err("KVM_CREATE_VCPU %u: %s", index, strerror(errno));
+		vcpu->fd = -1;
+		return ret == -EINVAL ? -ENOTSUP : ret;
+	}
+	vcpu->run = mmap(NULL, (size_t)vm->kvm.vcpu_mmap_size,
+			 PROT_READ | PROT_WRITE, MAP_SHARED, vcpu->fd, 0);
+	if (vcpu->run == MAP_FAILED) {
+		ret = -errno;
+		vmm_err("vCPU %u: mmap kvm_run: %s", index, strerror(errno));
+		vcpu->run = NULL;
+		goto err;
+	}
+	ret = vcpu_setup_cpuid(vcpu, cpuid);
+	if (ret)
+		goto err;
+
+	/* x87 control word and MXCSR as after FNINIT / reset (Linux expects
+	 * sane values before it initialises the FPU itself). */
+	memset(&fpu, 0, sizeof(fpu));
+	fpu.fcw = 0x37f;
+	fpu.mxcsr = 0x1f80;
+	if (ioctl(vcpu->fd, KVM_SET_FPU, &fpu) < 0)
+		goto err_errno;
+
+	/* Match the MP table's local interrupt entries: LINT0 is ExtINT (the
+	 * 8259 behind it), LINT1 is NMI. */
+	if (ioctl(vcpu->fd, KVM_GET_LAPIC, &lapic) < 0)
+		goto err_errno;
+	lapic_set_lvt_mode(&lapic, APIC_LVT0, APIC_MODE_EXTINT);
+	lapic_set_lvt_mode(&lapic, APIC_LVT1, APIC_MODE_NMI);
+	if (ioctl(vcpu->fd, KVM_SET_LAPIC, &lapic) < 0)
+		goto err_errno;
+	/* Statistics are optional (Linux 5.14+): without them only the
+	 * exit-count figures are missing. */
+	if (kvmstats_open(&vcpu->stats, vcpu->fd, stat_names, VCPU_STAT_NR))
+		vcpu->stats.fd = -1;
+	return 0;
+
+err_errno:
+	ret = -errno;
+	vmm_err("vCPU %u setup: %s", index, strerror(errno));
+err:
+	vcpu_destroy(vcpu);
+	return ret == -ENOMEM ? ret : (ret ? ret : -EIO);
+}
+
+int vcpu_get_sregs(struct vcpu *vcpu, struct kvm_sregs *sregs)
+{
+	if (ioctl(vcpu->fd, KVM_GET_SREGS, sregs) < 0) {
+		vmm_err("vCPU %u: KVM_GET_SREGS: %s", vcpu->index, strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
+int vcpu_set_boot_regs(struct vcpu *vcpu, const struct kvm_regs *regs,
+		       const struct kvm_sregs *sregs)
+{
+	if (ioctl(vcpu->fd, KVM_SET_SREGS, sregs) < 0 ||
+	    ioctl(vcpu->fd, KVM_SET_REGS, regs) < 0) {
+		vmm_err("vCPU %u: setting boot registers: %s", vcpu->index,
+			strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
+static void vcpu_handle_io(struct vcpu *vcpu)
+{
+	struct kvm_run *run = vcpu->run;
+	uint8_t *data = (uint8_t *)run + run->io.data_offset;
+	bool is_write = run->io.direction == KVM_EXIT_IO_OUT;
+
+	/* String I/O (rep outs/ins) arrives as count back-to-back items. */
+	for (uint32_t i = 0; i < run->io.count; i++) {
+		iobus_dispatch(&vcpu->vm->pio, run->io.port, data, run->io.size,
+			       is_write);
+		data += run->io.size;
+	}
+}
+
+static const char *exit_name(uint32_t r)
+{
+	switch (r) {
+	case KVM_EXIT_FAIL_ENTRY: return "KVM_EXIT_FAIL_ENTRY";
+	case KVM_EXIT_INTERNAL_ERROR: return "KVM_EXIT_INTERNAL_ERROR";
+	case KVM_EXIT_HLT: return "KVM_EXIT_HLT";
+	case KVM_EXIT_EXCEPTION: return "KVM_EXIT_EXCEPTION";
+	default: return "unexpected exit";
+	}
+}
+
+/* Context: vCPU thread. Returns false when the loop must end. */
+static bool vcpu_handle_exit(struct vcpu *vcpu)
+{
+	struct kvm_run *run = vcpu->run;
+	struct vmm *vm = vcpu->vm;
+
+	switch (run->exit_reason) {
+	case KVM_EXIT_IO:
+		vcpu_handle_io(vcpu);
+		return true;
+	case KVM_EXIT_MMIO:
+		iobus_dispatch(&vm->mmio, run->mmio.phys_addr, run->mmio.data,
+			       MIN(run->mmio.len, 8u), run->mmio.is_write);
+		return true;
+	case KVM_EXIT_INTR:
+		return true;
+	case KVM_EXIT_SHUTDOWN:
+		vmm_info("vCPU %u: triple fault (KVM_EXIT_SHUTDOWN)", vcpu->index);
+		vm_request_exit(vm, VMM_EXIT_TRIPLE_FAULT);
+		return false;
+	case KVM_EXIT_SYSTEM_EVENT:
+		vm_request_exit(vm, run->system_event.type == KVM_SYSTEM_EVENT_RESET
+					    ? VMM_EXIT_GUEST_RESET
+					    : VMM_EXIT_TRIPLE_FAULT);
+		return false;
+	case KVM_EXIT_FAIL_ENTRY:
+		vmm_err("vCPU %u: %s, hardware reason 0x%llx", vcpu->index,
+			exit_name(run->exit_reason),
+			(unsigned long long)run->fail_entry.hardware_entry_failure_reason);
+		break;
+	case KVM_EXIT_INTERNAL_ERROR:
+		vmm_err("vCPU %u: %s, suberror %u", vcpu->index,
+			exit_name(run->exit_reason), run->internal.suberror);
+		break;
+	default:
+		vmm_err("vCPU %u: %s %u", vcpu->index, exit_name(run->exit_reason),
+			run->exit_reason);
+		break;
+	}
+	vm_request_exit(vm, VMM_EXIT_ERROR);
+	return false;
+}
+
+static void *vcpu_thread(void *arg)
+{
+	struct vcpu *vcpu = arg;
+	char name[16];
+
+	snprintf(name, sizeof(name), "vmm-vcpu%u", vcpu->index);
+	pthread_setname_np(pthread_self(), name);
+
+	while (!vm_stopping(vcpu->vm)) {
+		if (ioctl(vcpu->fd, KVM_RUN, 0) < 0) {
+			if (errno == EINTR || errno == EAGAIN) {
+				/* Kicked: clear the flag set by vcpu_kick() and
+				 * re-check why. */
+				__atomic_store_n(&vcpu->run->immediate_exit, 0,
+						 __ATOMIC_RELAXED);
+				continue;
+			}
+			vmm_err("vCPU %u: KVM_RUN: %s", vcpu->index,
+				strerror(errno));
+			vm_request_exit(vcpu->vm, VMM_EXIT_ERROR);
+			break;
+		}
+		if (!vcpu_handle_exit(vcpu))
+			break;
+	}
+	return NULL;
+}
+
+int vcpu_start(struct vcpu *vcpu)
+{
+	int ret = pthread_create(&vcpu->thread, NULL, vcpu_thread, vcpu);
+
+	if (ret) {
+		vmm_err("creating vCPU %u thread: %s", vcpu->index, strerror(ret));
+		return -ret;
+	}
+	vcpu->thread_started = true;
+	return 0;
+}
+
+void vcpu_kick(struct vcpu *vcpu)
+{
+	if (!vcpu->run || !vcpu->thread_started)
+		return;
+	/* Seen by KVM on the next entry if the thread is not in KVM_RUN yet;
+	 * vm->stopping (set before the kick, release) is re-checked after. */
+	__atomic_store_n(&vcpu->run->immediate_exit, 1, __ATOMIC_RELEASE);
+	pthread_kill(vcpu->thread, VMM_KICK_SIGNAL);
+}
+
+void vcpu_join(struct vcpu *vcpu)
+{
+	if (vcpu->thread_started) {
+		pthread_join(vcpu->thread, NULL);
+		vcpu->thread_started = false;
+	}
+}
+
+void vcpu_destroy(struct vcpu *vcpu)
+{
+	vcpu_join(vcpu);
+	if (vcpu->run)
+		munmap(vcpu->run, (size_t)vcpu->vm->kvm.vcpu_mmap_size);
+	kvmstats_close(&vcpu->stats);
+	if (vcpu->fd >= 0)
+		close(vcpu->fd);
+	vcpu->run = NULL;
+	vcpu->fd = -1;
+}

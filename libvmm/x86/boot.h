@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Direct boot of a Linux bzImage through the 64-bit boot protocol
+ * (Documentation/arch/x86/boot.rst, "64-bit Boot Protocol"), without
+ * firmware: the VMM writes the zero page, page tables, GDT, MP table,
+ * command line, kernel and initrd, then starts the BSP in long mode at
+ * startup_64.
+ *
+ * Guest-physical layout (low memory, like Firecracker):
+ *   0x00500  GDT
+ *   0x07000  boot_params ("zero page")
+ *   0x08ff0  initial stack pointer (grows down towards 0x8000)
+ *   0x09000  PML4, 0x0a000 PDPT, 0x0b000..0x0efff four PDs (4 GiB, 2 MiB pages)
+ *   0x20000  command line
+ *   0xf0000  MP tables (MPTABLE_GPA)
+ *   pref_address (usually 16 MiB)  kernel
+ *   top of low RAM                 initrd
+ */
+#ifndef VMM_X86_BOOT_H
+#define VMM_X86_BOOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/kvm.h>
+
+#include "memory.h"
+#include "x86/bzimage.h"
+
+#define X86_BOOT_GDT_GPA 0x500ull
+#define X86_BOOT_ZERO_PAGE_GPA 0x7000ull
+#define X86_BOOT_STACK_GPA 0x8ff0ull
+#define X86_BOOT_PML4_GPA 0x9000ull
+#define X86_BOOT_PDPT_GPA 0xa000ull
+#define X86_BOOT_PD_GPA 0xb000ull	/* 4 pages */
+#define X86_BOOT_CMDLINE_GPA 0x20000ull
+
+/* GDT selectors, matching Linux's __BOOT_CS / __BOOT_DS. */
+#define X86_BOOT_CS 0x10
+#define X86_BOOT_DS 0x18
+#define X86_BOOT_TSS 0x20	/* 16-byte system descriptor: entries 4 and 5 */
+#define X86_BOOT_GDT_ENTRIES 6
+
+struct x86_boot_config {
+	const struct bzimage *kernel;
+	const void *initrd;		/* may be NULL */
+	size_t initrd_size;
+	const char *cmdline;		/* may be NULL */
+	unsigned int nr_vcpus;
+};
+
+/* The BSP's entry state, computed by x86_boot_setup(). */
+struct x86_boot_entry {
+	uint64_t rip;		/* kernel load address + 0x200 (startup_64) */
+	uint64_t rsi;		/* boot_params gpa */
+	uint64_t rsp;
+	uint64_t cr3;		/* PML4 gpa */
+	uint64_t gdt_base;
+	uint16_t gdt_limit;
+	uint64_t initrd_gpa;	/* 0 if none */
+	uint64_t kernel_gpa;
+};
+
+/**
+ * x86_boot_setup() - lay a Linux kernel into guest RAM
+ * @mem: guest RAM (layout of memory.h); must be at least 1 MiB
+ * @cfg: kernel (parsed with bzimage_parse()), optional initrd and command
+ *       line, number of vCPUs (for the MP table)
+ * @entry: filled with the BSP entry state on success
+ *
+ * Writes the GDT, zero page (setup header copied from the image, e820 map,
+ * command line and initrd pointers), identity page tables for the first
+ * 4 GiB, the MP table, the kernel at its preferred (aligned) address and
+ * the initrd page-aligned at the top of low RAM.  Every write goes through
+ * guest_mem_ptr().  On failure guest RAM may be partly written.
+ *
+ * Returns: 0; -EINVAL (after a vmm_err() message) if an argument is NULL,
+ * the command line is longer than the kernel accepts, the kernel or initrd
+ * does not fit in guest RAM, or @cfg->nr_vcpus is out of MP table range.
+ */
+int x86_boot_setup(struct guest_mem *mem, const struct x86_boot_config *cfg,
+		   struct x86_boot_entry *entry);
+
+/**
+ * x86_boot_regs() - BSP registers for the 64-bit entry
+ * @e: entry state from x86_boot_setup()
+ * @regs: overwritten: rip, rsi, rsp/rbp, rflags = 2, everything else 0
+ * @sregs: as read with KVM_GET_SREGS; updated for long mode (CR0/CR3/CR4,
+ *         EFER, flat CS/DS/ES/FS/GS/SS, busy 64-bit TSS, GDT, empty IDT)
+ *         and meant for KVM_SET_SREGS.  APIC base and the interrupt bitmap
+ *         are left as they are.
+ *
+ * Pure function: no KVM calls.
+ */
+void x86_boot_regs(const struct x86_boot_entry *e, struct kvm_regs *regs,
+		   struct kvm_sregs *sregs);
+
+#endif

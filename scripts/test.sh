@@ -1,0 +1,25 @@
+#!/bin/bash
+# The README's second command, and what CI runs (.ci/run): installs what is
+# missing, builds twice (warnings as errors; ASan+UBSan), runs the unit tests
+# in both builds, then every test of the normal build through CTest -- the
+# end-to-end tests boot real guests on real KVM, inside the nested-KVM rig
+# when this machine has no /dev/kvm.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+t0=$SECONDS
+
+scripts/deps.sh
+tests/rig/mkguest.sh --quiet
+tests/rig/mktools.sh --quiet
+
+cmake -S . -B build -DVMM_WERROR=ON >/dev/null
+cmake --build build -j"$jobs"
+cmake -S . -B build-asan -DVMM_WERROR=ON -DVMM_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$jobs"
+
+echo "== unit tests, ASan+UBSan build" >&2
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -L unit -j"$jobs" --output-on-failure)
+echo "== all tests (unit + end-to-end on real KVM)" >&2
+(cd build && ctest -j"$jobs" --output-on-failure)
+echo "test.sh: done in $((SECONDS - t0)) s" >&2

@@ -1,0 +1,18 @@
+#!/bin/bash
+# in-rig.sh TEST [ARGS...]: how CTest runs an end-to-end test.  Resolves the
+# default guest's kernel and initrd on this host (placeholders @KERNEL@ and
+# @INITRD@ in ARGS, and @TOOLS@ for the tools disk of mktools.sh), then runs TEST through the nested-KVM rig (directly when
+# this host has /dev/kvm).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# Building is cached and locked: a no-op when scripts/test.sh already did it.
+mapfile -t paths < <("$here/../rig/mkguest.sh")
+tools=$("$here/../rig/mktools.sh")
+args=()
+for a in "$@"; do
+	a=${a//@KERNEL@/${paths[0]}}
+	a=${a//@INITRD@/${paths[1]}}
+	a=${a//@TOOLS@/$tools}
+	args+=("$a")
+done
+exec "$here/../rig/rig-run" --timeout "${E2E_RIG_TIMEOUT:-900}" -- "${args[@]}"

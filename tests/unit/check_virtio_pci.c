@@ -1,0 +1,1289 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The modern virtio-pci transport, driven the way the Linux driver drives
+ * it: config space through 0xCF8/0xCFC on a real PIO bus, registers through
+ * the BAR on a real MMIO bus, a real PCI bus and MSI-X emulation, the real
+ * wiring transaction over a fake KVM (counts and records ioctls, fails on
+ * demand), fake guest RAM and a tiny fake device model.  No KVM needed.
+ */
+#include <check.h>
+#include <errno.h>
+#include <linux/kvm.h>
+#include <linux/virtio_config.h>
+#include <linux/virtio_ids.h>
+#include <linux/virtio_pci.h>
+#include <linux/virtio_ring.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "iobus.h"
+#include "irq.h"
+#include "memory.h"
+#include "pci/msix.h"
+#include "pci/pci.h"
+#include "virtio/virtio-pci.h"
+
+/* ---- fake KVM ------------------------------------------------------------ */
+
+#define FK_MAX_FD 16384
+
+struct fake_kvm {
+	unsigned int calls, fail_at; /* fail the fail_at-th call (1-based) */
+	unsigned int routing_calls, irqfd_calls, ioeventfd_calls, msi_calls;
+	unsigned int nr_msi;
+	bool route_valid[IRQ_MAX_ROUTES];
+	uint64_t route_addr[IRQ_MAX_ROUTES];
+	uint32_t route_data[IRQ_MAX_ROUTES];
+	bool ioev[FK_MAX_FD];
+	uint64_t ioev_addr[FK_MAX_FD];
+	uint32_t ioev_len[FK_MAX_FD];
+	int irqfd_gsi[FK_MAX_FD]; /* -1: none */
+	unsigned int live_ioev, live_irqfd;
+	uint64_t msi_addr;
+	uint32_t msi_data;
+};
+
+static struct fake_kvm *kvm;
+
+static int fake_ioctl(void *opaque, int fd, unsigned long req, void *arg)
+{
+	struct fake_kvm *k = opaque;
+
+	(void)fd;
+	if (++k->calls == k->fail_at)
+		return -ENOSPC;
+	if (req == KVM_SET_GSI_ROUTING) {
+		struct kvm_irq_routing *r = arg;
+
+		k->routing_calls++;
+		memset(k->route_valid, 0, sizeof(k->route_valid));
+		k->nr_msi = 0;
+		for (unsigned int i = 0; i < r->nr; i++) {
+			struct kvm_irq_routing_entry *e = &r->entries[i];
+
+			if (e->type != KVM_IRQ_ROUTING_MSI)
+				continue;
+			ck_assert_uint_lt(e->gsi, IRQ_MAX_ROUTES);
+			k->route_valid[e->gsi] = true;
+			k->route_addr[e->gsi] = e->u.msi.address_lo |
+						(uint64_t)e->u.msi.address_hi << 32;
+			k->route_data[e->gsi] = e->u.msi.data;
+			k->nr_msi++;
+		}
+		return 0;
+	}
+	if (req == KVM_IRQFD) {
+		struct kvm_irqfd *a = arg;
+
+		k->irqfd_calls++;
+		ck_assert_uint_lt(a->fd, FK_MAX_FD);
+		if (a->flags & KVM_IRQFD_FLAG_DEASSIGN) {
+			ck_assert_int_ne(k->irqfd_gsi[a->fd], -1);
+			k->irqfd_gsi[a->fd] = -1;
+			k->live_irqfd--;
+		} else {
+			ck_assert_int_eq(k->irqfd_gsi[a->fd], -1);
+			k->irqfd_gsi[a->fd] = (int)a->gsi;
+			k->live_irqfd++;
+		}
+		return 0;
+	}
+	if (req == KVM_IOEVENTFD) {
+		struct kvm_ioeventfd *a = arg;
+
+		k->ioeventfd_calls++;
+		ck_assert_int_ge(a->fd, 0);
+		ck_assert_int_lt(a->fd, FK_MAX_FD);
+		ck_assert(!(a->flags & KVM_IOEVENTFD_FLAG_DATAMATCH));
+		ck_assert(!(a->flags & KVM_IOEVENTFD_FLAG_PIO));
+		if (a->flags & KVM_IOEVENTFD_FLAG_DEASSIGN) {
+			ck_assert(k->ioev[a->fd]);
+			ck_assert_uint_eq(k->ioev_addr[a->fd], a->addr);
+			k->ioev[a->fd] = false;
+			k->live_ioev--;
+		} else {
+			ck_assert(!k->ioev[a->fd]);
+			/* KVM refuses two ioeventfds on one address. */
+			for (int f = 0; f < FK_MAX_FD; f++)
+				if (k->ioev[f] && k->ioev_addr[f] == a->addr)
+					ck_abort_msg("two ioeventfds at 0x%llx",
+						     (unsigned long long)a->addr);
+			k->ioev[a->fd] = true;
+			k->ioev_addr[a->fd] = a->addr;
+			k->ioev_len[a->fd] = a->len;
+			k->live_ioev++;
+		}
+		return 0;
+	}
+	if (req == KVM_SIGNAL_MSI) {
+		struct kvm_msi *m = arg;
+
+		k->msi_calls++;
+		k->msi_addr = m->address_lo | (uint64_t)m->address_hi << 32;
+		k->msi_data = m->data;
+		return 1;
+	}
+	return -ENOTTY;
+}
+
+/* ---- fake device model ------------------------------------------------ */
+
+#define FD_FEATURES                                                  \
+	((1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX) | \
+	 (1ull << VIRTIO_RING_F_INDIRECT_DESC) | (1ull << 9))
+
+struct fake_dev {
+	uint64_t features;
+	bool refuse;
+	unsigned int set_features_calls;
+	uint64_t accepted;
+	unsigned int start_calls, stop_calls, started_enabled;
+	int start_ret;
+	struct virtio_queue *queues;
+	unsigned int nr;
+	uint8_t cfg[16];
+};
+
+static uint64_t fd_get_features(void *d)
+{
+	return ((struct fake_dev *)d)->features;
+}
+
+static int fd_set_features(void *d, uint64_t f)
+{
+	struct fake_dev *fd = d;
+
+	fd->set_features_calls++;
+	if (fd->refuse)
+		return -EINVAL;
+	fd->accepted = f;
+	return 0;
+}
+
+static void fd_config_read(void *d, uint32_t off, void *buf, uint32_t len)
+{
+	struct fake_dev *fd = d;
+
+	ck_assert_uint_le(off + len, sizeof(fd->cfg));
+	memcpy(buf, fd->cfg + off, len);
+}
+
+static void fd_config_write(void *d, uint32_t off, const void *buf,
+			    uint32_t len)
+{
+	struct fake_dev *fd = d;
+
+	ck_assert_uint_le(off + len, sizeof(fd->cfg));
+	memcpy(fd->cfg + off, buf, len);
+}
+
+static int fd_start(void *d, struct virtio_queue *queues, unsigned int nr)
+{
+	struct fake_dev *fd = d;
+
+	fd->start_calls++;
+	fd->queues = queues;
+	fd->nr = nr;
+	fd->started_enabled = 0;
+	for (unsigned int i = 0; i < nr; i++) {
+		ck_assert_uint_eq(queues[i].index, i);
+		if (!queues[i].enabled)
+			continue;
+		fd->started_enabled++;
+		ck_assert(queues[i].vq.ready);
+		ck_assert_int_ge(queues[i].kick_fd, 0);
+		ck_assert(queues[i].vq.event_idx);
+	}
+	return fd->start_ret;
+}
+
+static void fd_stop(void *d)
+{
+	((struct fake_dev *)d)->stop_calls++;
+}
+
+static const struct virtio_device_ops fake_ops = {
+	.device_id = VIRTIO_ID_BLOCK,
+	.config_size = 16,
+	.features = fd_get_features,
+	.set_features = fd_set_features,
+	.config_read = fd_config_read,
+	.config_write = fd_config_write,
+	.start = fd_start,
+	.stop = fd_stop,
+};
+
+/* ---- the machine ------------------------------------------------------- */
+
+#define RAM_SIZE (8ull << 20)
+#define MMIO_BASE 0xc0000000ull
+#define MMIO_SIZE 0x20000000ull
+#define QSIZE 16
+#define RING_BASE 0x100000ull
+#define RING_STRIDE 0x1000ull
+
+static struct iobus pio, mmio;
+static struct pci_bus *bus;
+static struct vm_irq *irq;
+static struct guest_mem mem;
+static void *ram;
+static struct fake_dev fdev;
+static struct virtio_transport *t;
+
+/* What the "driver" found while probing. */
+static struct {
+	unsigned int slot;
+	uint64_t bar;
+	uint32_t common, notify, notify_len, mult, isr, devcfg, devcfg_len;
+	unsigned int pcicfg, msix;
+	unsigned int nr_vectors;
+	uint32_t table, pba;
+	unsigned int nq;
+} drv;
+
+static void setup(void)
+{
+	kvm = calloc(1, sizeof(*kvm));
+	ck_assert_ptr_nonnull(kvm);
+	for (int i = 0; i < FK_MAX_FD; i++)
+		kvm->irqfd_gsi[i] = -1;
+	ck_assert_int_eq(iobus_init(&pio, "pio"), 0);
+	ck_assert_int_eq(iobus_init(&mmio, "mmio"), 0);
+	ck_assert_int_eq(pci_bus_create(&pio, &mmio, MMIO_BASE, MMIO_SIZE, &bus), 0);
+	ck_assert_int_eq(irq_create(3, fake_ioctl, kvm, &irq), 0);
+	ram = aligned_alloc(4096, RAM_SIZE);
+	ck_assert_ptr_nonnull(ram);
+	memset(ram, 0, RAM_SIZE);
+	guest_mem_init_buf(&mem, ram, RAM_SIZE);
+	memset(&fdev, 0, sizeof(fdev));
+	fdev.features = FD_FEATURES;
+	for (unsigned int i = 0; i < sizeof(fdev.cfg); i++)
+		fdev.cfg[i] = (uint8_t)(0xa0 + i);
+	t = NULL;
+}
+
+static void teardown(void)
+{
+	vpci_destroy(t);
+	pci_bus_destroy(bus);
+	irq_destroy(irq);
+	iobus_destroy(&mmio);
+	iobus_destroy(&pio);
+	free(ram);
+	free(kvm);
+}
+
+static struct vpci_params params(unsigned int nq)
+{
+	return (struct vpci_params){
+		.bus = bus,
+		.irq = irq,
+		.mem = &mem,
+		.ops = &fake_ops,
+		.dev = &fdev,
+		.num_queues = nq,
+		.max_queue_size = 256,
+		.ioeventfd_any_length = true,
+	};
+}
+
+/* ---- config space through 0xCF8/0xCFC ---------------------------------- */
+
+static void cfg_select(unsigned int slot, unsigned int off)
+{
+	uint32_t a = 0x80000000u | slot << 11 | (off & 0xfc);
+
+	ck_assert_int_eq(iobus_dispatch(&pio, 0xcf8, &a, 4, true), 0);
+}
+
+static uint32_t cfg_rd(unsigned int off, unsigned int len)
+{
+	uint32_t v = 0;
+
+	cfg_select(drv.slot, off);
+	ck_assert_int_eq(iobus_dispatch(&pio, 0xcfc + (off & 3), &v, len, false), 0);
+	return v;
+}
+
+static void cfg_wr(unsigned int off, uint32_t v, unsigned int len)
+{
+	cfg_select(drv.slot, off);
+	ck_assert_int_eq(iobus_dispatch(&pio, 0xcfc + (off & 3), &v, len, true), 0);
+}
+
+/* ---- BAR MMIO ------------------------------------------------------------ */
+
+static uint64_t mr(uint32_t off, unsigned int len)
+{
+	uint64_t v = 0;
+
+	ck_assert_int_eq(iobus_dispatch(&mmio, drv.bar + off, &v, len, false), 0);
+	return v;
+}
+
+static void mw(uint32_t off, uint64_t v, unsigned int len)
+{
+	ck_assert_int_eq(iobus_dispatch(&mmio, drv.bar + off, &v, len, true), 0);
+}
+
+#define COMMON_RD(field, len) mr(drv.common + VIRTIO_PCI_COMMON_##field, len)
+#define COMMON_WR(field, v, len) mw(drv.common + VIRTIO_PCI_COMMON_##field, v, len)
+
+static uint8_t status_rd(void)
+{
+	return (uint8_t)COMMON_RD(STATUS, 1);
+}
+
+static void status_add(uint8_t bits)
+{
+	COMMON_WR(STATUS, status_rd() | bits, 1);
+}
+
+/* Find the device and walk its capability list, as virtio_pci_modern does. */
+static void drv_probe(void)
+{
+	unsigned int ptr, n = 0;
+	uint32_t bar;
+
+	for (drv.slot = 1; drv.slot < PCI_MAX_SLOTS; drv.slot++)
+		if (cfg_rd(PCI_CFG_VENDOR_ID, 2) == VPCI_VENDOR_ID)
+			break;
+	ck_assert_uint_lt(drv.slot, PCI_MAX_SLOTS);
+	bar = cfg_rd(PCI_CFG_BAR0, 4);
+	ck_assert_uint_eq(bar & 0xf, 0); /* 32-bit, non-prefetchable memory */
+	drv.bar = bar & ~0xfu;
+	ck_assert_uint_ge(drv.bar, MMIO_BASE);
+	ck_assert(cfg_rd(PCI_CFG_STATUS, 2) & PCI_STS_CAP_LIST);
+	drv.common = drv.notify = drv.isr = drv.devcfg = UINT32_MAX;
+	drv.pcicfg = drv.msix = 0;
+	for (ptr = cfg_rd(PCI_CFG_CAP_PTR, 1); ptr; ptr = cfg_rd(ptr + 1, 1)) {
+		unsigned int id = cfg_rd(ptr, 1);
+
+		ck_assert_uint_lt(++n, 16);
+		ck_assert_uint_ge(ptr, PCI_CAP_START);
+		if (id == PCI_CAPID_MSIX) {
+			uint32_t ctrl = cfg_rd(ptr + MSIX_CAP_CTRL, 2);
+			uint32_t tbl = cfg_rd(ptr + MSIX_CAP_TABLE, 4);
+			uint32_t pba = cfg_rd(ptr + MSIX_CAP_PBA, 4);
+
+			drv.msix = ptr;
+			drv.nr_vectors = (ctrl & MSIX_CTRL_QSIZE) + 1;
+			ck_assert_uint_eq(tbl & 7, VPCI_BAR);
+			ck_assert_uint_eq(pba & 7, VPCI_BAR);
+			drv.table = tbl & ~7u;
+			drv.pba = pba & ~7u;
+			continue;
+		}
+		if (id != PCI_CAPID_VNDR)
+			continue;
+		ck_assert_uint_eq(cfg_rd(ptr + VIRTIO_PCI_CAP_BAR, 1), 0);
+		switch (cfg_rd(ptr + VIRTIO_PCI_CAP_CFG_TYPE, 1)) {
+		case VIRTIO_PCI_CAP_COMMON_CFG:
+			drv.common = cfg_rd(ptr + VIRTIO_PCI_CAP_OFFSET, 4);
+			ck_assert_uint_ge(cfg_rd(ptr + VIRTIO_PCI_CAP_LENGTH, 4),
+					  sizeof(struct virtio_pci_common_cfg));
+			break;
+		case VIRTIO_PCI_CAP_NOTIFY_CFG:
+			ck_assert_uint_ge(cfg_rd(ptr + VIRTIO_PCI_CAP_LEN, 1), 20);
+			drv.notify = cfg_rd(ptr + VIRTIO_PCI_CAP_OFFSET, 4);
+			drv.notify_len = cfg_rd(ptr + VIRTIO_PCI_CAP_LENGTH, 4);
+			drv.mult = cfg_rd(ptr + VIRTIO_PCI_NOTIFY_CAP_MULT, 4);
+			break;
+		case VIRTIO_PCI_CAP_ISR_CFG:
+			drv.isr = cfg_rd(ptr + VIRTIO_PCI_CAP_OFFSET, 4);
+			break;
+		case VIRTIO_PCI_CAP_DEVICE_CFG:
+			drv.devcfg = cfg_rd(ptr + VIRTIO_PCI_CAP_OFFSET, 4);
+			drv.devcfg_len = cfg_rd(ptr + VIRTIO_PCI_CAP_LENGTH, 4);
+			break;
+		case VIRTIO_PCI_CAP_PCI_CFG:
+			drv.pcicfg = ptr;
+			break;
+		default:
+			ck_abort_msg("unknown virtio cap");
+		}
+	}
+	ck_assert_uint_ne(drv.common, UINT32_MAX);
+	ck_assert_uint_ne(drv.notify, UINT32_MAX);
+	ck_assert_uint_ne(drv.isr, UINT32_MAX);
+	ck_assert_uint_ne(drv.devcfg, UINT32_MAX);
+	ck_assert_uint_ne(drv.pcicfg, 0);
+	ck_assert_uint_ne(drv.msix, 0);
+	drv.nq = (unsigned int)COMMON_RD(NUMQ, 2);
+}
+
+static void create(unsigned int nq)
+{
+	struct vpci_params p = params(nq);
+
+	ck_assert_int_eq(vpci_create(&p, &t), 0);
+	drv_probe();
+	ck_assert_uint_eq(drv.nq, nq);
+	ck_assert_uint_eq(drv.nr_vectors, nq + 1);
+}
+
+static uint64_t msg_addr(unsigned int v, unsigned int gen)
+{
+	return 0xfee00000ull | (uint64_t)((v + gen) & 0xff) << 12;
+}
+
+static uint32_t msg_data(unsigned int v, unsigned int gen)
+{
+	return 0x4000u + v + 0x100u * gen;
+}
+
+static void msix_entry(unsigned int v, uint64_t addr, uint32_t data,
+		       bool masked)
+{
+	uint32_t e = drv.table + v * MSIX_ENTRY_SIZE;
+
+	mw(e + MSIX_ENTRY_ADDR_LO, (uint32_t)addr, 4);
+	mw(e + MSIX_ENTRY_ADDR_HI, (uint32_t)(addr >> 32), 4);
+	mw(e + MSIX_ENTRY_DATA, data, 4);
+	mw(e + MSIX_ENTRY_CTRL, masked, 4);
+}
+
+static void msix_mask(unsigned int v, bool masked)
+{
+	mw(drv.table + v * MSIX_ENTRY_SIZE + MSIX_ENTRY_CTRL, masked, 4);
+}
+
+static void msix_ctrl(uint16_t bits)
+{
+	cfg_wr(drv.msix + MSIX_CAP_CTRL, bits, 2);
+}
+
+static bool pba_bit(unsigned int v)
+{
+	return mr(drv.pba + (v / 64) * 8, 8) >> (v % 64) & 1;
+}
+
+/*
+ * Reset, ACKNOWLEDGE, DRIVER, negotiate @features, FEATURES_OK; enable
+ * MSI-X (with the function masked while entries are programmed, as the
+ * Linux PCI core does), config vector 0.  Returns whether FEATURES_OK
+ * stuck.
+ */
+static bool drv_begin(uint64_t features)
+{
+	uint64_t offered;
+
+	COMMON_WR(STATUS, 0, 1);
+	ck_assert_uint_eq(status_rd(), 0);
+	status_add(VIRTIO_CONFIG_S_ACKNOWLEDGE);
+	status_add(VIRTIO_CONFIG_S_DRIVER);
+	COMMON_WR(DFSELECT, 0, 4);
+	offered = COMMON_RD(DF, 4);
+	COMMON_WR(DFSELECT, 1, 4);
+	offered |= COMMON_RD(DF, 4) << 32;
+	ck_assert_uint_eq(offered, FD_FEATURES);
+	COMMON_WR(GFSELECT, 0, 4);
+	COMMON_WR(GF, (uint32_t)features, 4);
+	COMMON_WR(GFSELECT, 1, 4);
+	COMMON_WR(GF, (uint32_t)(features >> 32), 4);
+	status_add(VIRTIO_CONFIG_S_FEATURES_OK);
+	if (!(status_rd() & VIRTIO_CONFIG_S_FEATURES_OK))
+		return false;
+
+	msix_ctrl(MSIX_CTRL_ENABLE | MSIX_CTRL_MASKALL);
+	for (unsigned int v = 0; v < drv.nr_vectors; v++)
+		msix_entry(v, msg_addr(v, 0), msg_data(v, 0), false);
+	msix_ctrl(MSIX_CTRL_ENABLE);
+	COMMON_WR(MSIX, 0, 2);
+	ck_assert_uint_eq(COMMON_RD(MSIX, 2), 0);
+	return true;
+}
+
+static uint64_t ring_gpa(unsigned int q)
+{
+	return RING_BASE + q * RING_STRIDE;
+}
+
+/* Configure and enable queue @q with @vector, as vp_modern_setup_vq(). */
+static void drv_queue(unsigned int q, uint16_t vector)
+{
+	uint64_t base = ring_gpa(q);
+
+	COMMON_WR(Q_SELECT, q, 2);
+	ck_assert_uint_eq(COMMON_RD(Q_SIZE, 2), 256);
+	ck_assert_uint_eq(COMMON_RD(Q_ENABLE, 2), 0);
+	COMMON_WR(Q_SIZE, QSIZE, 2);
+	ck_assert_uint_eq(COMMON_RD(Q_SIZE, 2), QSIZE);
+	COMMON_WR(Q_DESCLO, (uint32_t)base, 4);
+	COMMON_WR(Q_DESCHI, (uint32_t)(base >> 32), 4);
+	COMMON_WR(Q_AVAILLO, (uint32_t)(base + 0x400), 4);
+	COMMON_WR(Q_AVAILHI, 0, 4);
+	/* 64-bit field in one access. */
+	COMMON_WR(Q_USEDLO, base + 0x800, 8);
+	ck_assert_uint_eq(COMMON_RD(Q_USEDLO, 8), base + 0x800);
+	COMMON_WR(Q_MSIX, vector, 2);
+	ck_assert_uint_eq(COMMON_RD(Q_MSIX, 2), vector);
+	COMMON_WR(Q_ENABLE, 1, 2);
+	ck_assert_uint_eq(COMMON_RD(Q_ENABLE, 2), 1);
+}
+
+#define DRV_FEATURES \
+	((1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX))
+
+/* Full bring-up of @nq queues, queue i on vector i + 1. */
+static void drv_up(unsigned int nq)
+{
+	ck_assert(drv_begin(DRV_FEATURES));
+	for (unsigned int q = 0; q < nq; q++)
+		drv_queue(q, (uint16_t)(q + 1));
+	status_add(VIRTIO_CONFIG_S_DRIVER_OK);
+}
+
+static uint64_t notify_addr(unsigned int q)
+{
+	uint32_t off;
+
+	COMMON_WR(Q_SELECT, q, 2);
+	off = (uint32_t)COMMON_RD(Q_NOFF, 2);
+	return drv.bar + drv.notify + off * drv.mult;
+}
+
+static bool eventfd_fired(int fd)
+{
+	eventfd_t v;
+
+	return eventfd_read(fd, &v) == 0 && v > 0;
+}
+
+/* Everything KVM holds for this device is gone. */
+static void assert_unwired(void)
+{
+	ck_assert_uint_eq(kvm->live_ioev, 0);
+	ck_assert_uint_eq(kvm->live_irqfd, 0);
+	ck_assert_uint_eq(kvm->nr_msi, 0);
+}
+
+/* ---- tests --------------------------------------------------------------- */
+
+START_TEST(identity_and_caps)
+{
+	create(4);
+	ck_assert_uint_eq(cfg_rd(PCI_CFG_DEVICE_ID, 2), 0x1040 + VIRTIO_ID_BLOCK);
+	ck_assert_uint_eq(cfg_rd(PCI_CFG_REVISION, 1), 1);
+	ck_assert_uint_eq(cfg_rd(PCI_CFG_REVISION, 4) >> 8, 0x018000);
+	ck_assert_uint_eq(cfg_rd(PCI_CFG_SUBSYS_VENDOR, 2), VPCI_VENDOR_ID);
+	ck_assert_uint_eq(cfg_rd(PCI_CFG_INT_PIN, 1), 0); /* no INTx */
+	ck_assert_uint_eq(drv.mult, 4);
+	ck_assert_uint_ge(drv.notify_len, 4 * 4);
+	ck_assert_uint_eq(drv.devcfg_len, 16);
+	/* The MSI-X table and PBA sit on pages of their own. */
+	ck_assert_uint_eq(drv.table % 4096, 0);
+	ck_assert_uint_eq(drv.pba % 4096, 0);
+
+	/* Distinct notify addresses, one per queue, inside the notify area. */
+	for (unsigned int q = 0; q < 4; q++) {
+		uint64_t a = notify_addr(q);
+
+		ck_assert_uint_ge(a, drv.bar + drv.notify);
+		ck_assert_uint_le(a + 2, drv.bar + drv.notify + drv.notify_len);
+		for (unsigned int p = 0; p < q; p++)
+			ck_assert_uint_ne(a, notify_addr(p));
+	}
+	/* A queue index past num_queues reads as absent. */
+	COMMON_WR(Q_SELECT, 4, 2);
+	ck_assert_uint_eq(COMMON_RD(Q_SIZE, 2), 0);
+
+	/* Device configuration, with bounds. */
+	ck_assert_uint_eq(mr(drv.devcfg, 4), 0xa3a2a1a0);
+	ck_assert_uint_eq(mr(drv.devcfg + 15, 1), 0xaf);
+	ck_assert_uint_eq(mr(drv.devcfg + 14, 4), 0); /* crosses the end */
+	mw(drv.devcfg + 2, 0x55, 1);
+	ck_assert_uint_eq(fdev.cfg[2], 0x55);
+	mw(drv.devcfg + 16, 0x66, 1); /* outside: dropped */
+
+	/* Sub-width and 64-bit reads of the common config. */
+	ck_assert_uint_eq(COMMON_RD(NUMQ, 1), 4);
+	ck_assert_uint_eq(mr(drv.common + VIRTIO_PCI_COMMON_MSIX, 4),
+			  0xffffu | 4u << 16);
+}
+END_TEST
+
+START_TEST(driver_ok_wires_in_one_transaction)
+{
+	struct vpci_stats st;
+
+	create(4);
+	ck_assert(drv_begin(DRV_FEATURES));
+	ck_assert_uint_eq(fdev.set_features_calls, 1);
+	ck_assert_uint_eq(fdev.accepted, DRV_FEATURES);
+	for (unsigned int q = 0; q < 4; q++)
+		drv_queue(q, (uint16_t)(q + 1));
+	ck_assert_uint_eq(kvm->calls, 0); /* nothing before DRIVER_OK */
+	status_add(VIRTIO_CONFIG_S_DRIVER_OK);
+	ck_assert(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK);
+	ck_assert(!(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET));
+
+	ck_assert_uint_eq(kvm->routing_calls, 1);
+	ck_assert_uint_eq(kvm->live_ioev, 4);
+	ck_assert_uint_eq(kvm->live_irqfd, 4);
+	ck_assert_uint_eq(kvm->nr_msi, 4);
+	ck_assert_uint_eq(kvm->calls, 1 + 4 + 4);
+	ck_assert_uint_eq(fdev.start_calls, 1);
+	ck_assert_uint_eq(fdev.nr, 4);
+	ck_assert_uint_eq(fdev.started_enabled, 4);
+	for (unsigned int q = 0; q < 4; q++) {
+		struct virtio_queue *vq = &fdev.queues[q];
+		int gsi;
+
+		ck_assert_uint_eq(vq->vector, q + 1);
+		ck_assert(kvm->ioev[vq->kick_fd]);
+		ck_assert_uint_eq(kvm->ioev_addr[vq->kick_fd], notify_addr(q));
+		ck_assert_uint_eq(kvm->ioev_len[vq->kick_fd], 0);
+		gsi = kvm->irqfd_gsi[vq->call_fd];
+		ck_assert_int_ge(gsi, IRQ_FIRST_MSI_GSI);
+		ck_assert(kvm->route_valid[gsi]);
+		ck_assert_uint_eq(kvm->route_addr[gsi], msg_addr(q + 1, 0));
+		ck_assert_uint_eq(kvm->route_data[gsi], msg_data(q + 1, 0));
+		ck_assert_uint_eq(vq->vq.size, QSIZE);
+		ck_assert_uint_eq(vq->vq.desc_gpa, ring_gpa(q));
+	}
+	vpci_get_stats(t, &st);
+	ck_assert_uint_eq(st.wiring_commits, 1);
+	ck_assert_uint_eq(st.wiring_ioctls, 9);
+
+	/* A kick KVM did not catch (here: every kick, the fake KVM does not
+	 * intercept MMIO) reaches kick_fd through the MMIO handler. */
+	ck_assert(!eventfd_fired(fdev.queues[2].kick_fd));
+	{
+		uint16_t idx = 2;
+
+		ck_assert_int_eq(iobus_dispatch(&mmio, notify_addr(2), &idx, 2,
+						true), 0);
+	}
+	ck_assert(eventfd_fired(fdev.queues[2].kick_fd));
+
+	/* Queue configuration is frozen while live. */
+	COMMON_WR(Q_SELECT, 1, 2);
+	COMMON_WR(Q_SIZE, 8, 2);
+	COMMON_WR(Q_DESCLO, 0x5000, 4);
+	COMMON_WR(Q_MSIX, 0, 2);
+	ck_assert_uint_eq(COMMON_RD(Q_SIZE, 2), QSIZE);
+	ck_assert_uint_eq(COMMON_RD(Q_DESCLO, 4), (uint32_t)ring_gpa(1));
+	ck_assert_uint_eq(COMMON_RD(Q_MSIX, 2), 2);
+}
+END_TEST
+
+START_TEST(notify_masked_pending_unmask)
+{
+	struct virtio_queue *q;
+	struct vpci_stats st;
+	unsigned int routing;
+
+	create(2);
+	drv_up(2);
+	q = &fdev.queues[0];
+	routing = kvm->routing_calls;
+
+	virtio_queue_notify(q);
+	ck_assert(eventfd_fired(q->call_fd));
+	ck_assert_uint_eq(vpci_queue_interrupts(t, 0), 1);
+
+	/* Masked: nothing sent, the PBA bit is set instead. */
+	msix_mask(1, true);
+	virtio_queue_notify(q);
+	virtio_queue_notify(q);
+	ck_assert(!eventfd_fired(q->call_fd));
+	ck_assert(pba_bit(1));
+	ck_assert(!pba_bit(2));
+	vpci_get_stats(t, &st);
+	ck_assert_uint_eq(st.interrupts_masked, 2);
+
+	/* Unmask delivers it once; the message did not change, so no route
+	 * update. */
+	msix_mask(1, false);
+	ck_assert(eventfd_fired(q->call_fd));
+	ck_assert(!eventfd_fired(q->call_fd));
+	ck_assert(!pba_bit(1));
+	ck_assert_uint_eq(kvm->routing_calls, routing);
+
+	/* The function mask works the same way. */
+	msix_ctrl(MSIX_CTRL_ENABLE | MSIX_CTRL_MASKALL);
+	virtio_queue_notify(&fdev.queues[1]);
+	ck_assert(!eventfd_fired(fdev.queues[1].call_fd));
+	ck_assert(pba_bit(2));
+	msix_ctrl(MSIX_CTRL_ENABLE);
+	ck_assert(eventfd_fired(fdev.queues[1].call_fd));
+	ck_assert(!pba_bit(2));
+	ck_assert_uint_eq(kvm->routing_calls, routing);
+	vpci_get_stats(t, &st);
+	ck_assert_uint_eq(st.interrupts, 3);
+	ck_assert_uint_eq(vpci_queue_interrupts(t, 1), 0); /* via unmask */
+}
+END_TEST
+
+START_TEST(poll_queue_has_no_irqfd)
+{
+	struct vpci_stats st;
+
+	create(3);
+	ck_assert(drv_begin(DRV_FEATURES));
+	drv_queue(0, 1);
+	drv_queue(1, 2);
+	drv_queue(2, VIRTIO_NO_VECTOR); /* virtio_blk.poll_queues */
+	status_add(VIRTIO_CONFIG_S_DRIVER_OK);
+	ck_assert(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK);
+	ck_assert_uint_eq(kvm->routing_calls, 1);
+	ck_assert_uint_eq(kvm->live_ioev, 3);
+	ck_assert_uint_eq(kvm->live_irqfd, 2);
+	ck_assert_uint_eq(kvm->nr_msi, 2);
+	ck_assert_uint_eq(fdev.started_enabled, 3);
+	ck_assert_int_eq(fdev.queues[2].call_fd, -1);
+	ck_assert_int_ge(fdev.queues[2].kick_fd, 0);
+	virtio_queue_notify(&fdev.queues[2]);
+	vpci_get_stats(t, &st);
+	ck_assert_uint_eq(st.interrupts, 0);
+	ck_assert_uint_eq(st.interrupts_masked, 0);
+	ck_assert_uint_eq(kvm->msi_calls, 0);
+}
+END_TEST
+
+START_TEST(reset_unwires_and_clears)
+{
+	struct vpci_stats st;
+
+	create(4);
+	drv_up(4);
+	ck_assert_uint_eq(kvm->routing_calls, 1);
+	COMMON_WR(STATUS, 0, 1);
+	ck_assert_uint_eq(status_rd(), 0);
+	ck_assert_uint_eq(fdev.stop_calls, 1);
+	assert_unwired();
+	ck_assert_uint_eq(kvm->routing_calls, 2); /* one teardown commit */
+	vpci_get_stats(t, &st);
+	ck_assert_uint_eq(st.resets, 2); /* drv_begin's reset too */
+	ck_assert_uint_eq(st.wiring_commits, 2);
+
+	/* State is back to the defaults. */
+	ck_assert_uint_eq(COMMON_RD(MSIX, 2), VIRTIO_NO_VECTOR);
+	COMMON_WR(GFSELECT, 0, 4);
+	ck_assert_uint_eq(COMMON_RD(GF, 4), 0);
+	for (unsigned int q = 0; q < 4; q++) {
+		COMMON_WR(Q_SELECT, q, 2);
+		ck_assert_uint_eq(COMMON_RD(Q_SIZE, 2), 256);
+		ck_assert_uint_eq(COMMON_RD(Q_MSIX, 2), VIRTIO_NO_VECTOR);
+		ck_assert_uint_eq(COMMON_RD(Q_ENABLE, 2), 0);
+		ck_assert_uint_eq(COMMON_RD(Q_DESCLO, 8), 0);
+	}
+
+	/* And it comes up again. */
+	drv_up(4);
+	ck_assert(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK);
+	ck_assert_uint_eq(fdev.start_calls, 2);
+	ck_assert_uint_eq(kvm->live_ioev, 4);
+	ck_assert_uint_eq(kvm->live_irqfd, 4);
+	ck_assert_uint_eq(kvm->routing_calls, 3);
+
+	/* Destroy of a live device stops and unwires it. */
+	vpci_destroy(t);
+	t = NULL;
+	ck_assert_uint_eq(fdev.stop_calls, 2);
+	assert_unwired();
+}
+END_TEST
+
+START_TEST(features_ok_refused)
+{
+	create(1);
+	/* No VERSION_1: legacy driver. */
+	ck_assert(!drv_begin(1ull << VIRTIO_RING_F_EVENT_IDX));
+	ck_assert_uint_eq(fdev.set_features_calls, 0);
+	/* A feature that was not offered. */
+	ck_assert(!drv_begin(DRV_FEATURES | (1ull << 10)));
+	ck_assert_uint_eq(fdev.set_features_calls, 0);
+	/* The device refuses. */
+	fdev.refuse = true;
+	ck_assert(!drv_begin(DRV_FEATURES));
+	ck_assert_uint_eq(fdev.set_features_calls, 1);
+	fdev.refuse = false;
+	ck_assert(drv_begin(DRV_FEATURES));
+	/* Driver features are frozen after FEATURES_OK. */
+	COMMON_WR(GFSELECT, 0, 4);
+	COMMON_WR(GF, 0, 4);
+	ck_assert_uint_eq(COMMON_RD(GF, 4), (uint32_t)DRV_FEATURES);
+
+	/* DRIVER_OK without FEATURES_OK is a violation. */
+	COMMON_WR(STATUS, 0, 1);
+	status_add(VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER);
+	status_add(VIRTIO_CONFIG_S_DRIVER_OK);
+	ck_assert(!(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK));
+	ck_assert(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET);
+	ck_assert_uint_eq(fdev.start_calls, 0);
+	ck_assert_uint_eq(kvm->calls, 0);
+}
+END_TEST
+
+START_TEST(bad_queue_size)
+{
+	struct vpci_stats st;
+
+	create(1);
+	ck_assert(drv_begin(DRV_FEATURES));
+	COMMON_WR(Q_SELECT, 0, 2);
+	COMMON_WR(Q_SIZE, 64, 2);
+	ck_assert_uint_eq(COMMON_RD(Q_SIZE, 2), 64);
+	COMMON_WR(Q_SIZE, 48, 2); /* not a power of two */
+	ck_assert_uint_eq(COMMON_RD(Q_SIZE, 2), 64);
+	ck_assert(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET);
+	/* The config interrupt went out on vector 0 (unmasked). */
+	ck_assert_uint_eq(kvm->msi_calls, 1);
+	ck_assert_uint_eq(kvm->msi_addr, msg_addr(0, 0));
+	ck_assert_uint_eq(kvm->msi_data, msg_data(0, 0));
+	ck_assert_uint_eq(mr(drv.isr, 1), VIRTIO_PCI_ISR_CONFIG);
+	ck_assert_uint_eq(mr(drv.isr, 1), 0); /* read clears */
+	COMMON_WR(Q_SIZE, 512, 2); /* above the maximum */
+	ck_assert_uint_eq(COMMON_RD(Q_SIZE, 2), 64);
+	COMMON_WR(Q_SIZE, 0, 2);
+	ck_assert_uint_eq(COMMON_RD(Q_SIZE, 2), 64);
+	vpci_get_stats(t, &st);
+	ck_assert_uint_eq(st.needs_reset, 1); /* set once */
+	ck_assert_uint_eq(st.config_interrupts, 1);
+	/* Wrong-width write: ignored. */
+	COMMON_WR(Q_SIZE, 0x00100010, 4);
+	ck_assert_uint_eq(COMMON_RD(Q_SIZE, 2), 64);
+	/* Reset clears NEEDS_RESET. */
+	COMMON_WR(STATUS, 0, 1);
+	ck_assert_uint_eq(status_rd(), 0);
+}
+END_TEST
+
+START_TEST(msix_vector_out_of_range)
+{
+	create(2); /* 3 vectors */
+	ck_assert(drv_begin(DRV_FEATURES));
+	COMMON_WR(Q_SELECT, 1, 2);
+	COMMON_WR(Q_MSIX, 2, 2);
+	ck_assert_uint_eq(COMMON_RD(Q_MSIX, 2), 2);
+	COMMON_WR(Q_MSIX, 3, 2);
+	ck_assert_uint_eq(COMMON_RD(Q_MSIX, 2), VIRTIO_NO_VECTOR);
+	COMMON_WR(Q_MSIX, 0x7ff, 2);
+	ck_assert_uint_eq(COMMON_RD(Q_MSIX, 2), VIRTIO_NO_VECTOR);
+	COMMON_WR(MSIX, 3, 2);
+	ck_assert_uint_eq(COMMON_RD(MSIX, 2), VIRTIO_NO_VECTOR);
+	COMMON_WR(MSIX, 1, 2);
+	ck_assert_uint_eq(COMMON_RD(MSIX, 2), 1);
+	ck_assert(!(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET));
+}
+END_TEST
+
+START_TEST(ring_outside_ram)
+{
+	struct vpci_stats st;
+
+	create(2);
+	ck_assert(drv_begin(DRV_FEATURES));
+	drv_queue(0, 1);
+	drv_queue(1, 2);
+	COMMON_WR(Q_SELECT, 1, 2);
+	COMMON_WR(Q_AVAILLO, RAM_SIZE - 8, 8); /* ring runs past the end */
+	status_add(VIRTIO_CONFIG_S_DRIVER_OK);
+	ck_assert(!(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK));
+	ck_assert(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET);
+	ck_assert_uint_eq(fdev.start_calls, 0);
+	assert_unwired();
+	ck_assert_uint_eq(kvm->calls, 1); /* only the config MSI */
+	vpci_get_stats(t, &st);
+	ck_assert_uint_eq(st.needs_reset, 1);
+
+	/* Misaligned descriptor table. */
+	ck_assert(drv_begin(DRV_FEATURES));
+	drv_queue(0, 1);
+	COMMON_WR(Q_DESCLO, ring_gpa(0) + 8, 8);
+	status_add(VIRTIO_CONFIG_S_DRIVER_OK);
+	ck_assert(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET);
+	assert_unwired();
+
+	/* Fixed, it comes up. */
+	drv_up(2);
+	ck_assert(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK);
+	ck_assert_uint_eq(fdev.start_calls, 1);
+}
+END_TEST
+
+START_TEST(kvm_failure_rolls_back)
+{
+	const unsigned int nq = 2, total = 1 + 2 * nq;
+
+	create(nq);
+	for (unsigned int fail = 1; fail <= total; fail++) {
+		ck_assert(drv_begin(DRV_FEATURES));
+		for (unsigned int q = 0; q < nq; q++)
+			drv_queue(q, (uint16_t)(q + 1));
+		kvm->fail_at = kvm->calls + fail;
+		status_add(VIRTIO_CONFIG_S_DRIVER_OK);
+		kvm->fail_at = 0;
+		ck_assert(!(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK));
+		ck_assert(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET);
+		ck_assert_uint_eq(fdev.start_calls, 0);
+		assert_unwired();
+	}
+	/* Reset and retry works (GSIs and fds were given back). */
+	drv_up(nq);
+	ck_assert(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK);
+	ck_assert(!(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET));
+	ck_assert_uint_eq(fdev.start_calls, 1);
+	ck_assert_uint_eq(kvm->live_irqfd, nq);
+	ck_assert_uint_eq(kvm->live_ioev, nq);
+	ck_assert_uint_eq(kvm->nr_msi, nq);
+
+	/* The device failing to start unwires too. */
+	COMMON_WR(STATUS, 0, 1);
+	fdev.start_ret = -EIO;
+	drv_up(nq);
+	ck_assert(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET);
+	ck_assert(!(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK));
+	assert_unwired();
+}
+END_TEST
+
+START_TEST(bar_move_moves_ioeventfds)
+{
+	struct vpci_stats st0, st1;
+	uint64_t old = drv.bar, nbar = MMIO_BASE + 0x10000000;
+	unsigned int calls;
+
+	create(3);
+	drv_up(3);
+	old = drv.bar;
+	vpci_get_stats(t, &st0);
+	calls = kvm->calls;
+	cfg_wr(PCI_CFG_BAR0, (uint32_t)nbar, 4);
+	drv.bar = cfg_rd(PCI_CFG_BAR0, 4) & ~0xfu;
+	ck_assert_uint_eq(drv.bar, nbar);
+	vpci_get_stats(t, &st1);
+	ck_assert_uint_eq(st1.wiring_commits, st0.wiring_commits + 1);
+	ck_assert_uint_eq(kvm->calls, calls + 2 * 3);
+	ck_assert_uint_eq(kvm->ioeventfd_calls, 3 + 2 * 3);
+	ck_assert_uint_eq(kvm->live_ioev, 3);
+	for (unsigned int q = 0; q < 3; q++) {
+		uint64_t a = notify_addr(q);
+
+		ck_assert_uint_ge(a, nbar);
+		ck_assert_uint_eq(kvm->ioev_addr[fdev.queues[q].kick_fd], a);
+	}
+	/* The registers answer at the new address only. */
+	ck_assert_uint_eq(COMMON_RD(NUMQ, 2), 3);
+	{
+		uint32_t v = 0;
+
+		ck_assert_int_eq(iobus_dispatch(&mmio, old, &v, 4, false),
+				 -ENOENT);
+	}
+
+	/* Decode off (COMMAND.MEM clear) removes them, on again restores. */
+	cfg_wr(PCI_CFG_COMMAND, 0, 2);
+	ck_assert_uint_eq(kvm->live_ioev, 0);
+	cfg_wr(PCI_CFG_COMMAND, PCI_CMD_MEM, 2);
+	ck_assert_uint_eq(kvm->live_ioev, 3);
+	ck_assert_uint_eq(kvm->routing_calls, 1); /* routes untouched */
+
+	/* Reset after a move deassigns at the current addresses. */
+	COMMON_WR(STATUS, 0, 1);
+	assert_unwired();
+}
+END_TEST
+
+START_TEST(msix_rewrite_coalesced)
+{
+	const unsigned int nq = 8;
+	unsigned int routing, calls;
+
+	create(nq);
+	drv_up(nq);
+	routing = kvm->routing_calls;
+	calls = kvm->calls;
+
+	/* Rewrite all 8 queue vectors while the function is masked (as the
+	 * guest does when it moves interrupts, e.g. CPU hot-unplug). */
+	msix_ctrl(MSIX_CTRL_ENABLE | MSIX_CTRL_MASKALL);
+	for (unsigned int v = 1; v <= nq; v++)
+		msix_entry(v, msg_addr(v, 1), msg_data(v, 1), false);
+	ck_assert_uint_eq(kvm->calls, calls); /* nothing yet */
+	/* An interrupt while masked and dirty stays pending. */
+	virtio_queue_notify(&fdev.queues[3]);
+	ck_assert(!eventfd_fired(fdev.queues[3].call_fd));
+	ck_assert(pba_bit(4));
+
+	msix_ctrl(MSIX_CTRL_ENABLE);
+	ck_assert_uint_eq(kvm->routing_calls, routing + 1);
+	ck_assert_uint_eq(kvm->calls, calls + 1);
+	for (unsigned int q = 0; q < nq; q++) {
+		int gsi = kvm->irqfd_gsi[fdev.queues[q].call_fd];
+
+		ck_assert_uint_eq(kvm->route_addr[gsi], msg_addr(q + 1, 1));
+		ck_assert_uint_eq(kvm->route_data[gsi], msg_data(q + 1, 1));
+	}
+	/* Delivered after the route update, through the irqfd. */
+	ck_assert(eventfd_fired(fdev.queues[3].call_fd));
+	ck_assert(!pba_bit(4));
+
+	/* One vector masked individually: one update at its unmask. */
+	msix_mask(2, true);
+	msix_entry(2, msg_addr(2, 2), msg_data(2, 2), true);
+	ck_assert_uint_eq(kvm->routing_calls, routing + 1);
+	virtio_queue_notify(&fdev.queues[1]);
+	ck_assert(pba_bit(2));
+	msix_mask(2, false);
+	ck_assert_uint_eq(kvm->routing_calls, routing + 2);
+	ck_assert(eventfd_fired(fdev.queues[1].call_fd));
+
+	/* A failing route update: NEEDS_RESET, not a crash. */
+	msix_mask(5, true);
+	msix_entry(5, msg_addr(5, 3), msg_data(5, 3), true);
+	kvm->fail_at = kvm->calls + 1;
+	msix_mask(5, false);
+	kvm->fail_at = 0;
+	ck_assert(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET);
+	COMMON_WR(STATUS, 0, 1);
+	assert_unwired();
+}
+END_TEST
+
+START_TEST(many_queues_one_routing_call)
+{
+	const unsigned int nq = VPCI_MAX_QUEUES;
+	struct vpci_stats st;
+
+	create(nq);
+	ck_assert_uint_eq(drv.nr_vectors, nq + 1);
+	drv_up(nq);
+	ck_assert(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK);
+	ck_assert_uint_eq(kvm->routing_calls, 1);
+	ck_assert_uint_eq(kvm->live_ioev, nq);
+	ck_assert_uint_eq(kvm->live_irqfd, nq);
+	ck_assert_uint_eq(kvm->nr_msi, nq);
+	ck_assert_uint_eq(fdev.started_enabled, nq);
+	vpci_get_stats(t, &st);
+	ck_assert_uint_eq(st.wiring_commits, 1);
+	ck_assert_uint_eq(st.wiring_ioctls, 1 + 2 * nq);
+	COMMON_WR(STATUS, 0, 1);
+	assert_unwired();
+	ck_assert_uint_eq(kvm->routing_calls, 2);
+
+	{
+		struct vpci_params p = params(nq + 1);
+		struct virtio_transport *t2 = NULL;
+
+		ck_assert_int_eq(vpci_create(&p, &t2), -EINVAL);
+	}
+}
+END_TEST
+
+START_TEST(needs_reset_config_interrupt)
+{
+	struct vpci_stats st;
+	uint8_t gen;
+
+	create(2);
+	drv_up(2);
+	gen = (uint8_t)COMMON_RD(CFGGENERATION, 1);
+	virtio_transport_needs_reset(t, "test: malformed ring");
+	ck_assert(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET);
+	ck_assert(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK);
+	ck_assert_uint_eq((uint8_t)COMMON_RD(CFGGENERATION, 1), (uint8_t)(gen + 1));
+	ck_assert_uint_eq(kvm->msi_calls, 1);
+	ck_assert_uint_eq(kvm->msi_data, msg_data(0, 0));
+	ck_assert_uint_eq(mr(drv.isr, 4), VIRTIO_PCI_ISR_CONFIG);
+	ck_assert_uint_eq(mr(drv.isr, 4), 0);
+	/* Once. */
+	virtio_transport_needs_reset(t, "again");
+	ck_assert_uint_eq(kvm->msi_calls, 1);
+	/* The driver writing status back (with the bit) keeps it. */
+	status_add(0);
+	ck_assert(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET);
+
+	/* Masked config vector: pending until unmasked. */
+	COMMON_WR(STATUS, 0, 1);
+	drv_up(2);
+	msix_mask(0, true);
+	vpci_config_changed(t);
+	ck_assert_uint_eq(kvm->msi_calls, 1);
+	ck_assert(pba_bit(0));
+	msix_mask(0, false);
+	ck_assert_uint_eq(kvm->msi_calls, 2);
+	ck_assert(!pba_bit(0));
+	vpci_get_stats(t, &st);
+	ck_assert_uint_eq(st.config_interrupts, 2);
+	ck_assert_uint_eq(st.needs_reset, 1);
+
+	/* FAILED stops a live device (the reset above was the first stop). */
+	ck_assert_uint_eq(fdev.stop_calls, 1);
+	status_add(VIRTIO_CONFIG_S_FAILED);
+	ck_assert_uint_eq(fdev.stop_calls, 2);
+	assert_unwired();
+}
+END_TEST
+
+/* VIRTIO_PCI_CAP_PCI_CFG: BAR accesses through config space. */
+START_TEST(pci_cfg_window)
+{
+	unsigned int c;
+
+	create(3);
+	c = drv.pcicfg;
+	cfg_wr(c + VIRTIO_PCI_CAP_BAR, 0, 1);
+	cfg_wr(c + VIRTIO_PCI_CAP_OFFSET, drv.common + VIRTIO_PCI_COMMON_NUMQ, 4);
+	cfg_wr(c + VIRTIO_PCI_CAP_LENGTH, 2, 4);
+	ck_assert_uint_eq(cfg_rd(c + 16, 2), 3);
+	/* Write queue_select through the window, read it back by MMIO. */
+	cfg_wr(c + VIRTIO_PCI_CAP_OFFSET, drv.common + VIRTIO_PCI_COMMON_Q_SELECT, 4);
+	cfg_wr(c + 16, 2, 2);
+	ck_assert_uint_eq(COMMON_RD(Q_SELECT, 2), 2);
+	/* Device config, 4 bytes. */
+	cfg_wr(c + VIRTIO_PCI_CAP_OFFSET, drv.devcfg + 4, 4);
+	cfg_wr(c + VIRTIO_PCI_CAP_LENGTH, 4, 4);
+	ck_assert_uint_eq(cfg_rd(c + 16, 4), 0xa7a6a5a4);
+	/* Bad length / misaligned / outside the BAR: no access. */
+	cfg_wr(c + VIRTIO_PCI_CAP_LENGTH, 3, 4);
+	cfg_wr(c + 16, 0xdeadbeef, 4);
+	cfg_wr(c + VIRTIO_PCI_CAP_LENGTH, 4, 4);
+	cfg_wr(c + VIRTIO_PCI_CAP_OFFSET, drv.devcfg + 2, 4);
+	cfg_wr(c + 16, 0xdeadbeef, 4);
+	cfg_wr(c + VIRTIO_PCI_CAP_OFFSET, 0xfffffffc, 4);
+	(void)cfg_rd(c + 16, 4);
+	ck_assert_uint_eq(mr(drv.devcfg, 8), 0xa7a6a5a4a3a2a1a0ull);
+	/* A BAR that is not ours. */
+	cfg_wr(c + VIRTIO_PCI_CAP_BAR, 2, 1);
+	cfg_wr(c + VIRTIO_PCI_CAP_OFFSET, drv.devcfg, 4);
+	cfg_wr(c + 16, 0xdeadbeef, 4);
+	ck_assert_uint_eq(mr(drv.devcfg, 4), 0xa3a2a1a0);
+}
+END_TEST
+
+START_TEST(create_rejects_bad_params)
+{
+	struct vpci_params p = params(1);
+	struct virtio_device_ops ops = fake_ops;
+	struct virtio_transport *t2 = NULL;
+
+	p.num_queues = 0;
+	ck_assert_int_eq(vpci_create(&p, &t2), -EINVAL);
+	p = params(1);
+	p.max_queue_size = 48;
+	ck_assert_int_eq(vpci_create(&p, &t2), -EINVAL);
+	p.max_queue_size = 2048;
+	ck_assert_int_eq(vpci_create(&p, &t2), -EINVAL);
+	p = params(1);
+	fdev.features = 1ull << VIRTIO_RING_F_EVENT_IDX; /* no VERSION_1 */
+	ck_assert_int_eq(vpci_create(&p, &t2), -EINVAL);
+	fdev.features = FD_FEATURES;
+	ops.config_size = VPCI_DEVCFG_MAX + 1;
+	p.ops = &ops;
+	ck_assert_int_eq(vpci_create(&p, &t2), -EINVAL);
+	ck_assert_int_eq(vpci_create(NULL, &t2), -EINVAL);
+	ck_assert_ptr_null(t2);
+	/* Unsupported transport features are never offered. */
+	fdev.features = FD_FEATURES | (1ull << 34) | (1ull << 40);
+	create(1);
+	COMMON_WR(DFSELECT, 1, 4);
+	ck_assert_uint_eq(COMMON_RD(DF, 4), 1);
+}
+END_TEST
+
+/* I/O thread interrupting while the vCPU masks, rewrites and unmasks the
+ * vector: once everything is unmasked no interrupt may be stuck pending,
+ * and every burst of notifies is followed by a delivery. */
+struct stress {
+	struct virtio_queue *q;
+	unsigned int iters;
+};
+
+static void *stress_io(void *arg)
+{
+	struct stress *s = arg;
+
+	for (unsigned int i = 0; i < s->iters; i++)
+		virtio_queue_notify(s->q);
+	return NULL;
+}
+
+START_TEST(notify_races_mask_and_rewrite)
+{
+	struct stress s;
+	pthread_t th;
+	unsigned int gen = 1;
+	eventfd_t v;
+
+	create(1);
+	drv_up(1);
+	s.q = &fdev.queues[0];
+	s.iters = 200000;
+	ck_assert_int_eq(pthread_create(&th, NULL, stress_io, &s), 0);
+	for (unsigned int i = 0; i < 2000; i++) {
+		switch (i % 3) {
+		case 0: /* plain mask / unmask */
+			msix_mask(1, true);
+			msix_mask(1, false);
+			break;
+		case 1: /* rewrite while masked */
+			msix_mask(1, true);
+			msix_entry(1, msg_addr(1, gen), msg_data(1, gen), true);
+			gen++;
+			msix_mask(1, false);
+			break;
+		default: /* function mask */
+			msix_ctrl(MSIX_CTRL_ENABLE | MSIX_CTRL_MASKALL);
+			msix_entry(1, msg_addr(1, gen), msg_data(1, gen), false);
+			gen++;
+			msix_ctrl(MSIX_CTRL_ENABLE);
+			break;
+		}
+	}
+	pthread_join(th, NULL);
+	ck_assert(!pba_bit(1));
+	ck_assert(!(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET));
+	/* The route matches the table. */
+	ck_assert_uint_eq(kvm->route_data[kvm->irqfd_gsi[s.q->call_fd]],
+			  msg_data(1, gen - 1));
+	/* A last notify goes straight through. */
+	(void)eventfd_read(s.q->call_fd, &v);
+	virtio_queue_notify(s.q);
+	ck_assert(eventfd_fired(s.q->call_fd));
+}
+END_TEST
+
+static Suite *vpci_suite(void)
+{
+	Suite *s = suite_create("virtio-pci");
+	TCase *tc = tcase_create("transport");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, identity_and_caps);
+	tcase_add_test(tc, driver_ok_wires_in_one_transaction);
+	tcase_add_test(tc, notify_masked_pending_unmask);
+	tcase_add_test(tc, poll_queue_has_no_irqfd);
+	tcase_add_test(tc, reset_unwires_and_clears);
+	tcase_add_test(tc, features_ok_refused);
+	tcase_add_test(tc, bad_queue_size);
+	tcase_add_test(tc, msix_vector_out_of_range);
+	tcase_add_test(tc, ring_outside_ram);
+	tcase_add_test(tc, kvm_failure_rolls_back);
+	tcase_add_test(tc, bar_move_moves_ioeventfds);
+	tcase_add_test(tc, msix_rewrite_coalesced);
+	tcase_add_test(tc, many_queues_one_routing_call);
+	tcase_add_test(tc, needs_reset_config_interrupt);
+	tcase_add_test(tc, pci_cfg_window);
+	tcase_add_test(tc, create_rejects_bad_params);
+	tcase_add_test(tc, notify_races_mask_and_rewrite);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(vpci_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
