@@ -26,6 +26,7 @@ struct iothread {
 	pthread_t thread;
 	bool started;
 	bool stop; /* set on the I/O thread by the stop eventfd handler */
+	bool submit_error; /* the last submit failed (log once per burst) */
 
 	int stop_efd;
 	struct iothread_fd stop_w;
@@ -191,20 +192,28 @@ static void iothread_run_hooks(struct iothread *io)
 	}
 }
 
-/* Dispatch every CQE that is ready; returns how many. */
+/*
+ * Dispatch every CQE that is ready; returns how many.  Each CQE is consumed
+ * (head advanced) before its callback runs, so a callback may itself run
+ * the loop (iothread_run_until() while draining a queue on reset) without
+ * the nested reap seeing the same CQEs again.
+ */
 static unsigned int iothread_reap(struct iothread *io)
 {
 	struct io_uring_cqe *cqe;
-	unsigned int head, n = 0;
+	unsigned int n = 0;
 
-	io_uring_for_each_cqe(&io->ring, head, cqe) {
+	while (io_uring_peek_cqe(&io->ring, &cqe) == 0) {
 		struct iothread_cb *cb = io_uring_cqe_get_data(cqe);
+		int res = cqe->res;
+		uint32_t flags = cqe->flags;
 
+		/* The slot may be reused by the kernel once seen: copy first. */
+		io_uring_cqe_seen(&io->ring, cqe);
 		n++;
 		if (cb && cb->fn)
-			cb->fn(cb, cqe->res, cqe->flags);
+			cb->fn(cb, res, flags);
 	}
-	io_uring_cq_advance(&io->ring, n);
 	STAT_INC(io, cqes, n);
 	return n;
 }
@@ -216,9 +225,17 @@ static void iothread_round(struct iothread *io, bool wait)
 
 	STAT_INC(io, submits, 1);
 	if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY &&
-	    ret != -ETIME)
-		vmm_err("iothread %u: io_uring_submit_and_wait: %s", io->index,
-			strerror(-ret));
+	    ret != -ETIME) {
+		/* Logged once per burst; back off so a persistent error cannot
+		 * turn the thread into a busy loop. */
+		if (!io->submit_error)
+			vmm_err("iothread %u: io_uring_submit_and_wait: %s",
+				io->index, strerror(-ret));
+		io->submit_error = true;
+		usleep(1000);
+	} else {
+		io->submit_error = false;
+	}
 	iothread_reap(io);
 	iothread_run_hooks(io);
 }
@@ -338,12 +355,15 @@ static int ring_init(struct iothread *io, unsigned int entries)
 	struct io_uring_params p;
 	int ret;
 
-	/* Only this thread submits (SINGLE_ISSUER, 6.0+) and it reaps its
-	 * own completions (COOP_TASKRUN, 5.19+): fewer IPIs and locks.  Older
-	 * kernels reject the flags: fall back to a plain ring. */
+	/*
+	 * The thread reaps its own completions (COOP_TASKRUN, 5.19+: no IPI
+	 * to interrupt it for task work).  Not SINGLE_ISSUER: the ring is
+	 * created here, by the thread that builds the VM, and the kernel
+	 * binds a single-issuer ring to its first submitter; older kernels
+	 * reject the flag: fall back to a plain ring.
+	 */
 	memset(&p, 0, sizeof(p));
-	p.flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER |
-		  IORING_SETUP_CQSIZE;
+	p.flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_CQSIZE;
 	p.cq_entries = entries * 4;
 	ret = io_uring_queue_init_params(entries, &io->ring, &p);
 	if (ret == -EINVAL) {

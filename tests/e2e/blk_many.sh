@@ -18,7 +18,6 @@ done
 e2e_run_vmm "$dir/log" -- "$vmm" --smp 2 --mem 512M --kernel "$kernel" \
 	--initrd "$initrd" "${args[@]}" --stats \
 	--append "guest.run=blk-many guest.disks=$nd"
-cat "$dir/log"
 grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/log" || e2e_fail "guest payload failed"
 [[ $E2E_RC -eq 0 ]] || e2e_fail "minivmm exited $E2E_RC"
 for ((i = 0; i < nd; i++)); do

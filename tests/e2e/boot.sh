@@ -12,7 +12,6 @@ trap 'rm -f "$log"' EXIT
 
 e2e_run_vmm "$log" -- "$vmm" --smp "$n" --mem 512M --kernel "$kernel" \
 	--initrd "$initrd" --append "guest.run=smoke"
-cat "$log"
 up=$(e2e_time_of "$log" "MINIVMM-GUEST-UP")
 [[ -n "$up" ]] || e2e_fail "the guest never printed its init marker"
 grep -q "MINIVMM-GUEST-UP cpus=$n\$" "$log" ||

@@ -16,7 +16,8 @@ e2e_fail() {
 }
 
 # e2e_run_vmm LOG -- MINIVMM ARGS...: runs minivmm with stdin closed,
-# prefixing each output line with seconds since the start; sets E2E_RC.
+# prefixing each output line with seconds since the start, streaming it
+# and keeping a copy in LOG; sets E2E_RC.
 e2e_run_vmm() {
 	local log=$1 t0 line
 	shift 2
@@ -27,7 +28,7 @@ e2e_run_vmm() {
 			local now=${EPOCHREALTIME/./}
 			printf '[%4d.%03d] %s\n' $(((now - t0) / 1000000)) \
 				$(((now - t0) / 1000 % 1000)) "${line%$'\r'}"
-		done >"$log"
+		done | tee "$log"
 	E2E_RC=${PIPESTATUS[0]}
 	set -e
 }
