@@ -53,6 +53,13 @@
  * of requests per submit batch. */
 #define IOTHREAD_RING_ENTRIES 512u
 
+/* vmm_disk_config.flags are handed to vblk as they are. */
+_Static_assert(VMM_DISK_READONLY == VBLK_OPT_READONLY &&
+		       VMM_DISK_DIRECT == VBLK_OPT_DIRECT &&
+		       VMM_DISK_NO_FLUSH == VBLK_OPT_NO_FLUSH &&
+		       VMM_DISK_NO_EVENT_IDX == VBLK_OPT_NO_EVENT_IDX,
+	       "disk flag values differ");
+
 struct machine_disk {
 	struct vblk_dev *dev;
 	struct virtio_transport *transport;

@@ -180,7 +180,8 @@ static void build_config(struct vblk *b, unsigned int phys)
 
 int vblk_open(const struct vblk_options *opt, struct vblk **out)
 {
-	const uint32_t known = VBLK_OPT_READONLY | VBLK_OPT_DIRECT | VBLK_OPT_NO_FLUSH;
+	const uint32_t known = VBLK_OPT_READONLY | VBLK_OPT_DIRECT | VBLK_OPT_NO_FLUSH |
+			       VBLK_OPT_NO_EVENT_IDX;
 	struct vblk *b;
 	uint64_t bytes = 0;
 	unsigned int phys = SECTOR_SIZE, qsz;
@@ -227,6 +228,8 @@ int vblk_open(const struct vblk_options *opt, struct vblk **out)
 	if (!(opt->flags & VBLK_OPT_NO_FLUSH))
 		b->host_features |= (1ull << VIRTIO_BLK_F_FLUSH) |
 				    (1ull << VIRTIO_BLK_F_CONFIG_WCE);
+	if (opt->flags & VBLK_OPT_NO_EVENT_IDX)
+		b->host_features &= ~(1ull << VIRTIO_RING_F_EVENT_IDX);
 	if (opt->flags & VBLK_OPT_READONLY)
 		b->host_features |= 1ull << VIRTIO_BLK_F_RO;
 	else

@@ -43,6 +43,7 @@
 #define VBLK_OPT_READONLY (1u << 0) /* open O_RDONLY, offer VIRTIO_BLK_F_RO */
 #define VBLK_OPT_DIRECT (1u << 1)   /* open with O_DIRECT, no fallback */
 #define VBLK_OPT_NO_FLUSH (1u << 2) /* no FLUSH/CONFIG_WCE; FLUSH is a no-op */
+#define VBLK_OPT_NO_EVENT_IDX (1u << 3) /* do not offer VIRTIO_RING_F_EVENT_IDX */
 
 #define VBLK_DEFAULT_QUEUE_SIZE 256u
 /* One discard / write-zeroes range per request, as QEMU offers. */

@@ -49,6 +49,7 @@ void cli_usage(const char *prog, void *file)
 		"  -d, --disk SPEC      virtio-blk-pci disk (repeatable): IMG or\n"
 		"                       path=IMG[,num-queues=N][,queue-size=N][,ro=on]\n"
 		"                       [,serial=S][,direct=on][,poll-us=N]\n"
+		"                       [,cache=writeback|unsafe][,event-idx=off]\n"
 		"                       num-queues defaults to the vCPU count\n"
 		"      --stats          print disk and KVM statistics at exit\n"
 		"      --stats-json     the same, as one JSON object on stderr\n"
@@ -193,6 +194,19 @@ int cli_parse_disk(const char *spec, struct cli_disk *d, char *err, size_t errle
 				return fail(err, errlen, "--disk: direct must be on or off");
 			c->flags = b ? c->flags | VMM_DISK_DIRECT
 				     : c->flags & ~VMM_DISK_DIRECT;
+		} else if (!strcmp(tok, "event-idx")) {
+			if (parse_bool(val, &b))
+				return fail(err, errlen, "--disk: event-idx must be on or off");
+			c->flags = b ? c->flags & ~VMM_DISK_NO_EVENT_IDX
+				     : c->flags | VMM_DISK_NO_EVENT_IDX;
+		} else if (!strcmp(tok, "cache")) {
+			if (!strcmp(val, "writeback"))
+				c->flags &= ~VMM_DISK_NO_FLUSH;
+			else if (!strcmp(val, "unsafe"))
+				c->flags |= VMM_DISK_NO_FLUSH;
+			else
+				return fail(err, errlen,
+					    "--disk: cache must be writeback or unsafe");
 		} else if (!strcmp(tok, "serial")) {
 			if (strlen(val) > 20)
 				return fail(err, errlen,

@@ -196,6 +196,10 @@ int vmm_set_console(struct vmm *vm, int in_fd, int out_fd);
 #define VMM_DISK_DIRECT (1u << 1)   /* open with O_DIRECT (bypass page cache) */
 #define VMM_DISK_NO_FLUSH (1u << 2) /* no VIRTIO_BLK_F_FLUSH: writes are not
 				       made durable (unsafe, for scratch) */
+#define VMM_DISK_NO_EVENT_IDX (1u << 3) /* do not offer VIRTIO_RING_F_EVENT_IDX
+					   (one interrupt per completion batch
+					   and kicks not suppressed; for
+					   comparisons) */
 
 /*
  * Configuration of one virtio-blk disk.  Zero-initialise, set struct_size to

@@ -161,6 +161,14 @@ START_TEST(disk_specs)
 	ck_assert_str_eq(d.cfg.serial, "abc");
 	ck_assert_uint_eq(d.cfg.poll_us, 50);
 	free(d.spec);
+
+	ck_assert_int_eq(cli_parse_disk("path=a,event-idx=off,cache=unsafe", &d, err,
+					sizeof(err)),
+			 0);
+	ck_assert_uint_eq(d.cfg.flags, VMM_DISK_NO_EVENT_IDX | VMM_DISK_NO_FLUSH);
+	free(d.spec);
+	ck_assert_int_eq(cli_parse_disk("path=a,cache=none", &d, err, sizeof(err)), -1);
+	free(d.spec);
 }
 END_TEST
 
