@@ -1,61 +1,59 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Logging is the one process-wide setting of the library (like libkrun's
- * krun_set_log_level): a sink shared by every VM.  The sink is published as
- * one pointer to an immutable record so that a reader on any thread sees a
- * consistent (fn, opaque, level) triple without taking a lock.
+ * krun_set_log_level): a sink shared by every VM.  A mutex guards the
+ * (fn, opaque, level) triple; messages are formatted and delivered outside
+ * it, from a copy, so a slow callback never blocks another thread's
+ * vmm_set_log().
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "log.h"
 
-struct log_sink {
-	vmm_log_fn fn;
-	void *opaque;
-	int level;
-};
-
-static const struct log_sink default_sink = { NULL, NULL, VMM_LOG_WARN };
-/* Old sinks are leaked on purpose: a reader may still hold one, and a
- * program sets its log sink a handful of times at most. */
-static const struct log_sink *cur_sink = &default_sink;
+static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
+static vmm_log_fn sink_fn;	       /* NULL: stderr */
+static void *sink_opaque;
+static int sink_level = VMM_LOG_WARN; /* read without the lock as a filter */
 
 int vmm_set_log(vmm_log_fn fn, void *opaque, int level)
 {
-	struct log_sink *s;
-
 	if (level < VMM_LOG_ERROR || level > VMM_LOG_DEBUG)
 		return -EINVAL;
-	s = malloc(sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	s->fn = fn;
-	s->opaque = opaque;
-	s->level = level;
-	/* Release: the fields above are visible before the pointer; pairs
-	 * with the acquire load in vmm_logf(). */
-	__atomic_store_n(&cur_sink, s, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&sink_lock);
+	sink_fn = fn;
+	sink_opaque = opaque;
+	__atomic_store_n(&sink_level, level, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&sink_lock);
 	return 0;
 }
 
 void vmm_logf(int level, const char *fmt, ...)
 {
-	/* Pairs with the release store in vmm_set_log(). */
-	const struct log_sink *s = __atomic_load_n(&cur_sink, __ATOMIC_ACQUIRE);
+	vmm_log_fn fn;
+	void *opaque;
 	char buf[512];
 	va_list ap;
 	int saved = errno;
 
-	if (level > s->level)
+	/* Cheap early filter; the level is re-checked under the lock. */
+	if (level > __atomic_load_n(&sink_level, __ATOMIC_RELAXED))
 		return;
+	pthread_mutex_lock(&sink_lock);
+	fn = sink_fn;
+	opaque = sink_opaque;
+	if (level > sink_level) {
+		pthread_mutex_unlock(&sink_lock);
+		return;
+	}
+	pthread_mutex_unlock(&sink_lock);
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	if (s->fn)
-		s->fn(level, buf, s->opaque);
+	if (fn)
+		fn(level, buf, opaque);
 	else
 		fprintf(stderr, "libvmm: %s\n", buf);
 	errno = saved;

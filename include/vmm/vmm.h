@@ -111,7 +111,7 @@ int vmm_get_version(int *major, int *minor);
  *
  * This is the only process-wide setting: logging is shared by all VMs.
  *
- * Returns: 0, -EINVAL if @level is not a enum vmm_log_level, -ENOMEM.
+ * Returns: 0, or -EINVAL if @level is not an enum vmm_log_level.
  */
 int vmm_set_log(vmm_log_fn fn, void *opaque, int level);
 
