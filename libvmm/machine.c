@@ -57,7 +57,8 @@
 _Static_assert(VMM_DISK_READONLY == VBLK_OPT_READONLY &&
 		       VMM_DISK_DIRECT == VBLK_OPT_DIRECT &&
 		       VMM_DISK_NO_FLUSH == VBLK_OPT_NO_FLUSH &&
-		       VMM_DISK_NO_EVENT_IDX == VBLK_OPT_NO_EVENT_IDX,
+		       VMM_DISK_NO_EVENT_IDX == VBLK_OPT_NO_EVENT_IDX &&
+		       VMM_DISK_NO_LOCK == VBLK_OPT_NO_LOCK,
 	       "disk flag values differ");
 
 struct machine_disk {

@@ -6,12 +6,14 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/fs.h>
@@ -24,6 +26,29 @@
 
 #define SECTOR_SHIFT 9
 #define SECTOR_SIZE 512u
+/* An I/O error burst ends after this long without an error. */
+#define ERR_BURST_GAP_NS 1000000000ull
+/* A burst that never ends is summarised this often. */
+#define ERR_BURST_REPORT_NS 10000000000ull
+
+/*
+ * Host I/O error reporting: the first error of a burst is logged in full,
+ * the following ones are only counted, and a summary line ("N more I/O
+ * errors") is logged when the burst is over: at the first completion
+ * (success or error) ERR_BURST_GAP_NS after its last error, every
+ * ERR_BURST_REPORT_NS while it lasts, or at vblk_close().
+ */
+struct err_burst {
+	pthread_mutex_t lock;	 /* taken on errors, and on successes only
+				    while a burst is open */
+	bool open;		 /* atomic reads on the success path */
+	uint64_t suppressed;	 /* errors counted, not logged, in this burst */
+	uint64_t last_ns;	 /* CLOCK_MONOTONIC of the last error */
+	uint64_t report_ns;	 /* of the last line logged for this burst */
+	int last_err;		 /* errno of the last suppressed error */
+	uint32_t last_type;
+	uint64_t last_sector;
+};
 
 struct vblk_queue {
 	struct vblk_queue_stats stats; /* written by the owner, atomically */
@@ -37,6 +62,8 @@ struct vblk_queue {
 
 struct vblk {
 	int fd;
+	char *name;		/* image path, or "fd N", for messages */
+	bool locked;		/* holds an OFD lock on fd */
 	bool is_bdev;
 	uint32_t opt_flags;
 	uint64_t capacity;	/* 512-byte sectors */
@@ -50,7 +77,7 @@ struct vblk {
 	uint64_t driver_features;
 	bool features_set;
 	uint8_t wce;		/* config `writeback`; atomic */
-	bool io_error_logged;	/* atomic; one log line per disk */
+	struct err_burst err;	/* I/O error log rate limiting */
 	struct virtio_blk_config cfg; /* little-endian image, wce patched */
 	size_t req_size;
 	struct vblk_queue *queues;
@@ -61,6 +88,90 @@ static inline void stat_add(uint64_t *c, uint64_t n)
 	/* Counters are read by other threads (stats queries); relaxed is
 	 * enough, nothing is ordered against them. */
 	__atomic_fetch_add(c, n, __ATOMIC_RELAXED);
+}
+
+/* ---- host I/O error bursts ------------------------------------------- */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static const char *req_type_name(uint32_t type)
+{
+	switch (type) {
+	case VIRTIO_BLK_T_IN: return "read";
+	case VIRTIO_BLK_T_OUT: return "write";
+	case VIRTIO_BLK_T_FLUSH: return "flush";
+	case VIRTIO_BLK_T_DISCARD: return "discard";
+	case VIRTIO_BLK_T_WRITE_ZEROES: return "write-zeroes";
+	default: return "request";
+	}
+}
+
+/* Log what the burst suppressed so far, if anything.  Lock held. */
+static void burst_summary(struct vblk *b, uint64_t now, const char *when)
+{
+	struct err_burst *e = &b->err;
+
+	if (e->suppressed)
+		vmm_warn("blk: %s: %llu more I/O errors %s (last: %s at sector %llu: %s)",
+			 b->name, (unsigned long long)e->suppressed, when,
+			 req_type_name(e->last_type),
+			 (unsigned long long)e->last_sector, strerror(e->last_err));
+	e->suppressed = 0;
+	e->report_ns = now;
+}
+
+/* Context: any completing thread. */
+static void burst_error(struct vblk *b, const struct vblk_req *req, int err)
+{
+	struct err_burst *e = &b->err;
+	uint64_t now = now_ns();
+
+	pthread_mutex_lock(&e->lock);
+	if (e->open && now - e->last_ns >= ERR_BURST_GAP_NS) {
+		burst_summary(b, now, "in the previous burst");
+		__atomic_store_n(&e->open, false, __ATOMIC_RELAXED);
+	}
+	if (!e->open) {
+		vmm_warn("blk: %s: I/O error on %s at sector %llu: %s (the guest "
+			 "gets VIRTIO_BLK_S_IOERR; more errors in this burst are "
+			 "counted and summarised)", b->name, req_type_name(req->type),
+			 (unsigned long long)req->sector, strerror(err));
+		__atomic_store_n(&e->open, true, __ATOMIC_RELAXED);
+		e->report_ns = now;
+	} else {
+		e->suppressed++;
+		e->last_err = err;
+		e->last_type = req->type;
+		e->last_sector = req->sector;
+		if (now - e->report_ns >= ERR_BURST_REPORT_NS)
+			burst_summary(b, now, "so far, still failing");
+	}
+	e->last_ns = now;
+	pthread_mutex_unlock(&e->lock);
+}
+
+/* A request succeeded: close a burst that has been quiet long enough. */
+static void burst_success(struct vblk *b)
+{
+	struct err_burst *e = &b->err;
+	uint64_t now;
+
+	/* Fast path: no burst open (the common case costs one load). */
+	if (!__atomic_load_n(&e->open, __ATOMIC_RELAXED))
+		return;
+	now = now_ns();
+	pthread_mutex_lock(&e->lock);
+	if (e->open && now - e->last_ns >= ERR_BURST_GAP_NS) {
+		burst_summary(b, now, "in the burst that just ended");
+		__atomic_store_n(&e->open, false, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&e->lock);
 }
 
 /* ---- open / close ------------------------------------------------------ */
@@ -178,10 +289,58 @@ static void build_config(struct vblk *b, unsigned int phys)
 	}
 }
 
+/*
+ * Image locking, in the spirit of QEMU's file.locking: one OFD lock
+ * (F_OFD_SETLK) on the whole file, shared for a read-only disk and
+ * exclusive for a writable one, so readers share with readers and a writer
+ * with nobody.  An OFD lock belongs to the open file description, not to
+ * the process: two disks of one VM opening the same path conflict just like
+ * two VMMs do, and the lock goes away with the last fd of the description
+ * (a SIGKILLed VMM leaves no stale lock).  The whole-file range also
+ * conflicts with QEMU's byte-range locks when we write.  A filesystem
+ * without lock support opens unlocked, with a warning (QEMU's
+ * locking=auto does the same).
+ */
+static int lock_image(struct vblk *b, bool ro)
+{
+	struct flock fl = { .l_type = ro ? F_RDLCK : F_WRLCK, .l_whence = SEEK_SET };
+	struct flock q = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	const char *how = "opened elsewhere";
+	int err;
+
+	if (fcntl(b->fd, F_OFD_SETLK, &fl) == 0) {
+		b->locked = true;
+		return 0;
+	}
+	err = errno;
+	if (err != EAGAIN && err != EACCES) {
+		vmm_warn("blk: %s: cannot lock the image (%s); using it unlocked",
+			 b->name, strerror(err));
+		return 0;
+	}
+	/* Who holds it (racy, only for the message). */
+	if (fcntl(b->fd, F_OFD_GETLK, &q) == 0 && q.l_type != F_UNLCK)
+		how = q.l_type == F_WRLCK ? "opened writable elsewhere"
+					  : "opened read-only elsewhere";
+	vmm_err("blk: disk image %s is locked by another process or disk (%s); "
+		"use lock=off (VMM_DISK_NO_LOCK) to override", b->name, how);
+	return -EBUSY;
+}
+
+static void unlock_image(struct vblk *b)
+{
+	struct flock fl = { .l_type = F_UNLCK, .l_whence = SEEK_SET };
+
+	/* Explicit: with a caller's fd the description outlives our dup. */
+	if (b->locked)
+		(void)fcntl(b->fd, F_OFD_SETLK, &fl);
+	b->locked = false;
+}
+
 int vblk_open(const struct vblk_options *opt, struct vblk **out)
 {
 	const uint32_t known = VBLK_OPT_READONLY | VBLK_OPT_DIRECT | VBLK_OPT_NO_FLUSH |
-			       VBLK_OPT_NO_EVENT_IDX;
+			       VBLK_OPT_NO_EVENT_IDX | VBLK_OPT_NO_LOCK;
 	struct vblk *b;
 	uint64_t bytes = 0;
 	unsigned int phys = SECTOR_SIZE, qsz;
@@ -199,6 +358,15 @@ int vblk_open(const struct vblk_options *opt, struct vblk **out)
 	if (!b)
 		return -ENOMEM;
 	b->fd = -1;
+	pthread_mutex_init(&b->err.lock, NULL);
+	if (opt->path)
+		b->name = strdup(opt->path);
+	else if (asprintf(&b->name, "fd %d", opt->fd) < 0)
+		b->name = NULL;
+	if (!b->name) {
+		ret = -ENOMEM;
+		goto err;
+	}
 	b->opt_flags = opt->flags;
 	b->num_queues = opt->num_queues;
 	b->queue_size = (uint16_t)qsz;
@@ -215,6 +383,11 @@ int vblk_open(const struct vblk_options *opt, struct vblk **out)
 	ret = probe_size(b, &bytes, &phys);
 	if (ret < 0)
 		goto err;
+	if (!(opt->flags & VBLK_OPT_NO_LOCK)) {
+		ret = lock_image(b, opt->flags & VBLK_OPT_READONLY);
+		if (ret < 0)
+			goto err;
+	}
 	/* A tail shorter than one logical block is not exposed. */
 	b->capacity = ALIGN_DOWN(bytes, (uint64_t)b->blk_size) >> SECTOR_SHIFT;
 
@@ -264,13 +437,22 @@ void vblk_close(struct vblk *b)
 {
 	if (!b)
 		return;
+	if (b->name) {
+		pthread_mutex_lock(&b->err.lock);
+		burst_summary(b, 0, "until the disk was closed");
+		pthread_mutex_unlock(&b->err.lock);
+	}
 	if (b->queues) {
 		for (unsigned int q = 0; q < b->num_queues; q++)
 			free(b->queues[q].pool);
 		free(b->queues);
 	}
-	if (b->fd >= 0)
+	if (b->fd >= 0) {
+		unlock_image(b);
 		close(b->fd);
+	}
+	pthread_mutex_destroy(&b->err.lock);
+	free(b->name);
 	free(b);
 }
 
@@ -620,13 +802,15 @@ uint32_t vblk_req_complete(struct vblk_req *req, int64_t res)
 	if (res < 0) {
 		if (req->type == VIRTIO_BLK_T_DISCARD && res == -EOPNOTSUPP)
 			return finish(req, VIRTIO_BLK_S_OK, 1); /* a hint */
-		if (!__atomic_exchange_n(&b->io_error_logged, true, __ATOMIC_RELAXED))
-			vmm_warn("blk: I/O error on request type %u at sector %llu: %s "
-				 "(further errors are counted, not logged)",
-				 req->type, (unsigned long long)req->sector,
-				 strerror((int)-res));
+		burst_error(b, req, (int)-res);
 		return finish(req, VIRTIO_BLK_S_IOERR, 1);
 	}
+	if (req->type == VIRTIO_BLK_T_OUT && (uint64_t)res < req->len) {
+		/* The engine retried: the write cannot make progress. */
+		burst_error(b, req, EIO);
+		return finish(req, VIRTIO_BLK_S_IOERR, 1);
+	}
+	burst_success(b);
 	switch (req->type) {
 	case VIRTIO_BLK_T_IN:
 		/* Short read: past the end of a shrunk file, reads as zeros. */
@@ -635,10 +819,6 @@ uint32_t vblk_req_complete(struct vblk_req *req, int64_t res)
 				    req->len - (uint64_t)res);
 		return finish(req, VIRTIO_BLK_S_OK,
 			      (uint32_t)MIN(req->len + 1, (uint64_t)UINT32_MAX));
-	case VIRTIO_BLK_T_OUT:
-		if ((uint64_t)res < req->len)
-			return finish(req, VIRTIO_BLK_S_IOERR, 1);
-		return finish(req, VIRTIO_BLK_S_OK, 1);
 	default:
 		return finish(req, VIRTIO_BLK_S_OK, 1);
 	}

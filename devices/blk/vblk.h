@@ -44,6 +44,7 @@
 #define VBLK_OPT_DIRECT (1u << 1)   /* open with O_DIRECT, no fallback */
 #define VBLK_OPT_NO_FLUSH (1u << 2) /* no FLUSH/CONFIG_WCE; FLUSH is a no-op */
 #define VBLK_OPT_NO_EVENT_IDX (1u << 3) /* do not offer VIRTIO_RING_F_EVENT_IDX */
+#define VBLK_OPT_NO_LOCK (1u << 4)  /* take no OFD lock on the image */
 
 #define VBLK_DEFAULT_QUEUE_SIZE 256u
 /* One discard / write-zeroes range per request, as QEMU offers. */
@@ -124,12 +125,26 @@ struct vblk_req {
  * Capacity is the file size (or block-device size) rounded DOWN to the
  * logical block size: a tail shorter than one block is not exposed to the
  * guest.  The logical block size is 512 for files and BLKSSZGET for block
- * devices.
+ * devices.  The capacity is fixed here: if the file shrinks later, reads
+ * past its new end return zeros and writes there extend it again (plain
+ * pread/pwrite semantics); I/O errors from the host (EIO, ENOSPC, ...) are
+ * completed as VIRTIO_BLK_S_IOERR and the device keeps working.
+ *
+ * Locking (unless VBLK_OPT_NO_LOCK): an OFD lock on the whole image, shared
+ * for VBLK_OPT_READONLY, exclusive otherwise, held until vblk_close().  Any
+ * number of read-only opens may share an image; a writable open excludes
+ * every other open, whether by another process or by another disk of the
+ * same process.  With @opt->fd (no path, no O_DIRECT reopen) the lock is
+ * on the caller's open file description, which dup()s share: two disks
+ * made from one fd do not exclude each other.  Where the filesystem has
+ * no lock support the image is used unlocked (with a warning).
  *
  * Returns: 0; -EINVAL for bad options, an fd opened read-only without
  * VBLK_OPT_READONLY, a file that is neither regular nor a block device, or
- * O_DIRECT refused by the filesystem (logged: no silent fallback); -errno
- * from open/dup/fstat/ioctl; -ENOMEM.
+ * O_DIRECT refused by the filesystem (logged: no silent fallback); -EBUSY
+ * if the image is locked in a conflicting way (logged: "disk image PATH is
+ * locked by another process or disk (opened writable elsewhere); use
+ * lock=off ..."); -errno from open/dup/fstat/ioctl; -ENOMEM.
  */
 int vblk_open(const struct vblk_options *opt, struct vblk **out) __must_check;
 /* Close the image and free everything (NULL-safe).  No request in flight. */
@@ -189,7 +204,11 @@ int vblk_req_parse(struct vblk *b, const struct virtq_chain *chain,
  *   - a short IN (end of file) is zero-filled and succeeds;
  *   - a short OUT is an IOERR (the engine retries short writes first);
  *   - -EOPNOTSUPP on DISCARD succeeds (discard is a hint);
- *   - any other error is IOERR (logged once per disk).
+ *   - any other error is IOERR.
+ * Host I/O errors are logged once per burst: the first in full, the rest
+ * counted (queue stat io_errors) and summarised in one "N more I/O errors"
+ * line at the first completion a second or more after the burst's last
+ * error, every 10 s while it lasts, or at vblk_close().
  * Writes the status byte, sets and returns req->used_len, counts stats.
  * Context: any thread, but only once per request.
  */

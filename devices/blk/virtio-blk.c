@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blk/blk-null.h"
 #include "blk/blk-uring.h"
 #include "blk/virtio-blk.h"
 #include "log.h"
@@ -80,7 +81,11 @@ static bool queue_poll(void *opaque)
 {
 	struct vblk_dev_queue *q = opaque;
 
-	if (!q->attached || !virtq_avail_count(&q->vq->vq))
+	/* A broken queue (NEEDS_RESET) never consumes the chain it choked
+	 * on, so its avail count stays non-zero: reporting work would keep
+	 * the I/O thread spinning until the reset. */
+	if (!q->attached || vblk_queue_broken(q->d->blk, q->index) ||
+	    !virtq_avail_count(&q->vq->vq))
 		return false;
 	queue_process(q);
 	return true;
@@ -269,7 +274,11 @@ int vblk_dev_create(const struct vblk_dev_params *p, struct vblk_dev **out)
 		free(d);
 		return -ENOMEM;
 	}
-	if (p->sync_engine && (ret = blk_sync_engine_create(&d->sync))) {
+	if (p->null_engine)
+		ret = blk_null_engine_create(&d->sync);
+	else
+		ret = p->sync_engine ? blk_sync_engine_create(&d->sync) : 0;
+	if (ret) {
 		free(d->qs);
 		free(d);
 		return ret;
@@ -282,7 +291,7 @@ int vblk_dev_create(const struct vblk_dev_params *p, struct vblk_dev **out)
 	d->iothreads = p->iothreads;
 	d->nr_iothreads = p->nr_iothreads;
 	d->poll_us = p->poll_us;
-	d->sync_engine = p->sync_engine;
+	d->sync_engine = p->sync_engine || p->null_engine; /* both synchronous */
 	*out = d;
 	return 0;
 }

@@ -29,6 +29,7 @@ struct vblk_dev_params {
 	unsigned int nr_iothreads;
 	uint32_t poll_us;	     /* busy-poll window per queue (0 = off) */
 	bool sync_engine;	     /* synchronous pread/pwrite engine (tests) */
+	bool null_engine;	     /* no I/O at all (blk-null.h, benchmarks) */
 };
 
 struct vblk_dev_queue_stats {

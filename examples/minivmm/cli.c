@@ -50,7 +50,10 @@ void cli_usage(const char *prog, void *file)
 		"                       path=IMG[,num-queues=N][,queue-size=N][,ro=on]\n"
 		"                       [,serial=S][,direct=on][,poll-us=N]\n"
 		"                       [,cache=writeback|unsafe][,event-idx=off]\n"
-		"                       num-queues defaults to the vCPU count\n"
+		"                       [,lock=off]\n"
+		"                       num-queues defaults to the vCPU count; the\n"
+		"                       image is locked (shared if ro=on, else\n"
+		"                       exclusive) unless lock=off\n"
 		"      --stats          print disk and KVM statistics at exit\n"
 		"      --stats-json     the same, as one JSON object on stderr\n"
 		"  -v, --verbose        more log messages (repeat for debug)\n"
@@ -199,6 +202,11 @@ int cli_parse_disk(const char *spec, struct cli_disk *d, char *err, size_t errle
 				return fail(err, errlen, "--disk: event-idx must be on or off");
 			c->flags = b ? c->flags & ~VMM_DISK_NO_EVENT_IDX
 				     : c->flags | VMM_DISK_NO_EVENT_IDX;
+		} else if (!strcmp(tok, "lock")) {
+			if (parse_bool(val, &b))
+				return fail(err, errlen, "--disk: lock must be on or off");
+			c->flags = b ? c->flags & ~VMM_DISK_NO_LOCK
+				     : c->flags | VMM_DISK_NO_LOCK;
 		} else if (!strcmp(tok, "cache")) {
 			if (!strcmp(val, "writeback"))
 				c->flags &= ~VMM_DISK_NO_FLUSH;

@@ -200,6 +200,13 @@ int vmm_set_console(struct vmm *vm, int in_fd, int out_fd);
 					   (one interrupt per completion batch
 					   and kicks not suppressed; for
 					   comparisons) */
+#define VMM_DISK_NO_LOCK (1u << 4) /* do not lock the image.  By default
+				      vmm_start() takes an OFD lock on it,
+				      shared for READONLY, exclusive
+				      otherwise: a second writable user (VMM
+				      or disk of this VM) and any user of an
+				      image opened writable fail with -EBUSY
+				      (like QEMU's file.locking) */
 
 /*
  * Configuration of one virtio-blk disk.  Zero-initialise, set struct_size to
@@ -336,7 +343,8 @@ int vmm_get_kvm_stats(struct vmm *vm, struct vmm_kvm_stats *st);
  * valid image (not a bzImage, truncated, protocol < 2.06, no 64-bit entry,
  * does not fit in RAM); -ENOENT/-EACCES if a file cannot be opened;
  * -ENOTSUP if KVM lacks a needed feature; -ENOMEM; -EIO if a KVM call
- * fails; -EBUSY if not in CONFIG.
+ * fails; -EBUSY if not in CONFIG, or if a disk image is locked by another
+ * user (see VMM_DISK_NO_LOCK; the log names the image).
  */
 int vmm_start(struct vmm *vm);
 

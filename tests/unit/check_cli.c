@@ -172,6 +172,27 @@ START_TEST(disk_specs)
 }
 END_TEST
 
+/* lock=off|on: image locking (VMM_DISK_NO_LOCK); on is the default. */
+START_TEST(disk_lock)
+{
+	struct cli_disk d;
+	char err[256];
+
+	ck_assert_int_eq(cli_parse_disk("path=a", &d, err, sizeof(err)), 0);
+	ck_assert_uint_eq(d.cfg.flags & VMM_DISK_NO_LOCK, 0);
+	free(d.spec);
+	ck_assert_int_eq(cli_parse_disk("path=a,lock=off,ro=on", &d, err, sizeof(err)), 0);
+	ck_assert_uint_eq(d.cfg.flags, VMM_DISK_NO_LOCK | VMM_DISK_READONLY);
+	free(d.spec);
+	ck_assert_int_eq(cli_parse_disk("path=a,lock=off,lock=on", &d, err, sizeof(err)), 0);
+	ck_assert_uint_eq(d.cfg.flags, 0);
+	free(d.spec);
+	ck_assert_int_eq(cli_parse_disk("path=a,lock=maybe", &d, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "lock must be on or off"));
+	free(d.spec);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -184,6 +205,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, missing_kernel_and_value);
 	tcase_add_test(tc, help_version);
 	tcase_add_test(tc, disk_specs);
+	tcase_add_test(tc, disk_lock);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * wiring_bench - cost of wiring N virtqueues into KVM, batched vs per-vector.
+ *
+ * For each N, a fresh VM (KVM_CREATE_VM + in-kernel irqchip, no vCPUs) gets
+ * N queues wired: N eventfd pairs, N MSI GSIs, N MSI routes + N irqfds + N
+ * ioeventfds (MMIO, 4 bytes apart, len 0 with KVM_CAP_IOEVENTFD_ANY_LENGTH,
+ * else 2), then everything is torn down again.  Two ways, alternated A B A B
+ * per round so drift hits both alike:
+ *
+ *   batched   libvmm: one wiring transaction for all N queues (one
+ *             KVM_SET_GSI_ROUTING), one more to tear them down;
+ *   pervector the kvmtool / Cloud Hypervisor / Firecracker way: one
+ *             transaction per vector, each resending the whole route table
+ *             (N KVM_SET_GSI_ROUTING calls, the table growing 1..N), and the
+ *             same per vector on teardown.
+ *
+ * KVM ioctls are counted by an ioctl hook handed to irq_create() (so the
+ * counts are what really reached KVM, independent of libvmm's own
+ * statistics) and cross-checked against irq_get_stats().  Shapes "dXqY"
+ * wire X devices of Y queues, one transaction per device when batched (the
+ * seed's 16 disks x 24 queues).
+ *
+ * Output: one JSON object per line on stdout (JSON Lines), one per
+ * measurement; a human summary on stderr.  Never asserts timings; exits 1
+ * only if KVM refuses something or a batched transaction issued other than
+ * exactly one KVM_SET_GSI_ROUTING.
+ *
+ * usage: wiring_bench [--rounds R] [--max N] [--shape DxQ]... [--no-default-shapes]
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/kvm.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "irq.h"
+
+#define MMIO_BASE 0xd0000000ull /* where the notify addresses start */
+
+struct counts {
+	uint64_t set_gsi_routing, irqfd, ioeventfd, other;
+	uint64_t max_routes; /* largest table pushed */
+};
+
+static int counting_ioctl(void *opaque, int fd, unsigned long req, void *arg)
+{
+	struct counts *c = opaque;
+
+	if (req == KVM_SET_GSI_ROUTING) {
+		struct kvm_irq_routing *r = arg;
+
+		c->set_gsi_routing++;
+		if (r->nr > c->max_routes)
+			c->max_routes = r->nr;
+	} else if (req == KVM_IRQFD) {
+		c->irqfd++;
+	} else if (req == KVM_IOEVENTFD) {
+		c->ioeventfd++;
+	} else {
+		c->other++;
+	}
+	return ioctl(fd, req, arg) < 0 ? -errno : 0;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t ctotal(const struct counts *c)
+{
+	return c->set_gsi_routing + c->irqfd + c->ioeventfd + c->other;
+}
+
+struct queue {
+	int kick_fd, call_fd;
+	uint32_t gsi;
+	uint64_t addr;
+};
+
+struct result {
+	uint64_t setup_ns, teardown_ns;
+	struct counts setup, teardown;
+	uint64_t commits_setup, commits_teardown;
+	bool one_routing_per_commit;
+};
+
+static int kvm_fd = -1;
+static uint32_t ioev_len;
+
+static void stage_queue(struct wiring_txn *t, const struct queue *q, bool assign)
+{
+	if (assign)
+		wiring_route(t, q->gsi, true, 0xfee00000ull, 0x4000 | (0x30 + q->gsi % 200));
+	else
+		wiring_route(t, q->gsi, false, 0, 0);
+	wiring_irqfd(t, q->call_fd, q->gsi, assign);
+	wiring_ioeventfd(t, q->kick_fd, q->addr, ioev_len, false, assign);
+}
+
+/*
+ * Wire @ndev devices of @nq queues each into a fresh VM and tear them down.
+ * batched: one transaction per device; otherwise one per queue.
+ */
+static int run_one(unsigned int ndev, unsigned int nq, bool batched, struct result *res)
+{
+	unsigned int n = ndev * nq;
+	struct counts c = { 0 };
+	struct vm_irq *irq = NULL;
+	struct queue *qs = calloc(n, sizeof(*qs));
+	int vm_fd, ret = -1;
+
+	memset(res, 0, sizeof(*res));
+	res->one_routing_per_commit = true;
+	if (!qs)
+		return -1;
+	for (unsigned int i = 0; i < n; i++)
+		qs[i].kick_fd = qs[i].call_fd = -1;
+	vm_fd = ioctl(kvm_fd, KVM_CREATE_VM, 0);
+	if (vm_fd < 0) {
+		perror("KVM_CREATE_VM");
+		goto out;
+	}
+	if (ioctl(vm_fd, KVM_CREATE_IRQCHIP, 0) < 0) {
+		perror("KVM_CREATE_IRQCHIP");
+		goto out;
+	}
+	if (irq_create(vm_fd, counting_ioctl, &c, &irq)) {
+		fprintf(stderr, "irq_create failed\n");
+		goto out;
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		qs[i].kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		qs[i].call_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (qs[i].kick_fd < 0 || qs[i].call_fd < 0) {
+			perror("eventfd");
+			goto out;
+		}
+		if (irq_gsi_alloc(irq, &qs[i].gsi)) {
+			fprintf(stderr, "irq_gsi_alloc failed at %u\n", i);
+			goto out;
+		}
+		qs[i].addr = MMIO_BASE + 4ull * i;
+	}
+
+	/* setup */
+	unsigned int per = batched ? nq : 1;
+	uint64_t t0 = now_ns();
+	for (unsigned int i = 0; i < n; i += per) {
+		struct wiring_txn t;
+		uint64_t before = c.set_gsi_routing;
+		int err;
+
+		wiring_begin(&t, irq);
+		for (unsigned int j = i; j < i + per; j++)
+			stage_queue(&t, &qs[j], true);
+		err = wiring_commit(&t);
+		if (err) {
+			fprintf(stderr, "wiring_commit (setup, n=%u): %s\n", n, strerror(-err));
+			goto out;
+		}
+		res->commits_setup++;
+		if (c.set_gsi_routing - before != 1)
+			res->one_routing_per_commit = false;
+	}
+	res->setup_ns = now_ns() - t0;
+	res->setup = c;
+
+	/* teardown */
+	memset(&c, 0, sizeof(c));
+	t0 = now_ns();
+	for (unsigned int i = 0; i < n; i += per) {
+		struct wiring_txn t;
+		uint64_t before = c.set_gsi_routing;
+		int err;
+
+		wiring_begin(&t, irq);
+		for (unsigned int j = i; j < i + per; j++)
+			stage_queue(&t, &qs[j], false);
+		err = wiring_commit(&t);
+		if (err) {
+			fprintf(stderr, "wiring_commit (teardown, n=%u): %s\n", n, strerror(-err));
+			goto out;
+		}
+		res->commits_teardown++;
+		if (c.set_gsi_routing - before != 1)
+			res->one_routing_per_commit = false;
+	}
+	res->teardown_ns = now_ns() - t0;
+	res->teardown = c;
+
+	/* libvmm's own statistics must agree with what reached KVM */
+	struct irq_stats st;
+	irq_get_stats(irq, &st);
+	if (st.set_gsi_routing != res->setup.set_gsi_routing + res->teardown.set_gsi_routing ||
+	    st.irqfd_calls != res->setup.irqfd + res->teardown.irqfd ||
+	    st.ioeventfd_calls != res->setup.ioeventfd + res->teardown.ioeventfd) {
+		fprintf(stderr, "irq_get_stats disagrees with the ioctl hook\n");
+		goto out;
+	}
+	ret = 0;
+out:
+	if (irq) {
+		for (unsigned int i = 0; i < n; i++)
+			if (qs[i].gsi)
+				irq_gsi_free(irq, qs[i].gsi);
+		irq_destroy(irq);
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		if (qs[i].kick_fd >= 0)
+			close(qs[i].kick_fd);
+		if (qs[i].call_fd >= 0)
+			close(qs[i].call_fd);
+	}
+	if (vm_fd >= 0)
+		close(vm_fd);
+	free(qs);
+	return ret;
+}
+
+static void emit(const char *shape, unsigned int ndev, unsigned int nq, bool batched,
+		 unsigned int round, const struct result *r)
+{
+	printf("{\"bench\":\"wiring\",\"mode\":\"%s\",\"shape\":\"%s\",\"devices\":%u,"
+	       "\"queues_per_device\":%u,\"n\":%u,\"round\":%u,\"ioeventfd_len\":%u,"
+	       "\"setup_ns\":%" PRIu64 ",\"teardown_ns\":%" PRIu64 ","
+	       "\"setup_commits\":%" PRIu64 ",\"setup_ioctls\":%" PRIu64
+	       ",\"setup_set_gsi_routing\":%" PRIu64 ",\"setup_irqfd\":%" PRIu64
+	       ",\"setup_ioeventfd\":%" PRIu64 ",\"setup_max_table\":%" PRIu64 ","
+	       "\"teardown_commits\":%" PRIu64 ",\"teardown_ioctls\":%" PRIu64
+	       ",\"teardown_set_gsi_routing\":%" PRIu64 ","
+	       "\"one_set_gsi_routing_per_commit\":%s}\n",
+	       batched ? "batched" : "pervector", shape, ndev, nq, ndev * nq, round,
+	       ioev_len, r->setup_ns, r->teardown_ns, r->commits_setup,
+	       ctotal(&r->setup), r->setup.set_gsi_routing, r->setup.irqfd,
+	       r->setup.ioeventfd, r->setup.max_routes, r->commits_teardown,
+	       ctotal(&r->teardown), r->teardown.set_gsi_routing,
+	       r->one_routing_per_commit ? "true" : "false");
+	fflush(stdout);
+}
+
+static int measure(const char *shape, unsigned int ndev, unsigned int nq, unsigned int rounds)
+{
+	for (unsigned int r = 0; r < rounds; r++) {
+		for (int m = 0; m < 2; m++) {
+			/* A B A B, starting mode alternating per round */
+			bool batched = ((r + m) % 2) == 0;
+			struct result res;
+
+			if (run_one(ndev, nq, batched, &res))
+				return -1;
+			emit(shape, ndev, nq, batched, r, &res);
+			if (batched && !res.one_routing_per_commit) {
+				fprintf(stderr, "FAIL: batched %s issued more than one "
+						"KVM_SET_GSI_ROUTING per transaction\n", shape);
+				return -1;
+			}
+			fprintf(stderr, "wiring %-6s %-9s n=%-4u round %u: %8.3f ms, %6" PRIu64
+					" ioctls (%" PRIu64 " SET_GSI_ROUTING)\n",
+				shape, batched ? "batched" : "pervector", ndev * nq, r,
+				res.setup_ns / 1e6, ctotal(&res.setup),
+				res.setup.set_gsi_routing);
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned int rounds = 5, max = 384;
+	unsigned int shapes[8][2];
+	unsigned int nshapes = 0;
+	bool default_shapes = true;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
+			rounds = (unsigned int)strtoul(argv[++i], NULL, 0);
+		} else if (!strcmp(argv[i], "--max") && i + 1 < argc) {
+			max = (unsigned int)strtoul(argv[++i], NULL, 0);
+		} else if (!strcmp(argv[i], "--shape") && i + 1 < argc && nshapes < 8) {
+			if (sscanf(argv[++i], "%ux%u", &shapes[nshapes][0], &shapes[nshapes][1]) != 2 ||
+			    !shapes[nshapes][0] || !shapes[nshapes][1]) {
+				fprintf(stderr, "bad --shape %s (want DxQ)\n", argv[i]);
+				return 2;
+			}
+			nshapes++;
+		} else if (!strcmp(argv[i], "--no-default-shapes")) {
+			default_shapes = false;
+		} else {
+			fprintf(stderr, "usage: %s [--rounds R] [--max N] [--shape DxQ]... "
+					"[--no-default-shapes]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (!rounds || !max || max > 1024) {
+		fprintf(stderr, "bad --rounds/--max\n");
+		return 2;
+	}
+	if (default_shapes && nshapes == 0) {
+		shapes[0][0] = 16;
+		shapes[0][1] = 24;
+		nshapes = 1;
+	}
+	kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (kvm_fd < 0) {
+		perror("/dev/kvm");
+		return 77;
+	}
+	ioev_len = ioctl(kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_IOEVENTFD_ANY_LENGTH) > 0 ? 0 : 2;
+
+	/* N = 1, 2, 4, ..., 256, then 384 (the pseries boot of the QEMU fix) */
+	for (unsigned int n = 1; n <= max; n = n < 256 ? n * 2 : n + 128) {
+		char shape[32];
+
+		snprintf(shape, sizeof(shape), "n%u", n);
+		if (measure(shape, 1, n, rounds))
+			return 1;
+		if (n >= 384)
+			break;
+	}
+	for (unsigned int s = 0; s < nshapes; s++) {
+		char shape[32];
+
+		snprintf(shape, sizeof(shape), "d%uq%u", shapes[s][0], shapes[s][1]);
+		if (measure(shape, shapes[s][0], shapes[s][1], rounds))
+			return 1;
+	}
+	close(kvm_fd);
+	return 0;
+}

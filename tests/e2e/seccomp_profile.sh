@@ -1,0 +1,50 @@
+#!/bin/bash
+# seccomp_profile.sh MINIVMM KERNEL INITRD TOOLS [NR_CPUS] [MINIVMM OPTIONS...]
+#
+# Developer tool, not a test: how the seccomp allow-lists of
+# libvmm/seccomp.c were found and how to refresh them.  Boots the blk-mq
+# payload (fio on a multi-queue disk, as tests/e2e/blk_mq.sh) under
+# `strace -ff` with seccomp off and prints, per thread class, every system
+# call the threads made after they were named (vmm-vcpuN, vmm-ioN,
+# vmm-console) or, for the control thread, after its last clone() (i.e.
+# after vmm_start() returned).  Run it in the rig:
+#   tests/rig/rig-run -- tests/e2e/seccomp_profile.sh build/minivmm \
+#       $(tests/rig/mkguest.sh) $(tests/rig/mktools.sh) 2
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+e2e_require_kvm
+command -v strace >/dev/null || e2e_fail "strace is not installed"
+
+vmm=$1 kernel=$2 initrd=$3 tools=$4 n=${5:-2}
+shift 4
+[[ $# -gt 0 ]] && shift
+dir=$(mktemp -d "${RIG_SCRATCH:-/var/tmp}/scprof.XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+img=$dir/data.img
+truncate -s 96M "$img"
+mkdir "$dir/st"
+
+E2E_VMM_TIMEOUT=${E2E_VMM_TIMEOUT:-900} e2e_run_vmm "$dir/log" -- \
+	strace -ff -qq -o "$dir/st/t" "$vmm" ${SCPROF_NO_SECCOMP---no-seccomp} --smp "$n" --mem 1G \
+	--kernel "$kernel" --initrd "$initrd" --disk "path=$img,serial=data" \
+	--disk "path=$tools,ro=on,serial=tools" --stats "$@" \
+	--append "guest.run=blk-mq guest.queues=$n guest.token=1 guest.runtime=1"
+grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/log" || e2e_fail "guest payload failed"
+
+# Per file (one per thread): its class and the calls after the naming point.
+for f in "$dir"/st/t.*; do
+	name=$(sed -n 's/.*prctl(PR_SET_NAME, "\([^"]*\)").*/\1/p' "$f" | head -1)
+	if [[ -n "$name" ]]; then
+		class=${name%%[0-9]*}
+		sed -n '/prctl(PR_SET_NAME/,$p' "$f"
+	else
+		class=control
+		last=$(grep -n '^clone' "$f" | tail -1 | cut -d: -f1)
+		sed -n "${last:-1},\$p" "$f"
+	fi | sed -n 's/^\([a-z_0-9]*\)(\(.*\)/\1 \2/p' |
+		awk -v c="$class" '{ s=$1; if (s == "ioctl") { split($2, a, ","); s = s " " a[2] } print c, s }'
+done | sort | uniq -c | sort -k2,2 -k1,1nr >"$dir/summary"
+for class in vmm-vcpu vmm-io vmm-console control; do
+	echo "== $class: $(awk -v c="$class" '$2 == c { print $3 }' "$dir/summary" | sort -u | wc -l) distinct calls"
+	awk -v c="$class" '$2 == c { $2 = ""; print }' "$dir/summary"
+done
