@@ -60,7 +60,7 @@ static double peer_cpu(int pid)
 	if (!d)
 		return 0;
 	while ((de = readdir(d))) {
-		char p[128];
+		char p[300];
 		unsigned long long ns = 0;
 		FILE *f;
 

@@ -180,7 +180,9 @@ static void publish(struct db_queue *q)
 	q->kicked_idx = new_idx;
 	mb(); /* index before reading the device's suppression state */
 	if (q->event_idx) {
-		uint16_t ev = le16toh(LOAD(*(uint16_t *)&q->used->ring[q->size]));
+		uint16_t *avail_event = (uint16_t *)((uint8_t *)q->used + 4 +
+						     8u * q->size);
+		uint16_t ev = le16toh(LOAD(*avail_event));
 
 		kick = need_event(ev, new_idx, old);
 	} else {
@@ -199,8 +201,8 @@ static unsigned int used_pending(struct db_queue *q)
 	return (uint16_t)(le16toh(LOAD(q->used->idx)) - q->last_used);
 }
 
-/* virtqueue_get_buf loop; re-adds a request per completion if @refill. */
-static unsigned int harvest(struct db_queue *q, bool refill)
+/* virtqueue_get_buf loop (interrupts disabled): returns completions. */
+static unsigned int harvest(struct db_queue *q)
 {
 	unsigned int n = 0, errs = 0;
 
@@ -222,8 +224,6 @@ static unsigned int harvest(struct db_queue *q, bool refill)
 		q->free_ids[q->nr_free++] = (uint16_t)id;
 		q->inflight--;
 		n++;
-		if (refill)
-			add_req(q);
 	}
 	if (n)
 		STORE(q->c.reqs, q->c.reqs + n);
@@ -232,11 +232,34 @@ static unsigned int harvest(struct db_queue *q, bool refill)
 	return n;
 }
 
-static void set_avail_flags(struct db_queue *q, uint16_t f)
+/* virtqueue_disable_cb: no EVENT_IDX, the NO_INTERRUPT flag; with
+ * EVENT_IDX used_event is simply left behind (no interrupt until the
+ * driver moves it again). */
+static void disable_cb(struct db_queue *q)
 {
-	STORE(q->avail->flags, htole16(f));
+	if (!q->event_idx)
+		STORE(q->avail->flags, htole16(VRING_AVAIL_F_NO_INTERRUPT));
 }
 
+/* virtqueue_enable_cb: ask for an interrupt at the next used entry;
+ * returns false if entries arrived meanwhile (the device may have pushed
+ * them before it saw used_event / the cleared flag). */
+static bool enable_cb(struct db_queue *q)
+{
+	if (q->event_idx)
+		STORE(q->avail->ring[q->size], htole16(q->last_used));
+	else
+		STORE(q->avail->flags, 0);
+	mb();
+	return !used_pending(q);
+}
+
+/*
+ * The vCPU, in Linux' order: the interrupt handler (virtblk_done) harvests
+ * with callbacks disabled and re-enables them; then the submitter (fio in
+ * the guest, blk-mq) adds new requests and kicks, with callbacks enabled;
+ * the vCPU halts until the next interrupt.
+ */
 static void *queue_thread(void *arg)
 {
 	struct db_queue *q = arg;
@@ -251,23 +274,18 @@ static void *queue_thread(void *arg)
 		uint64_t v;
 		int r;
 
-		if (harvest(q, !stopping)) {
-			publish(q);
+		disable_cb(q);
+		harvest(q);
+		if (!enable_cb(q))
 			continue;
+		if (!stopping && q->nr_free) {
+			while (q->nr_free)
+				add_req(q);
+			publish(q);
+			continue; /* completions may already be there */
 		}
 		if (stopping && !q->inflight)
 			break;
-		/* virtqueue_enable_cb: ask for an interrupt at the next used
-		 * entry, then re-check (the device may have pushed before it
-		 * saw used_event / the cleared flag). */
-		if (q->event_idx)
-			STORE(*(uint16_t *)&q->avail->ring[q->size],
-			      htole16(q->last_used));
-		else
-			set_avail_flags(q, 0);
-		mb();
-		if (used_pending(q))
-			goto awake;
 		r = poll(&p, 1, 100);
 		if (r > 0 && read(q->call_fd, &v, sizeof(v)) == sizeof(v)) {
 			STORE(q->c.irqs, q->c.irqs + v);
@@ -276,11 +294,6 @@ static void *queue_thread(void *arg)
 		} else if (r == 0 && stopping && ++idle_timeouts > 20) {
 			break; /* the device lost requests: give up after 2 s */
 		}
-awake:
-		/* virtqueue_disable_cb while we process (no EVENT_IDX: the
-		 * flag; with EVENT_IDX used_event is simply left behind). */
-		if (!q->event_idx)
-			set_avail_flags(q, VRING_AVAIL_F_NO_INTERRUPT);
 	}
 	return NULL;
 }

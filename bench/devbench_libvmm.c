@@ -275,6 +275,8 @@ static int lv_setup(const struct db_cfg *c, struct db_ram *ram,
 		.num_queues = (uint16_t)c->queues,
 		.queue_size = (uint16_t)c->queue_size,
 		.fd = -1,
+		/* Reads only; the same image is open in fio and the peer. */
+		.flags = VBLK_OPT_READONLY | VBLK_OPT_NO_LOCK,
 	};
 	struct vblk *blk;
 	uint64_t cap;

@@ -229,7 +229,9 @@ static int vh_setup(const struct db_cfg *c, struct db_ram *ram,
 		return -ENOTSUP;
 	}
 	if (!cap && (pf & (1ull << VU_PF_CONFIG))) {
-		struct vu_config cfg = { 0, sizeof(struct virtio_blk_config), 0, { 0 } };
+		/* Only the capacity: back ends refuse sizes beyond their own
+		 * (older) struct virtio_blk_config. */
+		struct vu_config cfg = { 0, 8, 0, { 0 } };
 
 		if ((ret = vu_send(VU_GET_CONFIG, &cfg, 12 + cfg.size, NULL, 0, 0)))
 			return ret;

@@ -48,26 +48,35 @@
 struct counts {
 	uint64_t set_gsi_routing, irqfd, ioeventfd, other;
 	uint64_t max_routes; /* largest table pushed */
+	uint64_t routing_ns, irqfd_ns, ioeventfd_ns; /* wall time inside them */
 };
+
+static uint64_t now_ns(void);
 
 static int counting_ioctl(void *opaque, int fd, unsigned long req, void *arg)
 {
 	struct counts *c = opaque;
+	uint64_t t0 = now_ns();
+	int ret = ioctl(fd, req, arg) < 0 ? -errno : 0;
+	uint64_t dt = now_ns() - t0;
 
 	if (req == KVM_SET_GSI_ROUTING) {
 		struct kvm_irq_routing *r = arg;
 
 		c->set_gsi_routing++;
+		c->routing_ns += dt;
 		if (r->nr > c->max_routes)
 			c->max_routes = r->nr;
 	} else if (req == KVM_IRQFD) {
 		c->irqfd++;
+		c->irqfd_ns += dt;
 	} else if (req == KVM_IOEVENTFD) {
 		c->ioeventfd++;
+		c->ioeventfd_ns += dt;
 	} else {
 		c->other++;
 	}
-	return ioctl(fd, req, arg) < 0 ? -errno : 0;
+	return ret;
 }
 
 static uint64_t now_ns(void)
@@ -238,13 +247,19 @@ static void emit(const char *shape, unsigned int ndev, unsigned int nq, bool bat
 	       "\"setup_commits\":%" PRIu64 ",\"setup_ioctls\":%" PRIu64
 	       ",\"setup_set_gsi_routing\":%" PRIu64 ",\"setup_irqfd\":%" PRIu64
 	       ",\"setup_ioeventfd\":%" PRIu64 ",\"setup_max_table\":%" PRIu64 ","
+	       "\"setup_routing_ns\":%" PRIu64 ",\"setup_irqfd_ns\":%" PRIu64
+	       ",\"setup_ioeventfd_ns\":%" PRIu64 ","
+	       "\"teardown_routing_ns\":%" PRIu64 ",\"teardown_irqfd_ns\":%" PRIu64
+	       ",\"teardown_ioeventfd_ns\":%" PRIu64 ","
 	       "\"teardown_commits\":%" PRIu64 ",\"teardown_ioctls\":%" PRIu64
 	       ",\"teardown_set_gsi_routing\":%" PRIu64 ","
 	       "\"one_set_gsi_routing_per_commit\":%s}\n",
 	       batched ? "batched" : "pervector", shape, ndev, nq, ndev * nq, round,
 	       ioev_len, r->setup_ns, r->teardown_ns, r->commits_setup,
 	       ctotal(&r->setup), r->setup.set_gsi_routing, r->setup.irqfd,
-	       r->setup.ioeventfd, r->setup.max_routes, r->commits_teardown,
+	       r->setup.ioeventfd, r->setup.max_routes, r->setup.routing_ns,
+	       r->setup.irqfd_ns, r->setup.ioeventfd_ns, r->teardown.routing_ns,
+	       r->teardown.irqfd_ns, r->teardown.ioeventfd_ns, r->commits_teardown,
 	       ctotal(&r->teardown), r->teardown.set_gsi_routing,
 	       r->one_routing_per_commit ? "true" : "false");
 	fflush(stdout);
@@ -266,11 +281,11 @@ static int measure(const char *shape, unsigned int ndev, unsigned int nq, unsign
 						"KVM_SET_GSI_ROUTING per transaction\n", shape);
 				return -1;
 			}
-			fprintf(stderr, "wiring %-6s %-9s n=%-4u round %u: %8.3f ms, %6" PRIu64
-					" ioctls (%" PRIu64 " SET_GSI_ROUTING)\n",
+			fprintf(stderr, "wiring %-6s %-9s n=%-4u round %u: %8.3f ms (routing %7.3f ms), %5" PRIu64
+					" ioctls (%" PRIu64 " SET_GSI_ROUTING); teardown %8.3f ms\n",
 				shape, batched ? "batched" : "pervector", ndev * nq, r,
-				res.setup_ns / 1e6, ctotal(&res.setup),
-				res.setup.set_gsi_routing);
+				res.setup_ns / 1e6, res.setup.routing_ns / 1e6, ctotal(&res.setup),
+				res.setup.set_gsi_routing, res.teardown_ns / 1e6);
 		}
 	}
 	return 0;
@@ -319,6 +334,13 @@ int main(int argc, char **argv)
 	}
 	ioev_len = ioctl(kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_IOEVENTFD_ANY_LENGTH) > 0 ? 0 : 2;
 
+	/* warm-up, not reported: the first VM of a process pays one-time costs */
+	{
+		struct result res;
+
+		if (run_one(1, 1, true, &res))
+			return 1;
+	}
 	/* N = 1, 2, 4, ..., 256, then 384 (the pseries boot of the QEMU fix) */
 	for (unsigned int n = 1; n <= max; n = n < 256 ? n * 2 : n + 128) {
 		char shape[32];

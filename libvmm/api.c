@@ -15,6 +15,7 @@
 
 #include "log.h"
 #include "machine.h"
+#include "sandbox.h"
 #include "vm.h"
 
 #define DEFAULT_RAM (256ull << 20)
@@ -209,7 +210,7 @@ int vmm_set_kernel(struct vmm *vm, const char *kernel, const char *initrd,
 	int ret;
 
 	if (!kernel || (cmdline && strlen(cmdline) > VMM_MAX_CMDLINE))
-		return vm ? -EINVAL : -EINVAL;
+		return -EINVAL;
 	ret = vm_lock_config(vm);
 	if (ret)
 		return ret;
@@ -434,4 +435,39 @@ int vmm_wait(struct vmm *vm, int *exit_reason)
 int vmm_get_exit_eventfd(struct vmm *vm)
 {
 	return vm ? vm->exit_efd : -EINVAL;
+}
+
+int vmm_set_seccomp(struct vmm *vm, int mode)
+{
+	int ret = vm_lock_config(vm);
+
+	if (ret)
+		return ret;
+	if (mode != VMM_SECCOMP_OFF && mode != VMM_SECCOMP_KILL &&
+	    mode != VMM_SECCOMP_ERRNO)
+		ret = -EINVAL;
+	else
+		vm->seccomp_mode = mode;
+	pthread_mutex_unlock(&vm->lock);
+	return ret;
+}
+
+int vmm_seccomp_confine_current_thread(struct vmm *vm)
+{
+	int ret;
+
+	if (!vm)
+		return -EINVAL;
+	pthread_mutex_lock(&vm->lock);
+	if (vm->state == VM_CONFIG)
+		ret = -EBUSY;
+	else if (vm->seccomp_mode == VMM_SECCOMP_OFF || !vm->seccomp)
+		ret = -EINVAL;
+	else
+		ret = sandbox_install(vm->seccomp, SANDBOX_CLASS_CONTROL);
+	pthread_mutex_unlock(&vm->lock);
+	if (ret && ret != -EBUSY && ret != -EINVAL)
+		vmm_err("seccomp: cannot confine the calling thread: %s",
+			strerror(-ret));
+	return ret;
 }

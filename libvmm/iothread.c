@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +28,8 @@ struct iothread {
 	bool started;
 	bool stop; /* set on the I/O thread by the stop eventfd handler */
 	bool submit_error; /* the last submit failed (log once per burst) */
+	bool stopped;	   /* joined by iothread_stop(): cannot start again */
+	bool restricted; /* ring limited to ring_sqe_ops[] (ring_init) */
 
 	int stop_efd;
 	struct iothread_fd stop_w;
@@ -350,29 +353,91 @@ int iothread_call_sync(struct iothread *io, int (*fn)(void *opaque), void *opaqu
 	return c.ret;
 }
 
+/*
+ * The SQE opcodes the I/O threads submit: POLL_ADD/POLL_REMOVE (watched
+ * fds), READV/WRITEV/FSYNC/FALLOCATE/NOP (the block backend).  A new
+ * opcode, an IOSQE_* flag or a registration (io_uring_register) must be
+ * added here, or its SQEs complete with -EACCES.
+ */
+static const uint8_t ring_sqe_ops[] = {
+	IORING_OP_NOP, IORING_OP_READV, IORING_OP_WRITEV, IORING_OP_FSYNC,
+	IORING_OP_POLL_ADD, IORING_OP_POLL_REMOVE, IORING_OP_FALLOCATE,
+};
+
+/*
+ * Restrict a ring created with IORING_SETUP_R_DISABLED to ring_sqe_ops[]
+ * (no SQE flags, no registrations), as Firecracker does, then enable it:
+ * io_uring requests are not subject to seccomp, so without this a
+ * compromised thread could open files or sockets through its own ring.
+ */
+static int ring_restrict(struct io_uring *ring)
+{
+	struct io_uring_restriction r[sizeof(ring_sqe_ops)];
+
+	memset(r, 0, sizeof(r));
+	for (unsigned int i = 0; i < sizeof(ring_sqe_ops); i++) {
+		r[i].opcode = IORING_RESTRICTION_SQE_OP;
+		r[i].sqe_op = ring_sqe_ops[i];
+	}
+	/* Raw io_uring_register(2): Debian's liburing 2.3 declares
+	 * io_uring_register_restrictions()/io_uring_enable_rings() but does
+	 * not export them. */
+	if (syscall(__NR_io_uring_register, ring->ring_fd,
+		    IORING_REGISTER_RESTRICTIONS, r, sizeof(ring_sqe_ops)) < 0 ||
+	    syscall(__NR_io_uring_register, ring->ring_fd,
+		    IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0)
+		return -errno;
+	return 0;
+}
+
 static int ring_init(struct iothread *io, unsigned int entries)
 {
-	struct io_uring_params p;
-	int ret;
-
 	/*
 	 * The thread reaps its own completions (COOP_TASKRUN, 5.19+: no IPI
 	 * to interrupt it for task work).  Not SINGLE_ISSUER: the ring is
 	 * created here, by the thread that builds the VM, and the kernel
-	 * binds a single-issuer ring to its first submitter; older kernels
-	 * reject the flag: fall back to a plain ring.
+	 * binds a single-issuer ring to its first submitter.  R_DISABLED
+	 * (5.10+) lets ring_restrict() register the opcode allow-list before
+	 * any SQE.  Older kernels reject flags: fall back step by step, to a
+	 * plain unrestricted ring last.
 	 */
-	memset(&p, 0, sizeof(p));
-	p.flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_CQSIZE;
-	p.cq_entries = entries * 4;
-	ret = io_uring_queue_init_params(entries, &io->ring, &p);
-	if (ret == -EINVAL) {
+	static const uint32_t tries[] = {
+		IORING_SETUP_COOP_TASKRUN | IORING_SETUP_R_DISABLED,
+		IORING_SETUP_R_DISABLED,
+		IORING_SETUP_COOP_TASKRUN,
+		0,
+	};
+	struct io_uring_params p;
+	int ret = -EINVAL;
+
+	for (unsigned int i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
 		memset(&p, 0, sizeof(p));
-		p.flags = IORING_SETUP_CQSIZE;
+		p.flags = tries[i] | IORING_SETUP_CQSIZE;
 		p.cq_entries = entries * 4;
 		ret = io_uring_queue_init_params(entries, &io->ring, &p);
+		if (ret == -EINVAL)
+			continue;
+		if (ret || !(tries[i] & IORING_SETUP_R_DISABLED))
+			break;
+		ret = ring_restrict(&io->ring);
+		if (!ret) {
+			io->restricted = true;
+			break;
+		}
+		vmm_dbg("iothread %u: io_uring restrictions: %s", io->index,
+			strerror(-ret));
+		io_uring_queue_exit(&io->ring);
+		ret = -EINVAL;
 	}
+	if (!ret && !io->restricted)
+		vmm_warn("iothread %u: io_uring ring without opcode restrictions "
+			 "(kernel < 5.10?)", io->index);
 	return ret;
+}
+
+bool iothread_ring_restricted(const struct iothread *io)
+{
+	return io->restricted;
 }
 
 int iothread_create(unsigned int index, unsigned int ring_entries,
@@ -422,8 +487,18 @@ err_free:
 
 int iothread_start(struct iothread *io)
 {
-	int ret = pthread_create(&io->thread, NULL, iothread_main, io);
+	int ret;
 
+	/*
+	 * Once only.  A second thread on the same ring would race the first;
+	 * and after iothread_stop() the kernel has cancelled every poll the
+	 * exited thread submitted (io_uring cancels a task's requests when
+	 * it exits), so a restarted thread would never see a kick or an
+	 * iothread_call_sync() wake-up and callers would hang.
+	 */
+	if (io->started || io->stopped)
+		return -EINVAL;
+	ret = pthread_create(&io->thread, NULL, iothread_main, io);
 	if (ret)
 		return -ret;
 	io->started = true;
@@ -440,6 +515,7 @@ void iothread_stop(struct iothread *io)
 		vmm_err("iothread %u: stop: %s", io->index, strerror(errno));
 	pthread_join(io->thread, NULL);
 	io->started = false;
+	io->stopped = true;
 }
 
 void iothread_destroy(struct iothread *io)

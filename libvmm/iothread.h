@@ -68,6 +68,7 @@ struct iothread_stats {
 
 int iothread_create(unsigned int index, unsigned int ring_entries,
 		    struct iothread **out) __must_check;
+/* Start the thread; once only (-EINVAL if started or stopped before). */
 int iothread_start(struct iothread *io) __must_check;
 /* Stop (stop eventfd) and join; idempotent. */
 void iothread_stop(struct iothread *io);
@@ -100,6 +101,9 @@ void iothread_run_until(struct iothread *io, bool (*done)(void *opaque),
 			void *opaque);
 
 unsigned int iothread_index(const struct iothread *io);
+/* Whether the ring only accepts the opcodes the I/O threads use
+ * (IORING_REGISTER_RESTRICTIONS; false on kernels before 5.10). */
+bool iothread_ring_restricted(const struct iothread *io);
 void iothread_get_stats(struct iothread *io, struct iothread_stats *st);
 
 #endif

@@ -26,6 +26,7 @@
 #include "log.h"
 #include "machine.h"
 #include "pci/pci.h"
+#include "sandbox.h"
 #include "serial/uart8250.h"
 #include "virtio/virtio-pci.h"
 #include "vcpu.h"
@@ -411,6 +412,11 @@ static void *machine_console_thread(void *arg)
 	size_t have = 0, off = 0;
 
 	pthread_setname_np(pthread_self(), "vmm-console");
+	if (sandbox_install(vm->seccomp, SANDBOX_CLASS_CONSOLE)) {
+		vmm_err("seccomp: cannot confine the console thread");
+		vm_request_exit(vm, VMM_EXIT_ERROR);
+		return NULL;
+	}
 	for (;;) {
 		struct pollfd pfd[2] = {
 			{ .fd = m->con_stop_efd, .events = POLLIN },
@@ -461,6 +467,31 @@ static int machine_start_console(struct vmm *vm, struct machine *m)
 	return 0;
 }
 
+/* Context: I/O thread (iothread_call_sync). */
+static int machine_confine_iothread(void *opaque)
+{
+	return sandbox_install(opaque, SANDBOX_CLASS_IO);
+}
+
+/* The I/O threads take their filter once every device exists (their setup
+ * calls, e.g. watching ioeventfds, ran unconfined); vCPU and console
+ * threads install theirs themselves. */
+static int machine_confine_iothreads(struct vmm *vm, struct machine *m)
+{
+	int ret;
+
+	for (unsigned int i = 0; vm->seccomp && i < m->nr_iothreads; i++) {
+		ret = iothread_call_sync(m->iothreads[i], machine_confine_iothread,
+					 vm->seccomp);
+		if (ret) {
+			vmm_err("seccomp: cannot confine I/O thread %u: %s", i,
+				strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
 int machine_start(struct vmm *vm)
 {
 	struct x86_boot_entry entry;
@@ -473,6 +504,11 @@ int machine_start(struct vmm *vm)
 	m->con_stop_efd = -1;
 	vm->machine = m;
 
+	if (vm->seccomp_mode != VMM_SECCOMP_OFF) {
+		ret = sandbox_build(vm->seccomp_mode, &vm->seccomp);
+		if (ret)
+			goto err;
+	}
 	ret = vcpu_signal_setup();
 	if (ret)
 		goto err;
@@ -495,6 +531,9 @@ int machine_start(struct vmm *vm)
 	if (ret)
 		goto err;
 	ret = machine_setup_vcpus(vm, &entry);
+	if (ret)
+		goto err;
+	ret = machine_confine_iothreads(vm, m);
 	if (ret)
 		goto err;
 	ret = machine_start_console(vm, m);
@@ -565,6 +604,8 @@ void machine_destroy(struct vmm *vm)
 	irq_destroy(vm->irq);
 	vm->irq = NULL;
 	guest_mem_destroy(&vm->mem);
+	sandbox_free(vm->seccomp);
+	vm->seccomp = NULL;
 }
 
 int machine_disk_stats(struct vmm *vm, unsigned int id, struct vmm_disk_stats *st)

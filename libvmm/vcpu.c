@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "sandbox.h"
 #include "vcpu.h"
 #include "vm.h"
 #include "x86/cpuid.h"
@@ -247,6 +248,12 @@ static void *vcpu_thread(void *arg)
 
 	snprintf(name, sizeof(name), "vmm-vcpu%u", vcpu->index);
 	pthread_setname_np(pthread_self(), name);
+	/* Everything is set up: from here on only the vCPU allow-list. */
+	if (sandbox_install(vcpu->vm->seccomp, SANDBOX_CLASS_VCPU)) {
+		vmm_err("seccomp: cannot confine vCPU %u", vcpu->index);
+		vm_request_exit(vcpu->vm, VMM_EXIT_ERROR);
+		return NULL;
+	}
 
 	while (!vm_stopping(vcpu->vm)) {
 		if (ioctl(vcpu->fd, KVM_RUN, 0) < 0) {

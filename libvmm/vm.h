@@ -18,6 +18,7 @@
 struct vcpu;
 struct machine;
 struct vm_irq;
+struct sandbox;
 
 enum vm_state {
 	VM_CONFIG,  /* configurable; nothing runs */
@@ -50,6 +51,7 @@ struct vmm {
 	int console_in, console_out;
 	struct vm_disk_cfg *disks;
 	unsigned int nr_disks;
+	int seccomp_mode; /* enum vmm_seccomp_mode */
 
 	/* KVM. */
 	struct kvm_sys kvm;
@@ -61,6 +63,7 @@ struct vmm {
 	struct vcpu *vcpus;
 	struct vm_irq *irq;	 /* GSI routing + batched wiring */
 	struct machine *machine; /* devices, owned by machine.c */
+	struct sandbox *seccomp; /* built by vmm_start(); NULL = off */
 
 	/*
 	 * Exit protocol: the first vm_request_exit() wins (exit_reason goes

@@ -6,10 +6,14 @@ set -euo pipefail
 PKGS=(
 	# build
 	build-essential cmake pkg-config linux-libc-dev liburing-dev libfdt-dev check
+	libseccomp-dev
 	# the rig: L1 under TCG, its initramfs, the Debian kernel it boots
 	qemu-system-x86 busybox-static kmod cpio xz-utils zstd e2fsprogs util-linux
 	# in-guest and bench I/O tools
 	fio
+	# fuzzing (scripts/fuzz.sh): clang 14 and its libFuzzer/ASan/UBSan
+	# runtimes (libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev)
+	clang libclang-rt-14-dev
 )
 
 missing=()

@@ -20,6 +20,8 @@ cmake --build build-asan -j"$jobs"
 
 echo "== unit tests, ASan+UBSan build" >&2
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -L unit -j"$jobs" --output-on-failure)
+echo "== fuzz smoke: each libFuzzer target for 10 s (scripts/fuzz.sh)" >&2
+scripts/fuzz.sh --smoke
 echo "== all tests (unit + end-to-end on real KVM)" >&2
 (cd build && ctest -j"$jobs" --output-on-failure)
 echo "test.sh: done in $((SECONDS - t0)) s" >&2

@@ -366,38 +366,62 @@ static void vpci_release(struct virtio_transport *t, bool keep_gsis)
 	t->live = false;
 }
 
-/* Remove every ioeventfd, irqfd and route in one transaction, then
- * release.  Context: t->lock held, device stopped. */
-static void vpci_unwire(struct virtio_transport *t)
+/* Stage the removal of every ioeventfd and irqfd, and of the MSI routes
+ * if @routes.  Returns whether anything was staged.  t->lock held. */
+static bool vpci_stage_unwire(struct virtio_transport *t,
+			      struct wiring_txn *txn, bool routes)
 {
-	struct wiring_txn txn;
 	bool any = false;
-	int ret = 0;
 
-	wiring_begin(&txn, t->irq);
 	for (unsigned int i = 0; i < t->nq; i++) {
 		struct virtio_queue *q = &t->queues[i];
 		struct vpci_vq *vq = &t->vqs[i];
 
 		if (vq->kick_addr != VPCI_UNWIRED) {
-			wiring_ioeventfd(&txn, q->kick_fd, vq->kick_addr,
+			wiring_ioeventfd(txn, q->kick_fd, vq->kick_addr,
 					 vpci_kick_len(t), false, false);
 			any = true;
 		}
 		if (vq->irq_wired) {
-			wiring_irqfd(&txn, q->call_fd, q->gsi, false);
-			wiring_route(&txn, q->gsi, false, 0, 0);
+			wiring_irqfd(txn, q->call_fd, q->gsi, false);
+			if (routes)
+				wiring_route(txn, q->gsi, false, 0, 0);
 			any = true;
 		}
 	}
-	if (any)
+	return any;
+}
+
+/* Remove every ioeventfd, irqfd and route in one transaction, then
+ * release.  Context: t->lock held, device stopped. */
+static void vpci_unwire(struct virtio_transport *t)
+{
+	struct wiring_txn txn;
+	int ret = 0;
+
+	wiring_begin(&txn, t->irq);
+	if (vpci_stage_unwire(t, &txn, true))
 		ret = vpci_commit(t, &txn);
 	else
 		wiring_abort(&txn);
-	if (ret)
-		vmm_err("virtio-pci 00:%02x.0: removing the KVM wiring failed "
-			"(%d); its GSIs are leaked until the VM is destroyed",
+	if (ret) {
+		/*
+		 * The route update failed (KVM_SET_GSI_ROUTING: -ENOMEM) and
+		 * the commit rolled the fd deassigns back.  Deassigning alone
+		 * cannot fail for fds KVM holds: do it, so no ioeventfd stays
+		 * on the notify addresses (the next DRIVER_OK could never wire
+		 * them again: -EEXIST) and no irqfd on an eventfd we close.
+		 * Only the routes stay (found by tests/fuzz/fuzz_virtio_pci).
+		 */
+		wiring_begin(&txn, t->irq);
+		vpci_stage_unwire(t, &txn, false);
+		if (vpci_commit(t, &txn))
+			vmm_err("virtio-pci 00:%02x.0: removing the KVM "
+				"ioeventfds/irqfds failed", t->pci.slot);
+		vmm_err("virtio-pci 00:%02x.0: removing the KVM routes failed "
+			"(%d); their GSIs are leaked until the VM is destroyed",
 			t->pci.slot, ret);
+	}
 	vpci_release(t, ret != 0);
 }
 

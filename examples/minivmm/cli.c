@@ -13,6 +13,7 @@ enum {
 	OPT_APPEND = 256,
 	OPT_STATS,
 	OPT_STATS_JSON,
+	OPT_NO_SECCOMP,
 };
 
 static const struct option long_opts[] = {
@@ -25,6 +26,7 @@ static const struct option long_opts[] = {
 	{ "disk", required_argument, NULL, 'd' },
 	{ "stats", no_argument, NULL, OPT_STATS },
 	{ "stats-json", no_argument, NULL, OPT_STATS_JSON },
+	{ "no-seccomp", no_argument, NULL, OPT_NO_SECCOMP },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -56,6 +58,8 @@ void cli_usage(const char *prog, void *file)
 		"                       exclusive) unless lock=off\n"
 		"      --stats          print disk and KVM statistics at exit\n"
 		"      --stats-json     the same, as one JSON object on stderr\n"
+		"      --no-seccomp     do not confine the VMM's threads with\n"
+		"                       seccomp-bpf allow-lists (on by default)\n"
 		"  -v, --verbose        more log messages (repeat for debug)\n"
 		"  -q, --quiet          errors only\n"
 		"  -h, --help           this text\n"
@@ -265,7 +269,11 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
 	o->cmdline = strdup(CLI_DEFAULT_CMDLINE);
 	if (!o->cmdline)
 		return fail(err, errlen, "out of memory");
-	optind = 1;
+	/* 0, not 1: glibc then also forgets its position inside a cluster of
+	 * short options ("-vX") that an earlier call returned from early;
+	 * with 1 the next call resumed scanning that old, possibly freed,
+	 * argv string (found by tests/fuzz/fuzz_cli). */
+	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":c:m:k:i:p:d:vqhV", long_opts,
 				NULL)) != -1) {
@@ -315,6 +323,9 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
 			break;
 		case OPT_STATS_JSON:
 			o->stats = o->stats_json = true;
+			break;
+		case OPT_NO_SECCOMP:
+			o->no_seccomp = true;
 			break;
 		case 'v':
 			if (o->log_level < VMM_LOG_DEBUG)

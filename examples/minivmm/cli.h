@@ -27,6 +27,7 @@ struct cli_opts {
 	struct cli_disk disks[CLI_MAX_DISKS];
 	unsigned int nr_disks;
 	bool stats, stats_json;
+	bool no_seccomp; /* --no-seccomp: seccomp is on by default */
 	int log_level;
 	bool help, version;
 };

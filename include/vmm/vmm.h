@@ -382,6 +382,57 @@ int vmm_wait(struct vmm *vm, int *exit_reason);
  */
 int vmm_get_exit_eventfd(struct vmm *vm);
 
+/* Modes of vmm_set_seccomp(). */
+enum vmm_seccomp_mode {
+	VMM_SECCOMP_OFF = 0,   /* no filters (the library's default) */
+	VMM_SECCOMP_KILL = 1,  /* a system call off the list kills the process */
+	VMM_SECCOMP_ERRNO = 2, /* ... fails with EPERM (tests, debugging) */
+};
+
+/**
+ * vmm_set_seccomp() - confine the VM's own threads with seccomp-bpf.
+ * @vm:   VM in state CONFIG
+ * @mode: enum vmm_seccomp_mode
+ *
+ * With a mode other than VMM_SECCOMP_OFF, vmm_start() builds one
+ * allow-list per thread class (libseccomp) and every thread the library
+ * creates installs its class's filter on itself once its setup is done:
+ * vCPU threads right before their KVM_RUN loop (KVM_RUN and the few KVM
+ * ioctls device emulation needs, checked by request number), I/O threads
+ * once the devices exist (io_uring_enter, the block fallback's
+ * preadv/pwritev/fdatasync/fallocate), the console thread before its loop.
+ * Opening files, sockets, execve, clone, ptrace and the like are refused
+ * everywhere; mmap/mprotect with PROT_EXEC too.  The caller's threads are
+ * never confined implicitly: see vmm_seccomp_confine_current_thread().
+ * A vmm_log_fn callback runs under these filters (it may write() to an
+ * already open fd, lock, allocate; nothing else).  Filters stay in force
+ * until the threads end.  Needs Linux 4.14+ (SECCOMP_RET_KILL_PROCESS).
+ *
+ * Returns: 0; -EINVAL for NULL @vm or an unknown @mode; -EBUSY if not in
+ * CONFIG.  A filter that cannot be built or installed makes vmm_start()
+ * fail with -ENOTSUP (or -ENOMEM).
+ */
+int vmm_set_seccomp(struct vmm *vm, int mode);
+
+/**
+ * vmm_seccomp_confine_current_thread() - install the "control" filter on
+ * the calling thread (irreversible; inherited by threads it creates later).
+ * @vm: VM that was started with a seccomp mode other than VMM_SECCOMP_OFF
+ *
+ * For a program whose thread, after vmm_start(), only waits for the VM and
+ * then tears it down (what minivmm does): the control list allows what
+ * vmm_stop(), vmm_wait(), vmm_get_exit_eventfd() polling (poll, ppoll,
+ * epoll_wait), the stats getters, vmm_destroy() and a terminal restore
+ * (TCSETS) need, plus read/write/close of open fds, memory management and
+ * exit.  It does not allow open(): this thread can no longer create a VM,
+ * open files or start programs.  The same mode (kill or EPERM) applies.
+ *
+ * Returns: 0; -EINVAL for NULL @vm or when @vm's seccomp mode is
+ * VMM_SECCOMP_OFF; -EBUSY if @vm was never started; -ENOTSUP (or another
+ * -errno) if the kernel refused the filter.
+ */
+int vmm_seccomp_confine_current_thread(struct vmm *vm);
+
 /**
  * vmm_exit_reason_str() - a short English name for an enum vmm_exit_reason.
  * @reason: value

@@ -2,7 +2,7 @@
 # seccomp_profile.sh MINIVMM KERNEL INITRD TOOLS [NR_CPUS] [MINIVMM OPTIONS...]
 #
 # Developer tool, not a test: how the seccomp allow-lists of
-# libvmm/seccomp.c were found and how to refresh them.  Boots the blk-mq
+# libvmm/sandbox.c were found and how to refresh them.  Boots the blk-mq
 # payload (fio on a multi-queue disk, as tests/e2e/blk_mq.sh) under
 # `strace -ff` with seccomp off and prints, per thread class, every system
 # call the threads made after they were named (vmm-vcpuN, vmm-ioN,
@@ -36,13 +36,13 @@ for f in "$dir"/st/t.*; do
 	name=$(sed -n 's/.*prctl(PR_SET_NAME, "\([^"]*\)").*/\1/p' "$f" | head -1)
 	if [[ -n "$name" ]]; then
 		class=${name%%[0-9]*}
-		sed -n '/prctl(PR_SET_NAME/,$p' "$f"
+		from=$(grep -n -m1 'prctl(PR_SET_NAME' "$f" | cut -d: -f1)
 	else
 		class=control
-		last=$(grep -n '^clone' "$f" | tail -1 | cut -d: -f1)
-		sed -n "${last:-1},\$p" "$f"
-	fi | sed -n 's/^\([a-z_0-9]*\)(\(.*\)/\1 \2/p' |
-		awk -v c="$class" '{ s=$1; if (s == "ioctl") { split($2, a, ","); s = s " " a[2] } print c, s }'
+		from=$(grep -n '^clone' "$f" | tail -1 | cut -d: -f1)
+	fi
+	sed -n "${from:-1},\$p" "$f" | sed -n 's/^\([a-z_0-9]*\)(\(.*\)/\1 \2/p' |
+		awk -v c="$class" '{ s = $1; if (s == "ioctl") { r = $3; sub(/,$/, "", r); s = s ":" r } print c, s }'
 done | sort | uniq -c | sort -k2,2 -k1,1nr >"$dir/summary"
 for class in vmm-vcpu vmm-io vmm-console control; do
 	echo "== $class: $(awk -v c="$class" '$2 == c { print $3 }' "$dir/summary" | sort -u | wc -l) distinct calls"

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * seccomp-bpf confinement of the VMM's threads, one allow-list per thread
+ * Sandbox: seccomp-bpf confinement of the VMM's threads, one allow-list per thread
  * class, built with libseccomp (never hand-written BPF).
  *
- * The filters are compiled once per VM by vmm_start() (seccomp_filters_build,
+ * The filters are compiled once per VM by vmm_start() (sandbox_build,
  * on the thread that starts the VM, so a build error is an ordinary -errno
  * of vmm_start) and exported as classic BPF; each thread then installs its
- * class's program on itself (seccomp_install: no_new_privs +
+ * class's program on itself (sandbox_install: no_new_privs +
  * SECCOMP_SET_MODE_FILTER), after its setup and before it serves the guest:
  *   vCPU     in the vCPU thread, right before the KVM_RUN loop
  *   I/O      on the I/O thread (iothread_call_sync) once the devices exist
@@ -16,20 +16,20 @@
  * A filter is per thread and irreversible; the kernel copies the program,
  * so the built set may be freed once the threads have installed it.
  */
-#ifndef VMM_SECCOMP_H
-#define VMM_SECCOMP_H
+#ifndef VMM_SANDBOX_H
+#define VMM_SANDBOX_H
 
 #include "util/compiler.h"
 
-enum seccomp_class {
-	SECCOMP_CLASS_VCPU,
-	SECCOMP_CLASS_IO,
-	SECCOMP_CLASS_CONSOLE,
-	SECCOMP_CLASS_CONTROL,
-	SECCOMP_CLASS_NR,
+enum sandbox_class {
+	SANDBOX_CLASS_VCPU,
+	SANDBOX_CLASS_IO,
+	SANDBOX_CLASS_CONSOLE,
+	SANDBOX_CLASS_CONTROL,
+	SANDBOX_CLASS_NR,
 };
 
-struct seccomp_filters;
+struct sandbox;
 
 /*
  * Build every class's filter for @mode (VMM_SECCOMP_KILL: kill the process
@@ -37,18 +37,18 @@ struct seccomp_filters;
  * Returns 0; -EINVAL for another mode; -ENOMEM; -ENOTSUP if libseccomp
  * cannot build or export a filter on this host.
  */
-int seccomp_filters_build(int mode, struct seccomp_filters **out) __must_check;
-void seccomp_filters_free(struct seccomp_filters *f);
+int sandbox_build(int mode, struct sandbox **out) __must_check;
+void sandbox_free(struct sandbox *f);
 
 /*
  * Install @cls's filter on the calling thread.  @f NULL: nothing to do, 0.
- * Returns 0 or -errno from prctl()/seccomp() (-EINVAL: the kernel has no
- * seccomp filters; -EACCES: no_new_privs could not be set).
+ * Returns 0; -ENOTSUP if the kernel has no seccomp filters; another -errno
+ * from prctl()/seccomp().
  */
-int seccomp_install(const struct seccomp_filters *f, enum seccomp_class cls) __must_check;
+int sandbox_install(const struct sandbox *f, enum sandbox_class cls) __must_check;
 
 /* Number of distinct system calls @cls allows (for tests and the README). */
-unsigned int seccomp_class_nr_syscalls(enum seccomp_class cls);
-const char *seccomp_class_name(enum seccomp_class cls);
+unsigned int sandbox_class_nr_syscalls(enum sandbox_class cls);
+const char *sandbox_class_name(enum sandbox_class cls);
 
 #endif

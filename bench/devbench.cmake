@@ -1,0 +1,7 @@
+# devbench: device throughput without KVM (bench/devbench.sh drives it).
+# The simulated driver, libvmm's real device on a fake KVM, and a small
+# vhost-user front end for qemu-storage-daemon.
+add_executable(devbench devbench.c devbench_driver.c devbench_libvmm.c
+               vhost_user.c)
+target_compile_definitions(devbench PRIVATE _GNU_SOURCE)
+target_link_libraries(devbench PRIVATE vmm_static)

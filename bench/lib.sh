@@ -1,0 +1,47 @@
+# shellcheck shell=bash
+# Shared helpers of the benchmark scripts (sourced).
+
+bench_log() {
+	echo "bench: $*" >&2
+}
+
+bench_die() {
+	echo "bench: error: $*" >&2
+	exit 1
+}
+
+# bench_json_str S: S as a JSON string.
+bench_json_str() {
+	jq -cn --arg s "$1" '$s'
+}
+
+# bench_emit JSON: one result record on stdout, tagged so that run.sh can
+# pick it out of the rig's merged output.
+bench_emit() {
+	printf 'BENCH-JSON %s\n' "$1"
+}
+
+# bench_kv LINE KEY: value of KEY=VALUE in a line of words.
+bench_kv() {
+	local w
+	for w in $1; do
+		[[ $w == "$2="* ]] && { echo "${w#*=}"; return 0; }
+	done
+	return 1
+}
+
+# Now, in nanoseconds of CLOCK_REALTIME (bash 5: EPOCHREALTIME).
+bench_now_ns() {
+	local t=${EPOCHREALTIME/./}
+	echo $((10#$t * 1000))
+}
+
+# jq definitions used by the summaries.
+# shellcheck disable=SC2034 # used by the sourcing scripts
+BENCH_JQ_DEFS='
+def median: map(select(. != null)) | sort |
+	if length == 0 then null
+	elif length % 2 == 1 then .[(length - 1) / 2]
+	else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+def r(n): if . == null then null else (. * pow(10; n) | round) / pow(10; n) end;
+'

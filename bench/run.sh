@@ -1,0 +1,105 @@
+#!/bin/bash
+# bench/run.sh [--quick|--full]
+#
+# Runs every benchmark and writes bench/results/:
+#   results.json   one record per measurement (all parameters, machine, date)
+#   summary.md     medians, ratios and the targets, as Markdown tables
+#   *.png          gnuplot plots
+#   kvm-run.log    raw output of the KVM part (inside the nested-KVM rig)
+#   native-run.log raw output of bench/footprint.sh (this host's /dev/kvm)
+#
+#   --quick  seconds-long smoke of every benchmark (CI; ~3 minutes here)
+#   --full   >= 5 alternating rounds (default; ~15 minutes here)
+#
+# The KVM benchmarks (wiring, guest boot/IO, footprint) run in ONE
+# tests/rig/rig-run call (bench/guest_bench.sh); the KVM-free device
+# benchmark bench/devbench.sh runs here when it exists and its records
+# (bench/results/devbench.json) are merged.  Builds what it needs in
+# $BENCH_BUILD_DIR (default build-bench).  Counts (ioctls, exits, kicks,
+# interrupts per request) are the primary results; timings are reported,
+# never asserted.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
+
+mode=--full
+for a in "$@"; do
+	case "$a" in
+	--quick | --full) mode=$a ;;
+	-h | --help)
+		sed -n '2,20p' "$0"
+		exit 0
+		;;
+	*) bench_die "unknown option $a (use --quick or --full)" ;;
+	esac
+done
+out=bench/results
+build=${BENCH_BUILD_DIR:-build-bench}
+mkdir -p "$out"
+for t in jq gnuplot cmake; do
+	command -v "$t" >/dev/null || bench_die "$t is missing (scripts/deps.sh installs it)"
+done
+t_start=$SECONDS
+date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+
+bench_log "building ($build)"
+cmake -S . -B "$build" -DVMM_BUILD_TESTS=OFF >/dev/null
+cmake --build "$build" -j"$(nproc)" --target minivmm wiring_bench footprint_preload \
+	footprint_exec >/dev/null
+tests/rig/mkguest.sh --quiet
+mapfile -t guest < <(tests/rig/mkguest.sh)
+tools=$(tests/rig/mktools.sh)
+
+bench_log "footprint on this host's own /dev/kvm (native, up to the first KVM_RUN)"
+bench/footprint.sh "$mode" "$build" "${guest[0]}" "${guest[1]}" >"$out/native-run.log" 2>&1 ||
+	bench_log "footprint.sh exited $?"
+grep -v '^BENCH-JSON ' "$out/native-run.log" >&2 || true
+
+timeout=900
+[[ $mode == --full ]] && timeout=2400
+bench_log "KVM benchmarks ($mode) through the rig"
+set +e
+tests/rig/rig-run --timeout "$timeout" -- \
+	bench/guest_bench.sh "$mode" "$build" "${guest[0]}" "${guest[1]}" "$tools" \
+	>"$out/kvm-run.log" 2>&1 &
+rig_pid=$!
+tail -n +1 --pid=$rig_pid -f "$out/kvm-run.log" | grep -v '^BENCH-JSON ' >&2
+wait $rig_pid
+kvm_rc=$?
+set -e
+[[ $kvm_rc -eq 0 ]] || bench_log "KVM part exited $kvm_rc (results so far are kept)"
+
+records=$(mktemp)
+trap 'rm -f "$records"' EXIT
+sed -n 's/^BENCH-JSON //p' "$out/native-run.log" "$out/kvm-run.log" | jq -c . >"$records" || true
+
+dev_rc=0
+if [[ -x bench/devbench.sh ]]; then
+	bench_log "device benchmark: bench/devbench.sh $mode"
+	rm -f "$out/devbench.json"
+	bench/devbench.sh "$mode" >&2 || dev_rc=$?
+	[[ $dev_rc -eq 0 ]] || bench_log "devbench.sh exited $dev_rc"
+	if [[ -s $out/devbench.json ]]; then
+		jq -c '.[] | {bench:"devbench"} + .' "$out/devbench.json" >>"$records" ||
+			bench_log "devbench.json is not a JSON array; not merged"
+	fi
+fi
+
+machine=$(jq -cn --arg kernel "$(uname -r)" \
+	--arg cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)" \
+	--argjson cpus "$(nproc)" --argjson mem_kib "$(awk '/MemTotal/ {print $2}' /proc/meminfo)" \
+	--arg commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+	--arg dirty "$(git status --porcelain 2>/dev/null | grep -q . && echo yes || echo no)" \
+	'{host_kernel:$kernel, host_cpu:$cpu, host_cpus:$cpus, host_mem_kib:$mem_kib,
+	  git_commit:$commit, git_dirty:($dirty == "yes")}')
+kvm_machine=$(jq -c 'select(.bench == "machine_kvm") | del(.bench)' "$records" | head -1)
+[[ -n $kvm_machine ]] || kvm_machine=null
+jq -s --arg date "$date" --arg mode "${mode#--}" --argjson m "$machine" --argjson k "$kvm_machine" \
+	'map(select(.bench != "machine_kvm") + {date:$date, run_mode:$mode, machine:($m + {kvm:$k})})' \
+	"$records" >"$out/results.json"
+bench_log "$(jq length "$out/results.json") records in $out/results.json"
+
+bench/plot.sh "$out/results.json" "$out"
+bench_log "done in $((SECONDS - t_start)) s: $out/summary.md"
+[[ $kvm_rc -eq 0 && $dev_rc -eq 0 ]]

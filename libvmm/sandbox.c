@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-thread-class seccomp allow-lists (see sandbox.h).
+ *
+ * The lists hold what each class was seen to call at run time (strace -ff
+ * of minivmm booting the blk-mq payload with fio, tests/e2e/
+ * seccomp_profile.sh), plus what glibc needs on the same paths (malloc
+ * growing an arena, a thread's exit, usleep) and error paths (logging).
+ * Arguments are checked where it is cheap and meaningful, as Firecracker
+ * does: ioctl by request number (the low 32 bits, which is all the kernel
+ * reads), mmap/mprotect never with PROT_EXEC, tgkill only inside this
+ * process.  Everything else (open, socket, execve, clone, ptrace, ...)
+ * gets the default action: kill the process (VMM_SECCOMP_KILL) or EPERM
+ * (VMM_SECCOMP_ERRNO, for tests and debugging).
+ *
+ * A vmm_log_fn callback runs on these threads under these filters.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/fs.h>
+#include <linux/kvm.h>
+#include <linux/seccomp.h>
+#include <seccomp.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "sandbox.h"
+#include "vmm/vmm.h"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Argument checks a rule can carry (few kinds, so the tables stay data). */
+enum arg_check {
+	ARG_ANY,
+	ARG_NO_EXEC, /* prot (argument 2) without PROT_EXEC: mmap, mprotect */
+	ARG_OWN_PID, /* argument 0 is this process: tgkill */
+	ARG_FD_ONLY, /* flags (argument 3) have AT_EMPTY_PATH: fstat of an fd,
+			not a path lookup (newfstatat) */
+	ARG_FCNTL,   /* command (argument 1) in fcntl_cmds[]: no F_DUPFD */
+};
+
+/* Disk image locks (OFD locks, released explicitly at vblk_close()) and
+ * flag reads. */
+static const int fcntl_cmds[] = {
+	F_OFD_SETLK, F_OFD_GETLK, F_SETLK, F_GETLK, F_GETFL, F_GETFD,
+};
+
+struct rule {
+	int nr;
+	enum arg_check check;
+};
+
+/* Every class: memory management for malloc (glibc and, in sanitizer
+ * builds, ASan's allocator), locks, signals (the vCPU kick), time, and
+ * ending the thread. */
+static const struct rule common_rules[] = {
+	{ SCMP_SYS(read), ARG_ANY },
+	{ SCMP_SYS(write), ARG_ANY },
+	{ SCMP_SYS(close), ARG_ANY },
+	{ SCMP_SYS(futex), ARG_ANY },
+	{ SCMP_SYS(brk), ARG_ANY },
+	{ SCMP_SYS(mmap), ARG_NO_EXEC },
+	{ SCMP_SYS(mprotect), ARG_NO_EXEC },
+	{ SCMP_SYS(munmap), ARG_ANY },
+	{ SCMP_SYS(mremap), ARG_ANY },
+	{ SCMP_SYS(madvise), ARG_ANY },
+	{ SCMP_SYS(rt_sigprocmask), ARG_ANY },
+	{ SCMP_SYS(rt_sigreturn), ARG_ANY },
+	{ SCMP_SYS(sigaltstack), ARG_ANY }, /* sanitizer runtimes, thread exit */
+	{ SCMP_SYS(restart_syscall), ARG_ANY },
+	{ SCMP_SYS(clock_gettime), ARG_ANY },
+	{ SCMP_SYS(clock_nanosleep), ARG_ANY },
+	{ SCMP_SYS(nanosleep), ARG_ANY },
+	{ SCMP_SYS(getpid), ARG_ANY },
+	{ SCMP_SYS(gettid), ARG_ANY },
+	{ SCMP_SYS(tgkill), ARG_OWN_PID },
+	{ SCMP_SYS(exit), ARG_ANY },
+	{ SCMP_SYS(exit_group), ARG_ANY },
+};
+
+/*
+ * vCPU threads: KVM_RUN, and the device emulation that runs on them: a
+ * guest register write may commit a wiring transaction (GSI routes, irqfds,
+ * ioeventfds), create eventfds (queue enable / DRIVER_OK), run a call on an
+ * I/O thread (eventfd write + futex wait), raise the serial IRQ line, or
+ * kick the other vCPUs (guest reset).
+ */
+static const struct rule vcpu_rules[] = {
+	{ SCMP_SYS(ioctl), ARG_ANY }, /* by request: vcpu_ioctls[] */
+	{ SCMP_SYS(eventfd2), ARG_ANY },
+};
+static const unsigned long vcpu_ioctls[] = {
+	KVM_RUN, KVM_IRQ_LINE, KVM_SET_GSI_ROUTING, KVM_IRQFD, KVM_IOEVENTFD,
+	KVM_SIGNAL_MSI,
+};
+
+/* I/O threads: their io_uring, and the synchronous fallback of the block
+ * backend (preadv/pwritev, fdatasync, fallocate, BLKDISCARD/BLKZEROOUT). */
+static const struct rule io_rules[] = {
+	{ SCMP_SYS(io_uring_enter), ARG_ANY },
+	{ SCMP_SYS(ioctl), ARG_ANY }, /* by request: io_ioctls[] */
+	{ SCMP_SYS(preadv), ARG_ANY },
+	{ SCMP_SYS(pwritev), ARG_ANY },
+	{ SCMP_SYS(pread64), ARG_ANY },
+	{ SCMP_SYS(pwrite64), ARG_ANY },
+	{ SCMP_SYS(fdatasync), ARG_ANY },
+	{ SCMP_SYS(fsync), ARG_ANY },
+	{ SCMP_SYS(fallocate), ARG_ANY },
+	{ SCMP_SYS(eventfd2), ARG_ANY },
+};
+static const unsigned long io_ioctls[] = {
+	BLKDISCARD, BLKZEROOUT, KVM_SIGNAL_MSI,
+};
+
+/* Console input: poll the input fd, feed the UART (which raises its IRQ). */
+static const struct rule console_rules[] = {
+	{ SCMP_SYS(poll), ARG_ANY },
+	{ SCMP_SYS(ppoll), ARG_ANY },
+	{ SCMP_SYS(ioctl), ARG_ANY }, /* by request: console_ioctls[] */
+};
+static const unsigned long console_ioctls[] = { KVM_IRQ_LINE };
+
+/*
+ * Control thread, after vmm_start(): wait for the VM (poll/ppoll/
+ * epoll_wait on the exit eventfd and a signalfd), vmm_stop() (kicks),
+ * vmm_wait() (joins), the stats getters (KVM stats fds), vmm_destroy()
+ * (unwiring, closing, unmapping, draining the I/O threads) and the
+ * terminal restore of a CLI.  Not open(), not vmm_create(): a confined
+ * thread cannot build another VM.
+ */
+static const struct rule control_rules[] = {
+	{ SCMP_SYS(poll), ARG_ANY },
+	{ SCMP_SYS(ppoll), ARG_ANY },
+	{ SCMP_SYS(epoll_wait), ARG_ANY },
+	{ SCMP_SYS(epoll_pwait), ARG_ANY },
+	{ SCMP_SYS(ioctl), ARG_ANY }, /* by request: control_ioctls[] */
+	{ SCMP_SYS(pread64), ARG_ANY },
+	{ SCMP_SYS(io_uring_enter), ARG_ANY },
+	{ SCMP_SYS(fdatasync), ARG_ANY },
+	{ SCMP_SYS(fsync), ARG_ANY },
+	{ SCMP_SYS(fcntl), ARG_FCNTL }, /* image unlock at vmm_destroy() */
+	{ SCMP_SYS(newfstatat), ARG_FD_ONLY }, /* stdio's first use of a FILE */
+	{ SCMP_SYS(fstat), ARG_ANY },
+	{ SCMP_SYS(lseek), ARG_ANY },
+};
+static const unsigned long control_ioctls[] = {
+	KVM_SET_GSI_ROUTING, KVM_IRQFD, KVM_IOEVENTFD, KVM_IRQ_LINE,
+	KVM_SIGNAL_MSI, TCGETS, TCSETS, TCSETSW, TCSETSF,
+};
+
+struct class_def {
+	const char *name;
+	const struct rule *rules;
+	unsigned int nr_rules;
+	const unsigned long *ioctls;
+	unsigned int nr_ioctls;
+};
+
+static const struct class_def classes[SANDBOX_CLASS_NR] = {
+	[SANDBOX_CLASS_VCPU] = { "vcpu", vcpu_rules, ARRAY_LEN(vcpu_rules),
+				 vcpu_ioctls, ARRAY_LEN(vcpu_ioctls) },
+	[SANDBOX_CLASS_IO] = { "io", io_rules, ARRAY_LEN(io_rules), io_ioctls,
+			       ARRAY_LEN(io_ioctls) },
+	[SANDBOX_CLASS_CONSOLE] = { "console", console_rules,
+				    ARRAY_LEN(console_rules), console_ioctls,
+				    ARRAY_LEN(console_ioctls) },
+	[SANDBOX_CLASS_CONTROL] = { "control", control_rules,
+				    ARRAY_LEN(control_rules), control_ioctls,
+				    ARRAY_LEN(control_ioctls) },
+};
+
+struct sandbox {
+	struct sock_fprog prog[SANDBOX_CLASS_NR];
+};
+
+const char *sandbox_class_name(enum sandbox_class cls)
+{
+	return cls < SANDBOX_CLASS_NR ? classes[cls].name : "unknown";
+}
+
+static bool seen(const int *nrs, unsigned int n, int nr)
+{
+	for (unsigned int i = 0; i < n; i++)
+		if (nrs[i] == nr)
+			return true;
+	return false;
+}
+
+unsigned int sandbox_class_nr_syscalls(enum sandbox_class cls)
+{
+	int nrs[ARRAY_LEN(common_rules) + 32];
+	unsigned int n = 0;
+
+	if (cls >= SANDBOX_CLASS_NR)
+		return 0;
+	for (unsigned int i = 0; i < ARRAY_LEN(common_rules); i++)
+		if (!seen(nrs, n, common_rules[i].nr))
+			nrs[n++] = common_rules[i].nr;
+	for (unsigned int i = 0; i < classes[cls].nr_rules && n < ARRAY_LEN(nrs); i++)
+		if (!seen(nrs, n, classes[cls].rules[i].nr))
+			nrs[n++] = classes[cls].rules[i].nr;
+	return n;
+}
+
+static int add_rule(scmp_filter_ctx ctx, const struct rule *r,
+		    const struct class_def *c)
+{
+	int ret = 0;
+
+	if (r->nr == SCMP_SYS(ioctl)) {
+		/* The kernel reads the request as an unsigned int: compare
+		 * the low 32 bits only, whatever the caller left above. */
+		for (unsigned int i = 0; i < c->nr_ioctls && !ret; i++)
+			ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 1,
+					       SCMP_A1(SCMP_CMP_MASKED_EQ,
+						       0xffffffffu,
+						       c->ioctls[i] & 0xffffffffu));
+		return ret;
+	}
+	switch (r->check) {
+	case ARG_NO_EXEC:
+		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 1,
+					SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+	case ARG_FCNTL:
+		for (unsigned int i = 0; i < ARRAY_LEN(fcntl_cmds) && !ret; i++)
+			ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 1,
+					       SCMP_A1(SCMP_CMP_EQ,
+						       (scmp_datum_t)fcntl_cmds[i]));
+		return ret;
+	case ARG_FD_ONLY:
+		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 1,
+					SCMP_A3(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH,
+						AT_EMPTY_PATH));
+	case ARG_OWN_PID:
+		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 1,
+					SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid()));
+	case ARG_ANY:
+		break;
+	}
+	return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 0);
+}
+
+/* libseccomp 2.5 exports BPF only to an fd: go through a memfd. */
+static int export_bpf(scmp_filter_ctx ctx, struct sock_fprog *out)
+{
+	struct stat st;
+	void *buf = NULL;
+	int fd, ret;
+
+	fd = memfd_create("vmm-seccomp", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = seccomp_export_bpf(ctx, fd);
+	if (ret)
+		goto out;
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	if (st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) ||
+	    st.st_size / sizeof(struct sock_filter) > BPF_MAXINSNS) {
+		ret = -ENOTSUP;
+		goto out;
+	}
+	buf = malloc((size_t)st.st_size);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (pread(fd, buf, (size_t)st.st_size, 0) != st.st_size) {
+		ret = -EIO;
+		goto out;
+	}
+	out->filter = buf;
+	out->len = (unsigned short)(st.st_size / sizeof(struct sock_filter));
+	buf = NULL;
+out:
+	free(buf);
+	close(fd);
+	return ret;
+}
+
+static int build_class(const struct class_def *c, uint32_t deny,
+		       struct sock_fprog *out)
+{
+	scmp_filter_ctx ctx = seccomp_init(deny);
+	int ret = 0;
+
+	if (!ctx)
+		return -ENOMEM;
+	/* A foreign-architecture call (int 0x80 from a 64-bit process) gets
+	 * the same answer as any call off the list. */
+	ret = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, deny);
+	for (unsigned int i = 0; i < ARRAY_LEN(common_rules) && !ret; i++)
+		ret = add_rule(ctx, &common_rules[i], c);
+	for (unsigned int i = 0; i < c->nr_rules && !ret; i++)
+		ret = add_rule(ctx, &c->rules[i], c);
+	if (!ret)
+		ret = export_bpf(ctx, out);
+	seccomp_release(ctx);
+	if (ret)
+		vmm_err("seccomp: cannot build the %s filter: %s", c->name,
+			strerror(-ret));
+	return ret == -ENOMEM ? ret : (ret ? -ENOTSUP : 0);
+}
+
+int sandbox_build(int mode, struct sandbox **out)
+{
+	struct sandbox *f;
+	uint32_t deny;
+	int ret = 0;
+
+	if (mode == VMM_SECCOMP_KILL)
+		deny = SCMP_ACT_KILL_PROCESS;
+	else if (mode == VMM_SECCOMP_ERRNO)
+		deny = SCMP_ACT_ERRNO(EPERM);
+	else
+		return -EINVAL;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < SANDBOX_CLASS_NR && !ret; i++)
+		ret = build_class(&classes[i], deny, &f->prog[i]);
+	if (ret) {
+		sandbox_free(f);
+		return ret;
+	}
+	*out = f;
+	return 0;
+}
+
+void sandbox_free(struct sandbox *f)
+{
+	if (!f)
+		return;
+	for (unsigned int i = 0; i < SANDBOX_CLASS_NR; i++)
+		free(f->prog[i].filter);
+	free(f);
+}
+
+int sandbox_install(const struct sandbox *f, enum sandbox_class cls)
+{
+	if (!f)
+		return 0;
+	if (cls >= SANDBOX_CLASS_NR)
+		return -EINVAL;
+	/* Needed without CAP_SYS_ADMIN; also keeps a later execve (not
+	 * allowed anyway) from gaining privileges. */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -errno;
+	/* Per thread: no SECCOMP_FILTER_FLAG_TSYNC. */
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &f->prog[cls]) < 0)
+		return errno == EINVAL ? -ENOTSUP : -errno;
+	return 0;
+}

@@ -1,0 +1,73 @@
+#!/bin/bash
+# Builds the libFuzzer targets (clang, -DVMM_FUZZ=ON, ASan+UBSan) into
+# build-fuzz/ and runs each for a fixed time on a working copy of its seed
+# corpus, then prints the executions per target.
+#
+#   scripts/fuzz.sh                  20 s per target (same as --quick)
+#   scripts/fuzz.sh --quick          20 s per target
+#   scripts/fuzz.sh --smoke          10 s per target (scripts/test.sh)
+#   scripts/fuzz.sh --long SECONDS   SECONDS per target, for real campaigns
+#   scripts/fuzz.sh ... -- TARGET..  only these targets (e.g. fuzz_cli)
+#
+# Every input runs under a 5 s timeout with leak detection.  The working
+# corpus is build-fuzz/corpus/<target>/ (seeded from tests/fuzz/corpus/ and
+# kept between runs); crashes land in build-fuzz/crashes/ and make the
+# script fail.  Keep each crash as tests/fuzz/regressions/<target>/<name>
+# (check_fuzz_regressions replays it in every build), and fix the bug.
+#
+# The build is not -Werror: the targets must build while other code is in
+# flight; `cmake -DVMM_WERROR=ON` in the normal builds keeps the warnings out.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+secs=20
+while [[ $# -gt 0 ]]; do
+	case "$1" in
+	--quick) secs=20; shift ;;
+	--smoke) secs=10; shift ;;
+	--long) secs=${2:?--long needs SECONDS}; shift 2 ;;
+	--) shift; break ;;
+	*) echo "usage: $0 [--quick|--smoke|--long SECONDS] [-- TARGET...]" >&2; exit 2 ;;
+	esac
+done
+targets=("$@")
+[[ ${#targets[@]} -gt 0 ]] ||
+	targets=(fuzz_virtqueue_blk fuzz_virtio_pci fuzz_bzimage fuzz_cli)
+
+if ! command -v clang >/dev/null; then
+	echo "fuzz.sh: clang not found (scripts/deps.sh installs it)" >&2
+	exit 1
+fi
+CC=clang cmake -S . -B build-fuzz -DVMM_FUZZ=ON -DVMM_WERROR=OFF \
+	-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]}"
+
+mkdir -p build-fuzz/crashes
+declare -A execs
+failed=()
+for t in "${targets[@]}"; do
+	corpus=build-fuzz/corpus/$t
+	mkdir -p "$corpus"
+	cp -n tests/fuzz/corpus/"$t"/* "$corpus"/ 2>/dev/null || true
+	log=build-fuzz/$t.log
+	echo "== $t: ${secs} s" >&2
+	rc=0
+	ASAN_OPTIONS=detect_leaks=1 build-fuzz/tests/fuzz/"$t" \
+		-max_total_time="$secs" -timeout=5 -detect_leaks=1 \
+		-print_final_stats=1 -artifact_prefix=build-fuzz/crashes/"$t"- \
+		"$corpus" >"$log" 2>&1 || rc=$?
+	execs[$t]=$(awk '/stat::number_of_executed_units:/ { print $2 }' "$log" | tail -1)
+	if [[ $rc -ne 0 ]]; then
+		failed+=("$t")
+		grep -E 'ERROR|SUMMARY|Test unit written' "$log" >&2 || tail -20 "$log" >&2
+	fi
+done
+
+echo "fuzz.sh: executions in ${secs} s per target:"
+for t in "${targets[@]}"; do
+	printf '  %-20s %12s\n' "$t" "${execs[$t]:-?}"
+done
+if [[ ${#failed[@]} -gt 0 ]]; then
+	echo "fuzz.sh: FAILED: ${failed[*]} (inputs in build-fuzz/crashes/)" >&2
+	exit 1
+fi

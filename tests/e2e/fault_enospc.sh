@@ -1,0 +1,38 @@
+#!/bin/bash
+# fault_enospc.sh MINIVMM KERNEL INITRD
+# A sparse 64 MiB image on an 8 MiB tmpfs: guest writes beyond what fits
+# hit ENOSPC on the host.  The guest must see EIO (not a hang), the VM must
+# keep running (the payload reads the disk afterwards and the guest reboots
+# normally: exit 0), io_errors in --stats-json must count the errors, and
+# the log must carry one line per burst, not one per request.
+set -euo pipefail
+here=$(dirname "$0")
+. "$here/lib.sh"
+e2e_require_kvm
+
+vmm=$1 kernel=$2 initrd=$3
+dir=$(mktemp -d /tmp/fault_enospc.XXXXXX)
+mkdir "$dir/tiny"
+if ! mount -t tmpfs -o size=8M tmpfs "$dir/tiny" 2>/dev/null; then
+	rm -rf "$dir"
+	echo "SKIP: cannot mount a tmpfs here (not root?)"
+	exit 77
+fi
+trap 'umount "$dir/tiny"; rm -rf "$dir"' EXIT
+truncate -s 64M "$dir/tiny/img"
+
+e2e_run_vmm "$dir/log" -- "$vmm" --smp 2 --mem 512M --kernel "$kernel" \
+	--initrd "$initrd" --disk "path=$dir/tiny/img,serial=faulty" \
+	--stats-json --append "guest.run=crash-fault guest.fault=enospc"
+grep -q "FAULT-EIO-SEEN" "$dir/log" || e2e_fail "the guest did not see the errors"
+grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/log" || e2e_fail "guest payload failed"
+[[ $E2E_RC -eq 0 ]] || e2e_fail "minivmm exited $E2E_RC"
+errs=$(grep -o '"io_errors":[0-9]*' "$dir/log" | cut -d: -f2 | sort -n | tail -1)
+lines=$(grep -c "libvmm: blk: .*: I/O error on" "$dir/log" || true)
+sums=$(grep -c "more I/O errors" "$dir/log" || true)
+echo "io_errors=$errs, first-error log lines=$lines, summary lines=$sums"
+[[ ${errs:-0} -ge 8 ]] || e2e_fail "io_errors=$errs, expected >= 8"
+[[ $lines -ge 1 && $lines -le 3 ]] || e2e_fail "$lines I/O error log lines for $errs errors"
+[[ $sums -ge 1 ]] || e2e_fail "no 'more I/O errors' summary"
+grep -q "No space left on device" "$dir/log" || e2e_fail "the log does not say ENOSPC"
+echo "PASS: host ENOSPC -> guest EIO, VM keeps running, errors counted and logged per burst"

@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Writes the seed corpus tests/fuzz/corpus/<target>/<name> (committed; rerun
+only when a target's input encoding changes).  Each seed is a small, valid
+program for its target's action-record decoder (see the fuzz_*.c headers)."""
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def u8(v): return struct.pack('<B', v & 0xff)
+def u16(v): return struct.pack('<H', v & 0xffff)
+def u32(v): return struct.pack('<I', v & 0xffffffff)
+def u64(v): return struct.pack('<Q', v & 0xffffffffffffffff)
+
+
+def write(target, name, data):
+    d = os.path.join(HERE, 'corpus', target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), 'wb') as f:
+        f.write(data)
+
+
+# ---- fuzz_virtqueue_blk ---------------------------------------------------
+QSEL, CHAIN, BLK, INDIRECT, KICK, QRESET, DEVRESET, CFG_RD, CFG_WR, RAM, \
+    AVAIL_IDX, SUPPRESS = range(12)
+T_IN, T_OUT, T_FLUSH, T_GET_ID, T_DISCARD, T_WZ = range(6)  # type selectors
+ALL = 0xffffffffffffffff
+
+
+def blk(sel, sector, datas=(), mode=0):
+    """datas: list of (d byte, off) or (d, (sector, nsec, flags)) for DWZ."""
+    out = u8(BLK) + u8(sel) + u8(mode)
+    out += u64(sector) if mode & 0x80 else u16(sector)
+    out += u8(len(datas))
+    for d, x in datas:
+        out += u8(d)
+        if isinstance(x, tuple):
+            out += u16(x[0]) + u8(x[1]) + u8(x[2])
+        else:
+            out += u16(x)
+    return out
+
+
+def desc(addr, length, fl, nxt=None):
+    out = u32(addr) + u32(length) + u8(fl)
+    if fl & 0x80:
+        out += u8(nxt)
+    return out
+
+
+VQ = 'fuzz_virtqueue_blk'
+write(VQ, 'rw_flush_getid',
+      u64(ALL) + u8(0x05) +
+      blk(T_IN, 3, [(0, 0x100), (1, 0x800)]) + u8(KICK) +
+      blk(T_OUT, 5, [(0x40, 0x1000)]) + u8(KICK) +
+      blk(T_FLUSH, 0) + u8(KICK) +
+      u8(BLK) + u8(T_GET_ID) + u8(0) + u16(0) + u8(1) + u8(0x80) + u32(20) +
+      u16(0x300) + u8(KICK))
+write(VQ, 'indirect_two_queues',
+      u64(ALL) + u8(0x06) +
+      blk(T_IN, 0, [(3, 0x0), (2, 0x2000)], mode=1) + u8(QSEL) + u8(1) +
+      blk(T_OUT, 120, [(0, 0x400)], mode=1) + u8(KICK) + u8(QSEL) + u8(0) +
+      u8(KICK))
+write(VQ, 'discard_write_zeroes',
+      u64(ALL) + u8(0x01) +
+      blk(T_DISCARD, 0, [(0, (8, 16, 0))]) +
+      blk(T_WZ, 0, [(0, (0, 8, 1))]) + blk(T_WZ, 0, [(0, (120, 16, 0))]) +
+      u8(KICK))
+write(VQ, 'raw_loop_then_reset',
+      u64(ALL) + u8(0x02) +
+      u8(CHAIN) + u8(1) + desc(0x100, 16, 0x81, 1) + desc(0x200, 1, 0x83, 0) +
+      u8(KICK) + u8(KICK) + u8(QRESET) +
+      blk(T_IN, 1, [(0, 0x100)]) + u8(KICK))
+write(VQ, 'indirect_raw_cfg_event_idx',
+      u64(ALL) + u8(0x03) +
+      u8(INDIRECT) + u8(2) + u8(0) + desc(0x100, 16, 0x00) +
+      desc(0x200, 512, 0x01) + desc(0x400, 1, 0x01) +
+      u8(SUPPRESS) + u8(0) + u16(0) + u8(KICK) +
+      u8(CFG_RD) + u8(0) + u8(8) + u8(CFG_WR) + u8(32) + u8(1) + u8(0) +
+      u8(CFG_RD) + u8(32) + u8(1) + u8(DEVRESET) + u64(0) +
+      u8(RAM) + u16(0x100) + u8(4) + b'\x04\x00\x00\x00' +
+      u8(AVAIL_IDX) + u8(200) + u8(KICK))
+
+# ---- fuzz_virtio_pci --------------------------------------------------------
+P_CFG, P_PIO, P_MMIO, P_INIT, P_STATUS, P_FAIL, P_KICK, P_CFGCHG, P_NRESET, \
+    P_MSIX, P_BAR = range(11)
+PCI = 'fuzz_virtio_pci'
+
+
+def init(nq, want=ALL, m=2, rings=None, vec=0):
+    out = u8(P_INIT) + u64(want) + u8(m)
+    if m & 2:
+        for v in range(nq + 1):
+            out += u8(v) + u16(0x20 + v) + u8(0)
+        out += u8(nq)  # config vector
+    for q in range(nq):
+        base = 0x1000 + q * 0x4000
+        out += u8(0) + u32(base) + u32(base + 0x1000) + u32(base + 0x2000)
+        out += u8(q + vec)
+    return out
+
+
+write(PCI, 'probe_and_start', u8(0x41) + u8(0) + init(2) +
+      u8(P_KICK) + u8(0) + u8(P_KICK) + u8(1) + u8(P_CFGCHG) +
+      u8(P_STATUS) + u8(0))
+write(PCI, 'cfg_space_sweep', u8(0x00) + u8(0) + b''.join(
+    u8(P_CFG) + u8(0) + u8(off) + u8(2) + u32(0) for off in range(0, 256, 4)))
+write(PCI, 'common_sweep', u8(0x02) + u8(0) + b''.join(
+    u8(P_MMIO) + u8(0) + u8(2) + u16(off) + u64(0) for off in range(0, 0x38, 4)))
+write(PCI, 'ioctl_fails_at_driver_ok', u8(0x01) + u8(3) + init(2) +
+      u8(P_FAIL) + u8(0) + init(2, m=2) + u8(P_NRESET) + u8(P_STATUS) + u8(0))
+write(PCI, 'bar_move_and_msix_mask', u8(0x00) + u8(0) + init(1) +
+      u8(P_BAR) + u8(2) + u32(5) + u8(P_MSIX) + u16(0xc000) +
+      u8(P_MMIO) + u8(4) + u8(2) + u16(12) + u64(1) +
+      u8(P_MSIX) + u16(0x8000) + u8(P_BAR) + u8(1) + u32(0) + u8(P_KICK) + u8(0) +
+      u8(P_BAR) + u8(1) + u32(6) + u8(P_STATUS) + u8(0))
+
+# ---- fuzz_bzimage -----------------------------------------------------------
+def bzimage(setup_sects=1, kernel=b'\xf4' * 4096, version=0x020f,
+            pref=0x1000000, cmdline_size=2048):
+    setup = bytearray((setup_sects + 1) * 512)
+    setup[0x1f1] = setup_sects
+    struct.pack_into('<I', setup, 0x1f4, (len(kernel) + 15) // 16)
+    struct.pack_into('<H', setup, 0x1fe, 0xAA55)
+    setup[0x200] = 0xeb
+    setup[0x201] = 0x66
+    setup[0x202:0x206] = b'HdrS'
+    struct.pack_into('<H', setup, 0x206, version)
+    struct.pack_into('<I', setup, 0x22c, 0x7fffffff)   # initrd_addr_max
+    struct.pack_into('<I', setup, 0x230, 0x200000)     # kernel_alignment
+    setup[0x234] = 1                                    # relocatable
+    struct.pack_into('<H', setup, 0x236, 0x1 | 0x2)    # XLF_KERNEL_64 | CAN_BE_LOADED_ABOVE_4G
+    struct.pack_into('<I', setup, 0x238, cmdline_size)
+    struct.pack_into('<Q', setup, 0x258, pref)
+    struct.pack_into('<I', setup, 0x260, 0x400000)     # init_size
+    return bytes(setup) + kernel.ljust((len(kernel) + 15) // 16 * 16, b'\0')
+
+
+def bz_input(ram, initrd, vcpus, fix, cmdline, image):
+    return u8(ram) + u32(initrd) + u8(vcpus) + u8(fix) + u16(len(cmdline)) + \
+        cmdline + image
+
+
+BZ = 'fuzz_bzimage'
+CL = b'console=ttyS0 reboot=k panic=-1'
+write(BZ, 'boot_64m_initrd', bz_input(255, (1 << 30) | 4096, 2, 0, CL, bzimage()))
+write(BZ, 'initrd_at_top', bz_input(200, (2 << 30) | 0x100000, 1, 0, CL, bzimage()))
+write(BZ, 'small_ram_no_fit', bz_input(8, 0, 1, 0, CL, bzimage()))
+write(BZ, 'too_many_vcpus', bz_input(255, 0, 255, 0, CL, bzimage()))
+write(BZ, 'fixups_on_noise', bz_input(255, 0, 4, 0x1f, b'', bytes(range(256)) * 12))
+write(BZ, 'long_cmdline', bz_input(255, 0, 1, 0, b'x' * 3000,
+                                  bzimage(cmdline_size=100)))
+
+# ---- fuzz_cli ----------------------------------------------------------------
+CLI = 'fuzz_cli'
+def argv(*a): return b'\0'.join(x.encode() for x in a)
+
+
+write(CLI, 'full', argv('--kernel', 'bz', '--initrd', 'ird', '--mem', '512M', '-c', '4',
+                        '--disk', 'path=a.img,num-queues=2,queue-size=64,ro=on,serial=x,'
+                        'poll-us=50,cache=unsafe,event-idx=off,direct=off',
+                        '--append', 'quiet', '--stats-json', '-v'))
+write(CLI, 'short_cluster', argv('-vvq', '-kbz', '-m2G', '-dimg', '-p', 'root=/dev/vda'))
+write(CLI, 'errors', argv('--disk', 'path=x,queue-size=3', '--mem', '17179869184T'))
+write(CLI, 'help', argv('-h', '--version', 'extra'))
+write(CLI, 'sizes', argv('1024K', '2GiB', '300', '99999999999999999999G', 'x=y,z'))
