@@ -11,6 +11,7 @@ PKGS=(
 	qemu-system-x86 busybox-static kmod cpio xz-utils zstd e2fsprogs util-linux
 	# in-guest and bench I/O tools
 	fio
+	gnuplot-nox jq # bench/run.sh: plots and JSON
 	# fuzzing (scripts/fuzz.sh): clang 14 and its libFuzzer/ASan/UBSan
 	# runtimes (libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev)
 	clang libclang-rt-14-dev

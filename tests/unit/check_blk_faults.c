@@ -127,6 +127,9 @@ static void start_disk(int fd, const char *path)
 
 static void setup(void)
 {
+	feng.err = 0;
+	feng.type = UINT32_MAX;
+	feng.failed = 0;
 	loglen = 0;
 	logbuf[0] = '\0';
 	ck_assert_int_eq(vmm_set_log(log_fn, NULL, VMM_LOG_DEBUG), 0);
@@ -261,7 +264,6 @@ START_TEST(flush_error)
 	ck_assert_uint_eq(log_count("I/O error on flush"), 1);
 	batch(VIRTIO_BLK_T_OUT, BAD_LO, 2, VIRTIO_BLK_S_OK, 0x55); /* writes fine */
 	ck_assert_uint_eq(io_errors(), 1);
-	feng.type = UINT32_MAX;
 }
 END_TEST
 
