@@ -60,8 +60,9 @@ cmake --build "$BUILD" --target vmm_static -j"$(nproc)" >/dev/null
 gcc -O2 -g -Wall -Wextra -Wformat=2 -Wmissing-prototypes -Wstrict-prototypes \
 	-Wsign-compare -Wundef -Wwrite-strings -Wshadow -Wno-unused-parameter \
 	-D_GNU_SOURCE -I"$ROOT/include" -I"$ROOT/libvmm" -I"$ROOT/devices" \
-	-I"$ROOT/bench" "$ROOT"/bench/devbench.c "$ROOT"/bench/devbench_driver.c \
-	"$ROOT"/bench/devbench_libvmm.c "$ROOT"/bench/vhost_user.c \
+	-I"$ROOT/bench" -I"$ROOT/tests/harness" "$ROOT"/bench/devbench.c \
+	"$ROOT"/bench/devbench_driver.c "$ROOT"/bench/devbench_libvmm.c \
+	"$ROOT"/bench/vhost_user.c "$ROOT"/tests/harness/fake_vpci.c \
 	"$BUILD/libvmm_static.a" -luring -lpthread -o "$BUILD/devbench"
 DB=$BUILD/devbench
 

@@ -30,235 +30,62 @@
 #include "virtio/virtio-pci.h"
 
 #include "devbench.h"
+#include "fake_vpci.h"
 
-#define MMIO_BASE 0xc0000000ull
-#define MMIO_SIZE 0x20000000ull
-#define MAX_FDS 4096
 #define MAXQ 64
 
 static struct {
-	/* fake KVM */
-	uint64_t ioev_addr[MAX_FDS];
-	bool ioev[MAX_FDS];
-	int irqfd_gsi[MAX_FDS];
-	uint32_t route_data[IRQ_MAX_ROUTES];
-	bool route_valid[IRQ_MAX_ROUTES];
-	/* machine */
-	struct iobus pio, mmio;
-	struct pci_bus *bus;
-	struct vm_irq *irq;
+	/* fake KVM, buses, transport, the driver's view (fake_vpci.h) */
+	struct fv v;
 	struct guest_mem mem;
 	struct iothread *io[MAXQ];
 	unsigned int nr_io;
 	struct vblk_dev *dev;
-	struct virtio_transport *t;
 	int null_fd;
-	/* driver's view */
-	unsigned int slot;
-	uint64_t bar;
-	uint32_t common, notify, mult, table;
-	unsigned int msix;
-	unsigned int nq;
 	/* device counters at the window start */
 	struct vblk_dev_queue_stats st0[MAXQ], st1[MAXQ];
 	struct iothread_stats it0[MAXQ], it1[MAXQ];
 } L;
 
-static int fake_ioctl(void *opaque, int fd, unsigned long req, void *arg)
-{
-	(void)opaque;
-	(void)fd;
-	if (req == KVM_SET_GSI_ROUTING) {
-		struct kvm_irq_routing *r = arg;
-
-		memset(L.route_valid, 0, sizeof(L.route_valid));
-		for (unsigned int i = 0; i < r->nr; i++) {
-			struct kvm_irq_routing_entry *e = &r->entries[i];
-
-			if (e->type != KVM_IRQ_ROUTING_MSI || e->gsi >= IRQ_MAX_ROUTES)
-				continue;
-			L.route_valid[e->gsi] = true;
-			L.route_data[e->gsi] = e->u.msi.data;
-		}
-		return 0;
-	}
-	if (req == KVM_IRQFD) {
-		struct kvm_irqfd *a = arg;
-
-		if (a->fd >= MAX_FDS)
-			return -EMFILE;
-		L.irqfd_gsi[a->fd] = (a->flags & KVM_IRQFD_FLAG_DEASSIGN) ? -1 : (int)a->gsi;
-		return 0;
-	}
-	if (req == KVM_IOEVENTFD) {
-		struct kvm_ioeventfd *a = arg;
-
-		if (a->fd < 0 || a->fd >= MAX_FDS)
-			return -EMFILE;
-		L.ioev[a->fd] = !(a->flags & KVM_IOEVENTFD_FLAG_DEASSIGN);
-		L.ioev_addr[a->fd] = a->addr;
-		return 0;
-	}
-	if (req == KVM_SIGNAL_MSI)
-		return 1;
-	return -ENOTTY;
-}
-
-/* ---- the Linux driver's side of PCI ---------------------------------- */
-
-static void cfg_select(unsigned int off)
-{
-	uint32_t a = 0x80000000u | L.slot << 11 | (off & 0xfc);
-
-	(void)iobus_dispatch(&L.pio, 0xcf8, &a, 4, true);
-}
-
-static uint32_t cfg_rd(unsigned int off, unsigned int len)
-{
-	uint32_t v = 0;
-
-	cfg_select(off);
-	(void)iobus_dispatch(&L.pio, 0xcfc + (off & 3), &v, len, false);
-	return v;
-}
-
-static void cfg_wr(unsigned int off, uint32_t v, unsigned int len)
-{
-	cfg_select(off);
-	(void)iobus_dispatch(&L.pio, 0xcfc + (off & 3), &v, len, true);
-}
-
-static uint64_t mr(uint32_t off, unsigned int len)
-{
-	uint64_t v = 0;
-
-	(void)iobus_dispatch(&L.mmio, L.bar + off, &v, len, false);
-	return v;
-}
-
-static void mw(uint32_t off, uint64_t v, unsigned int len)
-{
-	(void)iobus_dispatch(&L.mmio, L.bar + off, &v, len, true);
-}
-
-#define COMMON_RD(f, len) mr(L.common + VIRTIO_PCI_COMMON_##f, len)
-#define COMMON_WR(f, v, len) mw(L.common + VIRTIO_PCI_COMMON_##f, v, len)
-
-static void status_add(uint8_t bits)
-{
-	COMMON_WR(STATUS, COMMON_RD(STATUS, 1) | bits, 1);
-}
-
-static int probe(void)
-{
-	unsigned int ptr, n = 0;
-
-	for (L.slot = 1; L.slot < PCI_MAX_SLOTS; L.slot++)
-		if (cfg_rd(PCI_CFG_VENDOR_ID, 2) == VPCI_VENDOR_ID)
-			break;
-	if (L.slot == PCI_MAX_SLOTS)
-		return -ENODEV;
-	L.bar = cfg_rd(PCI_CFG_BAR0, 4) & ~0xfu;
-	L.common = L.notify = UINT32_MAX;
-	for (ptr = cfg_rd(PCI_CFG_CAP_PTR, 1); ptr && n < 16;
-	     ptr = cfg_rd(ptr + 1, 1), n++) {
-		unsigned int id = cfg_rd(ptr, 1);
-
-		if (id == PCI_CAPID_MSIX) {
-			L.msix = ptr;
-			L.table = cfg_rd(ptr + MSIX_CAP_TABLE, 4) & ~7u;
-			continue;
-		}
-		if (id != PCI_CAPID_VNDR)
-			continue;
-		switch (cfg_rd(ptr + VIRTIO_PCI_CAP_CFG_TYPE, 1)) {
-		case VIRTIO_PCI_CAP_COMMON_CFG:
-			L.common = cfg_rd(ptr + VIRTIO_PCI_CAP_OFFSET, 4);
-			break;
-		case VIRTIO_PCI_CAP_NOTIFY_CFG:
-			L.notify = cfg_rd(ptr + VIRTIO_PCI_CAP_OFFSET, 4);
-			L.mult = cfg_rd(ptr + VIRTIO_PCI_NOTIFY_CAP_MULT, 4);
-			break;
-		default:
-			break;
-		}
-	}
-	if (L.common == UINT32_MAX || L.notify == UINT32_MAX || !L.msix)
-		return -ENODEV;
-	L.nq = (unsigned int)COMMON_RD(NUMQ, 2);
-	return 0;
-}
-
 /* Vector v: a distinct MSI message whose data is 0x4000 + v. */
 static void msix_setup(unsigned int nvec)
 {
-	cfg_wr(L.msix + MSIX_CAP_CTRL, MSIX_CTRL_ENABLE | MSIX_CTRL_MASKALL, 2);
+	fv_msix_ctrl(&L.v, MSIX_CTRL_ENABLE | MSIX_CTRL_MASKALL);
 	for (unsigned int v = 0; v < nvec; v++) {
-		uint32_t e = L.table + v * MSIX_ENTRY_SIZE;
-
-		mw(e + MSIX_ENTRY_ADDR_LO, 0xfee00000u, 4);
-		mw(e + MSIX_ENTRY_ADDR_HI, 0, 4);
-		mw(e + MSIX_ENTRY_DATA, 0x4000u + v, 4);
-		mw(e + MSIX_ENTRY_CTRL, 0, 4);
+		fv_msix_write(&L.v, v, 0xfee00000u, 0x4000u + v);
+		fv_msix_mask(&L.v, v, false);
 	}
-	cfg_wr(L.msix + MSIX_CAP_CTRL, MSIX_CTRL_ENABLE, 2);
+	fv_msix_ctrl(&L.v, MSIX_CTRL_ENABLE);
 }
 
 static int bring_up(const struct db_cfg *c, struct db_queue *q)
 {
 	uint64_t offered, want;
+	int ret;
 
-	COMMON_WR(STATUS, 0, 1);
-	status_add(VIRTIO_CONFIG_S_ACKNOWLEDGE);
-	status_add(VIRTIO_CONFIG_S_DRIVER);
-	COMMON_WR(DFSELECT, 0, 4);
-	offered = COMMON_RD(DF, 4);
-	COMMON_WR(DFSELECT, 1, 4);
-	offered |= COMMON_RD(DF, 4) << 32;
 	want = (1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_INDIRECT_DESC);
 	if (c->event_idx)
 		want |= 1ull << VIRTIO_RING_F_EVENT_IDX;
-	if ((offered & want) != want) {
+	ret = fv_negotiate(&L.v, want, &offered);
+	if (ret == -ENOTSUP) {
 		fprintf(stderr, "devbench: device lacks features %#llx\n",
 			(unsigned long long)(want & ~offered));
 		return -ENOTSUP;
 	}
-	COMMON_WR(GFSELECT, 0, 4);
-	COMMON_WR(GF, (uint32_t)want, 4);
-	COMMON_WR(GFSELECT, 1, 4);
-	COMMON_WR(GF, (uint32_t)(want >> 32), 4);
-	status_add(VIRTIO_CONFIG_S_FEATURES_OK);
-	if (!(COMMON_RD(STATUS, 1) & VIRTIO_CONFIG_S_FEATURES_OK))
+	if (ret)
 		return -EIO;
 	msix_setup(c->queues + 1);
-	COMMON_WR(MSIX, 0, 2);
-	for (unsigned int i = 0; i < c->queues; i++) {
-		COMMON_WR(Q_SELECT, i, 2);
-		COMMON_WR(Q_SIZE, q[i].size, 2);
-		COMMON_WR(Q_DESCLO, q[i].desc_gpa, 8);
-		COMMON_WR(Q_AVAILLO, q[i].avail_gpa, 8);
-		COMMON_WR(Q_USEDLO, q[i].used_gpa, 8);
-		COMMON_WR(Q_MSIX, i + 1, 2);
-		COMMON_WR(Q_ENABLE, 1, 2);
-	}
-	status_add(VIRTIO_CONFIG_S_DRIVER_OK);
-	if (COMMON_RD(STATUS, 1) & VIRTIO_CONFIG_S_NEEDS_RESET)
+	FV_COMMON_WR(&L.v, MSIX, 0, 2);
+	for (unsigned int i = 0; i < c->queues; i++)
+		fv_queue_setup(&L.v, i, q[i].size, q[i].desc_gpa, q[i].avail_gpa,
+			       q[i].used_gpa, (uint16_t)(i + 1));
+	fv_status_add(&L.v, VIRTIO_CONFIG_S_DRIVER_OK);
+	if (fv_status(&L.v) & VIRTIO_CONFIG_S_NEEDS_RESET)
 		return -EIO;
 	/* Find each queue's kick and interrupt eventfds in the fake KVM. */
 	for (unsigned int i = 0; i < c->queues; i++) {
-		uint64_t addr;
-
-		COMMON_WR(Q_SELECT, i, 2);
-		addr = L.bar + L.notify + COMMON_RD(Q_NOFF, 2) * L.mult;
-		for (int fd = 0; fd < MAX_FDS; fd++) {
-			int gsi = L.irqfd_gsi[fd];
-
-			if (L.ioev[fd] && L.ioev_addr[fd] == addr)
-				q[i].kick_fd = fd;
-			if (gsi >= 0 && gsi < (int)IRQ_MAX_ROUTES && L.route_valid[gsi] &&
-			    L.route_data[gsi] == 0x4000u + i + 1)
-				q[i].call_fd = fd;
-		}
+		q[i].kick_fd = fv_kvm_kick_fd(L.v.kvm, fv_notify_addr(&L.v, i));
+		q[i].call_fd = fv_kvm_call_fd(L.v.kvm, 0xfee00000u, 0x4000u + i + 1);
 		if (q[i].kick_fd < 0 || q[i].call_fd < 0) {
 			fprintf(stderr, "devbench: queue %u not wired\n", i);
 			return -EIO;
@@ -282,15 +109,11 @@ static int lv_setup(const struct db_cfg *c, struct db_ram *ram,
 	uint64_t cap;
 	int ret;
 
-	for (int i = 0; i < MAX_FDS; i++)
-		L.irqfd_gsi[i] = -1;
 	L.null_fd = -1;
 	if (c->queues > MAXQ || c->iothreads > MAXQ || !c->iothreads)
 		return -EINVAL;
 	guest_mem_init_buf(&L.mem, ram->base, ram->size);
-	if ((ret = iobus_init(&L.pio, "pio")) || (ret = iobus_init(&L.mmio, "mmio")) ||
-	    (ret = pci_bus_create(&L.pio, &L.mmio, MMIO_BASE, MMIO_SIZE, &L.bus)) ||
-	    (ret = irq_create(-1, fake_ioctl, NULL, &L.irq)))
+	if ((ret = fv_init(&L.v, -1, FV_MMIO_BASE, FV_MMIO_SIZE, &L.mem)))
 		return ret;
 	if (null) {
 		/* The null engine never touches the image: a sparse memfd. */
@@ -320,7 +143,7 @@ static int lv_setup(const struct db_cfg *c, struct db_ram *ram,
 			.null_engine = null,
 		};
 		struct vpci_params tp = {
-			.irq = L.irq,
+			.irq = L.v.irq,
 			.mem = &L.mem,
 			.ops = vblk_dev_ops(),
 			.num_queues = c->queues,
@@ -331,15 +154,13 @@ static int lv_setup(const struct db_cfg *c, struct db_ram *ram,
 			vblk_close(blk);
 			return ret;
 		}
-		tp.bus = L.bus;
+		tp.bus = L.v.bus;
 		tp.dev = L.dev;
 		tp.max_queue_size = vblk_queue_size(blk);
-		if ((ret = vpci_create(&tp, &L.t)))
+		if ((ret = fv_create(&L.v, &tp)))
 			return ret;
 	}
-	if ((ret = probe()))
-		return ret;
-	if (L.nq != c->queues)
+	if (L.v.nq != c->queues)
 		return -EIO;
 	for (unsigned int i = 0; i < c->queues; i++)
 		if ((ret = db_queue_init(&q[i], ram, i, (uint16_t)c->queue_size, c->qd,
@@ -350,7 +171,7 @@ static int lv_setup(const struct db_cfg *c, struct db_ram *ram,
 
 static void lv_snapshot(bool end)
 {
-	for (unsigned int i = 0; i < L.nq && i < MAXQ; i++)
+	for (unsigned int i = 0; i < L.v.nq && i < MAXQ; i++)
 		(void)vblk_dev_queue_stats(L.dev, i, end ? &L.st1[i] : &L.st0[i]);
 	for (unsigned int i = 0; i < L.nr_io; i++)
 		iothread_get_stats(L.io[i], end ? &L.it1[i] : &L.it0[i]);
@@ -361,7 +182,7 @@ static void lv_json(FILE *f, double secs, double reqs)
 	uint64_t kicks = 0, irqs = 0, supp = 0, loops = 0, submits = 0;
 
 	(void)secs;
-	for (unsigned int i = 0; i < L.nq && i < MAXQ; i++) {
+	for (unsigned int i = 0; i < L.v.nq && i < MAXQ; i++) {
 		kicks += L.st1[i].kicks - L.st0[i].kicks;
 		irqs += L.st1[i].interrupts - L.st0[i].interrupts;
 		supp += L.st1[i].suppressed - L.st0[i].suppressed;
@@ -380,18 +201,16 @@ static void lv_json(FILE *f, double secs, double reqs)
 
 static void lv_teardown(void)
 {
-	if (L.t)
-		vpci_quiesce(L.t);
+	if (L.v.t)
+		vpci_quiesce(L.v.t);
 	for (unsigned int i = 0; i < L.nr_io; i++)
 		iothread_stop(L.io[i]);
-	vpci_destroy(L.t);
+	vpci_destroy(L.v.t);
+	L.v.t = NULL;
 	vblk_dev_destroy(L.dev);
 	for (unsigned int i = 0; i < L.nr_io; i++)
 		iothread_destroy(L.io[i]);
-	pci_bus_destroy(L.bus);
-	irq_destroy(L.irq);
-	iobus_destroy(&L.mmio);
-	iobus_destroy(&L.pio);
+	fv_destroy(&L.v);
 	if (L.null_fd >= 0)
 		close(L.null_fd);
 }

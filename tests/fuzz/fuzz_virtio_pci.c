@@ -38,6 +38,7 @@
 
 #include "blk/blk-engine.h"
 #include "blk/vblk.h"
+#include "fake_vpci.h"
 #include "fuzz.h"
 #include "iobus.h"
 #include "irq.h"
@@ -50,89 +51,12 @@
 #define IMG_SIZE (64u << 10)
 #define MMIO_BASE 0xc0000000ull
 #define MMIO_SIZE 0x10000000ull
-#define MAX_FD 4096
 #define MAX_ACTIONS 512
 
-/* ---- fake KVM ------------------------------------------------------------ */
-
-struct fkvm {
-	unsigned int calls, fail_at; /* fail the fail_at-th call (0: never) */
-	bool ioev[MAX_FD];
-	uint64_t ioev_addr[MAX_FD];
-	bool irqfd[MAX_FD];
-	unsigned int live_ioev, live_irqfd;
-};
-
-static bool fk_is_deassign(unsigned long req, void *arg)
-{
-	if (req == KVM_IRQFD)
-		return ((struct kvm_irqfd *)arg)->flags & KVM_IRQFD_FLAG_DEASSIGN;
-	if (req == KVM_IOEVENTFD)
-		return ((struct kvm_ioeventfd *)arg)->flags & KVM_IOEVENTFD_FLAG_DEASSIGN;
-	return false;
-}
-
-static int fk_ioctl(void *opaque, int fd, unsigned long req, void *arg)
-{
-	struct fkvm *k = opaque;
-
-	(void)fd;
-	/* Injected failures hit assigns and routing updates only: KVM cannot
-	 * fail to deassign an fd it holds, and the transport documents that
-	 * such wiring would stay in KVM until the VM is destroyed. */
-	if (++k->calls == k->fail_at && !fk_is_deassign(req, arg))
-		return -ENOSPC;
-	switch (req) {
-	case KVM_SET_GSI_ROUTING: {
-		struct kvm_irq_routing *r = arg;
-
-		if (r->nr > IRQ_MAX_ROUTES)
-			abort();
-		for (unsigned int i = 0; i < r->nr; i++)
-			if (r->entries[i].gsi >= IRQ_MAX_ROUTES)
-				abort();
-		return 0;
-	}
-	case KVM_IRQFD: {
-		struct kvm_irqfd *a = arg;
-		bool deassign = a->flags & KVM_IRQFD_FLAG_DEASSIGN;
-
-		if (a->fd >= MAX_FD)
-			abort();
-		if (k->irqfd[a->fd] != deassign)
-			abort(); /* double assign / deassign of nothing */
-		k->irqfd[a->fd] = !deassign;
-		k->live_irqfd += deassign ? -1u : 1u;
-		return 0;
-	}
-	case KVM_IOEVENTFD: {
-		struct kvm_ioeventfd *a = arg;
-		bool deassign = a->flags & KVM_IOEVENTFD_FLAG_DEASSIGN;
-
-		if (a->fd < 0 || a->fd >= MAX_FD)
-			abort();
-		if (k->ioev[a->fd] != deassign)
-			abort();
-		if (deassign) {
-			if (k->ioev_addr[a->fd] != a->addr)
-				abort();
-		} else {
-			/* KVM refuses two ioeventfds on one address. */
-			for (int f = 0; f < MAX_FD; f++)
-				if (k->ioev[f] && k->ioev_addr[f] == a->addr)
-					abort();
-			k->ioev_addr[a->fd] = a->addr;
-		}
-		k->ioev[a->fd] = !deassign;
-		k->live_ioev += deassign ? -1u : 1u;
-		return 0;
-	}
-	case KVM_SIGNAL_MSI:
-		return 1; /* delivered */
-	default:
-		return -ENOTTY;
-	}
-}
+/* The fake KVM (tests/harness/fake_vpci.c) aborts on a broken contract;
+ * injected failures (fail_at) spare deassigns: KVM cannot fail to deassign
+ * an fd it holds, and the transport documents that such wiring would stay
+ * in KVM until the VM is destroyed. */
 
 /* ---- the device behind the transport ------------------------------------ */
 
@@ -228,13 +152,9 @@ enum {
 
 struct fz {
 	struct fuzz_in in;
-	struct fkvm *kvm;
-	struct iobus pio, mmio;
-	struct pci_bus *bus;
-	struct vm_irq *irq;
+	struct fv v; /* fake KVM, buses, PCI bus, irq, transport */
 	struct guest_mem mem;
 	struct fdev dev;
-	struct virtio_transport *t;
 	struct pci_device *pdev;
 	unsigned int nq, nv, msix_cap;
 	uint32_t table_off, pba_off, bar_size;
@@ -260,10 +180,7 @@ static unsigned int norm_len(uint8_t v)
 static void cfg_access(struct fz *f, unsigned int slot, unsigned int off,
 		       unsigned int len, bool write, uint32_t val)
 {
-	uint32_t a = 0x80000000u | slot << 11 | (off & 0xfc);
-
-	(void)iobus_dispatch(&f->pio, 0xcf8, &a, 4, true);
-	(void)iobus_dispatch(&f->pio, 0xcfc + (off & 3), &val, len, write);
+	(void)fv_cfg_access(&f->v, slot, off, &val, len, write);
 }
 
 static void mmio_access(struct fz *f, uint64_t off, unsigned int len,
@@ -273,7 +190,7 @@ static void mmio_access(struct fz *f, uint64_t off, unsigned int len,
 
 	if (gpa != PCI_BAR_UNMAPPED)
 		f->bar = gpa;
-	(void)iobus_dispatch(&f->mmio, f->bar + off, &val, len, write);
+	(void)iobus_dispatch(&f->v.mmio, f->bar + off, &val, len, write);
 }
 
 static void common_wr(struct fz *f, uint32_t off, uint64_t v, unsigned int len)
@@ -287,7 +204,7 @@ static uint64_t common_rd(struct fz *f, uint32_t off, unsigned int len)
 
 	if (gpa != PCI_BAR_UNMAPPED)
 		f->bar = gpa;
-	(void)iobus_dispatch(&f->mmio, f->bar + VPCI_COMMON_OFF + off, &v, len,
+	(void)iobus_dispatch(&f->v.mmio, f->bar + VPCI_COMMON_OFF + off, &v, len,
 			     false);
 	return v;
 }
@@ -306,7 +223,7 @@ static void do_pio_raw(struct fz *f)
 	uint8_t port = fi_u8(&f->in), m = fi_u8(&f->in);
 	uint32_t val = fi_u32(&f->in);
 
-	(void)iobus_dispatch(&f->pio, 0xcf8 + (port & 7), &val,
+	(void)iobus_dispatch(&f->v.pio, 0xcf8 + (port & 7), &val,
 			     norm_len(m) > 4 ? 4 : norm_len(m), m & 4);
 }
 
@@ -482,7 +399,7 @@ int fuzz_virtio_pci(const uint8_t *data, size_t size)
 	struct vblk_options o = { .num_queues = 1, .queue_size = 16 };
 	struct vpci_params p;
 	int fd_before;
-	uint8_t setup;
+	uint8_t setup, fail_at;
 
 	fuzz_quiet_logs();
 	if (!eng && blk_sync_engine_create(&eng))
@@ -490,10 +407,7 @@ int fuzz_virtio_pci(const uint8_t *data, size_t size)
 	memset(&f, 0, sizeof(f));
 	f.in = (struct fuzz_in){ data, size };
 	setup = fi_u8(&f.in);
-	f.kvm = calloc(1, sizeof(*f.kvm));
-	if (!f.kvm)
-		abort();
-	f.kvm->fail_at = fi_u8(&f.in);
+	fail_at = fi_u8(&f.in);
 	f.nq = 1 + (setup & 3);
 	f.nv = f.nq + 1;
 	memset(ram(), 0, RAM_SIZE);
@@ -508,18 +422,17 @@ int fuzz_virtio_pci(const uint8_t *data, size_t size)
 		abort();
 	f.dev.eng = eng;
 	f.dev.fail_start = (setup & 0xf0) == 0xf0;
-	if (iobus_init(&f.pio, "pio") || iobus_init(&f.mmio, "mmio") ||
-	    pci_bus_create(&f.pio, &f.mmio, MMIO_BASE, MMIO_SIZE, &f.bus) ||
-	    irq_create(3, fk_ioctl, f.kvm, &f.irq))
+	if (fv_init(&f.v, 3, MMIO_BASE, MMIO_SIZE, &f.mem))
 		abort();
+	f.v.kvm->fail_at = fail_at;
 	p = (struct vpci_params){
-		.bus = f.bus, .irq = f.irq, .mem = &f.mem, .ops = &fd_ops,
+		.bus = f.v.bus, .irq = f.v.irq, .mem = &f.mem, .ops = &fd_ops,
 		.dev = &f.dev, .num_queues = f.nq, .max_queue_size = o.queue_size,
 		.ioeventfd_any_length = setup & 0x40,
 	};
-	if (vpci_create(&p, &f.t))
+	if (vpci_create(&p, &f.v.t))
 		abort();
-	f.pdev = vpci_pci_device(f.t);
+	f.pdev = vpci_pci_device(f.v.t);
 	f.bar = pci_bar_gpa(f.pdev, VPCI_BAR);
 	find_msix(&f);
 
@@ -541,16 +454,16 @@ int fuzz_virtio_pci(const uint8_t *data, size_t size)
 			common_wr(&f, VIRTIO_PCI_COMMON_STATUS, fi_u8(&f.in), 1);
 			break;
 		case A_FAIL:
-			f.kvm->fail_at = f.kvm->calls + 1 + fi_u8(&f.in) % 8;
+			f.v.kvm->fail_at = f.v.kvm->calls + 1 + fi_u8(&f.in) % 8;
 			break;
 		case A_KICK:
 			do_kick(&f);
 			break;
 		case A_CFG_CHANGED:
-			vpci_config_changed(f.t);
+			vpci_config_changed(f.v.t);
 			break;
 		case A_NEEDS_RESET:
-			virtio_transport_needs_reset(f.t, "fuzz");
+			virtio_transport_needs_reset(f.v.t, "fuzz");
 			break;
 		case A_MSIX_CTRL:
 			cfg_access(&f, f.pdev->slot, f.msix_cap + MSIX_CAP_CTRL, 2,
@@ -562,21 +475,18 @@ int fuzz_virtio_pci(const uint8_t *data, size_t size)
 		}
 	}
 
-	f.kvm->fail_at = 0; /* teardown must succeed */
-	vpci_destroy(f.t);
-	if (f.kvm->live_ioev || f.kvm->live_irqfd || f.dev.live) {
+	f.v.kvm->fail_at = 0; /* teardown must succeed */
+	vpci_destroy(f.v.t);
+	f.v.t = NULL;
+	if (f.v.kvm->live_ioev || f.v.kvm->live_irqfd || f.dev.live) {
 		/* KVM wiring or a started device outlived the transport */
 		fprintf(stderr, "after vpci_destroy: %u ioeventfds, %u irqfds, device %s\n",
-			f.kvm->live_ioev, f.kvm->live_irqfd,
+			f.v.kvm->live_ioev, f.v.kvm->live_irqfd,
 			f.dev.live ? "started" : "stopped");
 		abort();
 	}
-	pci_bus_destroy(f.bus);
-	irq_destroy(f.irq);
-	iobus_destroy(&f.mmio);
-	iobus_destroy(&f.pio);
+	fv_destroy(&f.v);
 	vblk_close(f.dev.blk);
-	free(f.kvm);
 	if (probe_fd() != fd_before)
 		abort(); /* a file descriptor leaked */
 	return 0;

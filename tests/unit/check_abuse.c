@@ -39,6 +39,8 @@
 #include "pci/pci.h"
 #include "virtio/virtio-pci.h"
 
+#include "fake_vpci.h"
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -247,85 +249,9 @@ END_TEST
 
 /* ===== virtio-pci transport ================================================ */
 
-#define FK_MAX_FD 16384
-#define MMIO_BASE 0xc0000000ull
-#define MMIO_SIZE 0x20000000ull
 #define TQ 4	/* queues */
 #define TQSIZE 16
 #define RING_BASE 0x100000ull
-
-struct fake_kvm {
-	unsigned int calls, routing_calls, irqfd_calls, ioeventfd_calls;
-	unsigned int nr_msi, max_gsi;
-	bool route_valid[IRQ_MAX_ROUTES];
-	uint64_t route_addr[IRQ_MAX_ROUTES];
-	uint32_t route_data[IRQ_MAX_ROUTES];
-	int irqfd_gsi[FK_MAX_FD];
-	bool ioev[FK_MAX_FD];
-	unsigned int live_ioev, live_irqfd;
-};
-
-static struct fake_kvm *kvm;
-
-static int fake_ioctl(void *opaque, int fd, unsigned long req, void *arg)
-{
-	struct fake_kvm *k = opaque;
-
-	(void)fd;
-	k->calls++;
-	if (req == KVM_SET_GSI_ROUTING) {
-		struct kvm_irq_routing *r = arg;
-
-		k->routing_calls++;
-		memset(k->route_valid, 0, sizeof(k->route_valid));
-		k->nr_msi = 0;
-		for (unsigned int i = 0; i < r->nr; i++) {
-			struct kvm_irq_routing_entry *e = &r->entries[i];
-
-			if (e->type != KVM_IRQ_ROUTING_MSI)
-				continue;
-			ck_assert_uint_lt(e->gsi, IRQ_MAX_ROUTES);
-			k->route_valid[e->gsi] = true;
-			k->route_addr[e->gsi] = e->u.msi.address_lo |
-						(uint64_t)e->u.msi.address_hi << 32;
-			k->route_data[e->gsi] = e->u.msi.data;
-			k->max_gsi = MAX(k->max_gsi, e->gsi);
-			k->nr_msi++;
-		}
-		return 0;
-	}
-	if (req == KVM_IRQFD) {
-		struct kvm_irqfd *a = arg;
-
-		k->irqfd_calls++;
-		ck_assert_uint_lt(a->fd, FK_MAX_FD);
-		if (a->flags & KVM_IRQFD_FLAG_DEASSIGN) {
-			k->irqfd_gsi[a->fd] = -1;
-			k->live_irqfd--;
-		} else {
-			k->irqfd_gsi[a->fd] = (int)a->gsi;
-			k->live_irqfd++;
-		}
-		return 0;
-	}
-	if (req == KVM_IOEVENTFD) {
-		struct kvm_ioeventfd *a = arg;
-
-		k->ioeventfd_calls++;
-		ck_assert_int_lt(a->fd, FK_MAX_FD);
-		if (a->flags & KVM_IOEVENTFD_FLAG_DEASSIGN) {
-			k->ioev[a->fd] = false;
-			k->live_ioev--;
-		} else {
-			k->ioev[a->fd] = true;
-			k->live_ioev++;
-		}
-		return 0;
-	}
-	if (req == KVM_SIGNAL_MSI)
-		return 1;
-	return -ENOTTY;
-}
 
 /* A device model that accepts everything. */
 struct fake_dev {
@@ -383,55 +309,13 @@ static const struct virtio_device_ops fake_ops = {
 	.stop = fd_stop,
 };
 
-static struct iobus pio, mmio;
-static struct pci_bus *bus;
-static struct vm_irq *irq;
+static struct fv V;
+static struct fv_kvm *kvm;
 static struct fake_guest tg;
 static struct fake_dev fdev;
-static struct virtio_transport *t;
-static struct {
-	unsigned int slot;
-	uint64_t bar;
-	uint32_t common, msix, table;
-} drv;
 
-static void cfg_select(unsigned int off)
-{
-	uint32_t a = 0x80000000u | drv.slot << 11 | (off & 0xfc);
-
-	ck_assert_int_eq(iobus_dispatch(&pio, 0xcf8, &a, 4, true), 0);
-}
-
-static uint32_t cfg_rd(unsigned int off, unsigned int len)
-{
-	uint32_t v = 0;
-
-	cfg_select(off);
-	ck_assert_int_eq(iobus_dispatch(&pio, 0xcfc + (off & 3), &v, len, false), 0);
-	return v;
-}
-
-static void cfg_wr(unsigned int off, uint32_t v, unsigned int len)
-{
-	cfg_select(off);
-	ck_assert_int_eq(iobus_dispatch(&pio, 0xcfc + (off & 3), &v, len, true), 0);
-}
-
-static uint64_t mr(uint32_t off, unsigned int len)
-{
-	uint64_t v = 0;
-
-	ck_assert_int_eq(iobus_dispatch(&mmio, drv.bar + off, &v, len, false), 0);
-	return v;
-}
-
-static void mw(uint32_t off, uint64_t v, unsigned int len)
-{
-	ck_assert_int_eq(iobus_dispatch(&mmio, drv.bar + off, &v, len, true), 0);
-}
-
-#define COMMON_RD(f, len) mr(drv.common + VIRTIO_PCI_COMMON_##f, len)
-#define COMMON_WR(f, v, len) mw(drv.common + VIRTIO_PCI_COMMON_##f, v, len)
+#define COMMON_WR(f, v, len) FV_COMMON_WR(&V, f, v, len)
+#define status_rd() fv_status(&V)
 
 static void t_setup(void)
 {
@@ -439,54 +323,18 @@ static void t_setup(void)
 		.ops = &fake_ops, .dev = &fdev, .num_queues = TQ,
 		.max_queue_size = 256, .ioeventfd_any_length = true,
 	};
-	unsigned int ptr;
 
-	kvm = calloc(1, sizeof(*kvm));
-	ck_assert_ptr_nonnull(kvm);
-	for (int i = 0; i < FK_MAX_FD; i++)
-		kvm->irqfd_gsi[i] = -1;
-	ck_assert_int_eq(iobus_init(&pio, "pio"), 0);
-	ck_assert_int_eq(iobus_init(&mmio, "mmio"), 0);
-	ck_assert_int_eq(pci_bus_create(&pio, &mmio, MMIO_BASE, MMIO_SIZE, &bus), 0);
-	ck_assert_int_eq(irq_create(3, fake_ioctl, kvm, &irq), 0);
 	ck_assert_int_eq(fg_init(&tg, 8u << 20), 0);
+	ck_assert_int_eq(fv_init(&V, 3, FV_MMIO_BASE, FV_MMIO_SIZE, &tg.mem), 0);
+	kvm = V.kvm;
 	memset(&fdev, 0, sizeof(fdev));
-	p.bus = bus;
-	p.irq = irq;
-	p.mem = &tg.mem;
-	ck_assert_int_eq(vpci_create(&p, &t), 0);
-
-	for (drv.slot = 1; drv.slot < PCI_MAX_SLOTS; drv.slot++)
-		if (cfg_rd(PCI_CFG_VENDOR_ID, 2) == VPCI_VENDOR_ID)
-			break;
-	ck_assert_uint_lt(drv.slot, PCI_MAX_SLOTS);
-	drv.bar = cfg_rd(PCI_CFG_BAR0, 4) & ~0xfu;
-	drv.common = UINT32_MAX;
-	for (ptr = cfg_rd(PCI_CFG_CAP_PTR, 1); ptr; ptr = cfg_rd(ptr + 1, 1)) {
-		unsigned int id = cfg_rd(ptr, 1);
-
-		if (id == PCI_CAPID_MSIX) {
-			drv.msix = ptr;
-			drv.table = cfg_rd(ptr + MSIX_CAP_TABLE, 4) & ~7u;
-		} else if (id == PCI_CAPID_VNDR &&
-			   cfg_rd(ptr + VIRTIO_PCI_CAP_CFG_TYPE, 1) ==
-				   VIRTIO_PCI_CAP_COMMON_CFG) {
-			drv.common = cfg_rd(ptr + VIRTIO_PCI_CAP_OFFSET, 4);
-		}
-	}
-	ck_assert_uint_ne(drv.common, UINT32_MAX);
-	ck_assert_uint_ne(drv.msix, 0);
+	ck_assert_int_eq(fv_create(&V, &p), 0);
 }
 
 static void t_teardown(void)
 {
-	vpci_destroy(t);
-	pci_bus_destroy(bus);
-	irq_destroy(irq);
-	iobus_destroy(&mmio);
-	iobus_destroy(&pio);
+	fv_destroy(&V);
 	fg_destroy(&tg);
-	free(kvm);
 }
 
 static uint64_t msg_addr(unsigned int v, unsigned int gen)
@@ -499,29 +347,8 @@ static uint32_t msg_data(unsigned int v, unsigned int gen)
 	return 0x4000u + v + 0x100u * (gen & 0xff);
 }
 
-static void msix_entry(unsigned int v, uint64_t addr, uint32_t data)
-{
-	uint32_t e = drv.table + v * MSIX_ENTRY_SIZE;
-
-	mw(e + MSIX_ENTRY_ADDR_LO, (uint32_t)addr, 4);
-	mw(e + MSIX_ENTRY_ADDR_HI, (uint32_t)(addr >> 32), 4);
-	mw(e + MSIX_ENTRY_DATA, data, 4);
-}
-
-static void msix_mask(unsigned int v, bool masked)
-{
-	mw(drv.table + v * MSIX_ENTRY_SIZE + MSIX_ENTRY_CTRL, masked, 4);
-}
-
-static uint8_t status_rd(void)
-{
-	return (uint8_t)COMMON_RD(STATUS, 1);
-}
-
-static void status_add(uint8_t bits)
-{
-	COMMON_WR(STATUS, status_rd() | bits, 1);
-}
+#define msix_entry(v, addr, data) fv_msix_write(&V, v, addr, data)
+#define msix_mask(v, masked) fv_msix_mask(&V, v, masked)
 
 /* Reset and full bring-up, as the Linux driver: TQ queues on vectors
  * 1..TQ, config vector 0, DRIVER_OK. */
@@ -529,34 +356,21 @@ static void drv_up(void)
 {
 	const uint64_t f = (1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX);
 
-	COMMON_WR(STATUS, 0, 1);
-	ck_assert_uint_eq(status_rd(), 0);
-	status_add(VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER);
-	COMMON_WR(GFSELECT, 0, 4);
-	COMMON_WR(GF, (uint32_t)f, 4);
-	COMMON_WR(GFSELECT, 1, 4);
-	COMMON_WR(GF, (uint32_t)(f >> 32), 4);
-	status_add(VIRTIO_CONFIG_S_FEATURES_OK);
-	ck_assert(status_rd() & VIRTIO_CONFIG_S_FEATURES_OK);
-	cfg_wr(drv.msix + MSIX_CAP_CTRL, MSIX_CTRL_ENABLE | MSIX_CTRL_MASKALL, 2);
+	ck_assert_int_eq(fv_negotiate(&V, f, NULL), 0);
+	fv_msix_ctrl(&V, MSIX_CTRL_ENABLE | MSIX_CTRL_MASKALL);
 	for (unsigned int v = 0; v <= TQ; v++) {
 		msix_entry(v, msg_addr(v, 0), msg_data(v, 0));
 		msix_mask(v, false);
 	}
-	cfg_wr(drv.msix + MSIX_CAP_CTRL, MSIX_CTRL_ENABLE, 2);
+	fv_msix_ctrl(&V, MSIX_CTRL_ENABLE);
 	COMMON_WR(MSIX, 0, 2);
 	for (unsigned int q = 0; q < TQ; q++) {
 		uint64_t base = RING_BASE + q * 0x1000ull;
 
-		COMMON_WR(Q_SELECT, q, 2);
-		COMMON_WR(Q_SIZE, TQSIZE, 2);
-		COMMON_WR(Q_DESCLO, base, 8);
-		COMMON_WR(Q_AVAILLO, base + 0x400, 8);
-		COMMON_WR(Q_USEDLO, base + 0x800, 8);
-		COMMON_WR(Q_MSIX, q + 1, 2);
-		COMMON_WR(Q_ENABLE, 1, 2);
+		fv_queue_setup(&V, q, TQSIZE, base, base + 0x400, base + 0x800,
+			       (uint16_t)(q + 1));
 	}
-	status_add(VIRTIO_CONFIG_S_DRIVER_OK);
+	fv_status_add(&V, VIRTIO_CONFIG_S_DRIVER_OK);
 	ck_assert(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK);
 	ck_assert(!(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET));
 }
@@ -626,7 +440,7 @@ START_TEST(msix_rewrite_storm)
 	ck_assert_uint_eq(kvm->nr_msi, gsis);
 	ck_assert_uint_eq(kvm->live_irqfd, TQ);
 	ck_assert_uint_le(kvm->max_gsi, IRQ_FIRST_MSI_GSI + 2 * (TQ + 1));
-	vpci_get_stats(t, &st);
+	vpci_get_stats(V.t, &st);
 	ck_assert_uint_eq(st.needs_reset, 0);
 	ck_assert(!(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET));
 	t_teardown();
@@ -652,14 +466,14 @@ START_TEST(reset_loop)
 	irqfd = kvm->live_irqfd;
 	gsis = kvm->nr_msi;
 	heap0 = heap_in_use();
-	vpci_get_stats(t, &st0);
+	vpci_get_stats(V.t, &st0);
 	for (unsigned int i = 0; i < 1000; i++) {
 		drv_up();
 		ck_assert_uint_eq(kvm->live_ioev, ioev);
 		ck_assert_uint_eq(kvm->live_irqfd, irqfd);
 	}
 	heap1 = heap_in_use();
-	vpci_get_stats(t, &st);
+	vpci_get_stats(V.t, &st);
 	printf("abuse: 1000 resets: %u -> %u fds, heap %zu -> %zu bytes, %llu wiring ioctls\n",
 	       fds, open_fds(), heap0, heap1,
 	       (unsigned long long)(st.wiring_ioctls - st0.wiring_ioctls));

@@ -42,9 +42,9 @@
 #include "pci/pci.h"
 #include "virtio/virtio-pci.h"
 
+#include "fake_vpci.h"
+
 #define RAM_SIZE (32ull << 20)
-#define MMIO_BASE 0xc0000000ull
-#define MMIO_SIZE 0x20000000ull
 #define QSIZE 128
 #define NQ 4
 #define NIO 2
@@ -61,133 +61,6 @@
 	 (1ull << VIRTIO_BLK_F_FLUSH))
 #define RING_FEATURES \
 	((1ull << VIRTIO_RING_F_EVENT_IDX) | (1ull << VIRTIO_RING_F_INDIRECT_DESC))
-
-/* ---- fake KVM ------------------------------------------------------------ */
-
-#define FK_MAX_FD 4096
-
-/*
- * Wiring ioctls come from the test thread (DRIVER_OK, reset, unmask);
- * KVM_SIGNAL_MSI (configuration interrupts after NEEDS_RESET) from I/O
- * threads: everything under one lock, and no ck_assert off the test thread.
- */
-struct fake_kvm {
-	pthread_mutex_t lock;
-	bool route_valid[IRQ_MAX_ROUTES];
-	uint64_t route_addr[IRQ_MAX_ROUTES];
-	uint32_t route_data[IRQ_MAX_ROUTES];
-	bool ioev[FK_MAX_FD];
-	uint64_t ioev_addr[FK_MAX_FD];
-	int irqfd_gsi[FK_MAX_FD]; /* -1: none */
-	unsigned int live_ioev, live_irqfd;
-	unsigned int routing_calls, msi_calls, unknown_calls;
-};
-
-static int fake_ioctl(void *opaque, int fd, unsigned long req, void *arg)
-{
-	struct fake_kvm *k = opaque;
-	int ret = 0;
-
-	(void)fd;
-	pthread_mutex_lock(&k->lock);
-	if (req == KVM_SET_GSI_ROUTING) {
-		struct kvm_irq_routing *r = arg;
-
-		k->routing_calls++;
-		memset(k->route_valid, 0, sizeof(k->route_valid));
-		for (unsigned int i = 0; i < r->nr; i++) {
-			struct kvm_irq_routing_entry *e = &r->entries[i];
-
-			if (e->type != KVM_IRQ_ROUTING_MSI || e->gsi >= IRQ_MAX_ROUTES)
-				continue;
-			k->route_valid[e->gsi] = true;
-			k->route_addr[e->gsi] = e->u.msi.address_lo |
-						(uint64_t)e->u.msi.address_hi << 32;
-			k->route_data[e->gsi] = e->u.msi.data;
-		}
-	} else if (req == KVM_IRQFD) {
-		struct kvm_irqfd *a = arg;
-
-		ck_assert_uint_lt(a->fd, FK_MAX_FD);
-		if (a->flags & KVM_IRQFD_FLAG_DEASSIGN) {
-			ck_assert_int_ne(k->irqfd_gsi[a->fd], -1);
-			k->irqfd_gsi[a->fd] = -1;
-			k->live_irqfd--;
-		} else {
-			ck_assert_int_eq(k->irqfd_gsi[a->fd], -1);
-			k->irqfd_gsi[a->fd] = (int)a->gsi;
-			k->live_irqfd++;
-		}
-	} else if (req == KVM_IOEVENTFD) {
-		struct kvm_ioeventfd *a = arg;
-
-		ck_assert_int_ge(a->fd, 0);
-		ck_assert_int_lt(a->fd, FK_MAX_FD);
-		if (a->flags & KVM_IOEVENTFD_FLAG_DEASSIGN) {
-			ck_assert(k->ioev[a->fd]);
-			k->ioev[a->fd] = false;
-			k->live_ioev--;
-		} else {
-			ck_assert(!k->ioev[a->fd]);
-			k->ioev[a->fd] = true;
-			k->ioev_addr[a->fd] = a->addr;
-			k->live_ioev++;
-		}
-	} else if (req == KVM_SIGNAL_MSI) {
-		k->msi_calls++;
-		ret = 1; /* delivered */
-	} else {
-		k->unknown_calls++;
-		ret = -ENOTTY;
-	}
-	pthread_mutex_unlock(&k->lock);
-	return ret;
-}
-
-/* The eventfd KVM would signal on a write to @addr, or -1. */
-static int fk_kick_fd(struct fake_kvm *k, uint64_t addr)
-{
-	int ret = -1;
-
-	pthread_mutex_lock(&k->lock);
-	for (int f = 0; f < FK_MAX_FD; f++) {
-		if (k->ioev[f] && k->ioev_addr[f] == addr) {
-			ck_assert_int_eq(ret, -1); /* one per address */
-			ret = f;
-		}
-	}
-	pthread_mutex_unlock(&k->lock);
-	return ret;
-}
-
-/* The irqfd whose GSI routes to MSI message (@addr, @data), or -1. */
-static int fk_call_fd(struct fake_kvm *k, uint64_t addr, uint32_t data)
-{
-	int ret = -1;
-
-	pthread_mutex_lock(&k->lock);
-	for (int f = 0; f < FK_MAX_FD; f++) {
-		int gsi = k->irqfd_gsi[f];
-
-		if (gsi < 0 || !k->route_valid[gsi] || k->route_addr[gsi] != addr ||
-		    k->route_data[gsi] != data)
-			continue;
-		ck_assert_int_eq(ret, -1);
-		ret = f;
-	}
-	pthread_mutex_unlock(&k->lock);
-	return ret;
-}
-
-static unsigned int fk_get(struct fake_kvm *k, const unsigned int *field)
-{
-	unsigned int v;
-
-	pthread_mutex_lock(&k->lock);
-	v = *field;
-	pthread_mutex_unlock(&k->lock);
-	return v;
-}
 
 /* ---- the machine ------------------------------------------------------- */
 
@@ -208,23 +81,13 @@ struct rig_opts {
 };
 
 static struct {
-	struct fake_kvm *kvm;
-	struct iobus pio, mmio;
-	struct pci_bus *bus;
-	struct vm_irq *irq;
+	struct fv v; /* fake KVM, buses, transport, the driver's probe */
 	struct fake_guest g;
 	int img;
 	uint64_t img_size;
 	struct iothread *io[NIO];
 	struct vblk_dev *dev;
-	struct virtio_transport *t;
 	struct drvq q[NQ];
-	/* What the driver found while probing. */
-	unsigned int slot;
-	uint64_t bar;
-	uint32_t common, notify, mult, isr, devcfg;
-	unsigned int msix, nr_vectors;
-	uint32_t table, pba;
 } R;
 
 static uint64_t now_ms(void)
@@ -260,106 +123,21 @@ static void fill_image(int fd, uint64_t size)
 	}
 }
 
-/* ---- config space and BAR access (as in check_virtio_pci.c) ------------ */
+/* ---- config space and BAR access (fake_vpci.h) ---------------------- */
 
-static void cfg_select(unsigned int slot, unsigned int off)
-{
-	uint32_t a = 0x80000000u | slot << 11 | (off & 0xfc);
-
-	ck_assert_int_eq(iobus_dispatch(&R.pio, 0xcf8, &a, 4, true), 0);
-}
-
-static uint32_t cfg_rd(unsigned int off, unsigned int len)
-{
-	uint32_t v = 0;
-
-	cfg_select(R.slot, off);
-	ck_assert_int_eq(iobus_dispatch(&R.pio, 0xcfc + (off & 3), &v, len, false), 0);
-	return v;
-}
-
-static void cfg_wr(unsigned int off, uint32_t v, unsigned int len)
-{
-	cfg_select(R.slot, off);
-	ck_assert_int_eq(iobus_dispatch(&R.pio, 0xcfc + (off & 3), &v, len, true), 0);
-}
-
-static uint64_t mr(uint32_t off, unsigned int len)
-{
-	uint64_t v = 0;
-
-	ck_assert_int_eq(iobus_dispatch(&R.mmio, R.bar + off, &v, len, false), 0);
-	return v;
-}
-
-static void mw(uint32_t off, uint64_t v, unsigned int len)
-{
-	ck_assert_int_eq(iobus_dispatch(&R.mmio, R.bar + off, &v, len, true), 0);
-}
-
-#define COMMON_RD(field, len) mr(R.common + VIRTIO_PCI_COMMON_##field, len)
-#define COMMON_WR(field, v, len) mw(R.common + VIRTIO_PCI_COMMON_##field, v, len)
-
-static uint8_t status_rd(void)
-{
-	return (uint8_t)COMMON_RD(STATUS, 1);
-}
-
-static void status_add(uint8_t bits)
-{
-	COMMON_WR(STATUS, status_rd() | bits, 1);
-}
+#define mr(off, len) fv_mr(&R.v, off, len)
+#define COMMON_RD(field, len) FV_COMMON_RD(&R.v, field, len)
+#define COMMON_WR(field, val, len) FV_COMMON_WR(&R.v, field, val, len)
+#define status_rd() fv_status(&R.v)
+#define msix_mask(vec, masked) fv_msix_mask(&R.v, vec, masked)
+#define pba_bit(vec) fv_pba_bit(&R.v, vec)
 
 static void drv_probe(void)
 {
-	unsigned int ptr, n = 0;
-
-	for (R.slot = 1; R.slot < PCI_MAX_SLOTS; R.slot++)
-		if (cfg_rd(PCI_CFG_VENDOR_ID, 2) == VPCI_VENDOR_ID)
-			break;
-	ck_assert_uint_lt(R.slot, PCI_MAX_SLOTS);
-	ck_assert_uint_eq(cfg_rd(PCI_CFG_DEVICE_ID, 2), VPCI_DEVICE_ID_BASE + 2);
-	R.bar = cfg_rd(PCI_CFG_BAR0, 4) & ~0xfu;
-	R.common = R.notify = R.isr = R.devcfg = UINT32_MAX;
-	R.msix = 0;
-	for (ptr = cfg_rd(PCI_CFG_CAP_PTR, 1); ptr; ptr = cfg_rd(ptr + 1, 1)) {
-		unsigned int id = cfg_rd(ptr, 1);
-
-		ck_assert_uint_lt(++n, 16);
-		if (id == PCI_CAPID_MSIX) {
-			R.msix = ptr;
-			R.nr_vectors = (cfg_rd(ptr + MSIX_CAP_CTRL, 2) & MSIX_CTRL_QSIZE) + 1;
-			R.table = cfg_rd(ptr + MSIX_CAP_TABLE, 4) & ~7u;
-			R.pba = cfg_rd(ptr + MSIX_CAP_PBA, 4) & ~7u;
-			continue;
-		}
-		if (id != PCI_CAPID_VNDR)
-			continue;
-		switch (cfg_rd(ptr + VIRTIO_PCI_CAP_CFG_TYPE, 1)) {
-		case VIRTIO_PCI_CAP_COMMON_CFG:
-			R.common = cfg_rd(ptr + VIRTIO_PCI_CAP_OFFSET, 4);
-			break;
-		case VIRTIO_PCI_CAP_NOTIFY_CFG:
-			R.notify = cfg_rd(ptr + VIRTIO_PCI_CAP_OFFSET, 4);
-			R.mult = cfg_rd(ptr + VIRTIO_PCI_NOTIFY_CAP_MULT, 4);
-			break;
-		case VIRTIO_PCI_CAP_ISR_CFG:
-			R.isr = cfg_rd(ptr + VIRTIO_PCI_CAP_OFFSET, 4);
-			break;
-		case VIRTIO_PCI_CAP_DEVICE_CFG:
-			R.devcfg = cfg_rd(ptr + VIRTIO_PCI_CAP_OFFSET, 4);
-			break;
-		default:
-			break;
-		}
-	}
-	ck_assert_uint_ne(R.common, UINT32_MAX);
-	ck_assert_uint_ne(R.notify, UINT32_MAX);
-	ck_assert_uint_ne(R.isr, UINT32_MAX);
-	ck_assert_uint_ne(R.devcfg, UINT32_MAX);
-	ck_assert_uint_ne(R.msix, 0);
-	ck_assert_uint_eq(COMMON_RD(NUMQ, 2), NQ);
-	ck_assert_uint_eq(R.nr_vectors, NQ + 1);
+	ck_assert_int_eq(fv_probe(&R.v), 0);
+	ck_assert_uint_eq(fv_cfg_rd(&R.v, PCI_CFG_DEVICE_ID, 2), VPCI_DEVICE_ID_BASE + 2);
+	ck_assert_uint_eq(R.v.nq, NQ);
+	ck_assert_uint_eq(R.v.nr_vectors, NQ + 1);
 }
 
 static uint64_t msg_addr(unsigned int v)
@@ -370,22 +148,6 @@ static uint64_t msg_addr(unsigned int v)
 static uint32_t msg_data(unsigned int v)
 {
 	return 0x4000u + v;
-}
-
-static void msix_mask(unsigned int v, bool masked)
-{
-	mw(R.table + v * MSIX_ENTRY_SIZE + MSIX_ENTRY_CTRL, masked, 4);
-}
-
-static bool pba_bit(unsigned int v)
-{
-	return mr(R.pba + (v / 64) * 8, 8) >> (v % 64) & 1;
-}
-
-static uint64_t notify_addr(unsigned int q)
-{
-	COMMON_WR(Q_SELECT, q, 2);
-	return R.bar + R.notify + (uint32_t)COMMON_RD(Q_NOFF, 2) * R.mult;
 }
 
 /*
@@ -400,37 +162,20 @@ static void drv_up(const struct rig_opts *o)
 	uint16_t nq;
 	uint64_t cap;
 
-	COMMON_WR(STATUS, 0, 1);
-	ck_assert_uint_eq(status_rd(), 0);
-	status_add(VIRTIO_CONFIG_S_ACKNOWLEDGE);
-	status_add(VIRTIO_CONFIG_S_DRIVER);
-	COMMON_WR(DFSELECT, 0, 4);
-	offered = COMMON_RD(DF, 4);
-	COMMON_WR(DFSELECT, 1, 4);
-	offered |= COMMON_RD(DF, 4) << 32;
+	ck_assert_int_eq(fv_negotiate(&R.v, DRV_FEATURES, &offered), 0);
 	ck_assert_uint_eq(offered & DRV_FEATURES, DRV_FEATURES);
-	COMMON_WR(GFSELECT, 0, 4);
-	COMMON_WR(GF, (uint32_t)DRV_FEATURES, 4);
-	COMMON_WR(GFSELECT, 1, 4);
-	COMMON_WR(GF, (uint32_t)(DRV_FEATURES >> 32), 4);
-	status_add(VIRTIO_CONFIG_S_FEATURES_OK);
-	ck_assert(status_rd() & VIRTIO_CONFIG_S_FEATURES_OK);
 
-	nq = (uint16_t)mr(R.devcfg + offsetof(struct virtio_blk_config, num_queues), 2);
+	nq = (uint16_t)mr(R.v.devcfg + offsetof(struct virtio_blk_config, num_queues), 2);
 	ck_assert_uint_eq(nq, NQ);
-	cap = mr(R.devcfg + offsetof(struct virtio_blk_config, capacity), 8);
+	cap = mr(R.v.devcfg + offsetof(struct virtio_blk_config, capacity), 8);
 	ck_assert_uint_eq(cap, R.img_size / SECTOR);
 
-	cfg_wr(R.msix + MSIX_CAP_CTRL, MSIX_CTRL_ENABLE | MSIX_CTRL_MASKALL, 2);
-	for (unsigned int v = 0; v < R.nr_vectors; v++) {
-		uint32_t e = R.table + v * MSIX_ENTRY_SIZE;
-
-		mw(e + MSIX_ENTRY_ADDR_LO, (uint32_t)msg_addr(v), 4);
-		mw(e + MSIX_ENTRY_ADDR_HI, (uint32_t)(msg_addr(v) >> 32), 4);
-		mw(e + MSIX_ENTRY_DATA, msg_data(v), 4);
-		mw(e + MSIX_ENTRY_CTRL, 0, 4);
+	fv_msix_ctrl(&R.v, MSIX_CTRL_ENABLE | MSIX_CTRL_MASKALL);
+	for (unsigned int v = 0; v < R.v.nr_vectors; v++) {
+		fv_msix_write(&R.v, v, msg_addr(v), msg_data(v));
+		msix_mask(v, false);
 	}
-	cfg_wr(R.msix + MSIX_CAP_CTRL, MSIX_CTRL_ENABLE, 2);
+	fv_msix_ctrl(&R.v, MSIX_CTRL_ENABLE);
 	COMMON_WR(MSIX, 0, 2);
 	ck_assert_uint_eq(COMMON_RD(MSIX, 2), 0);
 
@@ -445,29 +190,26 @@ static void drv_up(const struct rig_opts *o)
 		d->irqs = 0;
 		COMMON_WR(Q_SELECT, q, 2);
 		ck_assert_uint_eq(COMMON_RD(Q_SIZE, 2), QSIZE);
-		COMMON_WR(Q_SIZE, QSIZE, 2);
-		COMMON_WR(Q_DESCLO, d->vq.desc_gpa, 8);
-		COMMON_WR(Q_AVAILLO, d->vq.avail_gpa, 8);
-		COMMON_WR(Q_USEDLO, d->vq.used_gpa, 8);
-		COMMON_WR(Q_MSIX, d->vector, 2);
-		ck_assert_uint_eq(COMMON_RD(Q_MSIX, 2), d->vector);
-		COMMON_WR(Q_ENABLE, 1, 2);
-		d->notify = notify_addr(q);
+		ck_assert_uint_eq(fv_queue_setup(&R.v, q, QSIZE, d->vq.desc_gpa,
+						 d->vq.avail_gpa, d->vq.used_gpa,
+						 d->vector),
+				  d->vector);
+		d->notify = fv_notify_addr(&R.v, q);
 	}
-	status_add(VIRTIO_CONFIG_S_DRIVER_OK);
+	fv_status_add(&R.v, VIRTIO_CONFIG_S_DRIVER_OK);
 	ck_assert(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK);
 	ck_assert(!(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET));
 
 	for (unsigned int q = 0; q < NQ; q++) {
 		struct drvq *d = &R.q[q];
 
-		d->kick_fd = fk_kick_fd(R.kvm, d->notify);
+		d->kick_fd = fv_kvm_kick_fd(R.v.kvm, d->notify);
 		ck_assert_int_ge(d->kick_fd, 0);
 		if (d->vector == VIRTIO_NO_VECTOR) {
 			d->call_fd = -1;
 		} else {
-			d->call_fd = fk_call_fd(R.kvm, msg_addr(d->vector),
-						msg_data(d->vector));
+			d->call_fd = fv_kvm_call_fd(R.v.kvm, msg_addr(d->vector),
+						    msg_data(d->vector));
 			ck_assert_int_ge(d->call_fd, 0);
 		}
 	}
@@ -487,16 +229,8 @@ static void rig_up(const struct rig_opts *o)
 
 	memset(&R, 0, sizeof(R));
 	R.img = -1;
-	R.kvm = calloc(1, sizeof(*R.kvm));
-	ck_assert_ptr_nonnull(R.kvm);
-	pthread_mutex_init(&R.kvm->lock, NULL);
-	for (int i = 0; i < FK_MAX_FD; i++)
-		R.kvm->irqfd_gsi[i] = -1;
-	ck_assert_int_eq(iobus_init(&R.pio, "pio"), 0);
-	ck_assert_int_eq(iobus_init(&R.mmio, "mmio"), 0);
-	ck_assert_int_eq(pci_bus_create(&R.pio, &R.mmio, MMIO_BASE, MMIO_SIZE, &R.bus), 0);
-	ck_assert_int_eq(irq_create(-1, fake_ioctl, R.kvm, &R.irq), 0);
 	ck_assert_int_eq(fg_init(&R.g, RAM_SIZE), 0);
+	ck_assert_int_eq(fv_init(&R.v, -1, FV_MMIO_BASE, FV_MMIO_SIZE, &R.g.mem), 0);
 
 	R.img_size = o->img_size ? o->img_size : IMG_SIZE;
 	R.img = fg_tmp_image(R.img_size);
@@ -514,33 +248,29 @@ static void rig_up(const struct rig_opts *o)
 	dp.poll_us = o->poll_us;
 	dp.sync_engine = false; /* the io_uring engine */
 	ck_assert_int_eq(vblk_dev_create(&dp, &R.dev), 0);
-	vp.bus = R.bus;
-	vp.irq = R.irq;
+	vp.bus = R.v.bus;
+	vp.irq = R.v.irq;
 	vp.mem = &R.g.mem;
 	vp.ops = vblk_dev_ops();
 	vp.dev = R.dev;
-	ck_assert_int_eq(vpci_create(&vp, &R.t), 0);
+	ck_assert_int_eq(vpci_create(&vp, &R.v.t), 0);
 	drv_probe();
 }
 
 static void rig_down(void)
 {
-	vpci_destroy(R.t);
+	vpci_destroy(R.v.t);
+	R.v.t = NULL;
 	vblk_dev_destroy(R.dev);
 	for (unsigned int i = 0; i < NIO; i++)
 		iothread_destroy(R.io[i]);
-	pci_bus_destroy(R.bus);
-	irq_destroy(R.irq);
-	iobus_destroy(&R.mmio);
-	iobus_destroy(&R.pio);
+	fv_destroy(&R.v);
 	for (unsigned int q = 0; q < NQ; q++)
 		if (R.q[q].inited)
 			fg_vq_destroy(&R.q[q].vq);
 	fg_destroy(&R.g);
 	if (R.img >= 0)
 		close(R.img);
-	pthread_mutex_destroy(&R.kvm->lock);
-	free(R.kvm);
 	memset(&R, 0, sizeof(R));
 }
 
@@ -864,7 +594,7 @@ START_TEST(rw_every_queue)
 		take_irqs(q);
 		dev_stats(q, &st);
 		ck_assert_uint_eq(st.interrupts, R.q[q].irqs);
-		ck_assert_uint_eq(vpci_queue_interrupts(R.t, q), R.q[q].irqs);
+		ck_assert_uint_eq(vpci_queue_interrupts(R.v.t, q), R.q[q].irqs);
 	}
 	rig_down();
 }
@@ -906,7 +636,7 @@ START_TEST(qd64_event_idx)
 	/* Every interrupt the device counted reached the driver, and every
 	 * notify decision was either an interrupt or a suppression. */
 	ck_assert_uint_eq(st.interrupts, irqs);
-	ck_assert_uint_eq(vpci_queue_interrupts(R.t, Q), irqs);
+	ck_assert_uint_eq(vpci_queue_interrupts(R.v.t, Q), irqs);
 	ck_assert_uint_le(st.interrupts + st.suppressed, N);
 	ck_assert_uint_eq(st.blk.reqs[VBLK_STAT_IN], N / 2);
 	ck_assert_uint_eq(st.blk.reqs[VBLK_STAT_OUT], N / 2);
@@ -938,7 +668,7 @@ START_TEST(qd64_event_idx)
 	ck_assert_uint_eq(st2.kicks, 2);
 	ck_assert_uint_eq(st2.interrupts, st.interrupts);
 	ck_assert_uint_gt(st2.suppressed, st.suppressed);
-	ck_assert_uint_eq(vpci_queue_interrupts(R.t, Q), irqs);
+	ck_assert_uint_eq(vpci_queue_interrupts(R.v.t, Q), irqs);
 	free(reqs);
 	rig_down();
 }
@@ -957,8 +687,8 @@ START_TEST(poll_queue_no_vector)
 	rig_up(&o);
 	drv_up(&o);
 	ck_assert_int_eq(R.q[3].call_fd, -1);
-	ck_assert_uint_eq(fk_get(R.kvm, &R.kvm->live_irqfd), NQ - 1);
-	ck_assert_uint_eq(fk_get(R.kvm, &R.kvm->live_ioev), NQ);
+	ck_assert_uint_eq(fv_kvm_get(R.v.kvm, &R.v.kvm->live_irqfd), NQ - 1);
+	ck_assert_uint_eq(fv_kvm_get(R.v.kvm, &R.v.kvm->live_ioev), NQ);
 
 	for (unsigned int i = 0; i < 8; i++)
 		add_req(3, &reqs[i], i < 4 ? VIRTIO_BLK_T_IN : VIRTIO_BLK_T_OUT,
@@ -976,11 +706,11 @@ START_TEST(poll_queue_no_vector)
 	/* No eventfd of any queue was written. */
 	for (unsigned int q = 0; q < NQ - 1; q++)
 		ck_assert_uint_eq(take_irqs(q), 0);
-	vpci_get_stats(R.t, &vs);
+	vpci_get_stats(R.v.t, &vs);
 	ck_assert_uint_eq(vs.interrupts, 0);
 	ck_assert_uint_eq(vs.interrupts_masked, 0);
-	ck_assert_uint_eq(vpci_queue_interrupts(R.t, 3), 0);
-	ck_assert_uint_eq(fk_get(R.kvm, &R.kvm->msi_calls), 0);
+	ck_assert_uint_eq(vpci_queue_interrupts(R.v.t, 3), 0);
+	ck_assert_uint_eq(fv_kvm_get(R.v.kvm, &R.v.kvm->msi_calls), 0);
 	dev_stats(3, &st);
 	ck_assert_uint_eq(st.blk.reqs[VBLK_STAT_IN] + st.blk.reqs[VBLK_STAT_OUT], 8);
 
@@ -989,7 +719,7 @@ START_TEST(poll_queue_no_vector)
 	settle_all();
 	take_irqs(1);
 	ck_assert_uint_ge(R.q[1].irqs, 1);
-	vpci_get_stats(R.t, &vs);
+	vpci_get_stats(R.v.t, &vs);
 	ck_assert_uint_eq(vs.interrupts, R.q[1].irqs);
 	rig_down();
 }
@@ -1027,8 +757,8 @@ START_TEST(reset_drains_in_flight)
 	/* Reset: returns only once every popped request is completed. */
 	COMMON_WR(STATUS, 0, 1);
 	ck_assert_uint_eq(status_rd(), 0);
-	ck_assert_uint_eq(fk_get(R.kvm, &R.kvm->live_ioev), 0);
-	ck_assert_uint_eq(fk_get(R.kvm, &R.kvm->live_irqfd), 0);
+	ck_assert_uint_eq(fv_kvm_get(R.v.kvm, &R.v.kvm->live_ioev), 0);
+	ck_assert_uint_eq(fv_kvm_get(R.v.kvm, &R.v.kvm->live_irqfd), 0);
 	dev_stats(Q, &st);
 	ck_assert(!st.attached);
 	ck_assert_uint_eq(fg_vq_used_idx(&d->vq), N);
@@ -1110,9 +840,9 @@ START_TEST(malformed_chain_needs_reset)
 	ck_assert(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK);
 	/* Configuration-change interrupt: ISR bit 1 and an MSI on the
 	 * config vector. */
-	ck_assert_uint_eq(mr(R.isr, 1) & VIRTIO_PCI_ISR_CONFIG, VIRTIO_PCI_ISR_CONFIG);
-	ck_assert_uint_ge(fk_get(R.kvm, &R.kvm->msi_calls), 1);
-	vpci_get_stats(R.t, &vs);
+	ck_assert_uint_eq(mr(R.v.isr, 1) & VIRTIO_PCI_ISR_CONFIG, VIRTIO_PCI_ISR_CONFIG);
+	ck_assert_uint_ge(fv_kvm_get(R.v.kvm, &R.v.kvm->msi_calls), 1);
+	vpci_get_stats(R.v.t, &vs);
 	ck_assert_uint_eq(vs.needs_reset, 1);
 	dev_stats(BAD, &st);
 	ck_assert_uint_eq(st.blk.proto_errors, 1);
@@ -1133,7 +863,7 @@ START_TEST(malformed_chain_needs_reset)
 	ck_assert_uint_eq(fg_vq_used_idx(&d->vq), 0);
 	dev_stats(BAD, &st);
 	ck_assert_uint_eq(st.blk.proto_errors, 1);
-	vpci_get_stats(R.t, &vs);
+	vpci_get_stats(R.v.t, &vs);
 	ck_assert_uint_eq(vs.needs_reset, 1);
 	rig_down();
 }
@@ -1237,7 +967,7 @@ START_TEST(masked_vector_pending)
 	settle(queue_io(Q));
 	ck_assert_int_lt(eventfd_read(R.q[Q].call_fd, &v), 0); /* not sent */
 	ck_assert(pba_bit(vec));
-	vpci_get_stats(R.t, &vs);
+	vpci_get_stats(R.v.t, &vs);
 	ck_assert_uint_ge(vs.interrupts_masked, 1);
 	ck_assert_uint_eq(vs.interrupts, 0);
 	dev_stats(Q, &st);

@@ -26,108 +26,7 @@
 #include "pci/pci.h"
 #include "virtio/virtio-pci.h"
 
-/* ---- fake KVM ------------------------------------------------------------ */
-
-#define FK_MAX_FD 16384
-
-struct fake_kvm {
-	unsigned int calls, fail_at; /* fail the fail_at-th call (1-based) */
-	unsigned int routing_calls, irqfd_calls, ioeventfd_calls, msi_calls;
-	unsigned int nr_msi;
-	bool route_valid[IRQ_MAX_ROUTES];
-	uint64_t route_addr[IRQ_MAX_ROUTES];
-	uint32_t route_data[IRQ_MAX_ROUTES];
-	bool ioev[FK_MAX_FD];
-	uint64_t ioev_addr[FK_MAX_FD];
-	uint32_t ioev_len[FK_MAX_FD];
-	int irqfd_gsi[FK_MAX_FD]; /* -1: none */
-	unsigned int live_ioev, live_irqfd;
-	uint64_t msi_addr;
-	uint32_t msi_data;
-};
-
-static struct fake_kvm *kvm;
-
-static int fake_ioctl(void *opaque, int fd, unsigned long req, void *arg)
-{
-	struct fake_kvm *k = opaque;
-
-	(void)fd;
-	if (++k->calls == k->fail_at)
-		return -ENOSPC;
-	if (req == KVM_SET_GSI_ROUTING) {
-		struct kvm_irq_routing *r = arg;
-
-		k->routing_calls++;
-		memset(k->route_valid, 0, sizeof(k->route_valid));
-		k->nr_msi = 0;
-		for (unsigned int i = 0; i < r->nr; i++) {
-			struct kvm_irq_routing_entry *e = &r->entries[i];
-
-			if (e->type != KVM_IRQ_ROUTING_MSI)
-				continue;
-			ck_assert_uint_lt(e->gsi, IRQ_MAX_ROUTES);
-			k->route_valid[e->gsi] = true;
-			k->route_addr[e->gsi] = e->u.msi.address_lo |
-						(uint64_t)e->u.msi.address_hi << 32;
-			k->route_data[e->gsi] = e->u.msi.data;
-			k->nr_msi++;
-		}
-		return 0;
-	}
-	if (req == KVM_IRQFD) {
-		struct kvm_irqfd *a = arg;
-
-		k->irqfd_calls++;
-		ck_assert_uint_lt(a->fd, FK_MAX_FD);
-		if (a->flags & KVM_IRQFD_FLAG_DEASSIGN) {
-			ck_assert_int_ne(k->irqfd_gsi[a->fd], -1);
-			k->irqfd_gsi[a->fd] = -1;
-			k->live_irqfd--;
-		} else {
-			ck_assert_int_eq(k->irqfd_gsi[a->fd], -1);
-			k->irqfd_gsi[a->fd] = (int)a->gsi;
-			k->live_irqfd++;
-		}
-		return 0;
-	}
-	if (req == KVM_IOEVENTFD) {
-		struct kvm_ioeventfd *a = arg;
-
-		k->ioeventfd_calls++;
-		ck_assert_int_ge(a->fd, 0);
-		ck_assert_int_lt(a->fd, FK_MAX_FD);
-		ck_assert(!(a->flags & KVM_IOEVENTFD_FLAG_DATAMATCH));
-		ck_assert(!(a->flags & KVM_IOEVENTFD_FLAG_PIO));
-		if (a->flags & KVM_IOEVENTFD_FLAG_DEASSIGN) {
-			ck_assert(k->ioev[a->fd]);
-			ck_assert_uint_eq(k->ioev_addr[a->fd], a->addr);
-			k->ioev[a->fd] = false;
-			k->live_ioev--;
-		} else {
-			ck_assert(!k->ioev[a->fd]);
-			/* KVM refuses two ioeventfds on one address. */
-			for (int f = 0; f < FK_MAX_FD; f++)
-				if (k->ioev[f] && k->ioev_addr[f] == a->addr)
-					ck_abort_msg("two ioeventfds at 0x%llx",
-						     (unsigned long long)a->addr);
-			k->ioev[a->fd] = true;
-			k->ioev_addr[a->fd] = a->addr;
-			k->ioev_len[a->fd] = a->len;
-			k->live_ioev++;
-		}
-		return 0;
-	}
-	if (req == KVM_SIGNAL_MSI) {
-		struct kvm_msi *m = arg;
-
-		k->msi_calls++;
-		k->msi_addr = m->address_lo | (uint64_t)m->address_hi << 32;
-		k->msi_data = m->data;
-		return 1;
-	}
-	return -ENOTTY;
-}
+#include "fake_vpci.h"
 
 /* ---- fake device model ------------------------------------------------ */
 
@@ -219,210 +118,68 @@ static const struct virtio_device_ops fake_ops = {
 /* ---- the machine ------------------------------------------------------- */
 
 #define RAM_SIZE (8ull << 20)
-#define MMIO_BASE 0xc0000000ull
-#define MMIO_SIZE 0x20000000ull
 #define QSIZE 16
 #define RING_BASE 0x100000ull
 #define RING_STRIDE 0x1000ull
 
-static struct iobus pio, mmio;
-static struct pci_bus *bus;
-static struct vm_irq *irq;
+/* The machine and what the "driver" found while probing (fake_vpci.h). */
+static struct fv V;
+static struct fv_kvm *kvm;
 static struct guest_mem mem;
 static void *ram;
 static struct fake_dev fdev;
-static struct virtio_transport *t;
-
-/* What the "driver" found while probing. */
-static struct {
-	unsigned int slot;
-	uint64_t bar;
-	uint32_t common, notify, notify_len, mult, isr, devcfg, devcfg_len;
-	unsigned int pcicfg, msix;
-	unsigned int nr_vectors;
-	uint32_t table, pba;
-	unsigned int nq;
-} drv;
 
 static void setup(void)
 {
-	kvm = calloc(1, sizeof(*kvm));
-	ck_assert_ptr_nonnull(kvm);
-	for (int i = 0; i < FK_MAX_FD; i++)
-		kvm->irqfd_gsi[i] = -1;
-	ck_assert_int_eq(iobus_init(&pio, "pio"), 0);
-	ck_assert_int_eq(iobus_init(&mmio, "mmio"), 0);
-	ck_assert_int_eq(pci_bus_create(&pio, &mmio, MMIO_BASE, MMIO_SIZE, &bus), 0);
-	ck_assert_int_eq(irq_create(3, fake_ioctl, kvm, &irq), 0);
 	ram = aligned_alloc(4096, RAM_SIZE);
 	ck_assert_ptr_nonnull(ram);
 	memset(ram, 0, RAM_SIZE);
 	guest_mem_init_buf(&mem, ram, RAM_SIZE);
+	ck_assert_int_eq(fv_init(&V, 3, FV_MMIO_BASE, FV_MMIO_SIZE, &mem), 0);
+	kvm = V.kvm;
+	kvm->fail_deassign = true; /* fail_at hits any call */
 	memset(&fdev, 0, sizeof(fdev));
 	fdev.features = FD_FEATURES;
 	for (unsigned int i = 0; i < sizeof(fdev.cfg); i++)
 		fdev.cfg[i] = (uint8_t)(0xa0 + i);
-	t = NULL;
 }
 
 static void teardown(void)
 {
-	vpci_destroy(t);
-	pci_bus_destroy(bus);
-	irq_destroy(irq);
-	iobus_destroy(&mmio);
-	iobus_destroy(&pio);
+	fv_destroy(&V);
 	free(ram);
-	free(kvm);
 }
 
 static struct vpci_params params(unsigned int nq)
 {
-	return (struct vpci_params){
-		.bus = bus,
-		.irq = irq,
-		.mem = &mem,
-		.ops = &fake_ops,
-		.dev = &fdev,
-		.num_queues = nq,
-		.max_queue_size = 256,
-		.ioeventfd_any_length = true,
-	};
+	struct vpci_params p = fv_params(&V);
+
+	p.ops = &fake_ops;
+	p.dev = &fdev;
+	p.num_queues = nq;
+	p.max_queue_size = 256;
+	p.ioeventfd_any_length = true;
+	return p;
 }
 
-/* ---- config space through 0xCF8/0xCFC ---------------------------------- */
-
-static void cfg_select(unsigned int slot, unsigned int off)
-{
-	uint32_t a = 0x80000000u | slot << 11 | (off & 0xfc);
-
-	ck_assert_int_eq(iobus_dispatch(&pio, 0xcf8, &a, 4, true), 0);
-}
-
-static uint32_t cfg_rd(unsigned int off, unsigned int len)
-{
-	uint32_t v = 0;
-
-	cfg_select(drv.slot, off);
-	ck_assert_int_eq(iobus_dispatch(&pio, 0xcfc + (off & 3), &v, len, false), 0);
-	return v;
-}
-
-static void cfg_wr(unsigned int off, uint32_t v, unsigned int len)
-{
-	cfg_select(drv.slot, off);
-	ck_assert_int_eq(iobus_dispatch(&pio, 0xcfc + (off & 3), &v, len, true), 0);
-}
-
-/* ---- BAR MMIO ------------------------------------------------------------ */
-
-static uint64_t mr(uint32_t off, unsigned int len)
-{
-	uint64_t v = 0;
-
-	ck_assert_int_eq(iobus_dispatch(&mmio, drv.bar + off, &v, len, false), 0);
-	return v;
-}
-
-static void mw(uint32_t off, uint64_t v, unsigned int len)
-{
-	ck_assert_int_eq(iobus_dispatch(&mmio, drv.bar + off, &v, len, true), 0);
-}
-
-#define COMMON_RD(field, len) mr(drv.common + VIRTIO_PCI_COMMON_##field, len)
-#define COMMON_WR(field, v, len) mw(drv.common + VIRTIO_PCI_COMMON_##field, v, len)
-
-static uint8_t status_rd(void)
-{
-	return (uint8_t)COMMON_RD(STATUS, 1);
-}
-
-static void status_add(uint8_t bits)
-{
-	COMMON_WR(STATUS, status_rd() | bits, 1);
-}
-
-/* Find the device and walk its capability list, as virtio_pci_modern does. */
-static void drv_probe(void)
-{
-	unsigned int ptr, n = 0;
-	uint32_t bar;
-
-	for (drv.slot = 1; drv.slot < PCI_MAX_SLOTS; drv.slot++)
-		if (cfg_rd(PCI_CFG_VENDOR_ID, 2) == VPCI_VENDOR_ID)
-			break;
-	ck_assert_uint_lt(drv.slot, PCI_MAX_SLOTS);
-	bar = cfg_rd(PCI_CFG_BAR0, 4);
-	ck_assert_uint_eq(bar & 0xf, 0); /* 32-bit, non-prefetchable memory */
-	drv.bar = bar & ~0xfu;
-	ck_assert_uint_ge(drv.bar, MMIO_BASE);
-	ck_assert(cfg_rd(PCI_CFG_STATUS, 2) & PCI_STS_CAP_LIST);
-	drv.common = drv.notify = drv.isr = drv.devcfg = UINT32_MAX;
-	drv.pcicfg = drv.msix = 0;
-	for (ptr = cfg_rd(PCI_CFG_CAP_PTR, 1); ptr; ptr = cfg_rd(ptr + 1, 1)) {
-		unsigned int id = cfg_rd(ptr, 1);
-
-		ck_assert_uint_lt(++n, 16);
-		ck_assert_uint_ge(ptr, PCI_CAP_START);
-		if (id == PCI_CAPID_MSIX) {
-			uint32_t ctrl = cfg_rd(ptr + MSIX_CAP_CTRL, 2);
-			uint32_t tbl = cfg_rd(ptr + MSIX_CAP_TABLE, 4);
-			uint32_t pba = cfg_rd(ptr + MSIX_CAP_PBA, 4);
-
-			drv.msix = ptr;
-			drv.nr_vectors = (ctrl & MSIX_CTRL_QSIZE) + 1;
-			ck_assert_uint_eq(tbl & 7, VPCI_BAR);
-			ck_assert_uint_eq(pba & 7, VPCI_BAR);
-			drv.table = tbl & ~7u;
-			drv.pba = pba & ~7u;
-			continue;
-		}
-		if (id != PCI_CAPID_VNDR)
-			continue;
-		ck_assert_uint_eq(cfg_rd(ptr + VIRTIO_PCI_CAP_BAR, 1), 0);
-		switch (cfg_rd(ptr + VIRTIO_PCI_CAP_CFG_TYPE, 1)) {
-		case VIRTIO_PCI_CAP_COMMON_CFG:
-			drv.common = cfg_rd(ptr + VIRTIO_PCI_CAP_OFFSET, 4);
-			ck_assert_uint_ge(cfg_rd(ptr + VIRTIO_PCI_CAP_LENGTH, 4),
-					  sizeof(struct virtio_pci_common_cfg));
-			break;
-		case VIRTIO_PCI_CAP_NOTIFY_CFG:
-			ck_assert_uint_ge(cfg_rd(ptr + VIRTIO_PCI_CAP_LEN, 1), 20);
-			drv.notify = cfg_rd(ptr + VIRTIO_PCI_CAP_OFFSET, 4);
-			drv.notify_len = cfg_rd(ptr + VIRTIO_PCI_CAP_LENGTH, 4);
-			drv.mult = cfg_rd(ptr + VIRTIO_PCI_NOTIFY_CAP_MULT, 4);
-			break;
-		case VIRTIO_PCI_CAP_ISR_CFG:
-			drv.isr = cfg_rd(ptr + VIRTIO_PCI_CAP_OFFSET, 4);
-			break;
-		case VIRTIO_PCI_CAP_DEVICE_CFG:
-			drv.devcfg = cfg_rd(ptr + VIRTIO_PCI_CAP_OFFSET, 4);
-			drv.devcfg_len = cfg_rd(ptr + VIRTIO_PCI_CAP_LENGTH, 4);
-			break;
-		case VIRTIO_PCI_CAP_PCI_CFG:
-			drv.pcicfg = ptr;
-			break;
-		default:
-			ck_abort_msg("unknown virtio cap");
-		}
-	}
-	ck_assert_uint_ne(drv.common, UINT32_MAX);
-	ck_assert_uint_ne(drv.notify, UINT32_MAX);
-	ck_assert_uint_ne(drv.isr, UINT32_MAX);
-	ck_assert_uint_ne(drv.devcfg, UINT32_MAX);
-	ck_assert_uint_ne(drv.pcicfg, 0);
-	ck_assert_uint_ne(drv.msix, 0);
-	drv.nq = (unsigned int)COMMON_RD(NUMQ, 2);
-}
+/* Config space through 0xCF8/0xCFC, BAR MMIO, status. */
+#define cfg_rd(off, len) fv_cfg_rd(&V, off, len)
+#define cfg_wr(off, v, len) fv_cfg_wr(&V, off, v, len)
+#define mr(off, len) fv_mr(&V, off, len)
+#define mw(off, v, len) fv_mw(&V, off, v, len)
+#define COMMON_RD(field, len) FV_COMMON_RD(&V, field, len)
+#define COMMON_WR(field, v, len) FV_COMMON_WR(&V, field, v, len)
+#define status_rd() fv_status(&V)
+#define status_add(bits) fv_status_add(&V, bits)
 
 static void create(unsigned int nq)
 {
 	struct vpci_params p = params(nq);
 
-	ck_assert_int_eq(vpci_create(&p, &t), 0);
-	drv_probe();
-	ck_assert_uint_eq(drv.nq, nq);
-	ck_assert_uint_eq(drv.nr_vectors, nq + 1);
+	/* vpci_create(), then walk the capabilities as virtio_pci_modern. */
+	ck_assert_int_eq(fv_create(&V, &p), 0);
+	ck_assert_uint_eq(V.nq, nq);
+	ck_assert_uint_eq(V.nr_vectors, nq + 1);
 }
 
 static uint64_t msg_addr(unsigned int v, unsigned int gen)
@@ -438,28 +195,13 @@ static uint32_t msg_data(unsigned int v, unsigned int gen)
 static void msix_entry(unsigned int v, uint64_t addr, uint32_t data,
 		       bool masked)
 {
-	uint32_t e = drv.table + v * MSIX_ENTRY_SIZE;
-
-	mw(e + MSIX_ENTRY_ADDR_LO, (uint32_t)addr, 4);
-	mw(e + MSIX_ENTRY_ADDR_HI, (uint32_t)(addr >> 32), 4);
-	mw(e + MSIX_ENTRY_DATA, data, 4);
-	mw(e + MSIX_ENTRY_CTRL, masked, 4);
+	fv_msix_write(&V, v, addr, data);
+	fv_msix_mask(&V, v, masked);
 }
 
-static void msix_mask(unsigned int v, bool masked)
-{
-	mw(drv.table + v * MSIX_ENTRY_SIZE + MSIX_ENTRY_CTRL, masked, 4);
-}
-
-static void msix_ctrl(uint16_t bits)
-{
-	cfg_wr(drv.msix + MSIX_CAP_CTRL, bits, 2);
-}
-
-static bool pba_bit(unsigned int v)
-{
-	return mr(drv.pba + (v / 64) * 8, 8) >> (v % 64) & 1;
-}
+#define msix_mask(v, masked) fv_msix_mask(&V, v, masked)
+#define msix_ctrl(bits) fv_msix_ctrl(&V, bits)
+#define pba_bit(v) fv_pba_bit(&V, v)
 
 /*
  * Reset, ACKNOWLEDGE, DRIVER, negotiate @features, FEATURES_OK; enable
@@ -489,7 +231,7 @@ static bool drv_begin(uint64_t features)
 		return false;
 
 	msix_ctrl(MSIX_CTRL_ENABLE | MSIX_CTRL_MASKALL);
-	for (unsigned int v = 0; v < drv.nr_vectors; v++)
+	for (unsigned int v = 0; v < V.nr_vectors; v++)
 		msix_entry(v, msg_addr(v, 0), msg_data(v, 0), false);
 	msix_ctrl(MSIX_CTRL_ENABLE);
 	COMMON_WR(MSIX, 0, 2);
@@ -537,14 +279,7 @@ static void drv_up(unsigned int nq)
 	status_add(VIRTIO_CONFIG_S_DRIVER_OK);
 }
 
-static uint64_t notify_addr(unsigned int q)
-{
-	uint32_t off;
-
-	COMMON_WR(Q_SELECT, q, 2);
-	off = (uint32_t)COMMON_RD(Q_NOFF, 2);
-	return drv.bar + drv.notify + off * drv.mult;
-}
+#define notify_addr(q) fv_notify_addr(&V, q)
 
 static bool eventfd_fired(int fd)
 {
@@ -571,19 +306,19 @@ START_TEST(identity_and_caps)
 	ck_assert_uint_eq(cfg_rd(PCI_CFG_REVISION, 4) >> 8, 0x018000);
 	ck_assert_uint_eq(cfg_rd(PCI_CFG_SUBSYS_VENDOR, 2), VPCI_VENDOR_ID);
 	ck_assert_uint_eq(cfg_rd(PCI_CFG_INT_PIN, 1), 0); /* no INTx */
-	ck_assert_uint_eq(drv.mult, 4);
-	ck_assert_uint_ge(drv.notify_len, 4 * 4);
-	ck_assert_uint_eq(drv.devcfg_len, 16);
+	ck_assert_uint_eq(V.mult, 4);
+	ck_assert_uint_ge(V.notify_len, 4 * 4);
+	ck_assert_uint_eq(V.devcfg_len, 16);
 	/* The MSI-X table and PBA sit on pages of their own. */
-	ck_assert_uint_eq(drv.table % 4096, 0);
-	ck_assert_uint_eq(drv.pba % 4096, 0);
+	ck_assert_uint_eq(V.table % 4096, 0);
+	ck_assert_uint_eq(V.pba % 4096, 0);
 
 	/* Distinct notify addresses, one per queue, inside the notify area. */
 	for (unsigned int q = 0; q < 4; q++) {
 		uint64_t a = notify_addr(q);
 
-		ck_assert_uint_ge(a, drv.bar + drv.notify);
-		ck_assert_uint_le(a + 2, drv.bar + drv.notify + drv.notify_len);
+		ck_assert_uint_ge(a, V.bar + V.notify);
+		ck_assert_uint_le(a + 2, V.bar + V.notify + V.notify_len);
 		for (unsigned int p = 0; p < q; p++)
 			ck_assert_uint_ne(a, notify_addr(p));
 	}
@@ -592,16 +327,16 @@ START_TEST(identity_and_caps)
 	ck_assert_uint_eq(COMMON_RD(Q_SIZE, 2), 0);
 
 	/* Device configuration, with bounds. */
-	ck_assert_uint_eq(mr(drv.devcfg, 4), 0xa3a2a1a0);
-	ck_assert_uint_eq(mr(drv.devcfg + 15, 1), 0xaf);
-	ck_assert_uint_eq(mr(drv.devcfg + 14, 4), 0); /* crosses the end */
-	mw(drv.devcfg + 2, 0x55, 1);
+	ck_assert_uint_eq(mr(V.devcfg, 4), 0xa3a2a1a0);
+	ck_assert_uint_eq(mr(V.devcfg + 15, 1), 0xaf);
+	ck_assert_uint_eq(mr(V.devcfg + 14, 4), 0); /* crosses the end */
+	mw(V.devcfg + 2, 0x55, 1);
 	ck_assert_uint_eq(fdev.cfg[2], 0x55);
-	mw(drv.devcfg + 16, 0x66, 1); /* outside: dropped */
+	mw(V.devcfg + 16, 0x66, 1); /* outside: dropped */
 
 	/* Sub-width and 64-bit reads of the common config. */
 	ck_assert_uint_eq(COMMON_RD(NUMQ, 1), 4);
-	ck_assert_uint_eq(mr(drv.common + VIRTIO_PCI_COMMON_MSIX, 4),
+	ck_assert_uint_eq(mr(V.common + VIRTIO_PCI_COMMON_MSIX, 4),
 			  0xffffu | 4u << 16);
 }
 END_TEST
@@ -645,7 +380,7 @@ START_TEST(driver_ok_wires_in_one_transaction)
 		ck_assert_uint_eq(vq->vq.size, QSIZE);
 		ck_assert_uint_eq(vq->vq.desc_gpa, ring_gpa(q));
 	}
-	vpci_get_stats(t, &st);
+	vpci_get_stats(V.t, &st);
 	ck_assert_uint_eq(st.wiring_commits, 1);
 	ck_assert_uint_eq(st.wiring_ioctls, 9);
 
@@ -655,7 +390,7 @@ START_TEST(driver_ok_wires_in_one_transaction)
 	{
 		uint16_t idx = 2;
 
-		ck_assert_int_eq(iobus_dispatch(&mmio, notify_addr(2), &idx, 2,
+		ck_assert_int_eq(iobus_dispatch(&V.mmio, notify_addr(2), &idx, 2,
 						true), 0);
 	}
 	ck_assert(eventfd_fired(fdev.queues[2].kick_fd));
@@ -684,7 +419,7 @@ START_TEST(notify_masked_pending_unmask)
 
 	virtio_queue_notify(q);
 	ck_assert(eventfd_fired(q->call_fd));
-	ck_assert_uint_eq(vpci_queue_interrupts(t, 0), 1);
+	ck_assert_uint_eq(vpci_queue_interrupts(V.t, 0), 1);
 
 	/* Masked: nothing sent, the PBA bit is set instead. */
 	msix_mask(1, true);
@@ -693,7 +428,7 @@ START_TEST(notify_masked_pending_unmask)
 	ck_assert(!eventfd_fired(q->call_fd));
 	ck_assert(pba_bit(1));
 	ck_assert(!pba_bit(2));
-	vpci_get_stats(t, &st);
+	vpci_get_stats(V.t, &st);
 	ck_assert_uint_eq(st.interrupts_masked, 2);
 
 	/* Unmask delivers it once; the message did not change, so no route
@@ -713,9 +448,9 @@ START_TEST(notify_masked_pending_unmask)
 	ck_assert(eventfd_fired(fdev.queues[1].call_fd));
 	ck_assert(!pba_bit(2));
 	ck_assert_uint_eq(kvm->routing_calls, routing);
-	vpci_get_stats(t, &st);
+	vpci_get_stats(V.t, &st);
 	ck_assert_uint_eq(st.interrupts, 3);
-	ck_assert_uint_eq(vpci_queue_interrupts(t, 1), 0); /* via unmask */
+	ck_assert_uint_eq(vpci_queue_interrupts(V.t, 1), 0); /* via unmask */
 }
 END_TEST
 
@@ -738,7 +473,7 @@ START_TEST(poll_queue_has_no_irqfd)
 	ck_assert_int_eq(fdev.queues[2].call_fd, -1);
 	ck_assert_int_ge(fdev.queues[2].kick_fd, 0);
 	virtio_queue_notify(&fdev.queues[2]);
-	vpci_get_stats(t, &st);
+	vpci_get_stats(V.t, &st);
 	ck_assert_uint_eq(st.interrupts, 0);
 	ck_assert_uint_eq(st.interrupts_masked, 0);
 	ck_assert_uint_eq(kvm->msi_calls, 0);
@@ -757,7 +492,7 @@ START_TEST(reset_unwires_and_clears)
 	ck_assert_uint_eq(fdev.stop_calls, 1);
 	assert_unwired();
 	ck_assert_uint_eq(kvm->routing_calls, 2); /* one teardown commit */
-	vpci_get_stats(t, &st);
+	vpci_get_stats(V.t, &st);
 	ck_assert_uint_eq(st.resets, 2); /* drv_begin's reset too */
 	ck_assert_uint_eq(st.wiring_commits, 2);
 
@@ -782,8 +517,8 @@ START_TEST(reset_unwires_and_clears)
 	ck_assert_uint_eq(kvm->routing_calls, 3);
 
 	/* Destroy of a live device stops and unwires it. */
-	vpci_destroy(t);
-	t = NULL;
+	vpci_destroy(V.t);
+	V.t = NULL;
 	ck_assert_uint_eq(fdev.stop_calls, 2);
 	assert_unwired();
 }
@@ -836,13 +571,13 @@ START_TEST(bad_queue_size)
 	ck_assert_uint_eq(kvm->msi_calls, 1);
 	ck_assert_uint_eq(kvm->msi_addr, msg_addr(0, 0));
 	ck_assert_uint_eq(kvm->msi_data, msg_data(0, 0));
-	ck_assert_uint_eq(mr(drv.isr, 1), VIRTIO_PCI_ISR_CONFIG);
-	ck_assert_uint_eq(mr(drv.isr, 1), 0); /* read clears */
+	ck_assert_uint_eq(mr(V.isr, 1), VIRTIO_PCI_ISR_CONFIG);
+	ck_assert_uint_eq(mr(V.isr, 1), 0); /* read clears */
 	COMMON_WR(Q_SIZE, 512, 2); /* above the maximum */
 	ck_assert_uint_eq(COMMON_RD(Q_SIZE, 2), 64);
 	COMMON_WR(Q_SIZE, 0, 2);
 	ck_assert_uint_eq(COMMON_RD(Q_SIZE, 2), 64);
-	vpci_get_stats(t, &st);
+	vpci_get_stats(V.t, &st);
 	ck_assert_uint_eq(st.needs_reset, 1); /* set once */
 	ck_assert_uint_eq(st.config_interrupts, 1);
 	/* Wrong-width write: ignored. */
@@ -889,7 +624,7 @@ START_TEST(ring_outside_ram)
 	ck_assert_uint_eq(fdev.start_calls, 0);
 	assert_unwired();
 	ck_assert_uint_eq(kvm->calls, 1); /* only the config MSI */
-	vpci_get_stats(t, &st);
+	vpci_get_stats(V.t, &st);
 	ck_assert_uint_eq(st.needs_reset, 1);
 
 	/* Misaligned descriptor table. */
@@ -946,18 +681,18 @@ END_TEST
 START_TEST(bar_move_moves_ioeventfds)
 {
 	struct vpci_stats st0, st1;
-	uint64_t old = drv.bar, nbar = MMIO_BASE + 0x10000000;
+	uint64_t old = V.bar, nbar = FV_MMIO_BASE + 0x10000000;
 	unsigned int calls;
 
 	create(3);
 	drv_up(3);
-	old = drv.bar;
-	vpci_get_stats(t, &st0);
+	old = V.bar;
+	vpci_get_stats(V.t, &st0);
 	calls = kvm->calls;
 	cfg_wr(PCI_CFG_BAR0, (uint32_t)nbar, 4);
-	drv.bar = cfg_rd(PCI_CFG_BAR0, 4) & ~0xfu;
-	ck_assert_uint_eq(drv.bar, nbar);
-	vpci_get_stats(t, &st1);
+	V.bar = cfg_rd(PCI_CFG_BAR0, 4) & ~0xfu;
+	ck_assert_uint_eq(V.bar, nbar);
+	vpci_get_stats(V.t, &st1);
 	ck_assert_uint_eq(st1.wiring_commits, st0.wiring_commits + 1);
 	ck_assert_uint_eq(kvm->calls, calls + 2 * 3);
 	ck_assert_uint_eq(kvm->ioeventfd_calls, 3 + 2 * 3);
@@ -973,7 +708,7 @@ START_TEST(bar_move_moves_ioeventfds)
 	{
 		uint32_t v = 0;
 
-		ck_assert_int_eq(iobus_dispatch(&mmio, old, &v, 4, false),
+		ck_assert_int_eq(iobus_dispatch(&V.mmio, old, &v, 4, false),
 				 -ENOENT);
 	}
 
@@ -1052,7 +787,7 @@ START_TEST(many_queues_one_routing_call)
 	struct vpci_stats st;
 
 	create(nq);
-	ck_assert_uint_eq(drv.nr_vectors, nq + 1);
+	ck_assert_uint_eq(V.nr_vectors, nq + 1);
 	drv_up(nq);
 	ck_assert(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK);
 	ck_assert_uint_eq(kvm->routing_calls, 1);
@@ -1060,7 +795,7 @@ START_TEST(many_queues_one_routing_call)
 	ck_assert_uint_eq(kvm->live_irqfd, nq);
 	ck_assert_uint_eq(kvm->nr_msi, nq);
 	ck_assert_uint_eq(fdev.started_enabled, nq);
-	vpci_get_stats(t, &st);
+	vpci_get_stats(V.t, &st);
 	ck_assert_uint_eq(st.wiring_commits, 1);
 	ck_assert_uint_eq(st.wiring_ioctls, 1 + 2 * nq);
 	COMMON_WR(STATUS, 0, 1);
@@ -1084,16 +819,16 @@ START_TEST(needs_reset_config_interrupt)
 	create(2);
 	drv_up(2);
 	gen = (uint8_t)COMMON_RD(CFGGENERATION, 1);
-	virtio_transport_needs_reset(t, "test: malformed ring");
+	virtio_transport_needs_reset(V.t, "test: malformed ring");
 	ck_assert(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET);
 	ck_assert(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK);
 	ck_assert_uint_eq((uint8_t)COMMON_RD(CFGGENERATION, 1), (uint8_t)(gen + 1));
 	ck_assert_uint_eq(kvm->msi_calls, 1);
 	ck_assert_uint_eq(kvm->msi_data, msg_data(0, 0));
-	ck_assert_uint_eq(mr(drv.isr, 4), VIRTIO_PCI_ISR_CONFIG);
-	ck_assert_uint_eq(mr(drv.isr, 4), 0);
+	ck_assert_uint_eq(mr(V.isr, 4), VIRTIO_PCI_ISR_CONFIG);
+	ck_assert_uint_eq(mr(V.isr, 4), 0);
 	/* Once. */
-	virtio_transport_needs_reset(t, "again");
+	virtio_transport_needs_reset(V.t, "again");
 	ck_assert_uint_eq(kvm->msi_calls, 1);
 	/* The driver writing status back (with the bit) keeps it. */
 	status_add(0);
@@ -1103,13 +838,13 @@ START_TEST(needs_reset_config_interrupt)
 	COMMON_WR(STATUS, 0, 1);
 	drv_up(2);
 	msix_mask(0, true);
-	vpci_config_changed(t);
+	vpci_config_changed(V.t);
 	ck_assert_uint_eq(kvm->msi_calls, 1);
 	ck_assert(pba_bit(0));
 	msix_mask(0, false);
 	ck_assert_uint_eq(kvm->msi_calls, 2);
 	ck_assert(!pba_bit(0));
-	vpci_get_stats(t, &st);
+	vpci_get_stats(V.t, &st);
 	ck_assert_uint_eq(st.config_interrupts, 2);
 	ck_assert_uint_eq(st.needs_reset, 1);
 
@@ -1127,33 +862,33 @@ START_TEST(pci_cfg_window)
 	unsigned int c;
 
 	create(3);
-	c = drv.pcicfg;
+	c = V.pcicfg;
 	cfg_wr(c + VIRTIO_PCI_CAP_BAR, 0, 1);
-	cfg_wr(c + VIRTIO_PCI_CAP_OFFSET, drv.common + VIRTIO_PCI_COMMON_NUMQ, 4);
+	cfg_wr(c + VIRTIO_PCI_CAP_OFFSET, V.common + VIRTIO_PCI_COMMON_NUMQ, 4);
 	cfg_wr(c + VIRTIO_PCI_CAP_LENGTH, 2, 4);
 	ck_assert_uint_eq(cfg_rd(c + 16, 2), 3);
 	/* Write queue_select through the window, read it back by MMIO. */
-	cfg_wr(c + VIRTIO_PCI_CAP_OFFSET, drv.common + VIRTIO_PCI_COMMON_Q_SELECT, 4);
+	cfg_wr(c + VIRTIO_PCI_CAP_OFFSET, V.common + VIRTIO_PCI_COMMON_Q_SELECT, 4);
 	cfg_wr(c + 16, 2, 2);
 	ck_assert_uint_eq(COMMON_RD(Q_SELECT, 2), 2);
 	/* Device config, 4 bytes. */
-	cfg_wr(c + VIRTIO_PCI_CAP_OFFSET, drv.devcfg + 4, 4);
+	cfg_wr(c + VIRTIO_PCI_CAP_OFFSET, V.devcfg + 4, 4);
 	cfg_wr(c + VIRTIO_PCI_CAP_LENGTH, 4, 4);
 	ck_assert_uint_eq(cfg_rd(c + 16, 4), 0xa7a6a5a4);
 	/* Bad length / misaligned / outside the BAR: no access. */
 	cfg_wr(c + VIRTIO_PCI_CAP_LENGTH, 3, 4);
 	cfg_wr(c + 16, 0xdeadbeef, 4);
 	cfg_wr(c + VIRTIO_PCI_CAP_LENGTH, 4, 4);
-	cfg_wr(c + VIRTIO_PCI_CAP_OFFSET, drv.devcfg + 2, 4);
+	cfg_wr(c + VIRTIO_PCI_CAP_OFFSET, V.devcfg + 2, 4);
 	cfg_wr(c + 16, 0xdeadbeef, 4);
 	cfg_wr(c + VIRTIO_PCI_CAP_OFFSET, 0xfffffffc, 4);
 	(void)cfg_rd(c + 16, 4);
-	ck_assert_uint_eq(mr(drv.devcfg, 8), 0xa7a6a5a4a3a2a1a0ull);
+	ck_assert_uint_eq(mr(V.devcfg, 8), 0xa7a6a5a4a3a2a1a0ull);
 	/* A BAR that is not ours. */
 	cfg_wr(c + VIRTIO_PCI_CAP_BAR, 2, 1);
-	cfg_wr(c + VIRTIO_PCI_CAP_OFFSET, drv.devcfg, 4);
+	cfg_wr(c + VIRTIO_PCI_CAP_OFFSET, V.devcfg, 4);
 	cfg_wr(c + 16, 0xdeadbeef, 4);
-	ck_assert_uint_eq(mr(drv.devcfg, 4), 0xa3a2a1a0);
+	ck_assert_uint_eq(mr(V.devcfg, 4), 0xa3a2a1a0);
 }
 END_TEST
 
