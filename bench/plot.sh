@@ -55,7 +55,7 @@ if [[ -s $tmp/io.dat ]]; then
 set terminal pngcairo size 900,520 noenhanced
 set output "$out/guest_iops.png"
 set title "In-guest 4 KiB random read (fio io_uring, O_DIRECT, one job per vCPU, QD 32), median IOPS"
-set style data histograms; set style fill solid 0.7 border -1; set boxwidth 0.8
+set datafile separator "\t"; set style data histograms; set style fill solid 0.7 border -1; set boxwidth 0.8
 set ylabel "IOPS"; set grid ytics; set yrange [0:*]; set xtics rotate by -20
 plot "$tmp/io.dat" u 2:xtic(1) t "IOPS"
 EOF
@@ -65,8 +65,8 @@ if [[ -s $tmp/notify.dat ]]; then
 set terminal pngcairo size 900,520 noenhanced
 set output "$out/guest_notifications.png"
 set title "minivmm: notifications per request (median over boots)"
-set style data histograms; set style histogram rowstacked; set style fill solid 0.7 border -1
-set boxwidth 0.6; set ylabel "per request"; set grid ytics; set yrange [0:*]
+set datafile separator "\t"; set style data histograms; set style histogram rowstacked; set style fill solid 0.7 border -1
+set boxwidth 0.6; set ylabel "per request"; set grid ytics; set yrange [0:*]; set key below
 plot "$tmp/notify.dat" u 2:xtic(1) t "kicks (driver -> device)", "" u 3 t "interrupts (device -> driver)"
 EOF
 fi
