@@ -18,7 +18,8 @@ cmake --build build -j"$(nproc)"
 tests/rig/mkguest.sh --quiet
 [[ $boot -eq 1 ]] || exit 0
 
-read -r kernel initrd < <(tests/rig/mkguest.sh --print-paths | tr '\n' ' ')
+mapfile -t paths < <(tests/rig/mkguest.sh --print-paths)
+kernel=${paths[0]} initrd=${paths[1]}
 echo "setup: booting the default guest (reboots itself when done)" >&2
 exec tests/rig/rig-run -- "$PWD/build/minivmm" --smp 2 --mem 512M \
 	--kernel "$kernel" --initrd "$initrd" --append "guest.run=smoke" "$@"
