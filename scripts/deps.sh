@@ -9,6 +9,7 @@ PKGS=(
 	libseccomp-dev
 	# the rig: L1 under TCG, its initramfs, the Debian kernel it boots
 	qemu-system-x86 busybox-static kmod cpio xz-utils zstd e2fsprogs util-linux
+	dmsetup # tests/e2e/fault_dm_error.sh (device-mapper error target)
 	# in-guest and bench I/O tools
 	fio
 	gnuplot-nox jq # bench/run.sh: plots and JSON
@@ -17,6 +18,16 @@ PKGS=(
 	clang libclang-rt-14-dev
 )
 
+SUDO=()
+[[ $(id -u) -eq 0 ]] || SUDO=(sudo)
+
+# tests/rig/fetch-kernel.sh uses `apt-get download`, which needs package
+# lists even when every package above is already installed.
+policy=$(apt-cache policy linux-image-amd64 2>/dev/null || true)
+if [[ "$policy" != *"Candidate: "[0-9]* ]]; then
+	"${SUDO[@]}" apt-get update
+fi
+
 missing=()
 for p in "${PKGS[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
@@ -24,8 +35,6 @@ for p in "${PKGS[@]}"; do
 done
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 
-SUDO=()
-[[ $(id -u) -eq 0 ]] || SUDO=(sudo)
 echo "deps: installing ${missing[*]}" >&2
 "${SUDO[@]}" apt-get update
 DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
