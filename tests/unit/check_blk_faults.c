@@ -31,6 +31,7 @@
 #include "blk/blk-engine.h"
 #include "blk/vblk.h"
 #include "fake_guest.h"
+#include "log_capture.h"
 #include "vmm/vmm.h"
 
 #define RAM_SIZE (16u << 20)
@@ -41,32 +42,6 @@
 #define BAD_HI 512u
 
 /* ---- log capture ---------------------------------------------------- */
-
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char logbuf[16384];
-static size_t loglen;
-
-static void log_fn(int level, const char *msg, void *opaque)
-{
-	(void)level;
-	(void)opaque;
-	pthread_mutex_lock(&log_lock);
-	loglen += (size_t)snprintf(logbuf + loglen, sizeof(logbuf) - loglen, "%s\n", msg);
-	if (loglen >= sizeof(logbuf))
-		loglen = sizeof(logbuf) - 1;
-	pthread_mutex_unlock(&log_lock);
-}
-
-static unsigned int log_count(const char *needle)
-{
-	unsigned int n = 0;
-
-	pthread_mutex_lock(&log_lock);
-	for (const char *p = logbuf; (p = strstr(p, needle)); p++)
-		n++;
-	pthread_mutex_unlock(&log_lock);
-	return n;
-}
 
 /* ---- fault-injecting engine ------------------------------------------- */
 
@@ -130,9 +105,7 @@ static void setup(void)
 	feng.err = 0;
 	feng.type = UINT32_MAX;
 	feng.failed = 0;
-	loglen = 0;
-	logbuf[0] = '\0';
-	ck_assert_int_eq(vmm_set_log(log_fn, NULL, VMM_LOG_DEBUG), 0);
+	ck_assert_int_eq(log_capture_start(), 0);
 	img = fg_tmp_image(IMG_SIZE);
 	ck_assert_int_ge(img, 0);
 	start_disk(img, NULL);
@@ -217,8 +190,8 @@ START_TEST(eio_burst_logged_once)
 	batch(VIRTIO_BLK_T_OUT, BAD_LO, 20, VIRTIO_BLK_S_IOERR, 0x11);
 	ck_assert_uint_eq(feng.failed, 20);
 	ck_assert_uint_eq(io_errors(), 20);
-	ck_assert_uint_eq(log_count("I/O error on write at sector 256"), 1);
-	ck_assert_uint_eq(log_count("I/O error"), 1);
+	ck_assert_uint_eq(log_capture_count("I/O error on write at sector 256"), 1);
+	ck_assert_uint_eq(log_capture_count("I/O error"), 1);
 
 	/* More errors, then successes, inside the same second: still one
 	 * line, and no summary yet (the burst is not over). */
@@ -226,19 +199,19 @@ START_TEST(eio_burst_logged_once)
 	batch(VIRTIO_BLK_T_OUT, 0, 4, VIRTIO_BLK_S_OK, 0x22);
 	batch(VIRTIO_BLK_T_IN, 0, 4, VIRTIO_BLK_S_OK, 0);
 	ck_assert_uint_eq(io_errors(), 25);
-	ck_assert_uint_eq(log_count("I/O error"), 1);
+	ck_assert_uint_eq(log_capture_count("I/O error"), 1);
 
 	/* Quiet for a second: the next success closes the burst. */
 	usleep(1100 * 1000);
 	batch(VIRTIO_BLK_T_IN, 0, 1, VIRTIO_BLK_S_OK, 0);
-	ck_assert_uint_eq(log_count("24 more I/O errors"), 1);
-	ck_assert_uint_eq(log_count("last: read at sector"), 1);
+	ck_assert_uint_eq(log_capture_count("24 more I/O errors"), 1);
+	ck_assert_uint_eq(log_capture_count("last: read at sector"), 1);
 	batch(VIRTIO_BLK_T_IN, 0, 1, VIRTIO_BLK_S_OK, 0);
-	ck_assert_uint_eq(log_count("more I/O errors"), 1);
+	ck_assert_uint_eq(log_capture_count("more I/O errors"), 1);
 
 	/* A new burst is logged again. */
 	batch(VIRTIO_BLK_T_OUT, BAD_LO, 1, VIRTIO_BLK_S_IOERR, 0x33);
-	ck_assert_uint_eq(log_count("I/O error on write at sector 256"), 2);
+	ck_assert_uint_eq(log_capture_count("I/O error on write at sector 256"), 2);
 	ck_assert_uint_eq(io_errors(), 26);
 }
 END_TEST
@@ -248,10 +221,10 @@ START_TEST(burst_summarised_at_close)
 {
 	feng.err = ENOSPC;
 	batch(VIRTIO_BLK_T_OUT, BAD_LO, 3, VIRTIO_BLK_S_IOERR, 0x44);
-	ck_assert_uint_eq(log_count("No space left on device"), 1);
+	ck_assert_uint_eq(log_capture_count("No space left on device"), 1);
 	vblk_close(blk);
 	blk = NULL;
-	ck_assert_uint_eq(log_count("2 more I/O errors until the disk was closed"), 1);
+	ck_assert_uint_eq(log_capture_count("2 more I/O errors until the disk was closed"), 1);
 }
 END_TEST
 
@@ -261,7 +234,7 @@ START_TEST(flush_error)
 	feng.err = EIO;
 	feng.type = VIRTIO_BLK_T_FLUSH;
 	batch(VIRTIO_BLK_T_FLUSH, 0, 1, VIRTIO_BLK_S_IOERR, 0);
-	ck_assert_uint_eq(log_count("I/O error on flush"), 1);
+	ck_assert_uint_eq(log_capture_count("I/O error on flush"), 1);
 	batch(VIRTIO_BLK_T_OUT, BAD_LO, 2, VIRTIO_BLK_S_OK, 0x55); /* writes fine */
 	ck_assert_uint_eq(io_errors(), 1);
 }
@@ -317,7 +290,7 @@ START_TEST(real_enospc)
 
 	/* Replace the fixture's disk with one on the tiny filesystem. */
 	teardown();
-	ck_assert_int_eq(vmm_set_log(log_fn, NULL, VMM_LOG_DEBUG), 0);
+	ck_assert_int_eq(log_capture_attach(), 0);
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	if (unshare(CLONE_NEWNS) < 0 ||
 	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
@@ -354,7 +327,7 @@ START_TEST(real_enospc)
 	ck_assert_uint_gt(ok, 0);
 	ck_assert_uint_gt(bad, 0);
 	ck_assert_uint_eq(io_errors(), bad);
-	ck_assert_uint_eq(log_count("No space left on device"), 1);
+	ck_assert_uint_eq(log_capture_count("No space left on device"), 1);
 	/* Reads still work (written blocks and holes alike). */
 	batch(VIRTIO_BLK_T_IN, 0, 4, VIRTIO_BLK_S_OK, 0);
 	batch(VIRTIO_BLK_T_IN, 63 * 8, 1, VIRTIO_BLK_S_OK, 0);
