@@ -18,11 +18,8 @@ trap 'rm -rf "$dir"' EXIT
 for direct in off on; do
 	img=$dir/crash-$direct.img
 	truncate -s 16M "$img"
-	"$vmm" --smp 2 --mem 512M --kernel "$kernel" --initrd "$initrd" \
-		--disk "path=$img,serial=crash,direct=$direct" \
-		--append "guest.run=crash-write guest.mode=kill" \
-		</dev/null >"$dir/log" 2>&1 &
-	pid=$!
+	crash_start "$vmm" "$kernel" "$initrd" "$img" "$direct" kill "$dir/log"
+	pid=$CRASH_PID
 	crash_wait_for "$dir/log" "CRASH-FLUSHED n=" 300 "$pid"
 	sleep 1 # writes after the flush are in flight now
 	kill -9 "$pid"

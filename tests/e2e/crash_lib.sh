@@ -51,3 +51,15 @@ crash_wait_for() {
 		sleep 0.1
 	done
 }
+
+# crash_start MINIVMM KERNEL INITRD IMG DIRECT MODE LOG: start minivmm in the
+# background on IMG (serial "crash", direct=DIRECT) with the crash-write
+# payload in guest.mode=MODE, output to LOG; sets CRASH_PID.
+crash_start() {
+	"$1" --smp 2 --mem 512M --kernel "$2" --initrd "$3" \
+		--disk "path=$4,serial=crash,direct=$5" \
+		--append "guest.run=crash-write guest.mode=$6" \
+		</dev/null >"$7" 2>&1 &
+	# shellcheck disable=SC2034 # read by the caller
+	CRASH_PID=$!
+}

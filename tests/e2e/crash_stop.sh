@@ -21,11 +21,8 @@ trap 'rm -rf "$dir"' EXIT
 for direct in off on; do
 	img=$dir/stop-$direct.img
 	truncate -s 16M "$img"
-	"$vmm" --smp 2 --mem 512M --kernel "$kernel" --initrd "$initrd" \
-		--disk "path=$img,serial=crash,direct=$direct" \
-		--append "guest.run=crash-write guest.mode=stop" \
-		</dev/null >"$dir/log" 2>&1 &
-	pid=$!
+	crash_start "$vmm" "$kernel" "$initrd" "$img" "$direct" stop "$dir/log"
+	pid=$CRASH_PID
 	crash_wait_for "$dir/log" "CRASH-SYNCED n=48" 300 "$pid"
 	kill -TERM "$pid"
 	rc=0
