@@ -119,6 +119,37 @@ static void stage_queue(struct wiring_txn *t, const struct queue *q, bool assign
 }
 
 /*
+ * Wire (@assign) or unwire the @n queues as n / @per transactions of @per
+ * queues each, counting commits; *one_routing is cleared if a commit made
+ * other than exactly one KVM_SET_GSI_ROUTING (@c counts what reached KVM).
+ * Returns 0 or the failing commit's -errno (reported).
+ */
+static int wire_phase(struct vm_irq *irq, const struct queue *qs, unsigned int n,
+		      unsigned int per, bool assign, const struct counts *c,
+		      uint64_t *commits, bool *one_routing)
+{
+	for (unsigned int i = 0; i < n; i += per) {
+		uint64_t before = c->set_gsi_routing;
+		struct wiring_txn t;
+		int err;
+
+		wiring_begin(&t, irq);
+		for (unsigned int j = i; j < i + per; j++)
+			stage_queue(&t, &qs[j], assign);
+		err = wiring_commit(&t);
+		if (err) {
+			fprintf(stderr, "wiring_commit (%s, n=%u): %s\n",
+				assign ? "setup" : "teardown", n, strerror(-err));
+			return err;
+		}
+		(*commits)++;
+		if (c->set_gsi_routing - before != 1)
+			*one_routing = false;
+	}
+	return 0;
+}
+
+/*
  * Wire @ndev devices of @nq queues each into a fresh VM and tear them down.
  * batched: one transaction per device; otherwise one per queue.
  */
@@ -163,49 +194,20 @@ static int run_one(unsigned int ndev, unsigned int nq, bool batched, struct resu
 		qs[i].addr = MMIO_BASE + 4ull * i;
 	}
 
-	/* setup */
+	/* setup, then teardown, each as n / per transactions */
 	unsigned int per = batched ? nq : 1;
 	uint64_t t0 = now_ns();
-	for (unsigned int i = 0; i < n; i += per) {
-		struct wiring_txn t;
-		uint64_t before = c.set_gsi_routing;
-		int err;
-
-		wiring_begin(&t, irq);
-		for (unsigned int j = i; j < i + per; j++)
-			stage_queue(&t, &qs[j], true);
-		err = wiring_commit(&t);
-		if (err) {
-			fprintf(stderr, "wiring_commit (setup, n=%u): %s\n", n, strerror(-err));
-			goto out;
-		}
-		res->commits_setup++;
-		if (c.set_gsi_routing - before != 1)
-			res->one_routing_per_commit = false;
-	}
+	if (wire_phase(irq, qs, n, per, true, &c, &res->commits_setup,
+		       &res->one_routing_per_commit))
+		goto out;
 	res->setup_ns = now_ns() - t0;
 	res->setup = c;
 
-	/* teardown */
 	memset(&c, 0, sizeof(c));
 	t0 = now_ns();
-	for (unsigned int i = 0; i < n; i += per) {
-		struct wiring_txn t;
-		uint64_t before = c.set_gsi_routing;
-		int err;
-
-		wiring_begin(&t, irq);
-		for (unsigned int j = i; j < i + per; j++)
-			stage_queue(&t, &qs[j], false);
-		err = wiring_commit(&t);
-		if (err) {
-			fprintf(stderr, "wiring_commit (teardown, n=%u): %s\n", n, strerror(-err));
-			goto out;
-		}
-		res->commits_teardown++;
-		if (c.set_gsi_routing - before != 1)
-			res->one_routing_per_commit = false;
-	}
+	if (wire_phase(irq, qs, n, per, false, &c, &res->commits_teardown,
+		       &res->one_routing_per_commit))
+		goto out;
 	res->teardown_ns = now_ns() - t0;
 	res->teardown = c;
 
