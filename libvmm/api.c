@@ -452,6 +452,21 @@ int vmm_set_seccomp(struct vmm *vm, int mode)
 	return ret;
 }
 
+int vmm_set_iothread_sched(struct vmm *vm, int sched)
+{
+	int ret = vm_lock_config(vm);
+
+	if (ret)
+		return ret;
+	if (sched != VMM_IOTHREAD_SCHED_BATCH &&
+	    sched != VMM_IOTHREAD_SCHED_NORMAL)
+		ret = -EINVAL;
+	else
+		vm->iothread_sched = sched;
+	pthread_mutex_unlock(&vm->lock);
+	return ret;
+}
+
 int vmm_seccomp_confine_current_thread(struct vmm *vm)
 {
 	int ret;

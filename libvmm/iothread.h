@@ -68,6 +68,12 @@ struct iothread_stats {
 
 int iothread_create(unsigned int index, unsigned int ring_entries,
 		    struct iothread **out) __must_check;
+/*
+ * Run the thread as SCHED_BATCH (set before iothread_start()): a kick then
+ * wakes it without preempting the task on its CPU, usually the kicking
+ * vCPU, which keeps queueing requests (see vmm_set_iothread_sched()).
+ */
+void iothread_set_batch(struct iothread *io, bool batch);
 /* Start the thread; once only (-EINVAL if started or stopped before). */
 int iothread_start(struct iothread *io) __must_check;
 /* Stop (stop eventfd) and join; idempotent. */

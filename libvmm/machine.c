@@ -321,6 +321,8 @@ static int machine_setup_disks(struct vmm *vm, struct machine *m)
 		if (ret)
 			return ret;
 		m->nr_iothreads++;
+		iothread_set_batch(m->iothreads[i],
+				   vm->iothread_sched == VMM_IOTHREAD_SCHED_BATCH);
 		ret = iothread_start(m->iothreads[i]);
 		if (ret)
 			return ret;

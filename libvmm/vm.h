@@ -52,6 +52,7 @@ struct vmm {
 	struct vm_disk_cfg *disks;
 	unsigned int nr_disks;
 	int seccomp_mode; /* enum vmm_seccomp_mode */
+	int iothread_sched; /* enum vmm_iothread_sched */
 
 	/* KVM. */
 	struct kvm_sys kvm;

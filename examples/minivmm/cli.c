@@ -14,6 +14,7 @@ enum {
 	OPT_STATS,
 	OPT_STATS_JSON,
 	OPT_NO_SECCOMP,
+	OPT_IO_SCHED,
 };
 
 static const struct option long_opts[] = {
@@ -27,6 +28,7 @@ static const struct option long_opts[] = {
 	{ "stats", no_argument, NULL, OPT_STATS },
 	{ "stats-json", no_argument, NULL, OPT_STATS_JSON },
 	{ "no-seccomp", no_argument, NULL, OPT_NO_SECCOMP },
+	{ "io-sched", required_argument, NULL, OPT_IO_SCHED },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -60,6 +62,11 @@ void cli_usage(const char *prog, void *file)
 		"      --stats-json     the same, as one JSON object on stderr\n"
 		"      --no-seccomp     do not confine the VMM's threads with\n"
 		"                       seccomp-bpf allow-lists (on by default)\n"
+		"      --io-sched P     I/O threads' scheduling policy: batch\n"
+		"                       (default: a kick does not preempt the\n"
+		"                       vCPU, so requests are served in batches)\n"
+		"                       or normal (lower latency at queue depth 1\n"
+		"                       when vCPUs and I/O threads share CPUs)\n"
 		"  -v, --verbose        more log messages (repeat for debug)\n"
 		"  -q, --quiet          errors only\n"
 		"  -h, --help           this text\n"
@@ -326,6 +333,16 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
 			break;
 		case OPT_NO_SECCOMP:
 			o->no_seccomp = true;
+			break;
+		case OPT_IO_SCHED:
+			if (!strcmp(optarg, "batch"))
+				o->io_sched = VMM_IOTHREAD_SCHED_BATCH;
+			else if (!strcmp(optarg, "normal"))
+				o->io_sched = VMM_IOTHREAD_SCHED_NORMAL;
+			else
+				return fail(err, errlen,
+					    "--io-sched must be batch or normal, got '%s'",
+					    optarg);
 			break;
 		case 'v':
 			if (o->log_level < VMM_LOG_DEBUG)

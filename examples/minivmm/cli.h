@@ -28,6 +28,7 @@ struct cli_opts {
 	unsigned int nr_disks;
 	bool stats, stats_json;
 	bool no_seccomp; /* --no-seccomp: seccomp is on by default */
+	int io_sched;	 /* --io-sched: enum vmm_iothread_sched */
 	int log_level;
 	bool help, version;
 };

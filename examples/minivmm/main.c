@@ -115,6 +115,10 @@ static int run(const struct cli_opts *o)
 		fprintf(stderr, "minivmm: seccomp: %s\n", strerror(-ret));
 		goto out;
 	}
+	if ((ret = vmm_set_iothread_sched(vm, o->io_sched))) {
+		fprintf(stderr, "minivmm: --io-sched: %s\n", strerror(-ret));
+		goto out;
+	}
 	for (unsigned int i = 0; i < o->nr_disks; i++) {
 		ret = vmm_add_disk(vm, &o->disks[i].cfg, NULL);
 		if (ret) {

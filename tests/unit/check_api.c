@@ -33,6 +33,8 @@ START_TEST(null_vm)
 	ck_assert_int_eq(vmm_stop(NULL), -EINVAL);
 	ck_assert_int_eq(vmm_wait(NULL, &r), -EINVAL);
 	ck_assert_int_eq(vmm_get_exit_eventfd(NULL), -EINVAL);
+	ck_assert_int_eq(vmm_set_iothread_sched(NULL, VMM_IOTHREAD_SCHED_BATCH),
+			 -EINVAL);
 }
 END_TEST
 
@@ -83,6 +85,10 @@ START_TEST(create_without_or_with_kvm)
 	ck_assert_int_eq(vmm_set_memory(vm, (256 << 20) + 1), -EINVAL);
 	ck_assert_int_eq(vmm_set_kernel(vm, NULL, NULL, NULL), -EINVAL);
 	ck_assert_int_eq(vmm_set_console(vm, -2, 1), -EINVAL);
+	ck_assert_int_eq(vmm_set_iothread_sched(vm, 2), -EINVAL);
+	ck_assert_int_eq(vmm_set_iothread_sched(vm, -1), -EINVAL);
+	ck_assert_int_eq(vmm_set_iothread_sched(vm, VMM_IOTHREAD_SCHED_NORMAL), 0);
+	ck_assert_int_eq(vmm_set_iothread_sched(vm, VMM_IOTHREAD_SCHED_BATCH), 0);
 	ck_assert_int_eq(vmm_stop(vm), -EBUSY);
 	ck_assert_int_eq(vmm_wait(vm, NULL), -EBUSY);
 	ck_assert_int_eq(vmm_start(vm), -EINVAL); /* no kernel */

@@ -77,6 +77,26 @@ START_TEST(full)
 }
 END_TEST
 
+START_TEST(io_sched)
+{
+	struct cli_opts o;
+	char err[256];
+
+	ck_assert_int_eq(parse(&o, err, 2, "--kernel", "bz"), 0);
+	ck_assert_int_eq(o.io_sched, VMM_IOTHREAD_SCHED_BATCH);
+	cli_free(&o);
+	ck_assert_int_eq(parse(&o, err, 4, "--kernel", "bz", "--io-sched", "normal"), 0);
+	ck_assert_int_eq(o.io_sched, VMM_IOTHREAD_SCHED_NORMAL);
+	cli_free(&o);
+	ck_assert_int_eq(parse(&o, err, 4, "--kernel", "bz", "--io-sched", "batch"), 0);
+	ck_assert_int_eq(o.io_sched, VMM_IOTHREAD_SCHED_BATCH);
+	cli_free(&o);
+	ck_assert_int_eq(parse(&o, err, 4, "--kernel", "bz", "--io-sched", "fifo"), -1);
+	ck_assert_str_eq(err, "--io-sched must be batch or normal, got 'fifo'");
+	cli_free(&o);
+}
+END_TEST
+
 START_TEST(usage_errors)
 {
 	static const char *const bad[][3] = {
@@ -206,6 +226,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, help_version);
 	tcase_add_test(tc, disk_specs);
 	tcase_add_test(tc, disk_lock);
+	tcase_add_test(tc, io_sched);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * I/O thread scheduling policy (iothread_set_batch, behind
+ * vmm_set_iothread_sched): a batch thread runs as SCHED_BATCH from its
+ * start, a normal one keeps SCHED_OTHER, and the creating thread's own
+ * policy is never changed.  Read on the I/O thread itself
+ * (iothread_call_sync) with sched_getscheduler(0), which is per thread.
+ */
+#include <check.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#include "iothread.h"
+
+static int policy_here(void *opaque)
+{
+	(void)opaque;
+	return sched_getscheduler(0);
+}
+
+static int thread_policy(bool batch)
+{
+	struct iothread *io;
+	int policy;
+
+	ck_assert_int_eq(iothread_create(0, 8, &io), 0);
+	iothread_set_batch(io, batch);
+	ck_assert_int_eq(iothread_start(io), 0);
+	policy = iothread_call_sync(io, policy_here, NULL);
+	iothread_destroy(io);
+	return policy;
+}
+
+START_TEST(batch_thread_is_sched_batch)
+{
+	ck_assert_int_eq(sched_getscheduler(0), SCHED_OTHER);
+	ck_assert_int_eq(thread_policy(true), SCHED_BATCH);
+	/* The creator keeps its policy. */
+	ck_assert_int_eq(sched_getscheduler(0), SCHED_OTHER);
+}
+END_TEST
+
+START_TEST(normal_thread_keeps_sched_other)
+{
+	ck_assert_int_eq(thread_policy(false), SCHED_OTHER);
+}
+END_TEST
+
+static Suite *sched_suite(void)
+{
+	Suite *s = suite_create("iothread_sched");
+	TCase *tc = tcase_create("policy");
+
+	tcase_add_test(tc, batch_thread_is_sched_batch);
+	tcase_add_test(tc, normal_thread_keeps_sched_other);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(sched_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
