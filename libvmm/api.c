@@ -486,3 +486,15 @@ int vmm_seccomp_confine_current_thread(struct vmm *vm)
 			strerror(-ret));
 	return ret;
 }
+
+int vmm_set_start_hook(struct vmm *vm, vmm_start_hook_fn fn, void *opaque)
+{
+	int ret = vm_lock_config(vm);
+
+	if (ret)
+		return ret;
+	vm->start_hook = fn;
+	vm->start_hook_opaque = opaque;
+	pthread_mutex_unlock(&vm->lock);
+	return 0;
+}

@@ -535,6 +535,13 @@ int machine_start(struct vmm *vm)
 	ret = machine_setup_vcpus(vm, &entry);
 	if (ret)
 		goto err;
+	/* Every file is open; no thread is confined or runs the guest yet:
+	 * the embedder's hook, e.g. a uid/gid drop (vmm_set_start_hook()). */
+	if (vm->start_hook && (ret = vm->start_hook(vm->start_hook_opaque))) {
+		ret = ret < 0 ? ret : -ECANCELED;
+		vmm_err("start hook: %s", strerror(-ret));
+		goto err;
+	}
 	ret = machine_confine_iothreads(vm, m);
 	if (ret)
 		goto err;

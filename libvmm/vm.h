@@ -52,6 +52,8 @@ struct vmm {
 	struct vm_disk_cfg *disks;
 	unsigned int nr_disks;
 	int seccomp_mode; /* enum vmm_seccomp_mode */
+	vmm_start_hook_fn start_hook; /* vmm_set_start_hook(), or NULL */
+	void *start_hook_opaque;
 	int iothread_sched; /* enum vmm_iothread_sched */
 
 	/* KVM. */

@@ -332,6 +332,40 @@ struct vmm_kvm_stats {
 int vmm_get_kvm_stats(struct vmm *vm, struct vmm_kvm_stats *st);
 
 /**
+ * vmm_start_hook_fn - run by vmm_start() between opening and running.
+ * @opaque: the pointer given to vmm_set_start_hook()
+ *
+ * Returns: 0 to let vmm_start() go on, or a negative errno value to make it
+ * fail with that value (a positive value counts as -ECANCELED).
+ */
+typedef int (*vmm_start_hook_fn)(void *opaque);
+
+/**
+ * vmm_set_start_hook() - have vmm_start() call @fn once every file of the
+ * VM is open and before any of its threads is confined or runs the guest:
+ * the place to drop privileges (setgroups(), setresgid(), setresuid()).
+ * @vm:     VM in state CONFIG
+ * @fn:     callback, or NULL for none (the default)
+ * @opaque: passed to @fn
+ *
+ * @fn runs once per vmm_start(), on its caller's thread.  By then /dev/kvm
+ * (vmm_create()), the kernel and initrd (already copied into guest RAM and
+ * closed) and every disk image (locked) have been opened, guest RAM is
+ * mapped and the vCPUs exist in KVM; nothing after @fn opens a file or
+ * needs a privilege.  The VM's I/O threads ("vmm-ioN", when it has disks)
+ * already run, idle, with no seccomp filter: glibc's setgroups()/
+ * setresgid()/setresuid(), which make every thread of the process repeat
+ * the call from a signal handler, reach them.  No vCPU or console thread
+ * exists yet and no seccomp filter is installed.  Threads created after @fn
+ * count against the new user's RLIMIT_NPROC.  @fn must not call libvmm on
+ * @vm (its lock is held).  If @fn fails, vmm_start() tears down what it
+ * built and fails; what @fn changed in the process stays changed.
+ *
+ * Returns: 0; -EINVAL for NULL @vm; -EBUSY if not in CONFIG.
+ */
+int vmm_set_start_hook(struct vmm *vm, vmm_start_hook_fn fn, void *opaque);
+
+/**
  * vmm_start() - build the machine and start every vCPU; returns at once.
  * @vm: VM in state CONFIG
  *
@@ -344,7 +378,8 @@ int vmm_get_kvm_stats(struct vmm *vm, struct vmm_kvm_stats *st);
  * does not fit in RAM); -ENOENT/-EACCES if a file cannot be opened;
  * -ENOTSUP if KVM lacks a needed feature; -ENOMEM; -EIO if a KVM call
  * fails; -EBUSY if not in CONFIG, or if a disk image is locked by another
- * user (see VMM_DISK_NO_LOCK; the log names the image).
+ * user (see VMM_DISK_NO_LOCK; the log names the image); the start hook's
+ * error (vmm_set_start_hook()).
  */
 int vmm_start(struct vmm *vm);
 
