@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "stats.h"
+#include "user.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SANITIZER_BUILD 1
@@ -81,7 +82,23 @@ static int wait_for_exit(struct vmm *vm, int sfd)
 	}
 }
 
-static int run(const struct cli_opts *o)
+/* --user: the ids to drop to, and the reason if the drop failed. */
+struct drop {
+	uid_t uid;
+	gid_t gid;
+	char err[256];
+};
+
+/* libvmm's start hook: every file of the VM is open, no thread is
+ * confined, no vCPU runs yet (vmm_set_start_hook()). */
+static int drop_hook(void *opaque)
+{
+	struct drop *d = opaque;
+
+	return user_drop(d->uid, d->gid, d->err, sizeof(d->err));
+}
+
+static int run(const struct cli_opts *o, struct drop *drop)
 {
 	struct vmm *vm = NULL;
 	int ret, reason = VMM_EXIT_ERROR, sig, sfd;
@@ -115,6 +132,13 @@ static int run(const struct cli_opts *o)
 		fprintf(stderr, "minivmm: seccomp: %s\n", strerror(-ret));
 		goto out;
 	}
+	/* --user: vmm_start() opens the kernel, initrd and disk images, then
+	 * calls this before it confines or starts a thread that runs the
+	 * guest. */
+	if (drop && (ret = vmm_set_start_hook(vm, drop_hook, drop))) {
+		fprintf(stderr, "minivmm: --user: %s\n", strerror(-ret));
+		goto out;
+	}
 	if ((ret = vmm_set_iothread_sched(vm, o->io_sched))) {
 		fprintf(stderr, "minivmm: --io-sched: %s\n", strerror(-ret));
 		goto out;
@@ -146,9 +170,17 @@ static int run(const struct cli_opts *o)
 	if (ret) {
 		console_restore();
 		close(sfd);
-		fprintf(stderr, "minivmm: cannot start the VM: %s\n", strerror(-ret));
+		if (drop && drop->err[0])
+			fprintf(stderr, "minivmm: %s\n", drop->err);
+		else
+			fprintf(stderr, "minivmm: cannot start the VM: %s\n",
+				strerror(-ret));
 		goto out;
 	}
+	if (drop && o->log_level >= VMM_LOG_INFO)
+		fprintf(stderr,
+			"minivmm: running as uid %u gid %u, no supplementary groups\n",
+			(unsigned int)drop->uid, (unsigned int)drop->gid);
 	/* This thread now only waits, stops, reports and tears down: the
 	 * control allow-list (no open, no exec) is all it needs. */
 	if (!o->no_seccomp && !SANITIZER_BUILD &&
@@ -184,6 +216,7 @@ out:
 int main(int argc, char **argv)
 {
 	struct cli_opts o;
+	struct drop drop = { 0 };
 	char err[256] = "";
 	int ret;
 
@@ -202,7 +235,14 @@ int main(int argc, char **argv)
 		cli_free(&o);
 		return 0;
 	}
-	ret = run(&o);
+	/* Names are looked up now, while this is the only thread. */
+	if (o.user.set && user_resolve(&o.user, &drop.uid, &drop.gid, err,
+				       sizeof(err))) {
+		fprintf(stderr, "minivmm: %s (see --help)\n", err);
+		cli_free(&o);
+		return 2;
+	}
+	ret = run(&o, o.user.set ? &drop : NULL);
 	cli_free(&o);
 	return ret;
 }
