@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# devbench.sh [--quick|--full] - device throughput without KVM.
+# devbench.sh [--smoke|--quick|--full] - device throughput without KVM.
 #
 # A simulated virtio-blk driver (bench/devbench_driver.c: one "vCPU" thread
 # per queue, guest RAM in a memfd, kicks written to the eventfds KVM would
@@ -27,19 +27,23 @@ set -euo pipefail
 MODE=quick
 case "${1:-}" in
 --quick | "") MODE=quick ;;
+--smoke) MODE=smoke ;;
 --full) MODE=full ;;
-*) echo "usage: $0 [--quick|--full]" >&2; exit 2 ;;
+*) echo "usage: $0 [--smoke|--quick|--full]" >&2; exit 2 ;;
 esac
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build-devbench
-RES=$ROOT/bench/results
+RES=${BENCH_OUT:-$ROOT/bench/results}
 DIR=${DEVBENCH_DIR:-/var/tmp/devbench}
 IMG=$DIR/devbench.img
 IMG_MB=256
 if [ $MODE = full ]; then
 	SECS=${DEVBENCH_SECONDS:-2}; REPS=${DEVBENCH_REPS:-3}
 	QDS="1 16 32 128"; QUEUES="1 2 4"
+elif [ $MODE = smoke ]; then
+	SECS=${DEVBENCH_SECONDS:-0.3}; REPS=${DEVBENCH_REPS:-1}
+	QDS="16"; QUEUES="1"; IMG_MB=16
 else
 	SECS=${DEVBENCH_SECONDS:-1}; REPS=${DEVBENCH_REPS:-2}
 	QDS="1 16 32 128"; QUEUES="1 2"
@@ -53,6 +57,10 @@ HAVE_QSD=1; command -v qemu-storage-daemon >/dev/null || { HAVE_QSD=0; echo "dev
 HAVE_FIO=1; command -v fio >/dev/null || { HAVE_FIO=0; echo "devbench: no fio: raw io_uring reference skipped" >&2; }
 
 # ---- build ---------------------------------------------------------------
+# DEVBENCH_BIN: a devbench built by CMake (bench/devbench.cmake) instead.
+if [ -n "${DEVBENCH_BIN:-}" ] && [ -x "$DEVBENCH_BIN" ]; then
+DB=$DEVBENCH_BIN
+else
 echo "devbench: building ($BUILD)" >&2
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	-DVMM_BUILD_TESTS=OFF >/dev/null
@@ -65,6 +73,7 @@ gcc -O2 -g -Wall -Wextra -Wformat=2 -Wmissing-prototypes -Wstrict-prototypes \
 	"$ROOT"/bench/vhost_user.c "$ROOT"/tests/harness/fake_vpci.c \
 	"$BUILD/libvmm_static.a" -luring -lpthread -o "$BUILD/devbench"
 DB=$BUILD/devbench
+fi
 
 # ---- image, peer ----------------------------------------------------------
 mkdir -p "$DIR" "$RES"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# footprint.sh --quick|--full BUILD_DIR KERNEL INITRD
+# footprint.sh --smoke|--quick|--full BUILD_DIR KERNEL INITRD
 #
 # VMM start cost on THIS machine's own /dev/kvm, natively (no rig): CPU and
 # wall time from exec to the first KVM_RUN (footprint_exec +
@@ -15,9 +15,9 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
 . "$here/lib.sh"
-mode=${1:?--quick|--full} build=${2:?BUILD_DIR} kernel=${3:?KERNEL} initrd=${4:?INITRD}
+mode=${1:?--smoke|--quick|--full} build=${2:?BUILD_DIR} kernel=${3:?KERNEL} initrd=${4:?INITRD}
 rounds=5
-[[ $mode == --quick ]] && rounds=1
+[[ $mode == --quick || $mode == --smoke ]] && rounds=1
 smp=${BENCH_SMP:-2} mem_mib=${BENCH_MEM_MIB:-512}
 if [[ ! -r /dev/kvm || ! -w /dev/kvm ]]; then
 	bench_log "footprint: no usable /dev/kvm here, skipped"

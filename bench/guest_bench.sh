@@ -1,5 +1,5 @@
 #!/bin/bash
-# guest_bench.sh --quick|--full BUILD_DIR KERNEL INITRD TOOLS
+# guest_bench.sh --smoke|--quick|--full BUILD_DIR KERNEL INITRD TOOLS
 #
 # The KVM half of bench/run.sh; runs where /dev/kvm works (inside the
 # nested-KVM rig: run.sh calls it through tests/rig/rig-run).  Prints one
@@ -29,15 +29,16 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
 . "$here/lib.sh"
 
-mode=${1:?--quick|--full}
+mode=${1:?--smoke|--quick|--full}
 build=${2:?BUILD_DIR}
 kernel=${3:?KERNEL}
 initrd=${4:?INITRD}
 tools=${5:?TOOLS}
 case "$mode" in
+--smoke) boots=1 rounds=1 runtime=1 wiring_rounds=1 ;;
 --quick) boots=1 rounds=1 runtime=2 wiring_rounds=1 ;;
 --full) boots=5 rounds=1 runtime=4 wiring_rounds=5 ;;
-*) bench_die "mode must be --quick or --full" ;;
+*) bench_die "mode must be --smoke, --quick or --full" ;;
 esac
 boots=${BENCH_BOOTS:-$boots}
 rounds=${BENCH_ROUNDS:-$rounds}

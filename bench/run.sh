@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/run.sh [--quick|--full]
+# bench/run.sh [--smoke|--quick|--full]
 #
 # Runs every benchmark and writes bench/results/:
 #   results.json   one record per measurement (all parameters, machine, date)
@@ -8,7 +8,10 @@
 #   kvm-run.log    raw output of the KVM part (inside the nested-KVM rig)
 #   native-run.log raw output of bench/footprint.sh (this host's /dev/kvm)
 #
-#   --quick  seconds-long smoke of every benchmark (CI; ~3 minutes here)
+#   --smoke  the shortest run of every benchmark: one boot each, 1 s fio
+#            phases, 0.3 s device runs (CI's bench/smoke test, which checks
+#            the records with bench/check_smoke.sh; ~3 minutes here)
+#   --quick  one round of everything (~6 minutes here)
 #   --full   >= 5 alternating rounds (default; ~15 minutes here)
 #
 # The KVM benchmarks (wiring, guest boot/IO, footprint) run in ONE
@@ -18,6 +21,10 @@
 # $BENCH_BUILD_DIR (default build-bench).  Counts (ioctls, exits, kicks,
 # interrupts per request) are the primary results; timings are reported,
 # never asserted.
+#
+# Environment: BENCH_OUT (default bench/results) for the results;
+# BENCH_PREBUILT=1 uses $BENCH_BUILD_DIR as it is (a CMake build with the
+# bench targets, e.g. CTest's) instead of configuring and building it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib.sh
@@ -26,15 +33,15 @@ cd "$(dirname "$0")/.."
 mode=--full
 for a in "$@"; do
 	case "$a" in
-	--quick | --full) mode=$a ;;
+	--smoke | --quick | --full) mode=$a ;;
 	-h | --help)
-		sed -n '2,20p' "$0"
+		sed -n '2,/^set -e/p' "$0" | sed '$d'
 		exit 0
 		;;
-	*) bench_die "unknown option $a (use --quick or --full)" ;;
+	*) bench_die "unknown option $a (use --smoke, --quick or --full)" ;;
 	esac
 done
-out=bench/results
+out=${BENCH_OUT:-bench/results}
 build=${BENCH_BUILD_DIR:-build-bench}
 mkdir -p "$out"
 for t in jq gnuplot cmake; do
@@ -43,10 +50,16 @@ done
 t_start=$SECONDS
 date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
-bench_log "building ($build)"
-cmake -S . -B "$build" -DVMM_BUILD_TESTS=OFF >/dev/null
-cmake --build "$build" -j"$(nproc)" --target minivmm wiring_bench footprint_preload \
-	footprint_exec >/dev/null
+if [[ ${BENCH_PREBUILT:-0} == 1 ]]; then
+	for f in minivmm bench/wiring_bench bench/footprint_preload.so bench/footprint_exec bench/devbench; do
+		[[ -e $build/$f ]] || bench_die "BENCH_PREBUILT: $build/$f is missing"
+	done
+else
+	bench_log "building ($build)"
+	cmake -S . -B "$build" -DVMM_BUILD_TESTS=OFF >/dev/null
+	cmake --build "$build" -j"$(nproc)" --target minivmm wiring_bench footprint_preload \
+		footprint_exec devbench >/dev/null
+fi
 tests/rig/mkguest.sh --quiet
 mapfile -t guest < <(tests/rig/mkguest.sh)
 tools=$(tests/rig/mktools.sh)
@@ -78,7 +91,7 @@ dev_rc=0
 if [[ -x bench/devbench.sh ]]; then
 	bench_log "device benchmark: bench/devbench.sh $mode"
 	rm -f "$out/devbench.json"
-	bench/devbench.sh "$mode" >&2 || dev_rc=$?
+	BENCH_OUT=$out DEVBENCH_BIN=$build/bench/devbench bench/devbench.sh "$mode" >&2 || dev_rc=$?
 	[[ $dev_rc -eq 0 ]] || bench_log "devbench.sh exited $dev_rc"
 	if [[ -s $out/devbench.json ]]; then
 		jq -c '.[] | {bench:"devbench"} + .' "$out/devbench.json" >>"$records" ||

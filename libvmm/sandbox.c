@@ -106,7 +106,9 @@ static const unsigned long vcpu_ioctls[] = {
 };
 
 /* I/O threads: their io_uring, and the synchronous fallback of the block
- * backend (preadv/pwritev, fdatasync, fallocate, BLKDISCARD/BLKZEROOUT). */
+ * backend (preadv/pwritev, fdatasync, fallocate, BLKDISCARD/BLKZEROOUT);
+ * interrupts of a rewritten MSI-X vector (KVM_SIGNAL_MSI) and the refresh
+ * of its route (KVM_SET_GSI_ROUTING, virtio-pci.c's vpci_lazy_flush()). */
 static const struct rule io_rules[] = {
 	{ SCMP_SYS(io_uring_enter), ARG_ANY },
 	{ SCMP_SYS(ioctl), ARG_ANY }, /* by request: io_ioctls[] */
@@ -120,7 +122,7 @@ static const struct rule io_rules[] = {
 	{ SCMP_SYS(eventfd2), ARG_ANY },
 };
 static const unsigned long io_ioctls[] = {
-	BLKDISCARD, BLKZEROOUT, KVM_SIGNAL_MSI,
+	BLKDISCARD, BLKZEROOUT, KVM_SIGNAL_MSI, KVM_SET_GSI_ROUTING,
 };
 
 /* Console input: poll the input fd, feed the UART (which raises its IRQ). */

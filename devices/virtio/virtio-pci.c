@@ -28,8 +28,38 @@
  *    vpci_vector_changed(), which takes it.
  *  - status, config_generation, isr, config_vector, the per-vector dirty
  *    flags and the counters are atomics so that the device's threads
- *    (virtio_queue_notify(), virtio_transport_needs_reset()) never take
- *    t->lock: ops->stop() runs with it held and waits for those threads.
+ *    (virtio_queue_notify(), virtio_transport_needs_reset()) never block on
+ *    t->lock: ops->stop() and ops->start() run with it held and wait for
+ *    those threads.  The one exception is a TRYlock: see "MSI-X rewrites".
+ *
+ * MSI-X rewrites.  A KVM route update (KVM_SET_GSI_ROUTING) costs an SRCU
+ * grace period in the host kernel, so a message change never costs one per
+ * table write:
+ *  - rewritten while masked (what Linux does): the vector is marked dirty
+ *    and every dirty vector is flushed in ONE transaction at the next
+ *    unmask (entry mask, function mask or MSI-X enable) of any vector;
+ *  - rewritten while unmasked (other guests; a hostile one looping on it):
+ *    the vector is marked dirty and NOTHING else happens on the vCPU.
+ *    While a vector is dirty its interrupts are sent with KVM_SIGNAL_MSI
+ *    and the live table message (virtio_queue_notify(), vpci_deliver())
+ *    instead of through the irqfd and its stale route: one decision per
+ *    interrupt, so each is delivered exactly once, with the message the
+ *    table holds.  The route is refreshed by the next unmask, or by the I/O
+ *    thread once the vector has sent VPCI_LAZY_FLUSH_USES interrupts while
+ *    dirty, at most once per VPCI_LAZY_FLUSH_INTERVAL_NS per transport
+ *    (vpci_lazy_flush()).  10,000 unmasked rewrites thus cost no routing
+ *    update at all, and a guest interleaving rewrites and interrupts gets
+ *    at most one per VPCI_LAZY_FLUSH_USES interrupts and per interval.
+ *
+ * The I/O thread's flush takes t->lock with pthread_mutex_trylock(), never
+ * blocking: a vCPU may hold t->lock while it waits for that very I/O thread
+ * (ops->start()/ops->stop() -> iothread_call_sync(), possibly for another
+ * transport served by the same thread).  Holding t->lock, the flush only
+ * takes the irq lock (order t->lock -> irq lock, as on the vCPU path) and
+ * makes KVM ioctls and eventfd writes; no holder of the irq lock waits for
+ * an I/O thread, and the flush never takes the PCI or MMIO bus lock, calls
+ * a device op or waits for a thread.  So no cycle: at worst a vCPU waits
+ * for one routing update.  A failed trylock just leaves the vector dirty.
  */
 #include <errno.h>
 #include <linux/virtio_config.h>
@@ -40,6 +70,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -100,9 +131,15 @@ struct vpci_vec {
 	bool flush;	    /* scratch for vpci_flush_routes() */
 	uint64_t new_addr;
 	uint32_t new_data;
+	/* Mask state at the last vector_changed call: an unmask is a change
+	 * from masked to unmasked (t->lock). */
+	bool seen_masked;
 	/* __atomic only: the table message differs from the routes.  Set
-	 * under t->lock, read by virtio_queue_notify(). */
+	 * and cleared under t->lock, read by virtio_queue_notify(). */
 	uint8_t dirty;
+	/* __atomic only: interrupts sent with KVM_SIGNAL_MSI since the
+	 * vector became dirty (a heuristic: races only shift the flush). */
+	uint32_t dirty_uses;
 };
 
 struct virtio_transport {
@@ -137,6 +174,8 @@ struct virtio_transport {
 	/* __atomic only.  Written by the driver path under t->lock and by
 	 * virtio_transport_needs_reset() from any thread. */
 	uint8_t status;
+	uint8_t warned_direct;	/* a direct MSI failed (logged once) */
+	uint64_t lazy_next_ns;	/* no I/O-thread route flush before this */
 	uint8_t generation;
 	uint8_t isr;
 	uint16_t config_vector;
@@ -183,6 +222,30 @@ static void vpci_send_msi(struct virtio_transport *t, unsigned int vec)
 			 t->pci.slot, vec, ret);
 }
 
+/*
+ * Send an interrupt of dirty vector @vec with the message the table holds
+ * now (its route is stale).  Context: any thread.  The caller loaded
+ * v->dirty == 1 with a seq-cst (acquire) load, which pairs with the seq-cst
+ * store in vpci_vector_changed() made after the guest's message stores on
+ * that vCPU: the message read here is at least that new.
+ */
+static void vpci_send_direct(struct virtio_transport *t, unsigned int vec)
+{
+	uint64_t addr;
+	uint32_t data;
+	int ret;
+
+	msix_get_msg(&t->msix, vec, &addr, &data);
+	ret = irq_signal_msi(t->irq, addr, data);
+	/* KVM fails it (-EPERM) when no vCPU matches the destination, which
+	 * a guest chooses: log once, not per interrupt (an irqfd would drop
+	 * it silently). */
+	if (ret && !__atomic_exchange_n(&t->warned_direct, 1, __ATOMIC_RELAXED))
+		vmm_warn("virtio-pci 00:%02x.0: MSI for rewritten vector %u: %d",
+			 t->pci.slot, vec, ret);
+	stat_add(&t->st.interrupts_direct, 1);
+}
+
 static void vpci_write_eventfd(int fd)
 {
 	/* Fails only if the counter would overflow (2^64 - 2 unread
@@ -197,10 +260,11 @@ static void vpci_deliver(struct virtio_transport *t, unsigned int vec)
 {
 	struct vpci_vec *v = &t->vecs[vec];
 
-	if (t->live && v->users &&
-	    !__atomic_load_n(&v->dirty, __ATOMIC_SEQ_CST)) {
-		/* Through the irqfd, so KVM uses the installed route. */
-		vpci_write_eventfd(v->fire_fd);
+	if (t->live && v->users) {
+		if (__atomic_load_n(&v->dirty, __ATOMIC_SEQ_CST))
+			vpci_send_direct(t, vec); /* the route is stale */
+		else /* through the irqfd: KVM uses the installed route */
+			vpci_write_eventfd(v->fire_fd);
 		stat_add(&t->st.interrupts, 1);
 		return;
 	}
@@ -258,31 +322,84 @@ void virtio_transport_needs_reset(struct virtio_transport *t, const char *why)
 	vpci_set_needs_reset(t, why);
 }
 
+static void vpci_flush_routes(struct virtio_transport *t);
+
+static uint64_t vpci_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /*
- * Context: the queue's I/O thread; lock-free.  @q->vector and @q->call_fd
- * are fixed from before ops->start() until ops->stop() returns.
+ * Dirty vector @v just sent an interrupt with KVM_SIGNAL_MSI: once it has
+ * sent VPCI_LAZY_FLUSH_USES of them, refresh the routes of every dirty,
+ * unmasked vector in one transaction, so that the following interrupts go
+ * through the irqfds again -- at most once per VPCI_LAZY_FLUSH_INTERVAL_NS
+ * per transport, whatever the guest does.  Context: the queue's I/O thread
+ * (or a thread draining the device); never blocks on t->lock (trylock: see
+ * "MSI-X rewrites" at the top of this file for the lock-order argument).
+ */
+static void vpci_lazy_flush(struct virtio_transport *t, struct vpci_vec *v)
+{
+	uint64_t now;
+
+	/* Relaxed: counters and a time gate, ordering nothing; t->lock
+	 * orders the flush itself. */
+	if (__atomic_add_fetch(&v->dirty_uses, 1, __ATOMIC_RELAXED) <
+	    VPCI_LAZY_FLUSH_USES)
+		return;
+	now = vpci_now_ns();
+	if (now < __atomic_load_n(&t->lazy_next_ns, __ATOMIC_RELAXED))
+		return;
+	if (pthread_mutex_trylock(&t->lock))
+		return; /* a vCPU is in the transport: next time */
+	/* Not after a failed route update (NEEDS_RESET): the vectors stay
+	 * dirty, their interrupts direct, until the driver resets. */
+	if (t->live && t->nr_dirty &&
+	    !(vpci_status(t) & VIRTIO_CONFIG_S_NEEDS_RESET)) {
+		__atomic_store_n(&t->lazy_next_ns,
+				 now + VPCI_LAZY_FLUSH_INTERVAL_NS,
+				 __ATOMIC_RELAXED);
+		stat_add(&t->st.route_flushes_lazy, 1);
+		vpci_flush_routes(t);
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+/*
+ * Context: the queue's I/O thread; lock-free except vpci_lazy_flush()'s
+ * trylock.  @q->vector and @q->call_fd are fixed from before ops->start()
+ * until ops->stop() returns.
  *
  * Race with the guest masking the vector: msix_try_fire() checks the mask
  * after publishing a pending bit, so an interrupt that races with a mask is
  * either sent (before the mask took effect, as on real hardware) or left
  * pending and sent by vpci_vector_changed() at the unmask, exactly once.
  *
- * Race with a route update: the guest rewrites a masked vector's message
- * (the vector becomes dirty) and unmasks it; between the unmask store and
- * vpci_flush_routes() installing the new route, the irqfd would still use
- * the old message.  So a dirty vector's interrupt is made pending instead,
- * with the same publish-then-recheck pattern as msix_try_fire():
- *     here:  set pending (RMW)     flush:  dirty = 0 (store)
- *            load dirty                    take pending (RMW)
- * all seq-cst, so either we see dirty cleared and take the bit back, or the
- * flush's take_pending sees it.  (A guest that changes the message and
- * unmasks in one 8-byte table write can still race; the flush follows
- * within the same vCPU exit.)
+ * Race with a message change: once msix_try_fire() said "send it", this
+ * interrupt is ours alone and exactly one of two things sends it:
+ *  - the vector is dirty (seq-cst load; pairs with the seq-cst stores in
+ *    vpci_vector_changed() and vpci_flush_routes()): KVM_SIGNAL_MSI with
+ *    the table's message, at least as new as the change that made it
+ *    dirty (vpci_send_direct());
+ *  - it is clean: the irqfd, whose route vpci_flush_routes() installed
+ *    (KVM_SET_GSI_ROUTING had returned) before it stored dirty = 0.
+ * A change whose table store we raced with but whose vector_changed has
+ * not marked the vector dirty yet is concurrent with this interrupt, which
+ * goes out with the previous message, as hardware may do.  That includes
+ * the masked path: the guest rewrites a masked vector (dirty) and unmasks
+ * it; between the unmask store and the flush, interrupts go direct.  (A
+ * guest that changes the data and unmasks in ONE 8-byte table write is
+ * marked dirty only after the unmask store: an interrupt in that window
+ * uses the old message.)
  */
 void virtio_queue_notify(struct virtio_queue *q)
 {
 	struct virtio_transport *t = q->t;
 	unsigned int vec = q->vector;
+	struct vpci_vec *v;
 
 	if (vec >= t->nv || q->call_fd < 0) /* poll queue */
 		return;
@@ -290,15 +407,13 @@ void virtio_queue_notify(struct virtio_queue *q)
 		stat_add(&t->st.interrupts_masked, 1);
 		return;
 	}
-	if (__atomic_load_n(&t->vecs[vec].dirty, __ATOMIC_SEQ_CST)) {
-		msix_set_pending(&t->msix, vec);
-		if (__atomic_load_n(&t->vecs[vec].dirty, __ATOMIC_SEQ_CST) ||
-		    !msix_take_pending(&t->msix, vec)) {
-			stat_add(&t->st.interrupts_masked, 1);
-			return;
-		}
+	v = &t->vecs[vec];
+	if (__atomic_load_n(&v->dirty, __ATOMIC_SEQ_CST)) {
+		vpci_send_direct(t, vec);
+		vpci_lazy_flush(t, v);
+	} else {
+		vpci_write_eventfd(q->call_fd);
 	}
-	vpci_write_eventfd(q->call_fd);
 	stat_add(&t->st.interrupts, 1);
 	stat_add(&t->vqs[q->index].interrupts, 1);
 }
@@ -564,10 +679,11 @@ static void vpci_flush_routes(struct virtio_transport *t)
 	}
 	ret = vpci_commit(t, &txn);
 	if (ret) {
-		/* Interrupts of these vectors stay pending. */
+		/* The vectors stay dirty: their interrupts go direct. */
 		vpci_set_needs_reset(t, "KVM refused an MSI-X route update");
 		return;
 	}
+	stat_add(&t->st.route_flushes, 1);
 	for (unsigned int vec = 0; vec < t->nv; vec++) {
 		struct vpci_vec *v = &t->vecs[vec];
 
@@ -576,10 +692,13 @@ static void vpci_flush_routes(struct virtio_transport *t)
 		v->flush = false;
 		v->addr = v->new_addr;
 		v->data = v->new_data;
-		/* Seq-cst store, then take_pending: the flush side of the
-		 * argument above virtio_queue_notify(). */
+		/* Seq-cst store after the route is installed: a notifier
+		 * that sees it clean uses the new route (argument above
+		 * virtio_queue_notify()). */
 		__atomic_store_n(&v->dirty, 0, __ATOMIC_SEQ_CST);
 		t->nr_dirty--;
+		/* Interrupts left pending while it was masked (it is
+		 * unmasked now: second step of msix.c's unmask side). */
 		if (msix_take_pending(&t->msix, vec))
 			vpci_deliver(t, vec);
 	}
@@ -589,11 +708,19 @@ static void vpci_flush_routes(struct virtio_transport *t)
  * msix.c's notifier: @vec's message or effective mask changed.  Context:
  * vCPU thread, from a table write (MMIO, t->lock not held) or a message
  * control write (PCI bus lock held).
+ *
+ * A message change only marks the vector dirty, masked or not ("MSI-X
+ * rewrites" at the top of this file).  An unmask -- this vector seen masked
+ * at the previous call and unmasked now -- flushes every dirty unmasked
+ * vector in one transaction (a function-mask clear or MSI-X enable calls
+ * us for every vector: the first call flushes them all, the others find
+ * nothing), then delivers what the vector had pending.
  */
 static void vpci_vector_changed(void *opaque, unsigned int vec)
 {
 	struct virtio_transport *t = opaque;
 	struct vpci_vec *v = &t->vecs[vec];
+	bool masked, unmasked;
 
 	pthread_mutex_lock(&t->lock);
 	if (t->live && v->users &&
@@ -603,21 +730,24 @@ static void vpci_vector_changed(void *opaque, unsigned int vec)
 
 		msix_get_msg(&t->msix, vec, &addr, &data);
 		if (addr != v->addr || data != v->data) {
-			/* Seq-cst: seen by virtio_queue_notify() before the
-			 * guest's later unmask (its store is seq-cst). */
+			__atomic_store_n(&v->dirty_uses, 0, __ATOMIC_RELAXED);
+			/* Seq-cst (a release of the message the guest
+			 * stored before calling us): pairs with the load in
+			 * virtio_queue_notify(); also seen there before the
+			 * guest's later unmask (a seq-cst store). */
 			__atomic_store_n(&v->dirty, 1, __ATOMIC_SEQ_CST);
 			t->nr_dirty++;
 		}
 	}
-	if (!msix_vector_masked(&t->msix, vec)) {
-		/* One transaction for all dirty vectors unmasked by now (a
-		 * function-mask clear calls us for every vector: the first
-		 * call flushes them all, the others find nothing). */
-		if (t->nr_dirty)
+	masked = msix_vector_masked(&t->msix, vec);
+	unmasked = v->seen_masked && !masked;
+	v->seen_masked = masked;
+	if (!masked) {
+		if (unmasked && t->nr_dirty)
 			vpci_flush_routes(t);
-		/* Second step of the unmask side (msix.c). */
-		if (!__atomic_load_n(&v->dirty, __ATOMIC_SEQ_CST) &&
-		    msix_take_pending(&t->msix, vec))
+		/* Second step of the unmask side (msix.c).  Still dirty (the
+		 * flush failed, or no unmask): vpci_deliver() goes direct. */
+		if (msix_take_pending(&t->msix, vec))
 			vpci_deliver(t, vec);
 	}
 	pthread_mutex_unlock(&t->lock);
@@ -1215,8 +1345,10 @@ int vpci_create(const struct vpci_params *p, struct virtio_transport **out)
 		t->queues[i].kick_fd = t->queues[i].call_fd = -1;
 		t->vqs[i].kick_addr = VPCI_UNWIRED;
 	}
-	for (unsigned int v = 0; v < t->nv; v++)
+	for (unsigned int v = 0; v < t->nv; v++) {
 		t->vecs[v].fire_fd = -1;
+		t->vecs[v].seen_masked = true; /* msix_init() masks them all */
+	}
 	vpci_queue_defaults(t);
 	ret = -pthread_mutex_init(&t->lock, NULL);
 	if (ret)
@@ -1334,6 +1466,11 @@ void vpci_get_stats(struct virtio_transport *t, struct vpci_stats *st)
 		__atomic_load_n(&t->st.interrupts_masked, __ATOMIC_RELAXED);
 	st->config_interrupts =
 		__atomic_load_n(&t->st.config_interrupts, __ATOMIC_RELAXED);
+	st->interrupts_direct =
+		__atomic_load_n(&t->st.interrupts_direct, __ATOMIC_RELAXED);
+	st->route_flushes = __atomic_load_n(&t->st.route_flushes, __ATOMIC_RELAXED);
+	st->route_flushes_lazy =
+		__atomic_load_n(&t->st.route_flushes_lazy, __ATOMIC_RELAXED);
 	st->resets = __atomic_load_n(&t->st.resets, __ATOMIC_RELAXED);
 	st->needs_reset = __atomic_load_n(&t->st.needs_reset, __ATOMIC_RELAXED);
 }

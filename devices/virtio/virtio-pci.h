@@ -17,7 +17,10 @@
  * (call_fd); then ops->start() runs.  A device reset (status 0) calls
  * ops->stop() and undoes all of it in one transaction.  Later MSI-X message
  * changes are batched: one routing update per unmask, whatever the number
- * of vectors rewritten while masked.
+ * of vectors rewritten while masked; a vector rewritten while unmasked
+ * sends its interrupts with KVM_SIGNAL_MSI and the live message until its
+ * route is refreshed at the next unmask or, from the I/O thread, after
+ * VPCI_LAZY_FLUSH_USES such interrupts (rate-limited; see virtio-pci.c).
  *
  * Threading.
  *  - Register accesses come from vCPU threads (BAR MMIO, possibly several
@@ -28,9 +31,10 @@
  *  - ops->start() gets all num_queues queues (queues[i].index == i; check
  *    .enabled); if it fails it must undo its own partial work (the
  *    transport then unwires and sets NEEDS_RESET without ops->stop()).
- *  - virtio_queue_notify() and virtio_transport_needs_reset() are lock-free
- *    and may be called from any device thread, including while the device
- *    is being stopped.
+ *  - virtio_queue_notify() and virtio_transport_needs_reset() never block
+ *    on the transport (virtio_queue_notify() may trylock it to refresh
+ *    routes) and may be called from any device thread, including while the
+ *    device is being stopped or started (by ops->stop()/ops->start()).
  *  - vpci_create()/vpci_destroy() run on the API thread with no vCPU
  *    running; vpci_destroy() must come before pci_bus_destroy().
  *
@@ -68,6 +72,17 @@
 #define VPCI_NOTIFY_OFF 0x3000u
 #define VPCI_NOTIFY_MULT 4u /* notify_off_multiplier: 4 bytes per queue */
 
+/*
+ * A vector rewritten while unmasked gets its route refreshed by the I/O
+ * thread once it has sent this many interrupts with the live message
+ * (KVM_SIGNAL_MSI), and at most once per interval per transport: enough
+ * for a guest that moved an interrupt once to get its irqfd path back
+ * soon, while a guest that keeps rewriting forces at most ~1000 routing
+ * updates a second, not one per table write.
+ */
+#define VPCI_LAZY_FLUSH_USES 16u
+#define VPCI_LAZY_FLUSH_INTERVAL_NS 1000000ull /* 1 ms */
+
 struct vpci_params {
 	struct pci_bus *bus;
 	struct vm_irq *irq;
@@ -91,6 +106,11 @@ struct vpci_stats {
 	uint64_t interrupts;	    /* queue interrupts sent (call_fd writes) */
 	uint64_t interrupts_masked; /* queue interrupts left pending (masked) */
 	uint64_t config_interrupts; /* configuration-change MSIs sent */
+	uint64_t interrupts_direct; /* queue interrupts sent with KVM_SIGNAL_MSI
+				       because the vector was rewritten and
+				       its route not refreshed yet */
+	uint64_t route_flushes;	    /* MSI-X route refreshes committed */
+	uint64_t route_flushes_lazy; /* of which started by an I/O thread */
 	uint64_t resets;	    /* device resets by the driver (status 0) */
 	uint64_t needs_reset;	    /* times DEVICE_NEEDS_RESET was set */
 };

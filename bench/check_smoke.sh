@@ -1,0 +1,72 @@
+#!/bin/bash
+# check_smoke.sh OUT_DIR
+#
+# Checks what `bench/run.sh --smoke` wrote to OUT_DIR, so that no benchmark
+# can rot unnoticed: every kind of record is there for every system that
+# should produce it, the counts the benchmarks exist to report are present
+# and consistent (requests done, ioctls counted, one KVM_SET_GSI_ROUTING per
+# batched commit), and the summary and plots were rendered.  It never looks
+# at a timing beyond "was measured" (> 0).
+set -euo pipefail
+out=${1:?OUT_DIR}
+r=$out/results.json
+fails=0
+check() { # DESCRIPTION JQ-EXPRESSION (true when fine)
+	if jq -e "$2" "$r" >/dev/null; then
+		echo "ok: $1"
+	else
+		echo "FAIL: $1" >&2
+		fails=$((fails + 1))
+	fi
+}
+[[ -s $r ]] || { echo "FAIL: no $r" >&2; exit 1; }
+check "results.json is an array with a date and machine on every record" \
+	'type == "array" and length > 0 and all(.[]; .date and .machine and .run_mode == "smoke")'
+for mode in batched pervector; do
+	check "wiring $mode: N = 1 .. 384 and the 16x24 shape, ioctls counted" \
+		"[.[] | select(.bench == \"wiring\" and .mode == \"$mode\")] as \$w |
+		 ([\"n1\", \"n384\", \"d16q24\"] - [\$w[].shape] | length == 0) and
+		 all(\$w[]; .setup_ioctls > 0 and .setup_ns > 0 and .teardown_ioctls > 0)"
+done
+check "batched wiring: one KVM_SET_GSI_ROUTING per commit, at N=384 too" \
+	'[.[] | select(.bench == "wiring" and .mode == "batched")] |
+	 all(.[]; .one_set_gsi_routing_per_commit) and
+	 all(.[]; .setup_set_gsi_routing == .setup_commits)'
+for vmm in minivmm qemu; do
+	check "$vmm booted to the init marker, with RSS and first-KVM_RUN CPU time" \
+		"any(.[]; .bench == \"boot\" and .vmm == \"$vmm\" and .boot_to_init_ms > 0 and
+		     .rss_excl_guest_ram_kib > 0 and .first_kvm_run_cpu_ms > 0)"
+done
+for d in minivmm:q1 minivmm:qn minivmm:noeidx qemu:q1 qemu:qn; do
+	vmm=${d%%:*} disk=${d#*:}
+	check "$vmm $disk: guest fio completed reads, interrupts and exits counted" \
+		"any(.[]; .bench == \"guest_io\" and .vmm == \"$vmm\" and .disk == \"$disk\" and
+		     .iops > 0 and .requests > 0 and .guest_interrupts >= 0 and .kvm_exits > 0)"
+done
+check "minivmm disk counters: kicks + interrupts per request for q1, qn, noeidx" \
+	'[.[] | select(.bench == "disk_counters" and .vmm == "minivmm") | .disk] as $d |
+	 (["q1", "qn", "noeidx"] - $d | length == 0) and
+	 all(.[] | select(.bench == "disk_counters"); .requests > 0 and .notifications_per_request >= 0)'
+# footprint.sh measures natively, on this host's own /dev/kvm, when it has one.
+if [[ -r /dev/kvm && -w /dev/kvm ]]; then
+	check "footprint on this host: exec -> first KVM_RUN CPU time and RSS" \
+		'any(.[]; .bench == "footprint_native" and .first_kvm_run_cpu_ms > 0 and
+		     .rss_at_first_kvm_run_excl_guest_ram_kib > 0)'
+fi
+check "devbench: libvmm null and file backends served requests without errors" \
+	'[.[] | select(.bench == "devbench" and .target == "libvmm")] as $d |
+	 any($d[]; .backend == "null" and .reqs > 0) and any($d[]; .backend == "file" and .reqs > 0) and
+	 all($d[]; .errors == 0)'
+if command -v qemu-storage-daemon >/dev/null; then
+	check "devbench: the qemu-storage-daemon peer ran (vhost-user front end)" \
+		'any(.[]; .bench == "devbench" and .target == "qsd" and .reqs > 0)'
+fi
+for f in summary.md wiring_time.png wiring_ioctls.png guest_iops.png guest_notifications.png \
+	devbench.md devbench_rps.png; do
+	if [[ -s $out/$f ]]; then echo "ok: $f rendered"; else
+		echo "FAIL: $out/$f missing or empty" >&2
+		fails=$((fails + 1))
+	fi
+done
+((fails == 0)) || { echo "check_smoke: $fails check(s) failed" >&2; exit 1; }
+echo "check_smoke: all checks passed"
