@@ -411,7 +411,9 @@ int vblk_open(const struct vblk_options *opt, struct vblk **out)
 	build_config(b, phys);
 
 	b->req_size = ALIGN_UP(sizeof(struct vblk_req) +
-			       b->seg_max * sizeof(struct iovec), (size_t)64);
+			       MIN(b->seg_max, VBLK_INLINE_IOV) *
+				       sizeof(struct iovec),
+			       (size_t)64);
 	b->queues = calloc(b->num_queues, sizeof(*b->queues));
 	if (!b->queues) {
 		ret = -ENOMEM;
@@ -653,6 +655,15 @@ static int take_iov(struct vblk_req *req, const struct iovec *iov,
 		c = MIN(seg - skip, take);
 		if (req->niov == req->max_iov)
 			return -E2BIG;
+		if (req->niov == VBLK_INLINE_IOV && req->iov == req->inline_iov) {
+			/* A long chain: move to a full-size array. */
+			struct iovec *big = malloc(req->max_iov * sizeof(*big));
+
+			if (!big)
+				return -ENOMEM;
+			memcpy(big, req->inline_iov, req->niov * sizeof(*big));
+			req->iov = big;
+		}
 		req->iov[req->niov].iov_base = (char *)iov[i].iov_base + skip;
 		req->iov[req->niov].iov_len = c;
 		req->niov++;
@@ -837,6 +848,7 @@ struct vblk_req *vblk_req_get(struct vblk *b, unsigned int q)
 	} else if (qs->nr_fresh < b->queue_size) {
 		req = (struct vblk_req *)(qs->pool + qs->nr_fresh++ * b->req_size);
 		req->max_iov = b->seg_max;
+		req->iov = req->inline_iov;
 	} else {
 		return NULL;
 	}
@@ -850,6 +862,10 @@ void vblk_req_put(struct vblk_req *req)
 {
 	struct vblk_queue *qs = &req->blk->queues[req->queue];
 
+	if (req->iov != req->inline_iov) {
+		free(req->iov);
+		req->iov = req->inline_iov;
+	}
 	req->next = qs->free;
 	qs->free = req;
 }

@@ -113,9 +113,22 @@ struct vblk_req {
 	uint64_t engine_u64;	 /* free for the engine (e.g. bytes done) */
 	struct vblk_req *next;	 /* list link for the current owner */
 	unsigned int niov;	 /* data segments (IN/OUT only) */
-	unsigned int max_iov;	 /* capacity of iov[] (= seg_max) */
-	struct iovec iov[];	 /* data segments in guest memory */
+	unsigned int max_iov;	 /* most segments a request may have (seg_max) */
+	/* Data segments in guest memory: inline_iov, or for a chain of more
+	 * than VBLK_INLINE_IOV segments a heap array of max_iov entries,
+	 * freed by vblk_req_put(). */
+	struct iovec *iov;
+	struct iovec inline_iov[];
 };
+
+/*
+ * Segments kept inline in every request slot.  Each queue preallocates
+ * queue_size slots (pages touched lazily, reused LIFO); with seg_max
+ * inline entries a slot is 4 KiB and a burst of large requests at boot
+ * left megabytes resident.  32 covers 4 KiB random I/O and 128 KiB
+ * readahead of scattered pages; longer chains allocate their array.
+ */
+#define VBLK_INLINE_IOV 32u
 
 /**
  * vblk_open() - open a disk image and build the device state.
