@@ -69,7 +69,6 @@ int vmm_create(struct vmm **out)
 		return -ENOMEM;
 	vm->vm_fd = -1;
 	vm->exit_efd = -1;
-	vm->mem.memfd = -1;
 	vm->nr_vcpus = 1;
 	vm->ram_size = DEFAULT_RAM;
 	vm->console_in = 0;

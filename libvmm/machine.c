@@ -78,7 +78,8 @@ struct machine {
 	pthread_t con_thread;
 	bool con_started;
 	int con_stop_efd;
-	/* Boot images, mapped read-only while building. */
+	/* Boot images, open and mapped read-only while building. */
+	int kernel_fd, initrd_fd;
 	void *kernel_map, *initrd_map;
 	size_t kernel_len, initrd_len;
 };
@@ -99,55 +100,63 @@ static void machine_guest_reset(void *opaque)
 	vm_request_exit(opaque, VMM_EXIT_GUEST_RESET);
 }
 
-/* Map a whole file read-only. Returns 0, or -errno with a message. */
-static int map_file(const char *what, const char *path, void **map, size_t *len)
+/*
+ * Map a whole file read-only and keep it open in *fd: the mapping serves
+ * the header parse (only the pages read are faulted in), the fd the bulk
+ * copy into guest RAM (guest_mem_load_fd()).  Returns 0, or -errno with a
+ * message.
+ */
+static int map_file(const char *what, const char *path, int *fd, void **map,
+		    size_t *len)
 {
 	struct stat st;
-	int fd, ret;
+	int ret;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
+	*map = NULL;
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0) {
 		ret = -errno;
 		vmm_err("cannot open %s %s: %s", what, path, strerror(errno));
 		return ret;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(*fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		vmm_err("%s %s is not a regular file", what, path);
-		close(fd);
 		return -EINVAL;
 	}
 	*len = (size_t)st.st_size;
-	*map = NULL;
 	if (*len) {
-		*map = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0);
+		*map = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, *fd, 0);
 		if (*map == MAP_FAILED) {
 			ret = -errno;
 			vmm_err("cannot map %s %s: %s", what, path, strerror(errno));
 			*map = NULL;
-			close(fd);
 			return ret;
 		}
 	}
-	close(fd);
 	return 0;
 }
 
-static void unmap_file(void **map, size_t len)
+static void unmap_file(int *fd, void **map, size_t len)
 {
 	if (*map)
 		munmap(*map, len);
 	*map = NULL;
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
 }
 
 static int machine_load_boot(struct vmm *vm, struct machine *m,
 			     struct x86_boot_entry *entry)
 {
 	struct x86_boot_config bc = { 0 };
+	struct x86_boot_files files;
 	struct bzimage bz;
 	const char *why = NULL;
 	int ret;
 
-	ret = map_file("kernel", vm->kernel_path, &m->kernel_map, &m->kernel_len);
+	ret = map_file("kernel", vm->kernel_path, &m->kernel_fd, &m->kernel_map,
+		       &m->kernel_len);
 	if (ret)
 		return ret;
 	ret = bzimage_parse(m->kernel_map, m->kernel_len, &bz, &why);
@@ -156,19 +165,21 @@ static int machine_load_boot(struct vmm *vm, struct machine *m,
 		return -EINVAL;
 	}
 	if (vm->initrd_path) {
-		ret = map_file("initrd", vm->initrd_path, &m->initrd_map,
-			       &m->initrd_len);
+		ret = map_file("initrd", vm->initrd_path, &m->initrd_fd,
+			       &m->initrd_map, &m->initrd_len);
 		if (ret)
 			return ret;
 	}
+	files.kernel_fd = m->kernel_fd;
+	files.initrd_fd = m->initrd_fd;
 	bc.kernel = &bz;
 	bc.initrd = m->initrd_map;
 	bc.initrd_size = m->initrd_len;
 	bc.cmdline = vm->cmdline;
 	bc.nr_vcpus = vm->nr_vcpus;
-	ret = x86_boot_setup(&vm->mem, &bc, entry);
-	unmap_file(&m->kernel_map, m->kernel_len);
-	unmap_file(&m->initrd_map, m->initrd_len);
+	ret = x86_boot_setup_files(&vm->mem, &bc, &files, entry);
+	unmap_file(&m->kernel_fd, &m->kernel_map, m->kernel_len);
+	unmap_file(&m->initrd_fd, &m->initrd_map, m->initrd_len);
 	return ret;
 }
 
@@ -504,6 +515,8 @@ int machine_start(struct vmm *vm)
 	if (!m)
 		return -ENOMEM;
 	m->con_stop_efd = -1;
+	m->kernel_fd = -1;
+	m->initrd_fd = -1;
 	vm->machine = m;
 
 	if (vm->seccomp_mode != VMM_SECCOMP_OFF) {
@@ -605,8 +618,8 @@ void machine_destroy(struct vmm *vm)
 			uart8250_destroy(m->uart);
 		if (m->con_stop_efd >= 0)
 			close(m->con_stop_efd);
-		unmap_file(&m->kernel_map, m->kernel_len);
-		unmap_file(&m->initrd_map, m->initrd_len);
+		unmap_file(&m->kernel_fd, &m->kernel_map, m->kernel_len);
+		unmap_file(&m->initrd_fd, &m->initrd_map, m->initrd_len);
 		free(m);
 		vm->machine = NULL;
 	}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Guest physical memory.  RAM is one memfd mapping; guest-physical layout on
+ * Guest physical memory.  RAM is one anonymous mapping (memory.c says why
+ * not a memfd); guest-physical layout on
  * x86_64 (like QEMU's pc machine and kvmtool):
  *   [0, min(ram, 3 GiB))           low RAM
  *   [3 GiB, 4 GiB)                 PCI hole (MMIO BARs, IOAPIC, LAPIC)
@@ -30,12 +31,14 @@ struct guest_region {
 struct guest_mem {
 	uint8_t *base;	/* the whole RAM mapping (low RAM then high RAM) */
 	uint64_t size;	/* bytes of RAM */
-	int memfd;	/* -1 if the memory is plain anonymous memory */
+	bool mapped;	/* base was mapped by guest_mem_init() */
 	unsigned int nr_regions;
 	struct guest_region regions[GUEST_MAX_REGIONS];
 };
 
-/* Allocate @size bytes of RAM (memfd + mmap) and lay out regions. */
+/* Map @size bytes of RAM (anonymous, 2 MiB aligned, huge pages where the
+ * kernel allows) and lay out regions.  Returns 0, -EINVAL (size 0 or
+ * absurd), -ENOMEM or another -errno of mmap. */
 int guest_mem_init(struct guest_mem *mem, uint64_t size) __must_check;
 /* Lay out regions over caller-provided memory (unit tests). */
 void guest_mem_init_buf(struct guest_mem *mem, void *buf, uint64_t size);
@@ -62,6 +65,18 @@ static inline void *guest_mem_ptr(const struct guest_mem *mem, uint64_t gpa,
 	}
 	return NULL;
 }
+
+/*
+ * guest_mem_load_fd() - read @len bytes of file @fd, from file offset @off,
+ * into guest RAM at @gpa (boot images).  pread(2) straight into RAM rather
+ * than memcpy() from a mapping of the file: no page faults on a source
+ * mapping, no munmap() of it.
+ *
+ * Returns 0; -EFAULT when the range is not RAM; -EIO when the file ends
+ * before @len bytes; or -errno of the failed read.
+ */
+int guest_mem_load_fd(const struct guest_mem *mem, uint64_t gpa, int fd,
+		      uint64_t off, uint64_t len) __must_check;
 
 /* Copy helpers; return 0 or -EFAULT when the range is not RAM. */
 int guest_mem_read(const struct guest_mem *mem, uint64_t gpa, void *dst,

@@ -232,6 +232,14 @@ static int write_zero_page(struct guest_mem *mem, const struct bzimage *bz,
 int x86_boot_setup(struct guest_mem *mem, const struct x86_boot_config *cfg,
 		   struct x86_boot_entry *entry)
 {
+	return x86_boot_setup_files(mem, cfg, NULL, entry);
+}
+
+int x86_boot_setup_files(struct guest_mem *mem,
+			 const struct x86_boot_config *cfg,
+			 const struct x86_boot_files *files,
+			 struct x86_boot_entry *entry)
+{
 	const struct bzimage *bz;
 	uint64_t low_end, kernel_gpa, kernel_end, initrd_gpa = 0;
 	size_t initrd_size = 0;
@@ -297,12 +305,29 @@ int x86_boot_setup(struct guest_mem *mem, const struct x86_boot_config *cfg,
 	p = gmem(mem, kernel_gpa, bz->kernel_size, "kernel");
 	if (!p)
 		return -EINVAL;
-	memcpy(p, bz->kernel, bz->kernel_size);
-	if (initrd_size) {
-		p = gmem(mem, initrd_gpa, initrd_size, "initrd");
-		if (!p)
-			return -EINVAL;
-		memcpy(p, cfg->initrd, initrd_size);
+	if (initrd_size && !gmem(mem, initrd_gpa, initrd_size, "initrd"))
+		return -EINVAL;
+	if (files) {
+		/* The bulk of the start-up cost: see guest_mem_load_fd(). */
+		ret = guest_mem_load_fd(mem, kernel_gpa, files->kernel_fd,
+					bz->setup_size, bz->kernel_size);
+		if (ret) {
+			vmm_err("x86 boot: loading the kernel: %s", strerror(-ret));
+			return ret;
+		}
+		if (initrd_size)
+			ret = guest_mem_load_fd(mem, initrd_gpa,
+						files->initrd_fd, 0,
+						initrd_size);
+		if (ret) {
+			vmm_err("x86 boot: loading the initrd: %s", strerror(-ret));
+			return ret;
+		}
+	} else {
+		memcpy(p, bz->kernel, bz->kernel_size);
+		if (initrd_size)
+			memcpy(guest_mem_ptr(mem, initrd_gpa, initrd_size),
+			       cfg->initrd, initrd_size);
 	}
 
 	memset(entry, 0, sizeof(*entry));

@@ -40,6 +40,18 @@
 #define X86_BOOT_TSS 0x20	/* 16-byte system descriptor: entries 4 and 5 */
 #define X86_BOOT_GDT_ENTRIES 6
 
+/*
+ * The files the @kernel and @initrd of struct x86_boot_config were read from:
+ * the kernel payload is kernel_fd's bytes from bz->setup_size on, the
+ * initrd all of initrd_fd's.  With them the bulk is copied into guest RAM
+ * by guest_mem_load_fd() (no page faults through the RAM mapping) rather
+ * than with memcpy() from the in-memory images.
+ */
+struct x86_boot_files {
+	int kernel_fd;
+	int initrd_fd;			/* -1 when there is no initrd */
+};
+
 struct x86_boot_config {
 	const struct bzimage *kernel;
 	const void *initrd;		/* may be NULL */
@@ -79,6 +91,18 @@ struct x86_boot_entry {
  */
 int x86_boot_setup(struct guest_mem *mem, const struct x86_boot_config *cfg,
 		   struct x86_boot_entry *entry);
+
+/**
+ * x86_boot_setup_files() - x86_boot_setup(), copying the kernel payload and
+ * the initrd from @files (the files @cfg's images were read from) with
+ * guest_mem_load_fd() instead of from memory; @files NULL: the same as
+ * x86_boot_setup().  Also returns -EIO or -errno (after a message) when
+ * reading a file fails or it ends before its image does.
+ */
+int x86_boot_setup_files(struct guest_mem *mem,
+			 const struct x86_boot_config *cfg,
+			 const struct x86_boot_files *files,
+			 struct x86_boot_entry *entry);
 
 /**
  * x86_boot_regs() - BSP registers for the 64-bit entry
