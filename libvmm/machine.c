@@ -2,8 +2,8 @@
 /*
  * x86 machine assembly (see machine.h).  Platform, as in kvmtool and
  * Firecracker: in-kernel LAPIC/IOAPIC/PIC and PIT, no ACPI, an MP table for
- * SMP, an e820 map in boot_params, COM1, an i8042 for `reboot=k`, and a PCI
- * bus (configuration mechanism #1) for virtio devices.
+ * SMP, an e820 map in boot_params, COM1, an i8042 for `reboot=k`, a CMOS
+ * RTC, and a PCI bus (configuration mechanism #1) for virtio devices.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +23,7 @@
 #include "iothread.h"
 #include "kvm.h"
 #include "legacy/i8042.h"
+#include "legacy/rtc.h"
 #include "log.h"
 #include "machine.h"
 #include "pci/pci.h"
@@ -73,6 +74,7 @@ struct machine {
 	unsigned int nr_iothreads;
 	struct uart8250 *uart;
 	struct i8042 *kbd;
+	struct rtc *rtc;
 	struct pci_bus *pci;
 	/* Console input thread: copies console_in to the UART. */
 	pthread_t con_thread;
@@ -296,6 +298,9 @@ static int machine_setup_devices(struct vmm *vm, struct machine *m)
 	if (ret)
 		return ret;
 	ret = i8042_create(&vm->pio, machine_guest_reset, vm, &m->kbd);
+	if (ret)
+		return ret;
+	ret = rtc_create(&vm->pio, &m->rtc);
 	if (ret)
 		return ret;
 	ret = pci_bus_create(&vm->pio, &vm->mmio, PCI_MMIO32_BASE,
@@ -614,6 +619,7 @@ void machine_destroy(struct vmm *vm)
 			pci_bus_destroy(m->pci);
 		if (m->kbd)
 			i8042_destroy(m->kbd);
+		rtc_destroy(m->rtc);
 		if (m->uart)
 			uart8250_destroy(m->uart);
 		if (m->con_stop_efd >= 0)
