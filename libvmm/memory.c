@@ -75,15 +75,10 @@ int guest_mem_init(struct guest_mem *mem, uint64_t size)
 		munmap(base + size, (size_t)tail);
 	/* Huge pages (see above); out of core dumps, which it would dwarf;
 	 * not inherited by a child (the guest's memory is not its business).
-	 * The name shows in /proc/PID/smaps (Linux 5.17+), where the
-	 * footprint benchmark looks for it. */
+	 * The same advice for the whole range keeps it one VMA, which tools
+	 * (the benchmarks) recognise in /proc/PID/smaps by its size, or by
+	 * its name where the kernel has CONFIG_ANON_VMA_NAME. */
 	madvise(base, (size_t)size, MADV_HUGEPAGE);
-	/* Except the first 2 MiB: there the VMM writes a few boot pages
-	 * (zero page, page tables, MP table), and a huge page would cost
-	 * zeroing 2 MiB for them at start-up; the guest's own use of low
-	 * memory is as small (real-mode trampoline, BIOS areas). */
-	if (size > HUGE_2M)
-		madvise(base, (size_t)HUGE_2M, MADV_NOHUGEPAGE);
 	madvise(base, (size_t)size, MADV_DONTDUMP);
 	madvise(base, (size_t)size, MADV_DONTFORK);
 	prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)base,
