@@ -11,8 +11,9 @@
  * for every vCPU.
  *
  * Left alone on purpose: leaf 6 (KVM already reports only ARAT), leaf 0xA
- * (KVM's PMU emulation is what it reports), TSC_DEADLINE (as KVM reports
- * it) and every feature bit except HYPERVISOR and HTT.
+ * (KVM's PMU emulation is what it reports) and every feature bit except
+ * HYPERVISOR and HTT.  TSC_DEADLINE, which KVM supports but never reports,
+ * is cpuid_set_tsc_deadline()'s.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -24,6 +25,7 @@
 
 #define CPUID_1_EBX_APIC_ID_SHIFT 24
 #define CPUID_1_EBX_LOGICAL_SHIFT 16
+#define CPUID_1_ECX_TSC_DEADLINE (1u << 24)
 #define CPUID_1_ECX_HYPERVISOR (1u << 31)
 #define CPUID_1_EDX_HTT (1u << 28)
 
@@ -183,4 +185,11 @@ int cpuid_fixup(struct kvm_cpuid2 *cpuid, unsigned int vcpu_index,
 		}
 	}
 	return 0;
+}
+
+void cpuid_set_tsc_deadline(struct kvm_cpuid2 *cpuid)
+{
+	for (uint32_t i = 0; cpuid && i < cpuid->nent; i++)
+		if (cpuid->entries[i].function == 1)
+			cpuid->entries[i].ecx |= CPUID_1_ECX_TSC_DEADLINE;
 }

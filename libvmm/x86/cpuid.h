@@ -27,4 +27,15 @@
 int cpuid_fixup(struct kvm_cpuid2 *cpuid, unsigned int vcpu_index,
 		unsigned int nr_vcpus);
 
+/**
+ * cpuid_set_tsc_deadline() - advertise the TSC-deadline timer (leaf 1,
+ * ECX bit 24) in @cpuid, a KVM_GET_SUPPORTED_CPUID table.
+ *
+ * KVM never reports it there, because it is emulated by the in-kernel
+ * LAPIC: the VMM enables it when KVM_CHECK_EXTENSION says
+ * KVM_CAP_TSC_DEADLINE_TIMER and it created the irqchip (KVM's api.rst).
+ * Pure function: no KVM calls.  A table without leaf 1 is left alone.
+ */
+void cpuid_set_tsc_deadline(struct kvm_cpuid2 *cpuid);
+
 #endif

@@ -259,6 +259,23 @@ START_TEST(test_amd)
 }
 END_TEST
 
+START_TEST(test_tsc_deadline)
+{
+	struct kvm_cpuid2 *c = table_new();
+	uint32_t vendor_ecx;
+
+	add_vendor(c, "AuthenticAMD", 0xd);
+	add(c, 1, 0, 0x00a00f11, 0, 0x1234, 0x5678);
+	vendor_ecx = find(c, 0, 0)->ecx;
+	cpuid_set_tsc_deadline(c);
+	ck_assert_uint_eq(find(c, 1, 0)->ecx, 0x1234u | (1u << 24));
+	ck_assert_uint_eq(find(c, 1, 0)->edx, 0x5678u);
+	ck_assert_uint_eq(find(c, 0, 0)->ecx, vendor_ecx); /* other leaves untouched */
+	free(c);
+	cpuid_set_tsc_deadline(NULL); /* no table: nothing to do */
+}
+END_TEST
+
 START_TEST(test_errors)
 {
 	struct kvm_cpuid2 *c = intel_host();
@@ -291,6 +308,7 @@ static Suite *cpuid_suite(void)
 	tcase_add_test(tc, test_intel_0_of_1);
 	tcase_add_test(tc, test_counts);
 	tcase_add_test(tc, test_amd);
+	tcase_add_test(tc, test_tsc_deadline);
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_empty_table);
 	suite_add_tcase(s, tc);
