@@ -9,7 +9,13 @@
 # Keeping fio (about 80 MB with its libraries) out of the initramfs keeps
 # every other boot fast, and reading it exercises the device under test.
 #
-# Cached in CACHE/guest/tools.cpio; rebuilt when the binaries change.
+# Also /hostile, the hostile virtio driver of the abuse test, built static
+# from tests/guest/hostile/hostile.c; "./hostile" sorts before lib/ and usr/,
+# so it is the archive's first member and the payload reads only the head of
+# the disk to get it (tests/guest/abuse).
+#
+# Cached in CACHE/guest/tools.cpio; rebuilt when the binaries or hostile.c
+# change.
 set -euo pipefail
 # shellcheck source=tests/rig/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -27,7 +33,8 @@ if [[ $print_only -eq 1 ]]; then
 	echo "$out"
 	exit 0
 fi
-rig_need cpio ldd sha256sum fio
+rig_need cpio ldd sha256sum fio gcc
+hostile_src="$RIG_REPO/tests/guest/hostile/hostile.c"
 rig_lock "$RIG_CACHE/.lock-tools"
 
 bins=(fio)
@@ -39,7 +46,11 @@ for b in "${bins[@]}"; do
 		files+=("$lib")
 	done < <(ldd "$p" | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) (.*/\1/p')
 done
-key=$(for f in "${files[@]}"; do sha256sum "$(readlink -f "$f")"; done | sha256sum | cut -d' ' -f1)
+key=$({
+	for f in "${files[@]}"; do sha256sum "$(readlink -f "$f")"; done
+	sha256sum "$hostile_src"
+	gcc --version | head -n1
+} | sha256sum | cut -d' ' -f1)
 if [[ -f "$out" && "$(cat "$out.key" 2>/dev/null)" == "$key" ]]; then
 	[[ $quiet -eq 1 ]] || echo "$out"
 	exit 0
@@ -51,6 +62,7 @@ for f in "${files[@]}"; do
 	mkdir -p "$stage/$(dirname "$f")"
 	cp -L "$f" "$stage/$f"
 done
+gcc -static -O2 -Wall -Wextra -Werror -o "$stage/hostile" "$hostile_src"
 mkdir -p "$(dirname "$out")"
 (cd "$stage" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet) >"$out.tmp"
 # Whole sectors: the device exposes only complete 512-byte blocks.
