@@ -1,0 +1,297 @@
+#!/bin/bash
+# abuse.sh MINIVMM KERNEL INITRD TOOLS
+# Guest resource abuse on real KVM: a hostile root process in the guest
+# (tests/guest/hostile/hostile.c, run by the "abuse" payload) takes a second
+# virtio-blk disk ("victim") away from Linux and drives it itself, pinned to
+# vCPU 1: kick storms, MSI-X rewrite loops (masked and unmasked), a reset
+# loop, chains over seg_max and a full-page indirect table, malformed
+# descriptors and transport misuse.  A heartbeat on vCPU 0 prints to the
+# console every 0.2 s.  minivmm runs with its default seccomp filters.
+#
+# Checked here:
+#  - minivmm exits 0 (the guest's reboot -f), no SIGSYS, the payload and
+#    every request the hostile program made got the answer README.md
+#    promises (OK / IOERR / UNSUPP, or DEVICE_NEEDS_RESET: the program
+#    checks each, "ABUSE RESULT ok"), every phase reported done;
+#  - responsiveness: heartbeats kept arriving DURING every phase (see
+#    HB_MAX_GAP, HB_MIN_RATE below), as seen by this script on minivmm's
+#    output, so the other vCPU's console path was never wedged;
+#  - memory: minivmm's peak RSS (VmHWM, guest RAM included) stays under
+#    guest RAM + RSS_SLACK_MIB, its own memory (everything resident but
+#    guest RAM) under OWN_MAX_MIB and flat while the attacks run, its
+#    thread count does not change;
+#  - statistics (--stats-json): the victim's counters equal what Linux's
+#    driver did before the unbind plus what the hostile program saw
+#    completed (requests by type, bytes, IOERR, UNSUPP, NEEDS_RESET, resets),
+#    one "device needs reset" log line per NEEDS_RESET, kicks and
+#    interrupts never more than could have happened;
+#  - data: the victim image has the hostile program's one good write and
+#    none of its refused ones, the data disk (Linux's driver all along)
+#    still reads back what the guest wrote after the attacks.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+e2e_require_kvm
+
+vmm=$1 kernel=$2 initrd=$3 tools=$4
+mem_mib=512
+phase_s=${ABUSE_PHASE_S:-2.5}
+attacks="kick-idle kick-busy kick-slow kick-broken msix-masked msix-unmasked reset bigchain malformed"
+phases="$attacks sanity"
+# Responsiveness bounds, see the comment at the heartbeat check.
+HB_MAX_GAP=${ABUSE_HB_MAX_GAP:-2}
+HB_MIN_RATE=${ABUSE_HB_MIN_RATE:-1}
+# Memory bound, see the comment at the memory check.
+RSS_SLACK_MIB=${ABUSE_RSS_SLACK_MIB:-64}
+OWN_MAX_MIB=${ABUSE_OWN_MAX_MIB:-32}
+OWN_GROWTH_MIB=${ABUSE_OWN_GROWTH_MIB:-4}
+
+# A normal run has minivmm up for ~70 s in the rig; a wedged VMM (only
+# SIGKILL ends it then) should not hold the rig for the default 300 s.
+export E2E_VMM_TIMEOUT=${E2E_VMM_TIMEOUT:-200}
+
+dir=$(mktemp -d "${RIG_SCRATCH:-/var/tmp}/abuse.XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+log=$dir/log
+truncate -s 64M "$dir/data.img"
+truncate -s 16M "$dir/victim.img"
+token=$RANDOM$RANDOM
+printf 'VICTIM-%s' "$token" | dd of="$dir/victim.img" conv=notrunc 2>/dev/null
+
+# minivmm's stderr (its log and the --stats-json object) goes to a file of
+# its own: in one stream its lines would cut into the guest's console lines.
+# "quiet": no kernel messages in the middle of the payload's lines either
+# (warnings and errors, an RCU stall say, still print).
+{
+	# shellcheck disable=SC2016 # for the inner bash
+	e2e_run_vmm "$log" -- bash -c 'exec "$@" 2>"$0"' "$dir/stderr" \
+		"$vmm" --smp 2 --mem "${mem_mib}M" --kernel "$kernel" \
+		--initrd "$initrd" --disk "path=$dir/data.img,serial=data" \
+		--disk "path=$tools,ro=on,serial=tools" \
+		--disk "path=$dir/victim.img,serial=victim" --stats-json \
+		--append "quiet guest.run=abuse guest.token=$token guest.abuse_s=$phase_s"
+	echo "$E2E_RC" >"$dir/rc"
+} &
+runner=$!
+
+# The minivmm process of this run: the one whose command line has our dir.
+pid=
+for _ in $(seq 600); do
+	for p in $(pgrep -x minivmm || true); do
+		if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF "$dir/victim.img"; then
+			pid=$p
+		fi
+	done
+	[[ -n "$pid" ]] && break
+	sleep 0.1
+done
+[[ -n "$pid" ]] || e2e_fail "minivmm did not start"
+
+# Sample minivmm every 0.5 s until it exits: VmHWM and Threads from
+# /proc/PID/status, and from /proc/PID/smaps the resident memory of guest
+# RAM (the one mapping exactly as large as guest RAM) and of everything
+# else (minivmm's own: heap, rings, request pools, stacks, binaries).  A
+# sample is "in" the attack window between the payload's "ABUSE hostile
+# start" and "ABUSE hostile exit" lines.
+samples=$dir/samples
+: >"$samples"
+window=pre
+while kill -0 "$pid" 2>/dev/null; do
+	hwm='' thr=''
+	while read -r k v _; do
+		case $k in
+		VmHWM:) hwm=$v ;;
+		Threads:) thr=$v ;;
+		esac
+	done <"/proc/$pid/status" 2>/dev/null || break
+	mem=$(awk -v g=$((mem_mib * 1024)) '
+		$1 == "Size:" { sz = $2 }
+		$1 == "Rss:" { if (sz == g) gr += $2; else own += $2 }
+		END { print own + 0, gr + 0 }' "/proc/$pid/smaps" 2>/dev/null) || break
+	case $window in
+	pre) grep -q "ABUSE hostile start" "$log" 2>/dev/null && window=in ;;
+	in) grep -q "ABUSE hostile exit" "$log" 2>/dev/null && window=post ;;
+	esac
+	[[ -n "$thr" ]] && echo "$window $hwm $mem $thr" >>"$samples"
+	sleep 0.5
+done
+wait "$runner" || true
+E2E_RC=$(cat "$dir/rc" 2>/dev/null || echo none)
+
+echo "--- minivmm's log (stderr), by message:"
+grep -v '^{"kvm"' "$dir/stderr" | sort | uniq -c | sort -rn | head -n 20 || true
+echo "--- hostile program:"
+grep -E "ABUSE (device|linux|phase=[a-z-]+ done|get_id|FAIL|FATAL|totals|RESULT)" "$log" |
+	sed 's/^\[[ 0-9.]*\] //' || true
+
+# Where it stopped, if it did: the last phase begun and the last heartbeat.
+if [[ "$E2E_RC" != 0 ]] || ! grep -q "ABUSE RESULT ok" "$log"; then
+	echo "--- last phase begun: $(grep "ABUSE phase=.* begin" "$log" | tail -n1)"
+	echo "--- last heartbeat: $(grep " HEARTBEAT " "$log" | tail -n1)"
+fi
+[[ "$E2E_RC" != 159 ]] || e2e_fail "minivmm was killed by SIGSYS (a call off an allow-list)"
+[[ "$E2E_RC" == 0 ]] || e2e_fail "minivmm exited $E2E_RC, expected 0"
+grep -q "ABUSE RESULT ok" "$log" || e2e_fail "the hostile program saw wrong answers (ABUSE FAIL above)"
+for p in $phases; do
+	grep -q "ABUSE phase=$p done" "$log" || e2e_fail "phase $p did not finish"
+done
+grep -q "ABUSE data disk OK" "$log" || e2e_fail "the data disk failed after the attacks"
+grep -q "MINIVMM-PAYLOAD-EXIT=0" "$log" || e2e_fail "guest payload failed"
+
+# Failures from here on are collected, so that one run shows every number.
+fails=()
+fail_later() {
+	fails+=("$1")
+}
+
+# ---- responsiveness ---------------------------------------------------------
+# Heartbeats (vCPU 0) as this script received them from minivmm, per attack
+# phase of the hostile program (vCPU 1): the count and the longest silence,
+# counting from the phase's begin line to its done line.  The rig measured
+# 4-5 beats/s and silences of at most 0.32 s in every phase (0.2 s sleep +
+# a fork under nested TCG); a wedged console path, a vCPU stuck behind a
+# device lock or a VMM too busy with the attacker to run the other vCPU
+# shows as a silence as long as the stall.  Every phase lasts at least
+# $phase_s s, so a stall for a whole phase is caught by either bound.
+echo "--- heartbeats per phase (beats, longest silence s, phase length s):"
+hb=$(awk -v phases="$attacks" '
+	function t(s) { sub(/^\[ */, "", s); sub(/\].*/, "", s); return s + 0 }
+	BEGIN { n = split(phases, P, " ") }
+	/ HEARTBEAT [0-9]+/ { H[++nh] = t($0) }
+	/ ABUSE phase=[a-z-]+ (begin|done)/ {
+		match($0, /phase=[a-z-]+/); p = substr($0, RSTART + 6, RLENGTH - 6)
+		if ($0 ~ / begin/) B[p] = t($0); else E[p] = t($0)
+	}
+	END {
+		for (i = 1; i <= n; i++) {
+			p = P[i]; b = B[p]; e = E[p]; last = b; gap = 0; c = 0
+			for (j = 1; j <= nh; j++) {
+				if (H[j] < b || H[j] > e) continue
+				if (H[j] - last > gap) gap = H[j] - last
+				last = H[j]; c++
+			}
+			if (e - last > gap) gap = e - last
+			printf "%s %d %.3f %.3f\n", p, c, gap, e - b
+		}
+	}' "$log")
+echo "$hb"
+while read -r p c gap len; do
+	awk -v g="$gap" -v m="$HB_MAX_GAP" 'BEGIN { exit !(g <= m) }' ||
+		fail_later "phase $p: no heartbeat for $gap s (bound $HB_MAX_GAP s)"
+	awk -v c="$c" -v l="$len" -v r="$HB_MIN_RATE" 'BEGIN { exit !(c >= int(r * l)) }' ||
+		fail_later "phase $p: $c heartbeats in $len s (bound $HB_MIN_RATE/s)"
+done <<<"$hb"
+
+# ---- memory and threads -----------------------------------------------------
+# Peak RSS: the kernel's own record (VmHWM), guest RAM included, so nothing
+# between two samples escapes it.  minivmm's own memory, sampled: its peak,
+# and no growth while the attacks run (a leak per kick, reset, rewrite or
+# bad request would show within tens of thousands of them).  The rig
+# measured ~5 MiB of own memory, +44 kB during the attacks, and a peak RSS
+# of ~116 MiB for the 512 MiB guest (it touches ~112 MiB): the bounds allow
+# 6x the own memory, 4 MiB of growth, and all of guest RAM + 64 MiB at the
+# peak.
+read -r hwm_max own_max guest_max own_in0 own_in_max thr_in_min thr_in_max n_in <<<"$(awk '
+	{ if ($2 > h) h = $2; if ($3 > om) om = $3; if ($4 > gm) gm = $4 }
+	$1 == "in" { n++; if (n == 1) { o0 = $3; tmin = $5; tmax = $5 }
+		if ($3 > oim) oim = $3; if ($5 < tmin) tmin = $5; if ($5 > tmax) tmax = $5 }
+	END { print h + 0, om + 0, gm + 0, o0 + 0, oim + 0, tmin + 0, tmax + 0, n + 0 }' "$samples")"
+echo "--- memory: peak RSS $hwm_max kB (guest RAM $((mem_mib * 1024)) kB, of it resident" \
+	"at most $guest_max kB); own memory peak $own_max kB, during the attacks" \
+	"$own_in0 -> max $own_in_max kB; threads $thr_in_min..$thr_in_max" \
+	"($n_in samples during the attacks, $(wc -l <"$samples") in all)"
+[[ $n_in -ge 4 && $guest_max -gt 0 ]] ||
+	fail_later "no usable memory samples ($n_in during the attacks; guest RAM mapping not found?)"
+[[ $hwm_max -le $(((mem_mib + RSS_SLACK_MIB) * 1024)) ]] ||
+	fail_later "peak RSS $hwm_max kB above guest RAM + $RSS_SLACK_MIB MiB"
+[[ $own_max -le $((OWN_MAX_MIB * 1024)) ]] ||
+	fail_later "minivmm's own memory reached $own_max kB (bound $OWN_MAX_MIB MiB)"
+[[ $own_in_max -le $((own_in0 + OWN_GROWTH_MIB * 1024)) ]] ||
+	fail_later "minivmm's own memory grew from $own_in0 to $own_in_max kB during the attacks"
+[[ $thr_in_min -eq $thr_in_max ]] ||
+	fail_later "thread count changed during the attacks ($thr_in_min..$thr_in_max)"
+
+# ---- statistics ----------------------------------------------------------
+json=$(grep '^{"kvm"' "$dir/stderr" | tail -n1)
+[[ -n "$json" ]] || e2e_fail "no --stats-json output"
+v=$(jq -c '.disks[2]' <<<"$json")
+echo "--- victim stats: $(jq -c 'del(.queues)' <<<"$v")"
+# The key=value words of the first log line matching $2 into array $1.
+declare -A L H
+kv() {
+	local -n arr=$1
+	local line w words
+	line=$(grep -m1 -- "$2" "$log" | sed 's/^\[[ 0-9.]*\] //')
+	read -ra words <<<"$line"
+	for w in "${words[@]}"; do
+		# shellcheck disable=SC2034 # arr is a name reference
+		[[ "$w" == *=* ]] && arr[${w%%=*}]=${w#*=}
+	done
+	return 0
+}
+kv L "ABUSE linux "
+kv H "ABUSE totals "
+j() { jq -r "$1" <<<"$v"; }
+expect_eq() {
+	[[ "$2" == "$3" ]] ||
+		fail_later "victim $1: VMM counted $2, expected $3"
+}
+expect_eq "read requests" "$(j .total.requests.read)" $((L[reads] + H[read]))
+expect_eq "write requests" "$(j .total.requests.write)" $((L[writes] + H[write]))
+expect_eq "flush requests" "$(j .total.requests.flush)" $((L[flushes] + H[flush]))
+expect_eq "discard requests" "$(j .total.requests.discard)" $((L[discards] + H[discard]))
+expect_eq "write-zeroes requests" "$(j .total.requests.write_zeroes)" "${H[write_zeroes]}"
+expect_eq "other requests" "$(j .total.requests.other)" "${H[other]}"
+expect_eq "bytes read" "$(j .total.bytes_read)" $((L[read_sectors] * 512 + H[read_bytes]))
+expect_eq "bytes written" "$(j .total.bytes_written)" $((L[write_sectors] * 512 + H[write_bytes]))
+expect_eq "IOERR completions" "$(j .total.io_errors)" "${H[ioerr]}"
+expect_eq "UNSUPP completions" "$(j .total.unsupported)" "${H[unsupp]}"
+expect_eq "NEEDS_RESET" "$(j .needs_reset)" "${H[needs_reset]}"
+# GET_ID: Linux asks whenever /sys/block/vdX/serial is read.
+[[ $(j .total.requests.get_id) -ge ${H[get_id]} ]] ||
+	fail_later "victim get_id requests below the hostile program's ${H[get_id]}"
+# Resets: the hostile program's, plus Linux's on the victim: at probe (the
+# data disk, never unbound, shows how many) and possibly one at the unbind.
+resets=$(j .resets)
+data_resets=$(jq -r '.disks[0].resets' <<<"$json")
+linux_resets=$((resets - H[resets]))
+echo "resets: $resets = hostile ${H[resets]} + Linux $linux_resets (data disk: $data_resets)"
+[[ $linux_resets -ge 1 && $linux_resets -le $((data_resets + 1)) ]] ||
+	fail_later "victim resets $resets: hostile ${H[resets]} + $linux_resets, not 1..$((data_resets + 1))"
+# Kicks are counted per I/O thread wake-up: never more than doorbells.
+reqs=$(j '[.total.requests[]] | add')
+kicks=$(j .total.kicks)
+irqs=$(j .total.interrupts)
+[[ $kicks -ge 1 && $kicks -le $((H[kicks] + reqs)) ]] ||
+	fail_later "victim kicks $kicks (hostile rang ${H[kicks]} doorbells, $reqs requests in all)"
+[[ $irqs -le $reqs ]] ||
+	fail_later "victim interrupts $irqs for $reqs requests"
+slot=$(sed -n 's/.*ABUSE linux .* pci=[0-9a-f]*:\([0-9a-f]*:[0-9a-f]*\.[0-9]\).*/\1/p' "$log" | head -n1)
+nlog=$(grep -c "virtio-pci $slot: device needs reset" "$dir/stderr" || true)
+expect_eq "'device needs reset' log lines" "$nlog" "${H[needs_reset]}"
+
+# ---- data ---------------------------------------------------------------
+got=$(dd if="$dir/victim.img" bs=512 count=1 2>/dev/null | head -c 64 | tr -d '\0')
+[[ "$got" == "VICTIM-$token" ]] ||
+	fail_later "victim sector 0 changed: '$got'"
+grep -q "ABUSE get_id=victim$" "$log" ||
+	fail_later "GET_ID did not answer the victim's serial"
+grep -q "ABUSE phase=sanity done ok=1 sector0=VICTIM-$token" "$log" ||
+	fail_later "the hostile program's sanity read did not return the victim's sector 0"
+got=$(dd if="$dir/victim.img" bs=512 skip=2048 count=1 2>/dev/null | head -c 12)
+[[ "$got" == "ABUSE-SANITY" ]] ||
+	fail_later "the sanity write is not in the victim image"
+nz=$(dd if="$dir/victim.img" bs=512 skip=8192 count=256 2>/dev/null | tr -d '\0' | wc -c)
+[[ $nz -eq 0 ]] ||
+	fail_later "a refused write reached the victim image ($nz bytes at sector 8192)"
+got=$(dd if="$dir/data.img" bs=4096 skip=16 count=1 2>/dev/null | head -c 64 | tr -d '\0')
+[[ "$got" == "MINIVMM-ABUSE-$token" ]] ||
+	fail_later "data disk marker not in the image: '$got'"
+
+if [[ ${#fails[@]} -gt 0 ]]; then
+	printf 'FAIL: %s\n' "${fails[@]}"
+	exit 1
+fi
+
+echo "PASS: hostile driver on vCPU 1 (kicks ${H[kicks]}, MSI-X rewrites ${H[rewrites]}," \
+	"resets ${H[resets]}, IOERR ${H[ioerr]}, UNSUPP ${H[unsupp]}, NEEDS_RESET ${H[needs_reset]});" \
+	"heartbeats on vCPU 0 throughout, peak RSS $((hwm_max / 1024)) MiB, stats exact"
