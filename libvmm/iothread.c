@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,7 +32,14 @@ struct iothread {
 	bool submit_error; /* the last submit failed (log once per burst) */
 	bool stopped;	   /* joined by iothread_stop(): cannot start again */
 	bool restricted; /* ring limited to ring_sqe_ops[] (ring_init) */
+	bool fixed_files; /* ... and to registered files (ring_init) */
 	bool batch;	 /* run as SCHED_BATCH (iothread_set_batch) */
+
+	/* Registered-file table, owned by the I/O thread (or by the caller
+	 * while it does not run): the fd in each slot, -1 free.  Slots are
+	 * never shared: one per iothread_file_get(). */
+	int *files;
+	unsigned int nr_files, files_used, file_hint;
 
 	int stop_efd;
 	struct iothread_fd stop_w;
@@ -73,6 +81,9 @@ void iothread_get_stats(struct iothread *io, struct iothread_stats *st)
 	st->cqes = __atomic_load_n(&io->st.cqes, __ATOMIC_RELAXED);
 	st->submits = __atomic_load_n(&io->st.submits, __ATOMIC_RELAXED);
 	st->poll_hits = __atomic_load_n(&io->st.poll_hits, __ATOMIC_RELAXED);
+	st->file_updates = __atomic_load_n(&io->st.file_updates, __ATOMIC_RELAXED);
+	st->files = __atomic_load_n(&io->st.files, __ATOMIC_RELAXED);
+	st->files_max = io->fixed_files ? io->nr_files : 0;
 }
 
 #define STAT_INC(io, f, n) __atomic_store_n(&(io)->st.f, (io)->st.f + (n), __ATOMIC_RELAXED)
@@ -95,11 +106,13 @@ struct io_uring_sqe *iothread_get_sqe(struct iothread *io, struct iothread_cb *c
 
 static int iothread_arm(struct iothread *io, struct iothread_fd *w)
 {
+	const struct iothread_file *f = w->file ? w->file : &w->own;
 	struct io_uring_sqe *sqe = iothread_get_sqe(io, &w->cb);
 
 	if (!sqe)
 		return -EBUSY;
-	io_uring_prep_poll_multishot(sqe, w->fd, POLLIN);
+	io_uring_prep_poll_multishot(sqe, f->idx, POLLIN);
+	iothread_sqe_file(sqe, f);
 	w->armed = true;
 	return 0;
 }
@@ -129,10 +142,22 @@ static void iothread_fd_cqe(struct iothread_cb *cb, int res, uint32_t flags)
 
 int iothread_watch_fd(struct iothread *io, struct iothread_fd *w)
 {
+	int ret;
+
 	w->cb.fn = iothread_fd_cqe;
 	w->io = io;
 	w->removing = false;
-	return iothread_arm(io, w);
+	if (w->file && (!w->file->held || w->file->fd != w->fd))
+		return -EINVAL;
+	if (!w->file && !w->own.held) {
+		ret = iothread_file_get(io, w->fd, &w->own);
+		if (ret)
+			return ret;
+	}
+	ret = iothread_arm(io, w);
+	if (ret)
+		iothread_file_put(io, &w->own);
+	return ret;
 }
 
 static bool fd_unwatched(void *opaque)
@@ -146,19 +171,24 @@ void iothread_unwatch_fd(struct iothread *io, struct iothread_fd *w)
 {
 	struct io_uring_sqe *sqe;
 
-	if (!w->armed)
-		return;
-	w->removing = true;
-	/* The remove request's own CQE needs no callback (NULL user_data);
-	 * the poll's final CQE (-ECANCELED, no F_MORE) clears w->armed. */
-	sqe = iothread_get_sqe(io, NULL);
-	if (!sqe) {
-		vmm_err("iothread %u: no SQE to remove the poll on fd %d",
-			io->index, w->fd);
-		return;
+	if (w->armed) {
+		w->removing = true;
+		/* The remove request's own CQE needs no callback (NULL
+		 * user_data); the poll's final CQE (-ECANCELED, no F_MORE)
+		 * clears w->armed. */
+		sqe = iothread_get_sqe(io, NULL);
+		if (!sqe) {
+			vmm_err("iothread %u: no SQE to remove the poll on fd %d",
+				io->index, w->fd);
+			return; /* the slot stays: the poll may still use it */
+		}
+		io_uring_prep_poll_remove(sqe, (uint64_t)(uintptr_t)&w->cb);
+		iothread_sqe_nofile(io, sqe);
+		iothread_run_until(io, fd_unwatched, w);
 	}
-	io_uring_prep_poll_remove(sqe, (uint64_t)(uintptr_t)&w->cb);
-	iothread_run_until(io, fd_unwatched, w);
+	/* The poll is gone: its own registration can go (a caller's stays
+	 * with the caller). */
+	iothread_file_put(io, &w->own);
 }
 
 void iothread_defer(struct iothread *io, struct iothread_hook *h)
@@ -370,6 +400,122 @@ int iothread_call_sync(struct iothread *io, int (*fn)(void *opaque), void *opaqu
 	return c.ret;
 }
 
+/* ---- registered files ---- */
+
+/* One IORING_REGISTER_FILES_UPDATE: slot @slot := @fd (-1: empty it). */
+static int files_update(struct iothread *io, unsigned int slot, int fd)
+{
+	struct io_uring_files_update up = {
+		.offset = slot,
+		.fds = (uint64_t)(uintptr_t)&fd,
+	};
+	long r;
+
+	STAT_INC(io, file_updates, 1);
+	/* Raw syscall, as in ring_restrict(). */
+	r = syscall(__NR_io_uring_register, io->ring.ring_fd,
+		    (unsigned long)IORING_REGISTER_FILES_UPDATE, &up, 1ul);
+	if (r < 0)
+		return -errno;
+	return r == 1 ? 0 : -EIO;
+}
+
+struct file_op {
+	struct iothread *io;
+	struct iothread_file *f;
+	int fd;
+};
+
+/* Context: the I/O thread, or the caller while it does not run. */
+static int file_get_local(void *opaque)
+{
+	struct file_op *op = opaque;
+	struct iothread *io = op->io;
+	unsigned int slot;
+	int ret;
+
+	if (io->stopped)
+		return -ESHUTDOWN;
+	if (io->files_used == io->nr_files)
+		return -ENOSPC;
+	for (slot = io->file_hint; io->files[slot] != -1;
+	     slot = (slot + 1) % io->nr_files)
+		;
+	ret = files_update(io, slot, op->fd);
+	if (ret)
+		return ret;
+	io->files[slot] = op->fd;
+	io->files_used++;
+	io->file_hint = (slot + 1) % io->nr_files;
+	STAT_INC(io, files, 1);
+	*op->f = (struct iothread_file){ .fd = op->fd, .idx = (int)slot,
+					 .sqe_flags = IOSQE_FIXED_FILE,
+					 .held = true };
+	return 0;
+}
+
+/* Context: as file_get_local(). */
+static int file_put_local(void *opaque)
+{
+	struct file_op *op = opaque;
+	struct iothread *io = op->io;
+	unsigned int slot = (unsigned int)op->f->idx;
+	int ret = 0;
+
+	/* Stopped: no kernel call (the caller may be a confined control
+	 * thread; the table is freed with the ring), and no slot is handed
+	 * out again (file_get_local() refuses), so none can be stale. */
+	if (!io->stopped)
+		ret = files_update(io, slot, -1);
+	if (ret) {
+		/* Cannot happen for a slot we filled; if it does, retire the
+		 * slot rather than reuse it with an unknown file in it. */
+		vmm_err("iothread %u: unregistering file slot %u: %s",
+			io->index, slot, strerror(-ret));
+		io->files[slot] = -2;
+	} else {
+		io->files[slot] = -1;
+		io->files_used--;
+	}
+	STAT_INC(io, files, (uint32_t)-1); /* - 1 */
+	op->f->held = false;
+	return 0;
+}
+
+int iothread_file_get(struct iothread *io, int fd, struct iothread_file *f)
+{
+	struct file_op op = { .io = io, .f = f, .fd = fd };
+
+	if (fd < 0)
+		return -EBADF;
+	if (!io->fixed_files) {
+		*f = (struct iothread_file){ .fd = fd, .idx = fd, .held = true };
+		return 0;
+	}
+	/* On the thread that owns the table (inline if it is this one or
+	 * none runs). */
+	return iothread_call_sync(io, file_get_local, &op);
+}
+
+void iothread_file_put(struct iothread *io, struct iothread_file *f)
+{
+	struct file_op op = { .io = io, .f = f };
+
+	if (!f->held)
+		return;
+	if (!io->fixed_files) {
+		f->held = false;
+		return;
+	}
+	iothread_call_sync(io, file_put_local, &op);
+}
+
+void iothread_sqe_nofile(struct iothread *io, struct io_uring_sqe *sqe)
+{
+	if (io->fixed_files)
+		sqe->flags |= IOSQE_FIXED_FILE;
+}
+
 /*
  * The SQE opcodes the I/O threads submit: POLL_ADD/POLL_REMOVE (watched
  * fds), READV/WRITEV/FSYNC/FALLOCATE/NOP (the block backend).  A new
@@ -382,29 +528,110 @@ static const uint8_t ring_sqe_ops[] = {
 };
 
 /*
- * Restrict a ring created with IORING_SETUP_R_DISABLED to ring_sqe_ops[]
- * (no SQE flags, no registrations), as Firecracker does, then enable it:
- * io_uring requests are not subject to seccomp, so without this a
- * compromised thread could open files or sockets through its own ring.
+ * Registered-file slots per ring: what the kernel allows one process
+ * (RLIMIT_NOFILE, which io_uring enforces on the table size too), at most
+ * this.  A thread needs one slot per eventfd it watches (its own two and a
+ * kick per queue it serves) and one per block engine (a queue): every
+ * queue also has two eventfds open (kick, call), so a VM whose eventfds
+ * fit under RLIMIT_NOFILE fits here, up to 16k queues on one thread.
+ * 32768 is also the kernel's own limit before 5.13.  Cost: 8-16 bytes of
+ * kernel memory per slot and ring.
  */
-static int ring_restrict(struct io_uring *ring)
+#define IOTHREAD_MAX_FILES 32768u
+
+/* An empty (sparse) table of registered files on a ring not enabled yet.
+ * Returns 0 or -errno. */
+static int ring_register_files(struct iothread *io)
 {
-	struct io_uring_restriction r[sizeof(ring_sqe_ops)];
+	struct rlimit rl;
+	unsigned int n = IOTHREAD_MAX_FILES;
+	int ret = 0;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < n)
+		n = (unsigned int)rl.rlim_cur;
+	if (n < 8)
+		return -EMFILE;
+	io->files = malloc(n * sizeof(*io->files));
+	if (!io->files)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < n; i++)
+		io->files[i] = -1; /* "allow sparse sets" since Linux 5.5 */
+	/* Raw syscall, as in ring_restrict(): liburing's wrapper raises
+	 * RLIMIT_NOFILE behind our back when the kernel says -EMFILE. */
+	if (syscall(__NR_io_uring_register, io->ring.ring_fd,
+		    IORING_REGISTER_FILES, io->files, n) < 0) {
+		ret = -errno;
+		free(io->files);
+		io->files = NULL;
+		return ret;
+	}
+	io->nr_files = n;
+	io->files_used = io->file_hint = 0;
+	return 0;
+}
+
+/*
+ * Restrict a ring created with IORING_SETUP_R_DISABLED to ring_sqe_ops[],
+ * as Firecracker does, then enable it: io_uring requests are not subject
+ * to seccomp, so without this a compromised thread could open files or
+ * sockets through its own ring.
+ *
+ * With @fixed (a registered-file table is in place), also as Firecracker
+ * does: every SQE must carry IOSQE_FIXED_FILE (SQE_FLAGS_REQUIRED), so an
+ * SQE can only reach a file in the table -- a raw fd gets -EACCES, an empty
+ * slot -EBADF -- and no other SQE flag is allowed; the only registration
+ * allowed afterwards is IORING_REGISTER_FILES_UPDATE (REGISTER_OP).
+ *
+ * Updates must stay allowed: the threads start before the disks are opened
+ * and the kick eventfds are created at the guest's DRIVER_OK, long after
+ * the ring was enabled (Firecracker freezes its table at creation: it has
+ * one file, known in advance).  What that protects: an SQE whose contents
+ * went wrong (a bug letting a guest-controlled value into sqe->fd or the
+ * opcode) reaches at most this thread's own disk images and eventfds --
+ * never /dev/kvm, the VM fd, another VM's images or the embedding
+ * application's files -- and cannot change the table itself
+ * (IORING_OP_FILES_UPDATE is not an allowed opcode).  What it does not: a
+ * thread running arbitrary code can call io_uring_register(FILES_UPDATE)
+ * (its seccomp list allows exactly that command) and register any fd of
+ * the process; but the same list lets it preadv/pwritev any fd directly,
+ * so the table gives it nothing more.  It still cannot register buffers,
+ * personalities or eventfds, or lift the restrictions.
+ *
+ * Returns 0 or -errno; the ring is unusable after a failure.
+ */
+static int ring_restrict(struct io_uring *ring, bool fixed)
+{
+	struct io_uring_restriction r[sizeof(ring_sqe_ops) + 2];
+	unsigned int n = 0;
 
 	memset(r, 0, sizeof(r));
 	for (unsigned int i = 0; i < sizeof(ring_sqe_ops); i++) {
-		r[i].opcode = IORING_RESTRICTION_SQE_OP;
-		r[i].sqe_op = ring_sqe_ops[i];
+		r[n].opcode = IORING_RESTRICTION_SQE_OP;
+		r[n++].sqe_op = ring_sqe_ops[i];
+	}
+	if (fixed) {
+		r[n].opcode = IORING_RESTRICTION_SQE_FLAGS_REQUIRED;
+		r[n++].sqe_flags = IOSQE_FIXED_FILE;
+		r[n].opcode = IORING_RESTRICTION_REGISTER_OP;
+		r[n++].register_op = IORING_REGISTER_FILES_UPDATE;
 	}
 	/* Raw io_uring_register(2): Debian's liburing 2.3 declares
 	 * io_uring_register_restrictions()/io_uring_enable_rings() but does
 	 * not export them. */
 	if (syscall(__NR_io_uring_register, ring->ring_fd,
-		    IORING_REGISTER_RESTRICTIONS, r, sizeof(ring_sqe_ops)) < 0 ||
+		    IORING_REGISTER_RESTRICTIONS, r, n) < 0 ||
 	    syscall(__NR_io_uring_register, ring->ring_fd,
 		    IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0)
 		return -errno;
 	return 0;
+}
+
+static void ring_free_files(struct iothread *io)
+{
+	free(io->files);
+	io->files = NULL;
+	io->nr_files = 0;
+	io->fixed_files = false;
 }
 
 static int ring_init(struct iothread *io, unsigned int entries)
@@ -414,9 +641,10 @@ static int ring_init(struct iothread *io, unsigned int entries)
 	 * to interrupt it for task work).  Not SINGLE_ISSUER: the ring is
 	 * created here, by the thread that builds the VM, and the kernel
 	 * binds a single-issuer ring to its first submitter.  R_DISABLED
-	 * (5.10+) lets ring_restrict() register the opcode allow-list before
-	 * any SQE.  Older kernels reject flags: fall back step by step, to a
-	 * plain unrestricted ring last.
+	 * (5.10+) lets ring_restrict() register the file table and the
+	 * allow-list before any SQE.  Older kernels reject flags: fall back
+	 * step by step -- restricted without registered files, then a plain
+	 * unrestricted ring last.
 	 */
 	static const uint32_t tries[] = {
 		IORING_SETUP_COOP_TASKRUN | IORING_SETUP_R_DISABLED,
@@ -428,6 +656,9 @@ static int ring_init(struct iothread *io, unsigned int entries)
 	int ret = -EINVAL;
 
 	for (unsigned int i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+		bool want_files = tries[i] & IORING_SETUP_R_DISABLED;
+
+again:
 		memset(&p, 0, sizeof(p));
 		p.flags = tries[i] | IORING_SETUP_CQSIZE;
 		p.cq_entries = entries * 4;
@@ -436,25 +667,52 @@ static int ring_init(struct iothread *io, unsigned int entries)
 			continue;
 		if (ret || !(tries[i] & IORING_SETUP_R_DISABLED))
 			break;
-		ret = ring_restrict(&io->ring);
+		if (want_files) {
+			ret = ring_register_files(io);
+			if (ret)
+				vmm_dbg("iothread %u: io_uring registered files: %s",
+					io->index, strerror(-ret));
+			io->fixed_files = !ret;
+		}
+		ret = ring_restrict(&io->ring, io->fixed_files);
 		if (!ret) {
 			io->restricted = true;
 			break;
 		}
-		vmm_dbg("iothread %u: io_uring restrictions: %s", io->index,
+		vmm_dbg("iothread %u: io_uring restrictions%s: %s", io->index,
+			io->fixed_files ? " with registered files" : "",
 			strerror(-ret));
 		io_uring_queue_exit(&io->ring);
 		ret = -EINVAL;
+		if (io->fixed_files) {
+			/* Once more on the same flags, opcodes only. */
+			ring_free_files(io);
+			want_files = false;
+			goto again;
+		}
 	}
 	if (!ret && !io->restricted)
 		vmm_warn("iothread %u: io_uring ring without opcode restrictions "
 			 "(kernel < 5.10?)", io->index);
+	else if (!ret && !io->fixed_files)
+		vmm_warn("iothread %u: io_uring ring without registered files: "
+			 "its SQEs may name any fd", io->index);
 	return ret;
 }
 
 bool iothread_ring_restricted(const struct iothread *io)
 {
 	return io->restricted;
+}
+
+bool iothread_ring_fixed_files(const struct iothread *io)
+{
+	return io->fixed_files;
+}
+
+int iothread_ring_fd(const struct iothread *io)
+{
+	return io->ring.ring_fd;
 }
 
 int iothread_create(unsigned int index, unsigned int ring_entries,
@@ -495,6 +753,7 @@ err_ring:
 	if (io->call_efd >= 0)
 		close(io->call_efd);
 	io_uring_queue_exit(&io->ring);
+	ring_free_files(io);
 err_free:
 	pthread_mutex_destroy(&io->call_lock);
 	pthread_cond_destroy(&io->call_cond);
@@ -545,7 +804,8 @@ void iothread_destroy(struct iothread *io)
 	if (!io)
 		return;
 	iothread_stop(io);
-	io_uring_queue_exit(&io->ring);
+	io_uring_queue_exit(&io->ring); /* drops every registered file */
+	ring_free_files(io);
 	close(io->stop_efd);
 	close(io->call_efd);
 	pthread_mutex_destroy(&io->call_lock);

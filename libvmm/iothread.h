@@ -14,6 +14,14 @@
  * The core knows nothing of devices: they register callbacks.  State owned
  * by a thread is changed from other threads only through
  * iothread_call_sync(), which runs a function on the I/O thread and waits.
+ *
+ * Registered files.  Where the kernel allows (5.10+), the ring has a table
+ * of registered files and only accepts SQEs that name a file by its slot
+ * there (IOSQE_FIXED_FILE required; see ring_restrict() in iothread.c):
+ * every fd an SQE uses is first registered with iothread_file_get() (or by
+ * iothread_watch_fd()), and SQEs are prepared with iothread_sqe_file() /
+ * iothread_sqe_nofile().  Elsewhere the same calls hand back the plain fd,
+ * so users need not care which ring they got.
  */
 #ifndef VMM_IOTHREAD_H
 #define VMM_IOTHREAD_H
@@ -32,11 +40,28 @@ struct iothread_cb {
 	void (*fn)(struct iothread_cb *cb, int res, uint32_t cqe_flags);
 };
 
+/*
+ * A file as this thread's SQEs name it: a slot of the ring's registered
+ * table (sqe_flags IOSQE_FIXED_FILE), or the plain fd on a ring without
+ * one.  Zero-initialised: holds nothing.
+ */
+struct iothread_file {
+	int fd;		   /* the process's fd */
+	int idx;	   /* what goes in sqe->fd */
+	uint8_t sqe_flags; /* what goes in sqe->flags (iothread_sqe_file()) */
+	bool held;	   /* got and not put */
+};
+
 /* A watched fd: fn runs on the I/O thread each time fd becomes readable. */
 struct iothread_fd {
 	struct iothread_cb cb; /* internal */
 	struct iothread *io;   /* internal: set by iothread_watch_fd() */
 	int fd;
+	/* Optional: @fd registered by the caller (iothread_file_get()), who
+	 * keeps it across watches.  NULL: the watch registers @fd itself
+	 * (in own) and unregisters it when unwatched. */
+	const struct iothread_file *file;
+	struct iothread_file own; /* internal */
 	void (*fn)(void *opaque);
 	void *opaque;
 	bool armed;	/* a multishot poll is outstanding */
@@ -64,6 +89,9 @@ struct iothread_stats {
 	uint64_t cqes;
 	uint64_t submits;	/* io_uring_submit calls */
 	uint64_t poll_hits;	/* busy-poll rounds that found work */
+	uint64_t file_updates;	/* IORING_REGISTER_FILES_UPDATE calls */
+	uint32_t files;		/* registered files held now */
+	uint32_t files_max;	/* slots in the table (0: no registered files) */
 };
 
 int iothread_create(unsigned int index, unsigned int ring_entries,
@@ -106,10 +134,48 @@ void iothread_remove_poller(struct iothread *io, struct iothread_poller *p);
 void iothread_run_until(struct iothread *io, bool (*done)(void *opaque),
 			void *opaque);
 
+/* ---- registered files.  Context: any thread (the work is done on the
+ * I/O thread through iothread_call_sync() while it runs). ---- */
+
+/*
+ * iothread_file_get - register @fd in the ring's table (one slot per call,
+ * even for an fd registered already) and describe it in @f.  The slot
+ * holds its own reference to the open file: keep @fd open and @f held for
+ * as long as SQEs may use it, then iothread_file_put().  On a ring without
+ * registered files @f simply names @fd.  Registrations should live as long
+ * as the fd: before Linux 6.13 a removal takes effect only once every
+ * fixed-file request submitted before it has completed, and the thread's
+ * own polls never complete, so every put while the thread runs leaves the
+ * old file referenced until the ring is destroyed.
+ * Returns 0, -EBADF (@fd < 0), -ENOSPC (table full), -ESHUTDOWN (thread
+ * stopped) or the kernel's -errno.
+ */
+int iothread_file_get(struct iothread *io, int fd, struct iothread_file *f)
+	__must_check;
+/* Release @f's slot (a no-op if @f holds nothing).  After iothread_stop()
+ * only the bookkeeping: the table goes with the ring. */
+void iothread_file_put(struct iothread *io, struct iothread_file *f);
+
+/* After io_uring_prep_*(sqe, f->idx, ...): name @f's file. */
+static inline void iothread_sqe_file(struct io_uring_sqe *sqe,
+				     const struct iothread_file *f)
+{
+	sqe->flags |= f->sqe_flags;
+}
+
+/* After io_uring_prep_*() of an SQE that takes no file (NOP, POLL_REMOVE):
+ * a ring with registered files requires IOSQE_FIXED_FILE on EVERY SQE;
+ * the kernel ignores it for opcodes without a file. */
+void iothread_sqe_nofile(struct iothread *io, struct io_uring_sqe *sqe);
+
 unsigned int iothread_index(const struct iothread *io);
 /* Whether the ring only accepts the opcodes the I/O threads use
  * (IORING_REGISTER_RESTRICTIONS; false on kernels before 5.10). */
 bool iothread_ring_restricted(const struct iothread *io);
+/* Whether it also only accepts SQEs on registered files (see above). */
+bool iothread_ring_fixed_files(const struct iothread *io);
+/* The ring's fd (tests inspect /proc/self/fdinfo). */
+int iothread_ring_fd(const struct iothread *io);
 void iothread_get_stats(struct iothread *io, struct iothread_stats *st);
 
 #endif

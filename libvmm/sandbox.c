@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/fs.h>
+#include <linux/io_uring.h>
 #include <linux/kvm.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
@@ -48,6 +49,8 @@ enum arg_check {
 	ARG_FD_ONLY, /* flags (argument 3) have AT_EMPTY_PATH: fstat of an fd,
 			not a path lookup (newfstatat) */
 	ARG_FCNTL,   /* command (argument 1) in fcntl_cmds[]: no F_DUPFD */
+	ARG_URING_FILES_UPDATE, /* io_uring_register command (argument 1)
+				   IORING_REGISTER_FILES_UPDATE only */
 };
 
 /* Disk image locks (OFD locks, released explicitly at vblk_close()) and
@@ -108,9 +111,12 @@ static const unsigned long vcpu_ioctls[] = {
 /* I/O threads: their io_uring, and the synchronous fallback of the block
  * backend (preadv/pwritev, fdatasync, fallocate, BLKDISCARD/BLKZEROOUT);
  * interrupts of a rewritten MSI-X vector (KVM_SIGNAL_MSI) and the refresh
- * of its route (KVM_SET_GSI_ROUTING, virtio-pci.c's vpci_lazy_flush()). */
+ * of its route (KVM_SET_GSI_ROUTING, virtio-pci.c's vpci_lazy_flush());
+ * slots of the ring's registered-file table (iothread.c: the only
+ * registration its restrictions allow, too). */
 static const struct rule io_rules[] = {
 	{ SCMP_SYS(io_uring_enter), ARG_ANY },
+	{ SCMP_SYS(io_uring_register), ARG_URING_FILES_UPDATE },
 	{ SCMP_SYS(ioctl), ARG_ANY }, /* by request: io_ioctls[] */
 	{ SCMP_SYS(preadv), ARG_ANY },
 	{ SCMP_SYS(pwritev), ARG_ANY },
@@ -244,6 +250,12 @@ static int add_rule(scmp_filter_ctx ctx, const struct rule *r,
 		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 1,
 					SCMP_A3(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH,
 						AT_EMPTY_PATH));
+	case ARG_URING_FILES_UPDATE:
+		/* The kernel reads the command as an unsigned int, as an
+		 * ioctl request: compare the low 32 bits. */
+		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 1,
+					SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu,
+						IORING_REGISTER_FILES_UPDATE));
 	case ARG_OWN_PID:
 		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 1,
 					SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid()));

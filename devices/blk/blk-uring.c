@@ -24,6 +24,11 @@ struct blk_uring {
 	struct blk_engine base;
 	struct iothread *io;
 	struct blk_engine *sync; /* fallback */
+	/* The image as the ring's SQEs name it: registered on the first
+	 * request (on the I/O thread), kept until the engine is destroyed
+	 * (registrations should live as long as the fd: iothread.h). */
+	struct iothread_file file;
+	bool no_file; /* registration failed: every request goes sync */
 	blk_uring_done_fn done;
 	void *opaque;
 	struct uring_slot *slots, *free;
@@ -79,7 +84,8 @@ static int slot_rest_iov(struct uring_slot *s, uint64_t skip,
 static int slot_issue(struct uring_slot *s)
 {
 	struct vblk_req *req = s->req;
-	int fd = vblk_fd(req->blk);
+	const struct iothread_file *f = &s->eng->file;
+	int fd = f->idx; /* a registered slot, or the fd (iothread.h) */
 	struct io_uring_sqe *sqe = iothread_get_sqe(s->eng->io, &s->cb);
 	const struct iovec *iov = req->iov;
 	unsigned int niov = req->niov;
@@ -89,6 +95,7 @@ static int slot_issue(struct uring_slot *s)
 		return -EAGAIN;
 	if (s->syncing || req->type == VIRTIO_BLK_T_FLUSH) {
 		io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
+		iothread_sqe_file(sqe, f);
 		return 0;
 	}
 	switch (req->type) {
@@ -97,6 +104,7 @@ static int slot_issue(struct uring_slot *s)
 		if (s->done && slot_rest_iov(s, s->done, &iov, &niov)) {
 			/* The SQE is taken: make it a NOP nobody waits for. */
 			io_uring_prep_nop(sqe);
+			iothread_sqe_nofile(s->eng->io, sqe);
 			io_uring_sqe_set_data(sqe, NULL);
 			return -ENOMEM;
 		}
@@ -104,6 +112,7 @@ static int slot_issue(struct uring_slot *s)
 			io_uring_prep_readv(sqe, fd, iov, niov, req->offset + s->done);
 		else
 			io_uring_prep_writev(sqe, fd, iov, niov, req->offset + s->done);
+		iothread_sqe_file(sqe, f);
 		return 0;
 	case VIRTIO_BLK_T_DISCARD:
 	case VIRTIO_BLK_T_WRITE_ZEROES:
@@ -113,9 +122,11 @@ static int slot_issue(struct uring_slot *s)
 				: FALLOC_FL_ZERO_RANGE);
 		io_uring_prep_fallocate(sqe, fd, mode, (off_t)req->offset,
 					(off_t)req->len);
+		iothread_sqe_file(sqe, f);
 		return 0;
 	default:
 		io_uring_prep_nop(sqe);
+		iothread_sqe_nofile(s->eng->io, sqe);
 		io_uring_sqe_set_data(sqe, NULL);
 		return -EINVAL;
 	}
@@ -196,6 +207,29 @@ reissue: {
 	}
 }
 
+/*
+ * Register the image with the ring on the first request (context: the I/O
+ * thread).  An engine serves one queue of one disk, so every request has
+ * the same fd.  Returns whether SQEs can name it.
+ */
+static bool uring_file(struct blk_uring *e, int fd)
+{
+	int ret;
+
+	if (e->file.held)
+		return e->file.fd == fd;
+	if (e->no_file)
+		return false;
+	ret = iothread_file_get(e->io, fd, &e->file);
+	if (ret) {
+		/* Table full (see IOTHREAD_MAX_FILES): slower, not broken. */
+		vmm_warn("io_uring: cannot register the image (fd %d): %s; "
+			 "this queue's I/O goes synchronous", fd, strerror(-ret));
+		e->no_file = true;
+	}
+	return !ret;
+}
+
 static int uring_submit(struct blk_engine *base, struct vblk_req *req)
 {
 	struct blk_uring *e = container_of(base, struct blk_uring, base);
@@ -204,6 +238,8 @@ static int uring_submit(struct blk_engine *base, struct vblk_req *req)
 
 	if (req->type == VIRTIO_BLK_T_DISCARD && vblk_is_block_device(req->blk))
 		return blk_engine_submit(e->sync, req); /* BLKDISCARD ioctl */
+	if (!uring_file(e, vblk_fd(req->blk)))
+		return blk_engine_submit(e->sync, req);
 	s = slot_get(e);
 	if (!s)
 		return -EAGAIN;
@@ -234,6 +270,8 @@ static void uring_destroy(struct blk_engine *base)
 {
 	struct blk_uring *e = container_of(base, struct blk_uring, base);
 
+	/* Before the owner closes the image (vblk_dev_destroy()). */
+	iothread_file_put(e->io, &e->file);
 	blk_engine_destroy(e->sync);
 	free(e->slots);
 	free(e);

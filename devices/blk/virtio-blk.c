@@ -18,6 +18,9 @@ struct vblk_dev_queue {
 	struct iothread *io;
 	struct blk_engine *eng;
 	struct iothread_fd kick;
+	/* kick_fd in the ring's file table, from the first attach until
+	 * destroy: see queue_attach(). */
+	struct iothread_file kick_file;
 	struct iothread_hook hook;
 	struct iothread_poller poller;
 	bool attached;
@@ -150,7 +153,18 @@ static int queue_attach(void *opaque)
 							queue_req_done, q, &q->eng)))
 			return ret;
 	}
-	q->kick = (struct iothread_fd){ .fd = q->vq->kick_fd, .fn = queue_kick,
+	/* Registered once, not at every attach: kick_fd stays the same file
+	 * across resets (virtio-pci.h), and on kernels before 6.13 a file
+	 * unregistered while the thread's polls run stays referenced until
+	 * the ring goes (iothread.h): a reset loop would pile them up. */
+	if (!q->kick_file.held || q->kick_file.fd != q->vq->kick_fd) {
+		iothread_file_put(q->io, &q->kick_file);
+		ret = iothread_file_get(q->io, q->vq->kick_fd, &q->kick_file);
+		if (ret)
+			return ret;
+	}
+	q->kick = (struct iothread_fd){ .fd = q->vq->kick_fd,
+					.file = &q->kick_file, .fn = queue_kick,
 					.opaque = q };
 	ret = iothread_watch_fd(q->io, &q->kick);
 	if (ret)
@@ -306,6 +320,8 @@ void vblk_dev_destroy(struct vblk_dev *d)
 
 		if (q->eng && q->eng != d->sync)
 			blk_engine_destroy(q->eng);
+		if (q->kick_file.held)
+			iothread_file_put(q->io, &q->kick_file);
 	}
 	blk_engine_destroy(d->sync);
 	vblk_close(d->blk);

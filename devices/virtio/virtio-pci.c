@@ -447,9 +447,10 @@ static int vpci_commit(struct virtio_transport *t, struct wiring_txn *txn)
 }
 
 /*
- * Close the eventfds, free the GSIs (unless their routes may still be
+ * Close the call eventfds, free the GSIs (unless their routes may still be
  * installed: @keep_gsis) and reset the rings.  Nothing may be registered
  * with KVM any more (or, after a failed teardown, it is leaked there).
+ * The kick eventfds stay (virtio-pci.h): vpci_destroy() closes them.
  * Context: t->lock held, device stopped.
  */
 static void vpci_release(struct virtio_transport *t, bool keep_gsis)
@@ -458,11 +459,9 @@ static void vpci_release(struct virtio_transport *t, bool keep_gsis)
 		struct virtio_queue *q = &t->queues[i];
 		struct vpci_vq *vq = &t->vqs[i];
 
-		if (q->kick_fd >= 0)
-			close(q->kick_fd);
 		if (q->call_fd >= 0)
 			close(q->call_fd);
-		q->kick_fd = q->call_fd = -1;
+		q->call_fd = -1;
 		if (q->gsi_valid && !keep_gsis)
 			irq_gsi_free(t->irq, q->gsi);
 		q->gsi_valid = false;
@@ -572,7 +571,11 @@ static int vpci_go_live(struct virtio_transport *t, const char **why)
 			*why = "ring address outside guest RAM or misaligned";
 			goto err_release;
 		}
-		q->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		/* Created at the queue's first DRIVER_OK, then the same file
+		 * until vpci_destroy(): a device may register it (e.g. with an
+		 * io_uring file table) once for the transport's life. */
+		if (q->kick_fd < 0)
+			q->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 		if (q->kick_fd < 0) {
 			ret = -errno;
 			*why = "out of eventfds";
@@ -1439,6 +1442,9 @@ void vpci_destroy(struct virtio_transport *t)
 	pthread_mutex_lock(&t->lock);
 	vpci_stop(t);
 	pthread_mutex_unlock(&t->lock);
+	for (unsigned int i = 0; i < t->nq; i++)
+		if (t->queues[i].kick_fd >= 0)
+			close(t->queues[i].kick_fd);
 	msix_exit(&t->msix);
 	pthread_mutex_destroy(&t->lock);
 	free(t->queues);

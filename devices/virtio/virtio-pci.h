@@ -15,7 +15,9 @@
  * queue gets an ioeventfd on its own 4-byte notify address (kick_fd) and,
  * if it has an MSI-X vector, a GSI with an MSI route plus an irqfd
  * (call_fd); then ops->start() runs.  A device reset (status 0) calls
- * ops->stop() and undoes all of it in one transaction.  Later MSI-X message
+ * ops->stop() and undoes all of it in one transaction.  A queue's kick_fd
+ * is created at its first DRIVER_OK and stays the same open file across
+ * resets until vpci_destroy() (call_fd is recreated each time).  Later MSI-X message
  * changes are batched: one routing update per unmask, whatever the number
  * of vectors rewritten while masked; a vector rewritten while unmasked
  * sends its interrupts with KVM_SIGNAL_MSI and the live message until its

@@ -32,7 +32,9 @@ struct virtio_queue {
 	struct virtq vq;
 	bool enabled;	    /* queue_enable was written 1 */
 	uint16_t vector;    /* MSI-X vector, VIRTIO_NO_VECTOR for poll queues */
-	int kick_fd;	    /* eventfd KVM signals on a notify write */
+	int kick_fd;	    /* eventfd KVM signals on a notify write; the
+			       same file from the queue's first DRIVER_OK
+			       until the transport is destroyed */
 	int call_fd;	    /* irqfd eventfd, -1 when vector is NO_VECTOR */
 	/* Transport-private. */
 	uint32_t gsi;

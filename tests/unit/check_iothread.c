@@ -390,6 +390,7 @@ static int nops_and_run_until(void *opaque)
 		if (!sqe)
 			return -EBUSY;
 		io_uring_prep_nop(sqe);
+		iothread_sqe_nofile(io, sqe);
 	}
 	iothread_run_until(io, nops_done, n);
 	return 0;
@@ -429,6 +430,7 @@ static int many_nops(void *opaque)
 		if (!sqe)
 			return -EBUSY;
 		io_uring_prep_nop(sqe);
+		iothread_sqe_nofile(io, sqe);
 	}
 	return 0;
 }

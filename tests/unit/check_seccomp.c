@@ -396,6 +396,7 @@ static int ring_op(struct iothread *io, void (*prep)(struct io_uring_sqe *sqe))
 
 	ck_assert_ptr_nonnull(sqe);
 	prep(sqe);
+	iothread_sqe_nofile(io, sqe); /* registered-file rings want it */
 	iothread_run_until(io, waited, &w);
 	return w.res;
 }
