@@ -167,23 +167,58 @@ static bool fd_unwatched(void *opaque)
 	return !w->armed;
 }
 
+struct unwatch_remove {
+	struct iothread_cb cb;
+	bool answered;
+	int res;
+};
+
+static void unwatch_remove_cqe(struct iothread_cb *cb, int res, uint32_t flags)
+{
+	struct unwatch_remove *r = container_of(cb, struct unwatch_remove, cb);
+
+	(void)flags;
+	r->res = res;
+	r->answered = true;
+}
+
+static bool remove_answered(void *opaque)
+{
+	return ((struct unwatch_remove *)opaque)->answered;
+}
+
 void iothread_unwatch_fd(struct iothread *io, struct iothread_fd *w)
 {
 	struct io_uring_sqe *sqe;
 
 	if (w->armed) {
 		w->removing = true;
-		/* The remove request's own CQE needs no callback (NULL
-		 * user_data); the poll's final CQE (-ECANCELED, no F_MORE)
-		 * clears w->armed. */
-		sqe = iothread_get_sqe(io, NULL);
-		if (!sqe) {
-			vmm_err("iothread %u: no SQE to remove the poll on fd %d",
-				io->index, w->fd);
-			return; /* the slot stays: the poll may still use it */
+		/*
+		 * POLL_REMOVE fails with -EALREADY while a wake-up owns the
+		 * poll (its task_work has not run yet, e.g. the poll was armed
+		 * on an eventfd a kick had already signalled, in the same
+		 * io_uring_enter): the poll stays armed and its final CQE
+		 * never comes.  Wait for the remove's own answer and retry;
+		 * the next io_uring_enter runs that task_work first.  Found
+		 * by tests/e2e/abuse.sh (a guest resetting the device right
+		 * after a kick hung the VMM for good).
+		 */
+		for (;;) {
+			struct unwatch_remove r = { .cb.fn = unwatch_remove_cqe };
+
+			sqe = iothread_get_sqe(io, &r.cb);
+			if (!sqe) {
+				vmm_err("iothread %u: no SQE to remove the poll on fd %d",
+					io->index, w->fd);
+				return; /* the slot stays: the poll may still use it */
+			}
+			io_uring_prep_poll_remove(sqe, (uint64_t)(uintptr_t)&w->cb);
+			iothread_sqe_nofile(io, sqe);
+			iothread_run_until(io, remove_answered, &r);
+			if (r.res != -EALREADY || !w->armed)
+				break;
 		}
-		io_uring_prep_poll_remove(sqe, (uint64_t)(uintptr_t)&w->cb);
-		iothread_sqe_nofile(io, sqe);
+		/* The poll's final CQE (-ECANCELED, no F_MORE) clears armed. */
 		iothread_run_until(io, fd_unwatched, w);
 	}
 	/* The poll is gone: its own registration can go (a caller's stays

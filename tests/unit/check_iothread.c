@@ -244,6 +244,44 @@ START_TEST(watch_and_unwatch_eventfd)
 }
 END_TEST
 
+/*
+ * Watch an eventfd a kick has already signalled and unwatch it within one
+ * call on the I/O thread: both SQEs reach the kernel in the same
+ * io_uring_enter, the armed poll is owned by its wake-up and POLL_REMOVE
+ * answers -EALREADY.  iothread_unwatch_fd() used to wait for ever for the
+ * poll's final CQE (found by tests/e2e/abuse.sh: a device reset right
+ * after a kick); it must retry the remove.  A hang fails on Check's
+ * timeout.
+ */
+static int watch_then_unwatch(void *opaque)
+{
+	struct watch *wt = opaque;
+	int ret = do_watch(wt);
+
+	if (!ret)
+		ret = do_unwatch(wt);
+	return ret;
+}
+
+START_TEST(unwatch_signalled_fd_in_one_call)
+{
+	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+	ck_assert_int_ge(efd, 0);
+	for (int i = 0; i < 100; i++) {
+		struct watch wt = { 0 };
+
+		ck_assert_int_eq(eventfd_write(efd, 1), 0); /* the kick */
+		wt.w.fd = efd;
+		wt.w.fn = watch_fired;
+		wt.w.opaque = &wt;
+		ck_assert_int_eq(iothread_call_sync(io, watch_then_unwatch, &wt), 0);
+		ck_assert(!wt.w.armed);
+	}
+	close(efd);
+}
+END_TEST
+
 /* ---- end-of-batch hooks ------------------------------------------------ */
 
 struct hook_rec {
@@ -601,6 +639,7 @@ static Suite *iothread_suite(void)
 	tcase_add_test(tc, call_sync_from_the_thread_is_inline);
 	tcase_add_test(tc, call_sync_inline_when_not_started);
 	tcase_add_test(tc, watch_and_unwatch_eventfd);
+	tcase_add_test(tc, unwatch_signalled_fd_in_one_call);
 	tcase_add_test(tc, hooks_run_once_per_batch);
 	tcase_add_test(tc, hook_from_fd_callback);
 	tcase_add_test(tc, sqe_callbacks_and_run_until);
