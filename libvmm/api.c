@@ -75,6 +75,7 @@ int vmm_create(struct vmm **out)
 	vm->console_out = 1;
 	pthread_mutex_init(&vm->lock, NULL);
 	pthread_mutex_init(&vm->join_lock, NULL);
+	pthread_mutex_init(&vm->coalesced_lock, NULL);
 
 	ret = kvm_sys_open(&vm->kvm);
 	if (ret)
@@ -105,6 +106,7 @@ err:
 	kvm_sys_close(&vm->kvm);
 	pthread_mutex_destroy(&vm->lock);
 	pthread_mutex_destroy(&vm->join_lock);
+	pthread_mutex_destroy(&vm->coalesced_lock);
 	free(vm);
 	return ret;
 }
@@ -142,6 +144,7 @@ void vmm_destroy(struct vmm *vm)
 	vm_free_config(vm);
 	pthread_mutex_destroy(&vm->lock);
 	pthread_mutex_destroy(&vm->join_lock);
+	pthread_mutex_destroy(&vm->coalesced_lock);
 	free(vm);
 }
 

@@ -204,6 +204,9 @@ static bool vcpu_handle_exit(struct vcpu *vcpu)
 	struct kvm_run *run = vcpu->run;
 	struct vmm *vm = vcpu->vm;
 
+	/* Writes KVM logged instead of exiting happened before this exit
+	 * (on any vCPU): apply them first, whatever the exit is. */
+	vm_flush_coalesced(vm);
 	switch (run->exit_reason) {
 	case KVM_EXIT_IO:
 		vcpu_handle_io(vcpu);

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* VM lifecycle plumbing shared by the API and the vCPU threads. */
 #include <errno.h>
+#include <linux/kvm.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -27,4 +29,63 @@ void vm_request_exit(struct vmm *vm, int reason)
 			vcpu_kick(&vm->vcpus[i]);
 	if (write(vm->exit_efd, &one, sizeof(one)) < 0)
 		vmm_warn("signalling the exit eventfd: %s", strerror(errno));
+}
+
+int vm_coalesce_pio(struct vmm *vm, uint64_t port, uint32_t len)
+{
+	struct kvm_coalesced_mmio_zone zone = { .addr = port, .size = len,
+						.pio = 1 };
+	long page = sysconf(_SC_PAGESIZE);
+	int off;
+
+	if (!vm->vcpus || !vm->vcpus[0].run || page <= 0)
+		return -EINVAL;
+	if (kvm_check_cap(vm->kvm.fd, KVM_CAP_COALESCED_PIO) <= 0)
+		return -ENOTSUP;
+	/* The capability's value is the ring's page in every vCPU mapping. */
+	off = kvm_check_cap(vm->kvm.fd, KVM_CAP_COALESCED_MMIO);
+	if (off <= 0 || (long)(off + 1) * page > vm->kvm.vcpu_mmap_size)
+		return -ENOTSUP;
+	if (ioctl(vm->vm_fd, KVM_REGISTER_COALESCED_MMIO, &zone) < 0)
+		return -errno;
+	vm->coalesced_max = (uint32_t)(((size_t)page -
+					sizeof(struct kvm_coalesced_mmio_ring)) /
+				       sizeof(struct kvm_coalesced_mmio));
+	vm->coalesced_ring = (struct kvm_coalesced_mmio_ring *)
+		((uint8_t *)vm->vcpus[0].run + (size_t)off * (size_t)page);
+	return 0;
+}
+
+void vm_flush_coalesced(struct vmm *vm)
+{
+	struct kvm_coalesced_mmio_ring *ring = vm->coalesced_ring;
+	uint32_t first;
+
+	if (!ring)
+		return;
+	/* Acquire: KVM fills an entry before it advances last. */
+	if (__atomic_load_n(&ring->first, __ATOMIC_RELAXED) ==
+	    __atomic_load_n(&ring->last, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&vm->coalesced_lock);
+	first = ring->first;
+	while (first != __atomic_load_n(&ring->last, __ATOMIC_ACQUIRE)) {
+		const struct kvm_coalesced_mmio *e;
+		uint8_t data[8];
+		uint32_t len;
+
+		/* first and last are KVM's shared state; a bogus index must
+		 * not take us out of the page. */
+		if (first >= vm->coalesced_max)
+			break;
+		e = &ring->coalesced_mmio[first];
+		len = e->len < sizeof(data) ? e->len : (uint32_t)sizeof(data);
+		memcpy(data, e->data, len);
+		iobus_dispatch(e->pio ? &vm->pio : &vm->mmio, e->phys_addr,
+			       data, len, true);
+		first = (first + 1) % vm->coalesced_max;
+		/* Release: the entry is consumed before KVM may reuse it. */
+		__atomic_store_n(&ring->first, first, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&vm->coalesced_lock);
 }

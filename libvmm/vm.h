@@ -67,6 +67,15 @@ struct vmm {
 	struct vm_irq *irq;	 /* GSI routing + batched wiring */
 	struct machine *machine; /* devices, owned by machine.c */
 	struct sandbox *seccomp; /* built by vmm_start(); NULL = off */
+	/*
+	 * Coalesced port I/O (vm_coalesce_pio()): KVM logs writes to those
+	 * ports in this ring, shared by all vCPUs, instead of exiting; every
+	 * exit drains it (vm_flush_coalesced()) before it is handled, under
+	 * coalesced_lock.  NULL when nothing is coalesced.
+	 */
+	struct kvm_coalesced_mmio_ring *coalesced_ring;
+	uint32_t coalesced_max; /* ring entries */
+	pthread_mutex_t coalesced_lock;
 
 	/*
 	 * Exit protocol: the first vm_request_exit() wins (exit_reason goes
@@ -85,5 +94,18 @@ static inline bool vm_stopping(struct vmm *vm)
 	/* Pairs with the release store in vm_request_exit(). */
 	return __atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE);
 }
+
+/*
+ * vm_coalesce_pio() - let KVM log guest writes to ports [@port, @port +
+ * @len) in the coalesced ring instead of exiting to us for each.  Only for
+ * registers whose writes have no effect the guest can see before its next
+ * exit to us: the ring is drained, in order, before any exit is handled.
+ * Context: vmm_start(), after the vCPUs exist, before they run.
+ * Returns 0; -ENOTSUP without KVM_CAP_COALESCED_PIO; -errno of the ioctl.
+ */
+int vm_coalesce_pio(struct vmm *vm, uint64_t port, uint32_t len) __must_check;
+/* Dispatch the writes KVM logged for coalesced ports.  Context: vCPU
+ * thread, before it handles an exit.  Cheap when the ring is empty. */
+void vm_flush_coalesced(struct vmm *vm);
 
 #endif
