@@ -111,9 +111,10 @@ kvm_counters() {
 	return 1
 }
 
-# smaps_excl_ram PID: "rss_kib pss_kib guest_ram_rss_kib": guest RAM is the
-# minivmm memfd "vmm-guest-ram", or any mapping of at least 90% of the
-# guest's RAM size (QEMU's anonymous pc.ram).
+# smaps_excl_ram PID: "rss_kib pss_kib guest_ram_rss_kib": guest RAM is any
+# mapping of at least 90% of the guest's RAM size (QEMU's pc.ram, minivmm's
+# anonymous RAM), or one named "vmm-guest-ram" (minivmm, on kernels with
+# CONFIG_ANON_VMA_NAME).
 smaps_excl_ram() {
 	awk -v ram=$((mem_mib * 1024)) '
 		/^[0-9a-f]+-[0-9a-f]+ / { excl = ($0 ~ /vmm-guest-ram/); next }

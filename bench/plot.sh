@@ -189,7 +189,7 @@ def ok(c): if c == null then "n/a" elif c then "met" else "**missed**" end;
 "| native: wall time exec -> first KVM_RUN (ms) | \(med(.bench == "footprint_native" and .vmm == "minivmm"; .first_kvm_run_wall_ms) | f(2)) | \(med(.bench == "footprint_native" and .vmm == "qemu"; .first_kvm_run_wall_ms) | f(2)) |",
 "| native: RSS without guest RAM at the first KVM_RUN (MiB) | \($nrm | f(2)) | \($nrq | f(2)) |",
 "",
-"Method: resident memory = sum of `Rss` over /proc/PID/smaps minus the guest-RAM mapping (minivmm'"'"'s memfd `vmm-guest-ram`; for QEMU any mapping of >= 90% of the guest RAM size), read when the console shows MINIVMM-GUEST-UP. CPU time = `CLOCK_PROCESS_CPUTIME_ID` (all threads) read by an LD_PRELOAD probe (`bench/footprint_preload.c`) at the first `ioctl(KVM_RUN)`, minus the same clock read by `bench/footprint_exec` just before `execve`. QEMU runs with `-cpu host` in the rig and its default CPU model natively (`-cpu host` fails on the CI host'"'"'s KVM).",
+"Method: resident memory = sum of `Rss` over /proc/PID/smaps minus the guest-RAM mapping (any mapping of >= 90% of the guest RAM size: QEMU'"'"'s and minivmm'"'"'s are anonymous; minivmm names its `vmm-guest-ram` where the kernel has CONFIG_ANON_VMA_NAME), read when the console shows MINIVMM-GUEST-UP. CPU time = `CLOCK_PROCESS_CPUTIME_ID` (all threads) read by an LD_PRELOAD probe (`bench/footprint_preload.c`) at the first `ioctl(KVM_RUN)`, minus the same clock read by `bench/footprint_exec` just before `execve`. QEMU runs with `-cpu host` in the rig and its default CPU model natively (`-cpu host` fails on the CI host'"'"'s KVM).",
 "",
 "Errors: \([.[] | select(.bench == "error")] | length)."
 ' >"$out/summary.md"
