@@ -74,17 +74,7 @@ printf 'VICTIM-%s' "$token" | dd of="$dir/victim.img" conv=notrunc 2>/dev/null
 runner=$!
 
 # The minivmm process of this run: the one whose command line has our dir.
-pid=
-for _ in $(seq 600); do
-	for p in $(pgrep -x minivmm || true); do
-		if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF "$dir/victim.img"; then
-			pid=$p
-		fi
-	done
-	[[ -n "$pid" ]] && break
-	sleep 0.1
-done
-[[ -n "$pid" ]] || e2e_fail "minivmm did not start"
+pid=$(e2e_find_vmm "$dir/victim.img")
 
 # Sample minivmm every 0.5 s until it exits: VmHWM and Threads from
 # /proc/PID/status, and from /proc/PID/smaps the resident memory of guest

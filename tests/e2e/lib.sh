@@ -37,3 +37,25 @@ e2e_run_vmm() {
 e2e_time_of() {
 	grep -m1 -- "$2" "$1" | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p'
 }
+
+# e2e_find_vmm WORD: prints the pid of the minivmm process whose command
+# line contains WORD (a path unique to this test run: tests run two at a
+# time), waiting up to 60 s for it to appear; returns 1 if it never does
+# (with set -e, `pid=$(e2e_find_vmm W)` then fails the test).
+e2e_find_vmm() {
+	local p pid=
+	for _ in $(seq 600); do
+		for p in $(pgrep -x minivmm || true); do
+			if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF -- "$1"; then
+				pid=$p
+			fi
+		done
+		[[ -n "$pid" ]] && break
+		sleep 0.1
+	done
+	if [[ -z "$pid" ]]; then
+		echo "FAIL: minivmm did not start" >&2 # stdout is the caller's $(...)
+		return 1
+	fi
+	echo "$pid"
+}

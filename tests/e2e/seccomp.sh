@@ -28,17 +28,7 @@ token=$RANDOM$RANDOM
 runner=$!
 
 # The minivmm process of this run: the one whose command line has $img.
-pid=
-for _ in $(seq 600); do
-	for p in $(pgrep -x minivmm || true); do
-		if tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF "$img"; then
-			pid=$p
-		fi
-	done
-	[[ -n "$pid" ]] && break
-	sleep 0.1
-done
-[[ -n "$pid" ]] || e2e_fail "minivmm did not start"
+pid=$(e2e_find_vmm "$img")
 
 # Sample while the payload runs (after its fio verify has started).
 for _ in $(seq 3000); do
