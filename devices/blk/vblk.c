@@ -71,6 +71,7 @@ struct vblk {
 	uint16_t num_queues;
 	uint16_t queue_size;
 	uint32_t seg_max;
+	uint32_t size_max;	/* advertised segment size limit (VBLK_MAX_REQ_BYTES) */
 	char serial[VIRTIO_BLK_ID_BYTES]; /* NUL-padded */
 	uint64_t host_features;
 	/* Written by the transport (vCPU thread), read by I/O threads. */
@@ -269,6 +270,7 @@ static void build_config(struct vblk *b, unsigned int phys)
 		exp++;
 	memset(c, 0, sizeof(*c));
 	c->capacity = htole64(b->capacity);
+	c->size_max = htole32(b->size_max);
 	c->seg_max = htole32(b->seg_max);
 	c->blk_size = htole32(b->blk_size);
 	c->physical_block_exp = (uint8_t)exp;
@@ -373,6 +375,11 @@ int vblk_open(const struct vblk_options *opt, struct vblk **out)
 	/* Header and status take two descriptors of a queue_size chain (the
 	 * Linux driver and QEMU's seg_max_adjust use the same rule). */
 	b->seg_max = qsz - 2;
+	/* seg_max * size_max <= VBLK_MAX_REQ_BYTES: what a driver honouring
+	 * both can send fits under the cap (see vblk.h). */
+	b->size_max = MAX(ALIGN_DOWN(VBLK_MAX_REQ_BYTES / b->seg_max,
+				     VBLK_MIN_SIZE_MAX),
+			  VBLK_MIN_SIZE_MAX);
 	b->wce = 1;
 	if (opt->serial)
 		memcpy(b->serial, opt->serial, strlen(opt->serial));
@@ -394,6 +401,7 @@ int vblk_open(const struct vblk_options *opt, struct vblk **out)
 	b->host_features = (1ull << VIRTIO_F_VERSION_1) |
 			   (1ull << VIRTIO_RING_F_EVENT_IDX) |
 			   (1ull << VIRTIO_RING_F_INDIRECT_DESC) |
+			   (1ull << VIRTIO_BLK_F_SIZE_MAX) |
 			   (1ull << VIRTIO_BLK_F_SEG_MAX) |
 			   (1ull << VIRTIO_BLK_F_BLK_SIZE) |
 			   (1ull << VIRTIO_BLK_F_TOPOLOGY) |
@@ -510,6 +518,11 @@ int vblk_config_write(struct vblk *b, uint32_t off, const void *buf, uint32_t le
 int vblk_fd(const struct vblk *b)
 {
 	return b->fd;
+}
+
+uint32_t vblk_size_max(const struct vblk *b)
+{
+	return b->size_max;
 }
 
 uint64_t vblk_capacity(const struct vblk *b)
@@ -770,14 +783,21 @@ int vblk_req_parse(struct vblk *b, const struct virtq_chain *chain,
 	req->type = le32toh(hdr.type);
 	req->sector = le64toh(hdr.sector);
 
+	/*
+	 * IN/OUT data length (guest-controlled sum of descriptor lengths,
+	 * aliasing allowed) is capped here, before any iovec is built: the
+	 * host never does more than VBLK_MAX_REQ_BYTES of I/O per request.
+	 */
 	switch (req->type) {
 	case VIRTIO_BLK_T_IN:
-		if (out_data || take_iov(req, in_iov, chain->nr_in, 0, in_data) ||
+		if (out_data || in_data > VBLK_MAX_REQ_BYTES ||
+		    take_iov(req, in_iov, chain->nr_in, 0, in_data) ||
 		    !rw_range_ok(b, req))
 			return parse_done(req, VIRTIO_BLK_S_IOERR);
 		return VBLK_REQ_EXECUTE;
 	case VIRTIO_BLK_T_OUT:
 		if ((b->opt_flags & VBLK_OPT_READONLY) || in_data ||
+		    out_data > VBLK_MAX_REQ_BYTES ||
 		    take_iov(req, chain->iov, chain->nr_out, sizeof(hdr), out_data) ||
 		    !rw_range_ok(b, req))
 			return parse_done(req, VIRTIO_BLK_S_IOERR);

@@ -47,6 +47,30 @@
 #define VBLK_OPT_NO_LOCK (1u << 4)  /* take no OFD lock on the image */
 
 #define VBLK_DEFAULT_QUEUE_SIZE 256u
+/*
+ * Most data bytes one read or write may carry: 4 MiB.  Without a cap a
+ * guest bounds a request only by seg_max descriptors of up to 4 GiB each,
+ * all of which may alias the same guest pages: one request could make the
+ * host read or write hundreds of times guest RAM, and a reset or a stop
+ * would wait for all of it.  Larger requests complete with
+ * VIRTIO_BLK_S_IOERR (a driver bug, not a transport violation: QEMU fails
+ * requests over BDRV_REQUEST_MAX_BYTES the same way).
+ *
+ * The driver is told through seg_max and size_max (VIRTIO_BLK_F_SIZE_MAX,
+ * see vblk_size_max()): Linux's virtio_blk sets max_segments = seg_max and
+ * max_segment_size = size_max and leaves max_hw_sectors unlimited, so the
+ * largest request it can build, even with max_sectors_kb raised to the
+ * maximum, is seg_max * size_max <= this cap.  Linux's default
+ * max_sectors_kb (1280) is below it: default traffic is unchanged.  4 MiB
+ * is the smallest power of two that keeps seg_max = queue size - 2 with
+ * 4 KiB segments for every queue size we allow (1022 * 4 KiB).
+ */
+#define VBLK_MAX_REQ_BYTES (4u << 20)
+/* size_max never goes below a page: Linux refuses smaller segments. */
+#define VBLK_MIN_SIZE_MAX 4096u
+_Static_assert((VIRTQ_MAX_SIZE - 2) * VBLK_MIN_SIZE_MAX <= VBLK_MAX_REQ_BYTES,
+	       "seg_max * size_max must fit under the request cap");
+
 /* One discard / write-zeroes range per request, as QEMU offers. */
 #define VBLK_MAX_DWZ_SEG 1u
 /* Per-range limit for discard / write-zeroes: 2 GiB in sectors. */
@@ -186,6 +210,9 @@ int vblk_config_write(struct vblk *b, uint32_t off, const void *buf, uint32_t le
 
 /* Accessors for engines and the transport. */
 int vblk_fd(const struct vblk *b);
+/* The size_max advertised: the largest multiple of 4 KiB (at least 4 KiB)
+ * with seg_max * size_max <= VBLK_MAX_REQ_BYTES. */
+uint32_t vblk_size_max(const struct vblk *b);
 uint64_t vblk_capacity(const struct vblk *b); /* 512-byte sectors */
 uint16_t vblk_num_queues(const struct vblk *b);
 uint16_t vblk_queue_size(const struct vblk *b);
@@ -202,9 +229,10 @@ bool vblk_is_block_device(const struct vblk *b);
  *   -EPROTO          - no writable byte for the status: the request cannot
  *                      even be failed, the device must set NEEDS_RESET.
  * IOERR cases: header < 16 readable bytes, data length 0 or not a multiple
- * of the block size, range beyond capacity, write/discard/write-zeroes on a
- * read-only disk, data in the wrong direction, more than seg_max data
- * segments, bad discard/write-zeroes range list.
+ * of the block size or over VBLK_MAX_REQ_BYTES, range beyond capacity,
+ * write/discard/write-zeroes on a read-only disk, data in the wrong
+ * direction, more than seg_max data segments, bad discard/write-zeroes
+ * range list.
  * UNSUPP: unknown type, UNMAP or unknown flag on DISCARD, unknown flag on
  * WRITE_ZEROES.
  */

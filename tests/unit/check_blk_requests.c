@@ -380,7 +380,12 @@ START_TEST(test_config_space)
 	ck_assert(f & (1ull << VIRTIO_RING_F_EVENT_IDX));
 	ck_assert(f & (1ull << VIRTIO_RING_F_INDIRECT_DESC));
 	ck_assert(f & (1ull << VIRTIO_BLK_F_SEG_MAX));
-	ck_assert(!(f & (1ull << VIRTIO_BLK_F_SIZE_MAX)));
+	/* size_max: seg_max segments of it fit under the request cap. */
+	ck_assert(f & (1ull << VIRTIO_BLK_F_SIZE_MAX));
+	ck_assert_uint_eq(le32toh(c.size_max), vblk_size_max(blk));
+	ck_assert_uint_eq(le32toh(c.size_max) % 4096, 0);
+	ck_assert_uint_le((uint64_t)le32toh(c.size_max) * le32toh(c.seg_max),
+			  VBLK_MAX_REQ_BYTES);
 	ck_assert(f & (1ull << VIRTIO_BLK_F_BLK_SIZE));
 	ck_assert(f & (1ull << VIRTIO_BLK_F_TOPOLOGY));
 	ck_assert(f & (1ull << VIRTIO_BLK_F_FLUSH));
