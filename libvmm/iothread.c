@@ -51,8 +51,14 @@ struct iothread {
 	pthread_cond_t call_cond;
 	struct iothread_call *calls;
 
-	/* Owned by the I/O thread. */
+	/* Owned by the I/O thread.  A hook is on at most one of the three
+	 * lists (its queued flag): hooks run at the end of this round;
+	 * retry at the end of the next one (iothread_defer_next()), which
+	 * moves them to retry_due when it starts. */
 	struct iothread_hook *hooks;
+	struct iothread_hook *retry, *retry_due;
+	/* iothread_fail_sqes(): grant fail_after SQEs, then refuse fail_sqes. */
+	unsigned int fail_after, fail_sqes;
 	struct iothread_poller *pollers;
 	struct iothread_stats st; /* written by the thread, read relaxed */
 };
@@ -90,8 +96,17 @@ void iothread_get_stats(struct iothread *io, struct iothread_stats *st)
 
 struct io_uring_sqe *iothread_get_sqe(struct iothread *io, struct iothread_cb *cb)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&io->ring);
+	struct io_uring_sqe *sqe;
 
+	if (io->fail_sqes) {
+		if (io->fail_after) {
+			io->fail_after--;
+		} else {
+			io->fail_sqes--;
+			return NULL;
+		}
+	}
+	sqe = io_uring_get_sqe(&io->ring);
 	if (!sqe) {
 		/* SQ full: hand what is queued to the kernel and retry. */
 		io_uring_submit(&io->ring);
@@ -235,6 +250,40 @@ void iothread_defer(struct iothread *io, struct iothread_hook *h)
 	io->hooks = h;
 }
 
+void iothread_defer_next(struct iothread *io, struct iothread_hook *h)
+{
+	if (h->queued)
+		return;
+	h->queued = true;
+	h->next = io->retry;
+	io->retry = h;
+}
+
+static bool hook_unlink(struct iothread_hook **list, struct iothread_hook *h)
+{
+	for (struct iothread_hook **pp = list; *pp; pp = &(*pp)->next) {
+		if (*pp == h) {
+			*pp = h->next;
+			h->queued = false;
+			return true;
+		}
+	}
+	return false;
+}
+
+void iothread_undefer(struct iothread *io, struct iothread_hook *h)
+{
+	if (h->queued && !hook_unlink(&io->hooks, h) &&
+	    !hook_unlink(&io->retry, h))
+		hook_unlink(&io->retry_due, h);
+}
+
+void iothread_fail_sqes(struct iothread *io, unsigned int after, unsigned int n)
+{
+	io->fail_after = after;
+	io->fail_sqes = n;
+}
+
 void iothread_add_poller(struct iothread *io, struct iothread_poller *p)
 {
 	p->next = io->pollers;
@@ -257,6 +306,15 @@ static void iothread_run_hooks(struct iothread *io)
 		struct iothread_hook *h = io->hooks;
 
 		io->hooks = h->next;
+		h->queued = false;
+		h->fn(h->opaque);
+	}
+	/* Retries due this round, one pass: a hook that defers itself
+	 * again lands on io->retry, for the next round. */
+	while (io->retry_due) {
+		struct iothread_hook *h = io->retry_due;
+
+		io->retry_due = h->next;
 		h->queued = false;
 		h->fn(h->opaque);
 	}
@@ -288,10 +346,48 @@ static unsigned int iothread_reap(struct iothread *io)
 	return n;
 }
 
-/* One wait + dispatch round; @wait: block for at least one CQE. */
+/*
+ * Retries (iothread_defer_next()) wait this long at most: what they retry
+ * (an SQE the ring refused) usually frees up at the next submit, and a
+ * condition that lasts costs one wake-up per interval, not a busy loop.
+ */
+#define IOTHREAD_RETRY_NS 1000000
+
+/* Submit, then wait for a CQE, IOTHREAD_RETRY_NS at most. */
+static int iothread_wait_retry(struct iothread *io)
+{
+	struct __kernel_timespec ts = { .tv_sec = 0, .tv_nsec = IOTHREAD_RETRY_NS };
+	struct io_uring_cqe *cqe;
+	int ret;
+
+	/* Without EXT_ARG (5.11) liburing would queue an IORING_OP_TIMEOUT,
+	 * which the restricted ring refuses: sleep instead. */
+	if (io->ring.features & IORING_FEAT_EXT_ARG)
+		return io_uring_submit_and_wait_timeout(&io->ring, &cqe, 1, &ts, NULL);
+	ret = io_uring_submit(&io->ring);
+	if (!io_uring_cq_ready(&io->ring))
+		usleep(IOTHREAD_RETRY_NS / 1000);
+	return ret;
+}
+
+/* One wait + dispatch round; @wait: block for at least one CQE (for at
+ * most IOTHREAD_RETRY_NS when a retry is due). */
 static void iothread_round(struct iothread *io, bool wait)
 {
-	int ret = io_uring_submit_and_wait(&io->ring, wait ? 1 : 0);
+	int ret;
+
+	/* Retries deferred before this round run at its end. */
+	while (io->retry) {
+		struct iothread_hook *h = io->retry;
+
+		io->retry = h->next;
+		h->next = io->retry_due;
+		io->retry_due = h;
+	}
+	if (wait && io->retry_due)
+		ret = iothread_wait_retry(io);
+	else
+		ret = io_uring_submit_and_wait(&io->ring, wait ? 1 : 0);
 
 	STAT_INC(io, submits, 1);
 	if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY &&

@@ -128,6 +128,21 @@ void iothread_unwatch_fd(struct iothread *io, struct iothread_fd *w);
 struct io_uring_sqe *iothread_get_sqe(struct iothread *io, struct iothread_cb *cb);
 /* Queue @h to run once after the current batch of CQEs. */
 void iothread_defer(struct iothread *io, struct iothread_hook *h);
+/*
+ * Queue @h to run once at the end of the next round, which sleeps
+ * IOTHREAD_RETRY_NS (1 ms) at most: for work that could not be queued now
+ * (the ring refused an SQE) and that no completion will bring back.  A
+ * hook that defers itself again runs once per round, never in a loop.
+ */
+void iothread_defer_next(struct iothread *io, struct iothread_hook *h);
+/* Take @h off whichever list it is queued on (before freeing it). */
+void iothread_undefer(struct iothread *io, struct iothread_hook *h);
+/*
+ * Fault injection for tests: after @after more SQEs, the next @n
+ * iothread_get_sqe() calls return NULL, as when the SQ is full and the
+ * kernel will not take it.
+ */
+void iothread_fail_sqes(struct iothread *io, unsigned int after, unsigned int n);
 void iothread_add_poller(struct iothread *io, struct iothread_poller *p);
 void iothread_remove_poller(struct iothread *io, struct iothread_poller *p);
 /* Process completions until @done(@opaque) is true (drain on reset). */

@@ -17,7 +17,7 @@ struct uring_slot {
 	uint64_t done;		/* bytes transferred so far (READ/WRITE) */
 	bool syncing;		/* write done, fdatasync of a write-through in flight */
 	struct iovec *tmp_iov;	/* the rest of the iovec after a short transfer */
-	struct uring_slot *next_free;
+	struct uring_slot *next_free; /* free list, or eng->parked */
 };
 
 struct blk_uring {
@@ -32,7 +32,16 @@ struct blk_uring {
 	blk_uring_done_fn done;
 	void *opaque;
 	struct uring_slot *slots, *free;
+	unsigned int nr_slots;
 	unsigned int inflight; /* requests between QUEUED and done() */
+	/*
+	 * Requests whose next SQE (the rest of a short transfer, the
+	 * fdatasync of a write-through write, an -EAGAIN retry) found no room
+	 * in the ring: reissued at the next round (retry_hook) instead of
+	 * failing a request whose data may already be on the disk.
+	 */
+	struct uring_slot *parked;
+	struct iothread_hook retry_hook;
 };
 
 static void uring_cqe(struct iothread_cb *cb, int res, uint32_t flags);
@@ -143,6 +152,37 @@ static void slot_finish(struct uring_slot *s, int64_t res, bool completed)
 	e->done(e->opaque, req, res, completed);
 }
 
+/* Keep @s until the ring has room for its next SQE (uring_retry()). */
+static void slot_park(struct uring_slot *s)
+{
+	struct blk_uring *e = s->eng;
+
+	s->next_free = e->parked;
+	e->parked = s;
+	iothread_defer_next(e->io, &e->retry_hook);
+}
+
+/* Context: I/O thread, end of a round.  Reissue what found the ring full. */
+static void uring_retry(void *opaque)
+{
+	struct blk_uring *e = opaque;
+	struct uring_slot *list = e->parked;
+
+	e->parked = NULL;
+	while (list) {
+		struct uring_slot *s = list;
+		int r;
+
+		list = s->next_free;
+		s->next_free = NULL;
+		r = slot_issue(s);
+		if (r == -EAGAIN)
+			slot_park(s); /* still full: next round */
+		else if (r)
+			slot_finish(s, r, false);
+	}
+}
+
 /* Context: I/O thread.  One CQE of a request. */
 static void uring_cqe(struct iothread_cb *cb, int res, uint32_t flags)
 {
@@ -196,14 +236,14 @@ static void uring_cqe(struct iothread_cb *cb, int res, uint32_t flags)
 reissue: {
 		int r = slot_issue(s);
 
-		if (r == -EAGAIN) {
-			/* The ring is full even after a submit: very unlikely
-			 * with CQ = 4 x SQ; fail rather than spin. */
-			vmm_warn("io_uring full: request failed");
-			slot_finish(s, -EIO, false);
-		} else if (r) {
+		if (r == -EAGAIN)
+			/* The ring is full even after a submit (the kernel
+			 * refused it): try again next round.  The step done
+			 * so far (e.g. a write before its fdatasync) must not
+			 * turn into an error for the guest. */
+			slot_park(s);
+		else if (r)
 			slot_finish(s, r, false);
-		}
 	}
 }
 
@@ -303,6 +343,8 @@ int blk_uring_engine_create(struct iothread *io, unsigned int slots,
 		free(e);
 		return ret;
 	}
+	e->nr_slots = slots;
+	e->retry_hook = (struct iothread_hook){ .fn = uring_retry, .opaque = e };
 	for (unsigned int i = 0; i < slots; i++) {
 		e->slots[i].cb.fn = uring_cqe;
 		e->slots[i].eng = e;

@@ -7,7 +7,8 @@
  * or write is resubmitted for the rest, -EAGAIN/-EINTR are retried, and what
  * io_uring cannot do (BLKDISCARD on block devices, fallocate modes the file
  * system refuses) falls back to the synchronous engine.  Submission is
- * batched: SQEs are handed to the kernel once per I/O-thread loop.
+ * batched: SQEs are handed to the kernel once per I/O-thread loop.  A step
+ * that finds no room in the ring waits for the next loop (never an error).
  *
  * Context: everything runs on the owning I/O thread.
  */

@@ -453,8 +453,12 @@ void vblk_close(struct vblk *b)
 		pthread_mutex_unlock(&b->err.lock);
 	}
 	if (b->queues) {
-		for (unsigned int q = 0; q < b->num_queues; q++)
+		for (unsigned int q = 0; q < b->num_queues; q++) {
+			/* A parked request's heap iovec array, if any. */
+			if (b->queues[q].pending)
+				vblk_req_put(b->queues[q].pending);
 			free(b->queues[q].pool);
+		}
 		free(b->queues);
 	}
 	if (b->fd >= 0) {
@@ -1003,9 +1007,20 @@ void vblk_queue_reset(struct vblk *b, unsigned int q)
 		return;
 	qs = &b->queues[q];
 	qs->broken = false;
+	/* Popped, refused by the engine, never run: release it (its heap
+	 * iovec array with it), do not push it into a ring being reset. */
+	if (qs->pending)
+		vblk_req_put(qs->pending);
 	qs->pending = NULL;
+	/* Every slot is free now (none in flight): start the pool over.  Only
+	 * slots with inline iovecs are on the free list (vblk_req_put()). */
 	qs->free = NULL;
 	qs->nr_fresh = 0;
+}
+
+bool vblk_queue_parked(const struct vblk *b, unsigned int q)
+{
+	return q < b->num_queues && b->queues[q].pending;
 }
 
 bool vblk_queue_broken(const struct vblk *b, unsigned int q)

@@ -282,7 +282,9 @@ void vblk_queue_complete(struct vblk_req *req, struct virtq *vq, int64_t res);
  * vblk_queue_complete().  If the engine answers -EAGAIN, or all requests of
  * the queue are in flight, processing stops with kicks still disabled: call
  * again after reaping (the request that got -EAGAIN is kept and retried
- * first).
+ * first; vblk_queue_parked() says whether there is one: with nothing of
+ * the queue in flight, no completion will come to call again, so the owner
+ * must schedule the retry itself).
  *
  * Returns: chains consumed (>= 0); -EPROTO on a protocol violation, after
  * which the queue is latched broken and every call returns -EPROTO until
@@ -292,9 +294,13 @@ struct blk_engine;
 int vblk_process_queue(struct vblk *b, unsigned int q, struct virtq *vq,
 		       struct blk_engine *eng, bool *notify);
 
-/* Device reset of queue @q: forget the broken latch and pending requests.
- * The engine must have been drained (no request of @q in flight). */
+/* Device reset of queue @q: forget the broken latch and pending requests
+ * (a request parked after -EAGAIN is released, never pushed: the ring is
+ * being reset).  The engine must have been drained (no request of @q in
+ * flight). */
 void vblk_queue_reset(struct vblk *b, unsigned int q);
+/* Whether queue @q holds a request the engine refused with -EAGAIN. */
+bool vblk_queue_parked(const struct vblk *b, unsigned int q);
 bool vblk_queue_broken(const struct vblk *b, unsigned int q);
 /* Snapshot of queue @q's counters (may run on any thread). */
 int vblk_queue_get_stats(const struct vblk *b, unsigned int q,

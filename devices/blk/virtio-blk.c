@@ -22,6 +22,10 @@ struct vblk_dev_queue {
 	 * destroy: see queue_attach(). */
 	struct iothread_file kick_file;
 	struct iothread_hook hook;
+	/* A request the engine refused (-EAGAIN: no room in the ring) is
+	 * retried at the next round: no completion of this queue may come
+	 * to call queue_process() again. */
+	struct iothread_hook retry;
 	struct iothread_poller poller;
 	bool attached;
 	bool pushed; /* used entries pushed since the last notify decision */
@@ -68,8 +72,15 @@ static void queue_process(struct vblk_dev_queue *q)
 					     "virtio-blk: malformed virtqueue");
 		return;
 	}
+	if (vblk_queue_parked(q->d->blk, q->index))
+		iothread_defer_next(q->io, &q->retry);
 	if (notify)
 		queue_interrupt(q);
+}
+
+static void queue_retry(void *opaque)
+{
+	queue_process(opaque);
 }
 
 static void queue_kick(void *opaque)
@@ -170,6 +181,7 @@ static int queue_attach(void *opaque)
 	if (ret)
 		return ret;
 	q->hook = (struct iothread_hook){ .fn = queue_batch_end, .opaque = q };
+	q->retry = (struct iothread_hook){ .fn = queue_retry, .opaque = q };
 	q->poller = (struct iothread_poller){ .fn = queue_poll, .opaque = q,
 					      .poll_us = q->d->poll_us };
 	if (q->poller.poll_us)
@@ -193,6 +205,11 @@ static int queue_detach(void *opaque)
 	/* In-flight requests complete to the used ring (the guest may still
 	 * see them, before the reset finishes); nothing new is popped. */
 	iothread_run_until(q->io, queue_drained, q);
+	/* Not attached, so nothing queues these again: the device may be
+	 * freed once this returns. */
+	iothread_undefer(q->io, &q->retry);
+	iothread_undefer(q->io, &q->hook);
+	q->pushed = false;
 	vblk_queue_reset(q->d->blk, q->index);
 	return 0;
 }
