@@ -649,13 +649,16 @@ void iothread_sqe_nofile(struct iothread *io, struct io_uring_sqe *sqe)
 
 /*
  * The SQE opcodes the I/O threads submit: POLL_ADD/POLL_REMOVE (watched
- * fds), READV/WRITEV/FSYNC/FALLOCATE/NOP (the block backend).  A new
+ * fds), READV/WRITEV/FSYNC/FALLOCATE/NOP (the block backend) and
+ * ASYNC_CANCEL (the block backend cancels what it has in flight when a
+ * queue is reset or stopped; it only reaches this ring's requests).  A new
  * opcode, an IOSQE_* flag or a registration (io_uring_register) must be
  * added here, or its SQEs complete with -EACCES.
  */
 static const uint8_t ring_sqe_ops[] = {
 	IORING_OP_NOP, IORING_OP_READV, IORING_OP_WRITEV, IORING_OP_FSYNC,
 	IORING_OP_POLL_ADD, IORING_OP_POLL_REMOVE, IORING_OP_FALLOCATE,
+	IORING_OP_ASYNC_CANCEL,
 };
 
 /*

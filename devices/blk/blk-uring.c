@@ -12,6 +12,7 @@
 /* Per in-flight request: the completion token and the resubmit state. */
 struct uring_slot {
 	struct iothread_cb cb;
+	struct iothread_cb cancel_cb; /* the ASYNC_CANCEL aimed at cb */
 	struct blk_uring *eng;
 	struct vblk_req *req;
 	uint64_t done;		/* bytes transferred so far (READ/WRITE) */
@@ -42,6 +43,13 @@ struct blk_uring {
 	 */
 	struct uring_slot *parked;
 	struct iothread_hook retry_hook;
+	/*
+	 * Cancelling (blk_uring_engine_cancel(), a reset or stop): nothing is
+	 * resubmitted, a request that is not finished completes with
+	 * -ECANCELED.  cancels counts ASYNC_CANCEL SQEs whose CQE is due.
+	 */
+	bool cancelling;
+	unsigned int cancels;
 };
 
 static void uring_cqe(struct iothread_cb *cb, int res, uint32_t flags);
@@ -175,6 +183,10 @@ static void uring_retry(void *opaque)
 
 		list = s->next_free;
 		s->next_free = NULL;
+		if (e->cancelling) {
+			slot_finish(s, -ECANCELED, false);
+			continue;
+		}
 		r = slot_issue(s);
 		if (r == -EAGAIN)
 			slot_park(s); /* still full: next round */
@@ -198,6 +210,7 @@ static void uring_cqe(struct iothread_cb *cb, int res, uint32_t flags)
 		 * fallocate on a block device) go through the synchronous
 		 * engine, which has ioctl and zero-writing fallbacks. */
 		if ((res == -EOPNOTSUPP || res == -EINVAL || res == -ENODEV) &&
+		    !s->eng->cancelling &&
 		    (req->type == VIRTIO_BLK_T_DISCARD ||
 		     req->type == VIRTIO_BLK_T_WRITE_ZEROES)) {
 			int r = blk_engine_submit(s->eng->sync, req);
@@ -234,7 +247,19 @@ static void uring_cqe(struct iothread_cb *cb, int res, uint32_t flags)
 	slot_finish(s, 0, false);
 	return;
 reissue: {
-		int r = slot_issue(s);
+		int r;
+
+		if (s->eng->cancelling) {
+			/*
+			 * Reset/stop: start no further step.  What is not
+			 * finished (the rest of a short or interrupted
+			 * transfer, the fdatasync of a write-through write)
+			 * completes as an error: never acknowledged.
+			 */
+			slot_finish(s, -ECANCELED, false);
+			return;
+		}
+		r = slot_issue(s);
 
 		if (r == -EAGAIN)
 			/* The ring is full even after a submit (the kernel
@@ -306,10 +331,65 @@ unsigned int blk_uring_engine_inflight(struct blk_engine *base)
 	return container_of(base, struct blk_uring, base)->inflight;
 }
 
+bool blk_uring_engine_idle(struct blk_engine *base)
+{
+	struct blk_uring *e = container_of(base, struct blk_uring, base);
+
+	return !e->inflight && !e->cancels;
+}
+
+/* Context: I/O thread.  The answer to one ASYNC_CANCEL: 0 (cancelled: the
+ * request's own CQE says -ECANCELED), -EALREADY (running: it completes on
+ * its own), -ENOENT (already completed, CQE reaped or about to be). */
+static void uring_cancel_cqe(struct iothread_cb *cb, int res, uint32_t flags)
+{
+	struct uring_slot *s = container_of(cb, struct uring_slot, cancel_cb);
+
+	(void)res;
+	(void)flags;
+	s->eng->cancels--;
+}
+
+void blk_uring_engine_cancel(struct blk_engine *base)
+{
+	struct blk_uring *e = container_of(base, struct blk_uring, base);
+
+	e->cancelling = true;
+	/* Parked requests are not in the kernel: finish them here.  Nothing
+	 * parks while cancelling, so the hook cannot be queued again and
+	 * the engine can be freed once idle. */
+	iothread_undefer(e->io, &e->retry_hook);
+	uring_retry(e);
+	for (unsigned int i = 0; i < e->nr_slots; i++) {
+		struct uring_slot *s = &e->slots[i];
+		struct io_uring_sqe *sqe;
+
+		if (!s->req)
+			continue; /* free */
+		sqe = iothread_get_sqe(e->io, &s->cancel_cb);
+		if (!sqe) {
+			/* No room even for a cancel: the rest completes on its
+			 * own, each request at most VBLK_MAX_REQ_BYTES. */
+			vmm_dbg("io_uring: ring full, %u requests not cancelled",
+				e->inflight);
+			return;
+		}
+		io_uring_prep_cancel(sqe, &s->cb, 0);
+		iothread_sqe_nofile(e->io, sqe);
+		e->cancels++;
+	}
+}
+
+void blk_uring_engine_resume(struct blk_engine *base)
+{
+	container_of(base, struct blk_uring, base)->cancelling = false;
+}
+
 static void uring_destroy(struct blk_engine *base)
 {
 	struct blk_uring *e = container_of(base, struct blk_uring, base);
 
+	/* Idle (drained), so retry_hook is not queued (uring_retry() ran). */
 	/* Before the owner closes the image (vblk_dev_destroy()). */
 	iothread_file_put(e->io, &e->file);
 	blk_engine_destroy(e->sync);
@@ -347,6 +427,7 @@ int blk_uring_engine_create(struct iothread *io, unsigned int slots,
 	e->retry_hook = (struct iothread_hook){ .fn = uring_retry, .opaque = e };
 	for (unsigned int i = 0; i < slots; i++) {
 		e->slots[i].cb.fn = uring_cqe;
+		e->slots[i].cancel_cb.fn = uring_cancel_cqe;
 		e->slots[i].eng = e;
 		e->slots[i].next_free = i + 1 < slots ? &e->slots[i + 1] : NULL;
 	}

@@ -39,5 +39,24 @@ int blk_uring_engine_create(struct iothread *io, unsigned int slots,
 
 /* Requests submitted and not yet handed back through the done callback. */
 unsigned int blk_uring_engine_inflight(struct blk_engine *eng);
+/* No request in flight and no cancellation outstanding: the engine touches
+ * neither guest memory nor the image until the next submit. */
+bool blk_uring_engine_idle(struct blk_engine *eng);
+
+/*
+ * blk_uring_engine_cancel - for a reset or a stop: cancel every request in
+ * flight (IORING_OP_ASYNC_CANCEL, one per request) and start no further
+ * step of any (the rest of a short transfer, the fdatasync of a
+ * write-through write, a retry).  Each request still completes through the
+ * done callback exactly once: normally if the kernel had finished it,
+ * otherwise with -ECANCELED (VIRTIO_BLK_S_IOERR, never acknowledged as
+ * written).  What the kernel has already started (a running io-wq worker,
+ * a bio at the device) cannot be cancelled and finishes on its own, at
+ * most VBLK_MAX_REQ_BYTES per request.  Run the I/O thread until
+ * blk_uring_engine_idle(), then blk_uring_engine_resume() before the next
+ * submit.
+ */
+void blk_uring_engine_cancel(struct blk_engine *eng);
+void blk_uring_engine_resume(struct blk_engine *eng);
 
 #endif

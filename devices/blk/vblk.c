@@ -837,6 +837,11 @@ uint32_t vblk_req_complete(struct vblk_req *req, int64_t res)
 	if (res < 0) {
 		if (req->type == VIRTIO_BLK_T_DISCARD && res == -EOPNOTSUPP)
 			return finish(req, VIRTIO_BLK_S_OK, 1); /* a hint */
+		if (res == -ECANCELED) {
+			/* Our own doing (reset/stop), not a host error. */
+			stat_add(&b->queues[req->queue].stats.cancelled, 1);
+			return finish(req, VIRTIO_BLK_S_IOERR, 1);
+		}
 		burst_error(b, req, (int)-res);
 		return finish(req, VIRTIO_BLK_S_IOERR, 1);
 	}
@@ -1043,5 +1048,6 @@ int vblk_queue_get_stats(const struct vblk *b, unsigned int q,
 	out->io_errors = __atomic_load_n(&s->io_errors, __ATOMIC_RELAXED);
 	out->unsupported = __atomic_load_n(&s->unsupported, __ATOMIC_RELAXED);
 	out->proto_errors = __atomic_load_n(&s->proto_errors, __ATOMIC_RELAXED);
+	out->cancelled = __atomic_load_n(&s->cancelled, __ATOMIC_RELAXED);
 	return 0;
 }

@@ -104,6 +104,8 @@ struct vblk_queue_stats {
 	uint64_t io_errors;	     /* requests completed VIRTIO_BLK_S_IOERR */
 	uint64_t unsupported;	     /* requests completed VIRTIO_BLK_S_UNSUPP */
 	uint64_t proto_errors;	     /* -EPROTO (chains that broke the queue) */
+	uint64_t cancelled;	     /* IOERR because a reset/stop cancelled them
+				        (also counted in io_errors) */
 };
 
 /* struct vblk_req.flags */
@@ -245,6 +247,8 @@ int vblk_req_parse(struct vblk *b, const struct virtq_chain *chain,
  *   - a short IN (end of file) is zero-filled and succeeds;
  *   - a short OUT is an IOERR (the engine retries short writes first);
  *   - -EOPNOTSUPP on DISCARD succeeds (discard is a hint);
+ *   - -ECANCELED (the engine cancelled it for a reset or stop) is an IOERR
+ *     that is counted (cancelled) but not logged as a host I/O error;
  *   - any other error is IOERR.
  * Host I/O errors are logged once per burst: the first in full, the rest
  * counted (queue stat io_errors) and summarised in one "N more I/O errors"

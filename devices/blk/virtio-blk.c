@@ -147,7 +147,7 @@ static bool queue_drained(void *opaque)
 {
 	struct vblk_dev_queue *q = opaque;
 
-	return q->d->sync_engine || !blk_uring_engine_inflight(q->eng);
+	return q->d->sync_engine || blk_uring_engine_idle(q->eng);
 }
 
 /* Context: the queue's I/O thread (iothread_call_sync). */
@@ -180,6 +180,8 @@ static int queue_attach(void *opaque)
 	ret = iothread_watch_fd(q->io, &q->kick);
 	if (ret)
 		return ret;
+	if (!q->d->sync_engine)
+		blk_uring_engine_resume(q->eng);
 	q->hook = (struct iothread_hook){ .fn = queue_batch_end, .opaque = q };
 	q->retry = (struct iothread_hook){ .fn = queue_retry, .opaque = q };
 	q->poller = (struct iothread_poller){ .fn = queue_poll, .opaque = q,
@@ -192,21 +194,33 @@ static int queue_attach(void *opaque)
 	return 0;
 }
 
-/* Context: the queue's I/O thread.  Quiesce and drain: after this the
- * queue touches neither guest memory nor the image. */
+/*
+ * Context: the queue's I/O thread.  Quiesce and drain: after this the
+ * queue touches neither guest memory nor the image.
+ *
+ * Bounded: what is in flight is cancelled first (a reset or a stop must
+ * not wait for up to queue-size requests of VBLK_MAX_REQ_BYTES each on a
+ * slow or stuck backend, while the transport lock is held and, for a
+ * stop, SIGTERM waits).  Only what the kernel is already running finishes
+ * on its own.
+ */
 static int queue_detach(void *opaque)
 {
 	struct vblk_dev_queue *q = opaque;
 
 	q->attached = false;
+	if (!q->d->sync_engine)
+		blk_uring_engine_cancel(q->eng);
 	iothread_unwatch_fd(q->io, &q->kick);
 	if (q->poller.poll_us)
 		iothread_remove_poller(q->io, &q->poller);
 	/* In-flight requests complete to the used ring (the guest may still
-	 * see them, before the reset finishes); nothing new is popped. */
+	 * see them, before the reset finishes): done, or cancelled with
+	 * VIRTIO_BLK_S_IOERR; nothing new is popped. */
 	iothread_run_until(q->io, queue_drained, q);
 	/* Not attached, so nothing queues these again: the device may be
-	 * freed once this returns. */
+	 * freed once this returns (a cancellation may have queued q->hook
+	 * without the loop running another round). */
 	iothread_undefer(q->io, &q->retry);
 	iothread_undefer(q->io, &q->hook);
 	q->pushed = false;

@@ -10,7 +10,9 @@
  *    retried without a kick or a completion;
  *  - the next step of a request (the rest of a short read, the fdatasync
  *    of a write-through write) that finds the ring full is retried, not
- *    failed: the write is on the disk, the guest must not see an error.
+ *    failed: the write is on the disk, the guest must not see an error;
+ *  - a reset while such a step waits cancels it (an error, never an
+ *    acknowledgement).
  *
  * "The ring is full" is iothread_fail_sqes(), on the real threaded data
  * path (blk_rig.h).  Nothing asserts on timing: waits have a 10 s deadline.
@@ -302,6 +304,47 @@ START_TEST(write_through_sync_retried)
 }
 END_TEST
 
+/* On the I/O thread: the ring takes SQEs again, and the device resets
+ * (the transport's call to this thread runs inline). */
+static int unjam_and_reset(void *opaque)
+{
+	(void)opaque;
+	iothread_fail_sqes(br_queue_io(&R, 0), 0, 0);
+	br_reset(&R);
+	return 0;
+}
+
+/* A reset while a request's next step waits for room in the ring: the
+ * request completes with IOERR (cancelled, not acknowledged), the reset
+ * returns, and the device works again afterwards. */
+START_TEST(reset_cancels_waiting_step)
+{
+	const uint32_t wce = offsetof(struct virtio_blk_config, wce);
+	struct fg_blk_req r;
+	uint64_t gpa;
+
+	fv_mw(&R.v, R.v.devcfg + wce, 0, 1);
+	ring_full(1, 1u << 30); /* the fdatasync never finds room */
+	add_rw(&r, VIRTIO_BLK_T_OUT, 512, 4096, 0x5d);
+	br_publish(&R, 0);
+	ck_assert_int_eq(br_wait_popped(&R, 0, WAIT_MS), 0);
+	usleep(20 * 1000); /* some retries */
+	ck_assert_uint_eq(fg_vq_used_pending(&R.q[0].vq), 0);
+	/* The ring works again for the reset's own SQEs (poll removals),
+	 * with no round in between for the fdatasync to slip through. */
+	iothread_call_sync(br_queue_io(&R, 0), unjam_and_reset, NULL);
+	expect_done(&r, VIRTIO_BLK_S_IOERR, 1);
+	ck_assert_uint_eq(qstats().cancelled, 1);
+	ck_assert_uint_eq(qstats().io_errors, 1);
+
+	ck_assert_int_eq(br_drv_up(&R), 0);
+	gpa = add_rw(&r, VIRTIO_BLK_T_IN, 8, 4096, 0xee);
+	br_publish(&R, 0);
+	expect_done(&r, VIRTIO_BLK_S_OK, 4097);
+	check_pat(gpa, 8 * SECTOR, 4096, UINT64_MAX);
+}
+END_TEST
+
 static Suite *retry_suite(void)
 {
 	Suite *s = suite_create("blk-retry");
@@ -318,6 +361,7 @@ static Suite *retry_suite(void)
 	tcase_add_test(tr, eagain_idle_queue_retried);
 	tcase_add_test(tr, short_read_rest_retried);
 	tcase_add_test(tr, write_through_sync_retried);
+	tcase_add_test(tr, reset_cancels_waiting_step);
 	suite_add_tcase(s, tr);
 	return s;
 }
