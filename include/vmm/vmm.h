@@ -238,6 +238,13 @@ struct vmm_disk_config {
  * MSI-X vector, served by I/O thread (queue index mod number of vCPUs).
  * The image is opened by vmm_start(), which fails if it cannot be.
  *
+ * Guest requests are bounded: a read or write carries at most 4 MiB of
+ * data (larger ones complete with VIRTIO_BLK_S_IOERR and do no I/O), and
+ * the device advertises size_max so that seg_max * size_max <= 4 MiB (a
+ * driver honouring both never exceeds it).  When the VM stops or the guest
+ * resets the device, requests still in flight are cancelled rather than
+ * waited for; a cancelled request was never acknowledged to the guest.
+ *
  * Returns: 0; -EINVAL for a bad argument (NULL, struct_size too small,
  * neither path nor fd, queue size not a power of two in 4..1024, serial
  * longer than 20 bytes, unknown flag); -EBADF if @cfg->fd cannot be
@@ -399,6 +406,13 @@ int vmm_stop(struct vmm *vm);
  * vmm_wait() - block until the VM has stopped, then join its threads.
  * @vm:          VM that was started
  * @exit_reason: receives an enum vmm_exit_reason, or NULL
+ *
+ * Disk requests in flight at the stop are cancelled (IORING_OP_ASYNC_CANCEL),
+ * not waited for: only what the host kernel is already executing finishes,
+ * at most 4 MiB per request, so a slow or hung disk image does not hold the
+ * stop.  Every write the guest saw completed is in the image (or its page
+ * cache; durable after the guest's flush); a cancelled one was never
+ * acknowledged.
  *
  * May be called more than once; later calls return at once.
  *

@@ -2,8 +2,10 @@
 # blk_mq.sh MINIVMM KERNEL INITRD TOOLS NR_CPUS
 # virtio-blk with the default queue count (one per vCPU) under the real
 # Linux driver: NR_CPUS queues with distinct MSI-X vectors, fio crc32c
-# verify with one job per CPU, and a marker written + synced in the guest
-# found in the image on the host after minivmm exits 0.
+# verify with one job per CPU, seg_max/size_max in the guest's queue limits
+# and 4 MiB O_DIRECT requests (max_sectors_kb raised) verified, and a marker
+# written + synced in the guest found in the image on the host after minivmm
+# exits 0.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 e2e_require_kvm

@@ -1121,10 +1121,16 @@ static void phase_msix(struct dev *d, bool unmasked)
 
 /* ---- phase (c): reset loop --------------------------------------------- */
 
+/*
+ * Reads that may still be in flight at the next reset expect OK or IOERR
+ * (-1): a reset cancels what the host has not finished (the request then
+ * completes with IOERR before the reset returns, or not at all if it was
+ * never popped); reap() still rejects any other status.
+ */
 static void post_early_read(struct dev *d)
 {
 	put_rw(d, 0, VIRTIO_BLK_T_IN, rnd_sector(d, 4096), PG_DATA, 4096,
-	       VIRTIO_BLK_S_OK, "read queued before DRIVER_OK");
+	       -1, "read queued before DRIVER_OK");
 }
 
 static void phase_reset(struct dev *d)
@@ -1148,7 +1154,7 @@ static void phase_reset(struct dev *d)
 		if (i % 4 == 3) {
 			/* In flight (or not yet popped) at the next reset. */
 			put_rw(d, 0, VIRTIO_BLK_T_IN, rnd_sector(d, 4096), PG_DATA,
-			       4096, VIRTIO_BLK_S_OK, "read in flight at a reset");
+			       4096, -1, "read in flight at a reset");
 			kick(d);
 			racing++;
 		}
