@@ -40,7 +40,10 @@ if ! command -v clang >/dev/null; then
 fi
 CC=clang cmake -S . -B build-fuzz -DVMM_FUZZ=ON -DVMM_WERROR=OFF \
 	-DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]}"
+# The default target, not just the fuzz_* programs: a fuzz tree must build
+# with a plain `cmake --build` (libvmm.so included, see CMakeLists.txt), and
+# this is where CI checks that it does.
+cmake --build build-fuzz -j"$(nproc)"
 
 mkdir -p build-fuzz/crashes
 declare -A execs
