@@ -222,7 +222,7 @@ rig_gc() {
 	cutoff=$((now - grace * 60))
 	for f in "$@"; do
 		[[ -e "$f" || -L "$f" ]] || continue
-		[[ "$(stat -c %Y "$f")" -lt "$cutoff" ]] && rm -f "$f"
+		[[ "$(rig_mtime "$f")" -lt "$cutoff" ]] && rm -f "$f"
 	done
 	exec 8>>"$kind/.gc"
 	flock -x 8
