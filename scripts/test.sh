@@ -23,5 +23,11 @@ echo "== unit tests, ASan+UBSan build" >&2
 echo "== fuzz smoke: each libFuzzer target for 10 s (scripts/fuzz.sh)" >&2
 scripts/fuzz.sh --smoke
 echo "== all tests (unit + end-to-end on real KVM)" >&2
-(cd build && ctest -j"$jobs" --output-on-failure)
+# Every L1 boot of the rig appends a line to build/rig-runs.log (CTest sets
+# RIG_LOG); the summary counts runs and L1 stalls, pass or fail.
+rm -f build/rig-runs.log
+rc=0
+(cd build && ctest -j"$jobs" --output-on-failure) || rc=$?
+scripts/rig-summary.sh build/rig-runs.log >&2 || true
 echo "test.sh: done in $((SECONDS - t0)) s" >&2
+exit $rc

@@ -132,10 +132,148 @@ rig_pack_cpio() {
 }
 
 # rig_hash FILE...: one sha256 over names and contents of the given files.
+# Files of this checkout are named relative to its root, so two checkouts
+# with the same content get the same key (host files keep their path).
 rig_hash() {
 	local f
 	for f in "$@"; do
-		printf '%s\n' "$f"
+		printf '%s\n' "${f#"$RIG_REPO"/}"
 		sha256sum <"$f"
 	done | sha256sum | cut -d' ' -f1
+}
+
+# --- Content-keyed cache entries --------------------------------------------
+# Every image the rig builds lives in its own directory named after the hash
+# of its inputs, CACHE/KIND/NAME/ (KIND: guest, tools, l1), so checkouts
+# with different inputs sharing one cache (the default ~/.cache/minivmm-rig)
+# never rebuild over each other.  An entry is immutable: built in
+# CACHE/KIND/.new.XXXXXX and published by rename(2), which is atomic; a
+# path once printed always names the same bytes until the entry is deleted.
+#   NAME/.used   mtime = last use (touched by every mk*.sh call that returns
+#                the entry, and by rig-run when it holds it)
+#   NAME/.lock   flock(2)ed shared by rig-run for as long as a run whose
+#                command line names a path inside NAME lasts (inherited by
+#                qemu, and by CMD in direct mode)
+# Locks, per KIND: .build (exclusive while building: one builder at a time,
+# no duplicate work); .gc (shared while an entry is looked up and touched,
+# exclusive while the collector picks and removes entries).
+#
+# Cleanup (rig_gc, after each publish): keeps the RIG_CACHE_KEEP (default 4)
+# most recently used entries of the kind and deletes older ones, except an
+# entry used within the last RIG_CACHE_GRACE_MIN minutes (default 120: covers
+# a consumer between mk*.sh printing a path and rig-run locking it, and
+# consumers that never go through rig-run) or locked by a running rig-run.
+# The cache therefore holds at most KEEP entries per kind plus those in use.
+
+# rig_entry_lookup DIR: 0 (and records a use) when the published entry DIR
+# exists.  Under the shared gc lock, so the collector cannot be deleting it
+# at the same moment: once touched, it is the most recently used.
+rig_entry_lookup() {
+	local dir="$1" kind="${1%/*}"
+	mkdir -p "$kind"
+	(
+		flock -s 8
+		[[ -d "$dir" ]] || exit 1
+		touch "$dir/.used"
+	) 8>>"$kind/.gc"
+}
+
+# rig_entry_new KIND_DIR: takes the kind's build lock (fd 9, for the rest of
+# the process), removes stage dirs that crashed builders left behind (no one
+# else builds while we hold the lock) and sets RIG_NEW to a fresh stage dir.
+rig_entry_new() {
+	local kind="$1" d
+	rig_lock "$kind/.build"
+	for d in "$kind"/.new.* "$kind"/.trash.*; do
+		[[ -e "$d" ]] && rm -rf "$d"
+	done
+	RIG_NEW="$(mktemp -d "$kind/.new.XXXXXX")"
+	chmod 0755 "$RIG_NEW"
+}
+
+# rig_entry_publish DIR [LEGACY_FILE...]: renames RIG_NEW to DIR
+# (atomically; DIR does not exist: we hold the build lock and looked it up
+# under it), then collects (rig_gc).
+rig_entry_publish() {
+	local dir="$1"
+	shift
+	: >"$RIG_NEW/.lock"
+	touch "$RIG_NEW/.used"
+	mv -T "$RIG_NEW" "$dir" || rig_die "cannot publish $dir"
+	RIG_NEW=
+	rig_gc "${dir%/*}" "$@"
+}
+
+# rig_mtime FILE: seconds since the epoch, 0 when FILE is missing.
+rig_mtime() {
+	stat -c %Y "$1" 2>/dev/null || echo 0
+}
+
+# rig_gc KIND_DIR [LEGACY_FILE...]: the cleanup described above.  LEGACY_FILEs
+# (fixed-path outputs of the old cache layout) go once older than the grace
+# period.
+rig_gc() {
+	local kind="$1" keep="${RIG_CACHE_KEEP:-4}" grace="${RIG_CACHE_GRACE_MIN:-120}"
+	shift
+	[[ "$keep" =~ ^[0-9]+$ && "$grace" =~ ^[0-9]+$ ]] ||
+		rig_die "bad RIG_CACHE_KEEP '$keep' or RIG_CACHE_GRACE_MIN '$grace'"
+	local now cutoff d f n=0 victims=()
+	now="$(date +%s)"
+	cutoff=$((now - grace * 60))
+	for f in "$@"; do
+		[[ -e "$f" || -L "$f" ]] || continue
+		[[ "$(rig_mtime "$f")" -lt "$cutoff" ]] && rm -f "$f"
+	done
+	exec 8>>"$kind/.gc"
+	flock -x 8
+	while read -r _ d; do
+		n=$((n + 1))
+		[[ $n -le $keep ]] && continue
+		[[ "$(rig_mtime "$d/.used")" -ge "$cutoff" ]] && continue
+		# Held by a running rig-run?  A new open file description conflicts
+		# with every shared holder, even ones in this process.
+		if [[ -e "$d/.lock" ]]; then
+			exec 7<"$d/.lock"
+			if ! flock -n -x 7; then
+				exec 7<&-
+				continue
+			fi
+		fi
+		local trash
+		trash="$(mktemp -u "$kind/.trash.XXXXXX")"
+		mv -T "$d" "$trash" 2>/dev/null && victims+=("$trash")
+		exec 7<&-
+	done < <(for d in "$kind"/*/; do
+		d="${d%/}"
+		[[ -d "$d" ]] || continue
+		printf '%s %s\n' "$(rig_mtime "$d/.used")" "$d"
+	done | sort -rn)
+	exec 8>&-
+	[[ ${#victims[@]} -eq 0 ]] || rm -rf "${victims[@]}"
+}
+
+# rig_hold ARG...: for every cache entry a path in ARGs points into (any
+# CACHE/KIND/NAME/... substring), record a use and keep a shared lock on
+# its .lock until this process and everything that inherits the descriptor
+# (qemu, an exec'd command) exit, so that rig_gc never deletes an image a
+# running test uses.  Entries of the old layout and other paths are ignored.
+rig_hold() {
+	local a rest d fd
+	declare -A held=()
+	for a in "$@"; do
+		rest="$a"
+		# The quoted part matches literally (RIG_CACHE has dots).
+		while [[ "$rest" =~ "$RIG_CACHE"/(guest|tools|l1)/[^/.][^/[:space:]]* ]]; do
+			d="${BASH_REMATCH[0]}"
+			rest="${rest#*"$d"}"
+			[[ -n "${held[$d]:-}" || ! -f "$d/.lock" ]] && continue
+			held[$d]=1
+			# (It may have been collected since the test: then there is
+			# nothing left to protect and the command will say so.)
+			# (A bare exec's redirections would stay: group them.)
+			{ exec {fd}<"$d/.lock"; } 2>/dev/null || continue
+			flock -s "$fd"
+			touch "$d/.used" 2>/dev/null || true
+		done
+	done
 }

@@ -10,14 +10,17 @@
 # libraries ldd lists and the dynamic loader (e.g. --extra fio; about 80 MB
 # of libraries for Debian's fio).  --module adds kernel modules.
 #
-# Cached: rebuilt only when its inputs change (the kernel, tests/guest/*,
-# the rig scripts, busybox, extra binaries and their libraries).
-# Outputs (printed one per line: kernel, then initrd):
-#   CACHE/guest/bzImage            (symlink to the rig kernel)
-#   CACHE/guest/initrd.cpio.gz     (default variant)
-#   CACHE/guest/initrd-NAME.cpio.gz  (--variant NAME; default name "extra"
-#                                    when --extra/--module are given)
-# --print-paths prints the paths without building anything.
+# Cached by content: KEY hashes every input (the kernel version, the files
+# of tests/guest/, the rig scripts, busybox, extra binaries and their
+# libraries, the modules), and the outputs live in their own entry
+#   CACHE/guest/VARIANT-KEY/bzImage         (symlink to the rig kernel)
+#   CACHE/guest/VARIANT-KEY/initrd.cpio.gz
+# (VARIANT: "default", --variant NAME, or "extra" when --extra/--module are
+# given), created atomically and never rewritten: checkouts with different
+# guests share one cache safely.  Old entries are cleaned up (tests/rig/
+# README, "Cache").  Prints the two paths, kernel then initrd.
+# --print-paths prints them for the current inputs without building (it
+# hashes the inputs; the kernel must have been fetched).
 set -euo pipefail
 # shellcheck source=tests/rig/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -46,19 +49,13 @@ fi
 [[ "$variant" =~ ^[A-Za-z0-9_.-]*$ ]] || rig_die "bad variant name $variant"
 
 out_dir="$RIG_CACHE/guest"
-kernel_out="$out_dir/bzImage"
-if [[ -n "$variant" ]]; then
-	initrd_out="$out_dir/initrd-$variant.cpio.gz"
-else
-	initrd_out="$out_dir/initrd.cpio.gz"
-fi
-if [[ $print_only == 1 ]]; then
-	printf '%s\n%s\n' "$kernel_out" "$initrd_out"
-	exit 0
-fi
-
 rig_need busybox cpio gzip modprobe depmod flock sha256sum ldd
-"$RIG_DIR/fetch-kernel.sh"
+if [[ $print_only == 1 ]]; then
+	[[ -f "$RIG_CACHE/kernel-version" ]] ||
+		rig_die "no kernel in $RIG_CACHE yet: run tests/rig/mkguest.sh (or fetch-kernel.sh) first"
+else
+	"$RIG_DIR/fetch-kernel.sh"
+fi
 rig_kernel_vars
 
 # Cache key over everything that goes into the image.
@@ -77,26 +74,31 @@ done
 key="$( {
 	echo "kernel $RIG_KVER modules ${modules[*]} ${extra_modules[*]}"
 	rig_hash "${inputs[@]}"
-} | sha256sum | cut -d' ' -f1)"
-stamp="$initrd_out.key"
-mkdir -p "$out_dir"
-[[ "$(readlink "$kernel_out" 2>/dev/null)" == ../vmlinuz ]] || ln -sfn ../vmlinuz "$kernel_out"
+} | sha256sum | cut -c1-16)"
+entry="$out_dir/${variant:-default}-$key"
+kernel_out="$entry/bzImage"
+initrd_out="$entry/initrd.cpio.gz"
 
 report() {
 	[[ $quiet == 1 ]] || printf '%s\n%s\n' "$kernel_out" "$initrd_out"
 }
-if [[ -f "$stamp" && -f "$initrd_out" && "$(cat "$stamp")" == "$key" ]]; then
+if [[ $print_only == 1 ]]; then
+	printf '%s\n%s\n' "$kernel_out" "$initrd_out"
+	exit 0
+fi
+if rig_entry_lookup "$entry"; then
 	report
 	exit 0
 fi
-rig_lock "$out_dir/.lock"
-if [[ -f "$stamp" && -f "$initrd_out" && "$(cat "$stamp")" == "$key" ]]; then
+rig_entry_new "$out_dir"
+if rig_entry_lookup "$entry"; then # built while we waited for the lock
+	rm -rf "$RIG_NEW"
 	report
 	exit 0
 fi
 
-stage="$(mktemp -d "$out_dir/.stage.XXXXXX")"
-trap 'rm -rf "$stage"' EXIT
+stage="$(mktemp -d "$out_dir/.new.stage.XXXXXX")"
+trap 'rm -rf "$stage" "${RIG_NEW:-}"' EXIT
 rig_stage_busybox "$stage"
 rig_stage_modules "$stage" "${modules[@]}" "${extra_modules[@]}"
 for b in "${extras[@]}"; do
@@ -115,7 +117,9 @@ done
 printf 'root:x:0:0:root:/root:/bin/sh\n' >"$stage/etc/passwd"
 printf 'root:x:0:\n' >"$stage/etc/group"
 
-rig_pack_cpio "$stage" "$initrd_out"
-echo "$key" >"$stamp.tmp"
-mv -f "$stamp.tmp" "$stamp"
+rig_pack_cpio "$stage" "$RIG_NEW/initrd.cpio.gz"
+ln -s "../../kernel/$RIG_KVER/vmlinuz" "$RIG_NEW/bzImage"
+# Fixed-path outputs of the old layout (before content keys).
+rig_entry_publish "$entry" "$out_dir"/bzImage "$out_dir"/initrd*.cpio.gz "$out_dir"/initrd*.cpio.gz.key \
+	"$out_dir"/tools.cpio "$out_dir"/tools.cpio.key
 report

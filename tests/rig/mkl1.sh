@@ -3,18 +3,22 @@
 #
 # Builds the rig's L1 initramfs: busybox-static, /init = tests/rig/l1-init,
 # and the modules L1 needs (virtio_pci, 9p over virtio, overlay, virtio_blk,
-# ext4, kvm_amd with their dependencies; TCG emulates SVM, not VMX) from the kernel that
-# fetch-kernel.sh cached.  Cached in CACHE/l1/initrd.cpio.gz and rebuilt
-# when an input changes.  Prints the initrd path (unless --quiet).
+# ext4, kvm_amd with their dependencies; TCG emulates SVM, not VMX) from the
+# kernel that fetch-kernel.sh cached.  Cached by content in
+# CACHE/l1/KEY/initrd.cpio.gz (KEY hashes the kernel version, the modules,
+# l1-init, the rig scripts and busybox; the entry is created atomically and
+# never rewritten, see tests/rig/README "Cache").  Prints the initrd path
+# (unless --quiet); --print-path prints it for the current inputs without
+# building (the kernel must have been fetched).
 set -euo pipefail
 # shellcheck source=tests/rig/lib.sh
 . "$(dirname "$0")/lib.sh"
 
 quiet=0
-out="$RIG_CACHE/l1/initrd.cpio.gz"
+print_only=0
 while [[ $# -gt 0 ]]; do
 	case "$1" in
-	--print-path) echo "$out"; exit 0 ;;
+	--print-path) print_only=1 ;;
 	--quiet | -q) quiet=1 ;;
 	*) rig_die "unknown argument $1" ;;
 	esac
@@ -24,34 +28,45 @@ done
 modules=(virtio_pci 9pnet_virtio 9p overlay virtio_blk ext4 kvm_amd)
 
 rig_need busybox cpio gzip modprobe depmod flock sha256sum
-"$RIG_DIR/fetch-kernel.sh"
+if [[ $print_only == 1 ]]; then
+	[[ -f "$RIG_CACHE/kernel-version" ]] ||
+		rig_die "no kernel in $RIG_CACHE yet: run tests/rig/fetch-kernel.sh first"
+else
+	"$RIG_DIR/fetch-kernel.sh"
+fi
 rig_kernel_vars
 
 key="$( {
 	echo "kernel $RIG_KVER modules ${modules[*]}"
 	rig_hash "$RIG_DIR/lib.sh" "$RIG_DIR/mkl1.sh" "$RIG_DIR/l1-init" "$(command -v busybox)"
-} | sha256sum | cut -d' ' -f1)"
-stamp="$out.key"
+} | sha256sum | cut -c1-16)"
+out_dir="$RIG_CACHE/l1"
+entry="$out_dir/$key"
+out="$entry/initrd.cpio.gz"
+if [[ $print_only == 1 ]]; then
+	echo "$out"
+	exit 0
+fi
 done_msg() {
 	[[ $quiet == 1 ]] || echo "$out"
 }
-if [[ -f "$stamp" && -f "$out" && "$(cat "$stamp")" == "$key" ]]; then
+if rig_entry_lookup "$entry"; then
 	done_msg
 	exit 0
 fi
-mkdir -p "${out%/*}"
-rig_lock "${out%/*}/.lock"
-if [[ -f "$stamp" && -f "$out" && "$(cat "$stamp")" == "$key" ]]; then
+rig_entry_new "$out_dir"
+if rig_entry_lookup "$entry"; then # built while we waited for the lock
+	rm -rf "$RIG_NEW"
 	done_msg
 	exit 0
 fi
-stage="$(mktemp -d "${out%/*}/.stage.XXXXXX")"
-trap 'rm -rf "$stage"' EXIT
+stage="$(mktemp -d "$out_dir/.new.stage.XXXXXX")"
+trap 'rm -rf "$stage" "${RIG_NEW:-}"' EXIT
 rig_stage_busybox "$stage"
 rig_stage_modules "$stage" "${modules[@]}"
 install -m 0755 "$RIG_DIR/l1-init" "$stage/init"
 mkdir -p "$stage/rigio" "$stage/host" "$stage/ovl" "$stage/newroot"
-rig_pack_cpio "$stage" "$out"
-echo "$key" >"$stamp.tmp"
-mv -f "$stamp.tmp" "$stamp"
+rig_pack_cpio "$stage" "$RIG_NEW/initrd.cpio.gz"
+# Fixed-path outputs of the old layout (before content keys).
+rig_entry_publish "$entry" "$out_dir/initrd.cpio.gz" "$out_dir/initrd.cpio.gz.key"
 done_msg

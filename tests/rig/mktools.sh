@@ -14,8 +14,10 @@
 # so it is the archive's first member and the payload reads only the head of
 # the disk to get it (tests/guest/abuse).
 #
-# Cached in CACHE/guest/tools.cpio; rebuilt when the binaries or hostile.c
-# change.
+# Cached by content in CACHE/tools/KEY/tools.cpio (KEY hashes the binaries,
+# their libraries, hostile.c, gcc's version and the rig scripts; the entry
+# is created atomically and never rewritten, see tests/rig/README "Cache").
+# --print-path prints the path for the current inputs without building.
 set -euo pipefail
 # shellcheck source=tests/rig/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -28,14 +30,8 @@ for a in "$@"; do
 	*) rig_die "unknown option $a" ;;
 	esac
 done
-out="$RIG_CACHE/guest/tools.cpio"
-if [[ $print_only -eq 1 ]]; then
-	echo "$out"
-	exit 0
-fi
-rig_need cpio ldd sha256sum fio gcc
+rig_need cpio ldd sha256sum fio gcc flock
 hostile_src="$RIG_REPO/tests/guest/hostile/hostile.c"
-rig_lock "$RIG_CACHE/.lock-tools"
 
 bins=(fio)
 files=()
@@ -47,26 +43,42 @@ for b in "${bins[@]}"; do
 	done < <(ldd "$p" | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) (.*/\1/p')
 done
 key=$({
-	for f in "${files[@]}"; do sha256sum "$(readlink -f "$f")"; done
-	sha256sum "$hostile_src"
+	for f in "${files[@]}"; do
+		echo "$f"
+		sha256sum <"$(readlink -f "$f")"
+	done
+	rig_hash "$hostile_src" "$RIG_DIR/lib.sh" "$RIG_DIR/mktools.sh"
 	gcc --version | head -n1
-} | sha256sum | cut -d' ' -f1)
-if [[ -f "$out" && "$(cat "$out.key" 2>/dev/null)" == "$key" ]]; then
+} | sha256sum | cut -c1-16)
+out_dir="$RIG_CACHE/tools"
+entry="$out_dir/$key"
+out="$entry/tools.cpio"
+if [[ $print_only -eq 1 ]]; then
+	echo "$out"
+	exit 0
+fi
+if rig_entry_lookup "$entry"; then
+	[[ $quiet -eq 1 ]] || echo "$out"
+	exit 0
+fi
+rig_entry_new "$out_dir"
+if rig_entry_lookup "$entry"; then # built while we waited for the lock
+	rm -rf "$RIG_NEW"
 	[[ $quiet -eq 1 ]] || echo "$out"
 	exit 0
 fi
 
-stage=$(mktemp -d)
-trap 'rm -rf "$stage"' EXIT
+stage=$(mktemp -d "$out_dir/.new.stage.XXXXXX")
+trap 'rm -rf "$stage" "${RIG_NEW:-}"' EXIT
 for f in "${files[@]}"; do
-	mkdir -p "$stage/$(dirname "$f")"
-	cp -L "$f" "$stage/$f"
+	mkdir -p "$stage/root/$(dirname "$f")"
+	cp -L "$f" "$stage/root/$f"
 done
-gcc -static -O2 -Wall -Wextra -Werror -o "$stage/hostile" "$hostile_src"
-mkdir -p "$(dirname "$out")"
-(cd "$stage" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet) >"$out.tmp"
+gcc -static -O2 -Wall -Wextra -Werror -o "$stage/root/hostile" "$hostile_src"
+(cd "$stage/root" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet) >"$RIG_NEW/tools.cpio"
 # Whole sectors: the device exposes only complete 512-byte blocks.
-truncate -s %512 "$out.tmp"
-mv "$out.tmp" "$out"
-echo "$key" >"$out.key"
+truncate -s %512 "$RIG_NEW/tools.cpio"
+# The old layout kept it in CACHE/guest/tools.cpio (mkguest.sh's cleanup
+# removes that).
+rig_entry_publish "$entry"
 [[ $quiet -eq 1 ]] || echo "$out"
