@@ -38,6 +38,7 @@ const char *vmm_exit_reason_str(int reason)
 		[VMM_EXIT_TRIPLE_FAULT] = "triple fault",
 		[VMM_EXIT_STOPPED] = "stopped",
 		[VMM_EXIT_ERROR] = "error",
+		[VMM_EXIT_GUEST_STATUS] = "guest exit status",
 	};
 
 	if (reason < 0 || (size_t)reason >= sizeof(names) / sizeof(names[0]))
@@ -431,6 +432,20 @@ int vmm_wait(struct vmm *vm, int *exit_reason)
 	pthread_mutex_unlock(&vm->join_lock);
 	if (exit_reason)
 		*exit_reason = __atomic_load_n(&vm->exit_reason, __ATOMIC_ACQUIRE);
+	return 0;
+}
+
+int vmm_get_guest_status(struct vmm *vm, uint32_t *status)
+{
+	if (!vm || !status)
+		return -EINVAL;
+	/* Acquire: pairs with the compare-and-swap in vm_request_exit(),
+	 * which machine.c's exit-port handler makes after storing
+	 * guest_status. */
+	if (__atomic_load_n(&vm->exit_reason, __ATOMIC_ACQUIRE) !=
+	    VMM_EXIT_GUEST_STATUS)
+		return -ENODATA;
+	*status = vm->guest_status;
 	return 0;
 }
 

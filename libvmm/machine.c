@@ -23,6 +23,7 @@
 #include "iothread.h"
 #include "kvm.h"
 #include "legacy/i8042.h"
+#include "legacy/pvexit.h"
 #include "legacy/rtc.h"
 #include "log.h"
 #include "machine.h"
@@ -76,6 +77,7 @@ struct machine {
 	struct uart8250 *uart;
 	struct i8042 *kbd;
 	struct rtc *rtc;
+	struct pvexit *pvexit;
 	struct pci_bus *pci;
 	/* Console input thread: copies console_in to the UART. */
 	pthread_t con_thread;
@@ -101,6 +103,22 @@ static void machine_guest_reset(void *opaque)
 {
 	vmm_info("guest requested a reset");
 	vm_request_exit(opaque, VMM_EXIT_GUEST_RESET);
+}
+
+/* Context: vCPU thread.  The guest wrote its exit status (guest-controlled,
+ * any value: only stored and reported). */
+static void machine_guest_exit(void *opaque, uint32_t status)
+{
+	struct vmm *vm = opaque;
+	bool unclaimed = false;
+
+	if (!__atomic_compare_exchange_n(&vm->guest_status_claimed, &unclaimed,
+					 true, false, __ATOMIC_RELAXED,
+					 __ATOMIC_RELAXED))
+		return; /* a status was reported already */
+	vm->guest_status = status;
+	vmm_info("guest reported exit status %u", status);
+	vm_request_exit(vm, VMM_EXIT_GUEST_STATUS);
 }
 
 /*
@@ -336,6 +354,10 @@ static int machine_setup_devices(struct vmm *vm, struct machine *m)
 	if (ret)
 		return ret;
 	ret = rtc_create(&vm->pio, &m->rtc);
+	if (ret)
+		return ret;
+	ret = pvexit_create(&vm->pio, VMM_EXIT_PORT, machine_guest_exit, vm,
+			    &m->pvexit);
 	if (ret)
 		return ret;
 	ret = pci_bus_create(&vm->pio, &vm->mmio, PCI_MMIO32_BASE,
@@ -658,6 +680,7 @@ void machine_destroy(struct vmm *vm)
 		if (m->kbd)
 			i8042_destroy(m->kbd);
 		rtc_destroy(m->rtc);
+		pvexit_destroy(m->pvexit);
 		if (m->uart)
 			uart8250_destroy(m->uart);
 		if (m->con_stop_efd >= 0)

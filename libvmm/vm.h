@@ -85,6 +85,13 @@ struct vmm {
 	int exit_reason;
 	bool stopping;
 	int exit_efd;
+	/* The exit port's value, stored before vm_request_exit() with
+	 * VMM_EXIT_GUEST_STATUS (whose compare-and-swap publishes it) and
+	 * read only once exit_reason says so (vmm_get_guest_status()).
+	 * guest_status_claimed (compare-and-swap) lets only the first write
+	 * store it, whichever vCPU makes it. */
+	uint32_t guest_status;
+	bool guest_status_claimed;
 };
 
 /* Ask the whole VM to stop with @reason (first caller wins). Any thread. */

@@ -91,7 +91,22 @@ enum vmm_exit_reason {
 	VMM_EXIT_STOPPED = 3,	   /* vmm_stop() was called */
 	VMM_EXIT_ERROR = 4,	   /* the VMM failed (KVM error, internal
 				      error); see the log for the reason */
+	VMM_EXIT_GUEST_STATUS = 5, /* the guest wrote an exit status to the
+				      exit port: vmm_get_guest_status() */
 };
+
+/*
+ * Paravirtual exit device, present in every VM: a 32-bit write (outl; outb
+ * and outw count too, zero-extended) to I/O port VMM_EXIT_PORT stops the VM
+ * with VMM_EXIT_GUEST_STATUS, and the value written becomes the guest's
+ * exit status (vmm_get_guest_status()).  Reads of the port return
+ * VMM_EXIT_PORT_MAGIC (little-endian), so a guest can probe for it.  The
+ * value is the guest's to choose; the library gives it no meaning (unlike
+ * QEMU's isa-debug-exit, it is reported unchanged).  From a Linux guest,
+ * as root: ioperm(VMM_EXIT_PORT, 4, 1); outl(status, VMM_EXIT_PORT).
+ */
+#define VMM_EXIT_PORT 0xf4
+#define VMM_EXIT_PORT_MAGIC 0x54495856u /* "VXIT" */
 
 /**
  * vmm_get_version() - runtime library version.
@@ -405,6 +420,18 @@ int vmm_stop(struct vmm *vm);
  * Returns: 0; -EINVAL for NULL @vm; -EBUSY if the VM was never started.
  */
 int vmm_wait(struct vmm *vm, int *exit_reason);
+
+/**
+ * vmm_get_guest_status() - the exit status the guest wrote to the exit port
+ * (VMM_EXIT_PORT), once vmm_wait() has returned VMM_EXIT_GUEST_STATUS.
+ * @vm:     VM
+ * @status: out: the 32-bit value the guest wrote (the first one, if it
+ *          wrote several before the VM stopped)
+ *
+ * Returns: 0; -EINVAL for NULL arguments; -ENODATA if the guest reported no
+ * status (the VM has not stopped, or stopped for another reason).
+ */
+int vmm_get_guest_status(struct vmm *vm, uint32_t *status);
 
 /**
  * vmm_get_exit_eventfd() - an eventfd that becomes readable when the VM
