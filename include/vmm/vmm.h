@@ -262,6 +262,56 @@ struct vmm_disk_config {
 int vmm_add_disk(struct vmm *vm, const struct vmm_disk_config *cfg,
 		 unsigned int *out_id);
 
+/*
+ * A named byte-stream port between the host and the guest: one port of the
+ * VM's virtio-console device (virtio-pci, VIRTIO_CONSOLE_F_MULTIPORT; no
+ * port is a console).  Linux sees /dev/vportNpM with its name in
+ * /sys/class/virtio-ports/vportNpM/name (udev: /dev/virtio-ports/NAME).
+ * Streams are binary-clean: no line discipline, no CRLF, nothing else mixed
+ * in.  Zero-initialise, set struct_size, fill.
+ */
+#define VMM_MAX_PORTS 31
+#define VMM_PORT_NAME_MAX 127 /* bytes, NUL excluded */
+struct vmm_port_config {
+	uint32_t struct_size; /* = sizeof(struct vmm_port_config) */
+	uint32_t flags;	      /* none yet: 0 */
+	const char *name;     /* required, unique per VM, 1..VMM_PORT_NAME_MAX */
+	/* Host -> guest: what is read from in_fd reaches the guest's reads.
+	 * EOF (or a read error) on in_fd, once the data before it is
+	 * delivered, is EOF in the guest (Linux: read() returns 0).  -1: no
+	 * input (the guest's reads block). */
+	int in_fd;
+	/* Guest -> host: what the guest writes is written to out_fd in order,
+	 * with blocking writes (a full pipe holds the guest's writes back).
+	 * A failed write (EPIPE: nobody reads; SIGPIPE is blocked on the port
+	 * threads) discards the port's output from then on.  -1: discarded. */
+	int out_fd;
+};
+
+/**
+ * vmm_add_port() - add a port to the VM's virtio-console device (the device
+ * exists when the VM has at least one port; it comes after the disks on
+ * the PCI bus).
+ * @vm:     VM in state CONFIG
+ * @cfg:    configuration; its fds are duplicated (close yours when you
+ *          like; the copies live until vmm_destroy())
+ * @out_id: receives the port number (0, 1, ... in order of addition: port
+ *          N is /dev/vportXpN in a Linux guest), or NULL
+ *
+ * Each port is served by its own thread ("vmm-portN", plus "vmm-portctl"
+ * for the device's control queue), started by vmm_start() after the start
+ * hook and confined like the console thread under vmm_set_seccomp().
+ * Guest output still queued when the VM stops is written out before
+ * vmm_wait() returns (which therefore waits for a blocked out_fd).
+ *
+ * Returns: 0; -EINVAL for a bad argument (NULL, struct_size too small, no
+ * name, a name too long or already used, an unknown flag, an fd < -1);
+ * -EBADF if an fd cannot be duplicated; -ENOSPC after VMM_MAX_PORTS ports;
+ * -ENOMEM; -EBUSY if not in CONFIG.
+ */
+int vmm_add_port(struct vmm *vm, const struct vmm_port_config *cfg,
+		 unsigned int *out_id);
+
 /* Request types counted in struct vmm_queue_stats.requests[]. */
 enum vmm_req_type {
 	VMM_REQ_READ,
