@@ -318,8 +318,8 @@ static int build_vm(struct shim *s, int guest_ctl)
 		oci_err("starting the VM: %s (see %s)", strerror(-ret), console);
 		return ret;
 	}
-	if (con >= 0)
-		close(con);
+	/* con stays open: libvmm borrows the console fd until vmm_destroy()
+	 * (the process exit closes it). */
 	return 0;
 }
 

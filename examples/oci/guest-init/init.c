@@ -65,10 +65,13 @@
 static void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void msg(const char *fmt, ...)
 {
+	struct timespec ts;
 	va_list ap;
 
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	va_start(ap, fmt);
-	fputs("minivmm-init: ", stderr);
+	fprintf(stderr, "minivmm-init[%ld.%03ld]: ", (long)ts.tv_sec,
+		ts.tv_nsec / 1000000);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
@@ -706,7 +709,9 @@ int main(void)
 	if (!freopen("/dev/console", "w", stderr))
 		msg("no /dev/console");
 	setvbuf(stderr, NULL, _IOLBF, 0);
+	msg("up");
 	load_modules();
+	msg("modules loaded");
 
 	ctl_fd = open_port(PROTO_PORT_CTL, O_RDWR);
 	if (ctl_fd < 0)
@@ -717,6 +722,7 @@ int main(void)
 	if (out_fd < 0 || err_fd < 0 || in_fd < 0)
 		fail(1, "stdio ports missing: %s", strerror(errno));
 
+	msg("ports open");
 	ctl_send(PROTO_MSG_READY, NULL, 0);
 	for (;;) {
 		int r = ctl_read_frame(&type, &payload, &len, -1);
@@ -728,6 +734,7 @@ int main(void)
 	}
 	if (parse_config(payload, len))
 		fail(1, "malformed configuration");
+	msg("configuration received");
 
 	wait_for("/dev/vda");
 	mkdir(NEWROOT, 0755);
@@ -775,6 +782,7 @@ int main(void)
 		close(pipefd[0]);
 	}
 	ctl_send(PROTO_MSG_STARTED, NULL, 0);
+	msg("process started");
 
 	while (!exited || master >= 0) {
 		struct pollfd p[4] = {
