@@ -23,6 +23,27 @@ if [[ ! -f "$initrd" ]]; then
 	[[ -f "$initrd" ]] || "$build/minivmm-oci-mkinitrd" --init "$build/minivmm-oci-init" \
 		--kver "$RIG_KVER" --modroot "$RIG_CACHE/kernel/$RIG_KVER" --out "$initrd"
 fi
+# The test image: busybox-static with its applets, and /blob, 1 MiB of
+# random bytes (cached: made once).
+image="$RIG_CACHE/oci/bb.tar"
+if [[ ! -f "$image" ]]; then
+	rig_lock "$RIG_CACHE/oci/.lock"
+	if [[ ! -f "$image" ]]; then
+		stage=$(mktemp -d)
+		mkdir -p "$stage"/{bin,etc,tmp,root}
+		cp "$(command -v busybox)" "$stage/bin/busybox"
+		for a in $("$stage/bin/busybox" --list); do
+			[[ "$a" == busybox ]] || ln -s busybox "$stage/bin/$a"
+		done
+		head -c 1048576 /dev/urandom >"$stage/blob"
+		printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n' >"$stage/etc/passwd"
+		printf 'root:x:0:\nnogroup:x:65534:\n' >"$stage/etc/group"
+		tar -C "$stage" -cf "$image.tmp" .
+		mv "$image.tmp" "$image"
+		rm -rf "$stage"
+	fi
+fi
 export OCI_KERNEL="${paths[0]}" OCI_INITRD="$initrd" OCI_RUNTIME="$build/minivmm-oci"
-export RIG_PASS_ENV="${RIG_PASS_ENV:-} OCI_KERNEL OCI_INITRD OCI_RUNTIME OCI_KEEP"
+export OCI_IMAGE_TAR="$image"
+export RIG_PASS_ENV="${RIG_PASS_ENV:-} OCI_KERNEL OCI_INITRD OCI_RUNTIME OCI_IMAGE_TAR"
 exec "$here/../rig/rig-run" --timeout "${E2E_RIG_TIMEOUT:-1500}" -- "$@"
