@@ -45,11 +45,13 @@ struct oci_settings {
 	uint64_t root_free;    /* free space in a writable root image */
 	bool seccomp;
 	char *timings;	       /* append JSON timing records here, or NULL */
+	char *console_dir;     /* guest kernel logs go to DIR/ID.console.log
+				  (kept after delete), or NULL: the state dir */
 };
 /*
  * Defaults, then the config file ($MINIVMM_OCI_CONFIG or OCI_CONFIG_FILE,
  * "key = value" lines: kernel, initrd, modules, append, memory, cpus,
- * root_free, seccomp, timings), then the environment (MINIVMM_OCI_KERNEL,
+ * root_free, seccomp, timings, console_dir), then the environment (MINIVMM_OCI_KERNEL,
  * MINIVMM_OCI_INITRD).  0, or -1 with a reason in @err.
  */
 int oci_settings_load(struct oci_settings *s, char *err, size_t errlen);

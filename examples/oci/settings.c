@@ -116,6 +116,8 @@ int oci_settings_load(struct oci_settings *s, char *err, size_t errlen)
 			bad = set_str(&s->append, v);
 		else if (!strcmp(k, "timings"))
 			bad = set_str(&s->timings, v);
+		else if (!strcmp(k, "console_dir"))
+			bad = set_str(&s->console_dir, v);
 		else if (!strcmp(k, "memory"))
 			bad = parse_size(v, &s->mem_default);
 		else if (!strcmp(k, "root_free"))
@@ -152,6 +154,7 @@ void oci_settings_free(struct oci_settings *s)
 	free(s->modroot);
 	free(s->append);
 	free(s->timings);
+	free(s->console_dir);
 	memset(s, 0, sizeof(*s));
 }
 

@@ -290,7 +290,11 @@ static int build_vm(struct shim *s, int guest_ctl)
 	char cmdline[VMM_MAX_CMDLINE + 1], console[4200];
 	int con, ret, tty = p->tty_slave;
 
-	snprintf(console, sizeof(console), "%s/console.log", p->state_dir);
+	if (p->set->console_dir)
+		snprintf(console, sizeof(console), "%s/%s.console.log",
+			 p->set->console_dir, strrchr(p->state_dir, '/') + 1);
+	else
+		snprintf(console, sizeof(console), "%s/console.log", p->state_dir);
 	con = open(console, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	snprintf(cmdline, sizeof(cmdline), "%s%s%s", CMDLINE,
 		 p->set->append ? " " : "", p->set->append ? p->set->append : "");
@@ -433,8 +437,8 @@ int oci_shim_run(const struct oci_shim_params *p)
 	} else if (s.exit_code) {
 		code = s.exit_code;
 	} else {
-		oci_err("the container's VM stopped: %s (kernel log: %s/console.log)",
-			vmm_exit_reason_str(reason), p->state_dir);
+		oci_err("the container's VM stopped: %s (see its kernel log)",
+			vmm_exit_reason_str(reason));
 		code = 255;
 	}
 	if (s.nclients) {

@@ -11,10 +11,10 @@ oci_setup() {
 	# The L1's root is a throw-away overlay: the runtime's config file is
 	# where an administrator would put it.  conmon and containerd's shim
 	# do not pass the environment on, so no MINIVMM_OCI_* variables.
-	printf 'kernel = %s\ninitrd = %s\ntimings = %s\n' "$OCI_KERNEL" "$OCI_INITRD" \
-		/tmp/oci-timings.json >/etc/minivmm-oci.conf
 	W=${RIG_SCRATCH:-/var/tmp}/oci.$$
-	mkdir -p "$W"
+	mkdir -p "$W/console"
+	printf 'kernel = %s\ninitrd = %s\ntimings = %s\nconsole_dir = %s\n' "$OCI_KERNEL" \
+		"$OCI_INITRD" /tmp/oci-timings.json "$W/console" >/etc/minivmm-oci.conf
 	tar -xOf "$OCI_IMAGE_TAR" ./blob >"$W/blob"
 	OCI_FAILED=0
 	OCI_PASSED=0
@@ -33,7 +33,7 @@ oci_bad() {
 # Show what the runtime left behind for a failed check.
 oci_dump_logs() {
 	local f
-	for f in /run/minivmm-oci/*/console.log; do
+	for f in "$W"/console/*.console.log; do
 		[[ -f "$f" ]] || continue
 		echo "---- $f (tail)"
 		tail -n 30 "$f"

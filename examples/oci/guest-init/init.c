@@ -46,6 +46,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -430,6 +431,12 @@ static const struct opt mount_opts[] = {
 	{ "rbind", 0, 0 }, { "bind", 0, 0 }, { "private", 0, 0 },
 	{ "rprivate", 0, 0 }, { "slave", 0, 0 }, { "rslave", 0, 0 },
 	{ "shared", 0, 0 }, { "rshared", 0, 0 },
+	/* runc/crun extensions and SELinux relabelling: nothing to pass to
+	 * the kernel (tmpcopyup's copy of the directory's old contents is
+	 * not done: the tmpfs starts empty). */
+	{ "tmpcopyup", 0, 0 }, { "notmpcopyup", 0, 0 }, { "z", 0, 0 },
+	{ "Z", 0, 0 }, { "U", 0, 0 }, { "copy-symlink", 0, 0 },
+	{ "idmap", 0, 0 }, { "nosymfollow", 0, 0 },
 };
 
 /* Split comma-separated @options into flags and the filesystem's data. */
@@ -611,10 +618,61 @@ static void do_rlimits(void)
 	}
 }
 
+static void set_winsize(int fd, uint16_t rows, uint16_t cols)
+{
+	struct winsize ws = { .ws_row = rows, .ws_col = cols };
+
+	if (rows && cols && ioctl(fd, TIOCSWINSZ, &ws))
+		msg("TIOCSWINSZ: %s", strerror(errno));
+}
+
 struct child_args {
 	int err_pipe; /* CLOEXEC: EOF = exec succeeded */
-	int tty_slave;
+	int tty_sock; /* terminal: the pty master goes to the parent here */
 };
+
+/* Send @fd over the unix socket @sock (SCM_RIGHTS). */
+static int send_fd(int sock, int fd)
+{
+	char byte = 'T';
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c;
+
+	memset(u.buf, 0, sizeof(u.buf));
+	c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	return sendmsg(sock, &m, 0) == 1 ? 0 : -1;
+}
+
+static int recv_fd(int sock)
+{
+	char byte;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c;
+	int fd = -1;
+
+	if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != 1)
+		return -1;
+	c = CMSG_FIRSTHDR(&m);
+	if (c && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	return fd;
+}
 
 static void __attribute__((noreturn, format(printf, 3, 4)))
 child_fail(int pipe_fd, int status, const char *fmt, ...)
@@ -641,16 +699,37 @@ static int child_main(void *arg)
 	if (C.hostname && sethostname(C.hostname, strlen(C.hostname)))
 		msg("sethostname: %s", strerror(errno));
 	do_sysctls();
+	if (C.terminal) {
+		/* The pty comes from the container's own devpts (so ttyname()
+		 * finds /dev/pts/N there); its master goes to the parent, which
+		 * relays it to the stdio ports. */
+		int master = open(NEWROOT "/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+		int slave;
+
+		if (master < 0)
+			master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+		if (master < 0 || unlockpt(master))
+			child_fail(fd, 1, "pty: %s", strerror(errno));
+		slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY);
+		if (slave < 0)
+			child_fail(fd, 1, "pty peer: %s", strerror(errno));
+		set_winsize(master, C.rows, C.cols);
+		if (send_fd(a->tty_sock, master))
+			child_fail(fd, 1, "passing the pty: %s", strerror(errno));
+		close(master);
+		close(a->tty_sock);
+		setsid();
+		if (ioctl(slave, TIOCSCTTY, 0))
+			msg("TIOCSCTTY: %s", strerror(errno));
+		dup2(slave, 0);
+		dup2(slave, 1);
+		dup2(slave, 2);
+		if (slave > 2)
+			close(slave);
+	}
 	if (chroot(NEWROOT) || chdir("/"))
 		child_fail(fd, 1, "chroot: %s", strerror(errno));
-	if (C.terminal) {
-		setsid();
-		if (ioctl(a->tty_slave, TIOCSCTTY, 0))
-			msg("TIOCSCTTY: %s", strerror(errno));
-		dup2(a->tty_slave, 0);
-		dup2(a->tty_slave, 1);
-		dup2(a->tty_slave, 2);
-	} else {
+	if (!C.terminal) {
 		if (in_fd >= 0)
 			dup2(in_fd, 0);
 		else
@@ -682,19 +761,11 @@ static int child_main(void *arg)
 
 /* ---- main ----------------------------------------------------------------- */
 
-static void set_winsize(int fd, uint16_t rows, uint16_t cols)
-{
-	struct winsize ws = { .ws_row = rows, .ws_col = cols };
-
-	if (rows && cols && ioctl(fd, TIOCSWINSZ, &ws))
-		msg("TIOCSWINSZ: %s", strerror(errno));
-}
-
 int main(void)
 {
 	static char stack[256 * 1024] __attribute__((aligned(16)));
-	struct child_args ca = { .tty_slave = -1 };
-	int pipefd[2], sfd, master = -1, status = 0;
+	struct child_args ca = { .tty_sock = -1 };
+	int pipefd[2], sfd, master = -1, status = 0, tty_sock = -1;
 	bool exited = false, in_open = true, ctl_dead = false, tty_hup = false;
 	int idle = 0;
 	const uint8_t *payload;
@@ -742,18 +813,16 @@ int main(void)
 		fail(1, "mounting the root disk: %s", strerror(errno));
 
 	if (C.terminal) {
-		/* The pty lives in the container's own devpts (mounted by the
-		 * child); until then, the initramfs's. */
+		int sp[2];
+
+		/* A fallback devpts for a spec that mounts none. */
 		mkdir("/dev/pts", 0755);
 		mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
 		      "newinstance,ptmxmode=0666,mode=0620");
-		master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
-		if (master < 0 || grantpt(master) || unlockpt(master))
-			fail(1, "pty: %s", strerror(errno));
-		ca.tty_slave = open(ptsname(master), O_RDWR | O_NOCTTY);
-		if (ca.tty_slave < 0)
-			fail(1, "pty slave: %s", strerror(errno));
-		set_winsize(master, C.rows, C.cols);
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp))
+			fail(1, "socketpair: %s", strerror(errno));
+		tty_sock = sp[0];
+		ca.tty_sock = sp[1];
 	}
 
 	sigemptyset(&mask);
@@ -768,8 +837,13 @@ int main(void)
 	if (pid < 0)
 		fail(1, "clone: %s", strerror(errno));
 	close(pipefd[1]);
-	if (ca.tty_slave >= 0)
-		close(ca.tty_slave);
+	if (tty_sock >= 0) {
+		close(ca.tty_sock);
+		master = recv_fd(tty_sock); /* -1 if the child failed first */
+		close(tty_sock);
+		if (master >= 0)
+			fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
+	}
 	{
 		char e[512];
 		ssize_t n = read(pipefd[0], e, sizeof(e) - 1);
