@@ -61,7 +61,7 @@ for c in trapped untrapped; do
 	done
 done
 # The runtime's own view (podman inspect needs cgroups the L1 lacks).
-id=$("${P[@]}" ps -q --no-trunc --filter name=trapped)
+id=$("${P[@]}" ps -q --no-trunc --filter name=^trapped$)
 state=$("$OCI_RUNTIME" state "$id" 2>&1)
 pid=$(echo "$state" | sed -n 's/.*"pid": \([0-9]*\).*/\1/p')
 grep -q '"status": "running"' <<<"$state" && [[ -n "$pid" && -d /proc/$pid ]] &&
