@@ -217,6 +217,21 @@ static int listen_ctl(const char *dir)
 	return fd;
 }
 
+/* mkdir -p (containerd's --root is several levels deep). */
+static void mkdir_p(const char *path)
+{
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s", path);
+	for (char *s = p + 1; *s; s++)
+		if (*s == '/') {
+			*s = 0;
+			mkdir(p, 0711);
+			*s = '/';
+		}
+	mkdir(p, 0711);
+}
+
 static void now_rfc3339(char *out, size_t len)
 {
 	struct timespec ts;
@@ -265,7 +280,7 @@ static int cmd_create(const struct oci_cli *c)
 	}
 	if (spec.warnings)
 		oci_warn("%s", spec.warnings);
-	mkdir(c->root, 0711);
+	mkdir_p(c->root);
 	oci_state_dir(c->root, c->id, dir, sizeof(dir));
 	if (mkdir(dir, 0700)) {
 		if (errno == EEXIST)

@@ -11,6 +11,13 @@ oci_setup() {
 	# The L1's root is a throw-away overlay: the runtime's config file is
 	# where an administrator would put it.  conmon and containerd's shim
 	# do not pass the environment on, so no MINIVMM_OCI_* variables.
+	# The rig's L1 mounts no cgroup file system: podman then drops every
+	# resource limit from config.json ("Limitation discarded").  A cgroup2
+	# hierarchy lets --memory/--cpus reach the runtime.
+	if [[ ! -e /sys/fs/cgroup/cgroup.controllers ]]; then
+		mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null ||
+			echo "note: cannot mount cgroup2 on /sys/fs/cgroup"
+	fi
 	W=${RIG_SCRATCH:-/var/tmp}/oci.$$
 	mkdir -p "$W/console"
 	printf 'kernel = %s\ninitrd = %s\ntimings = %s\nconsole_dir = %s\n' "$OCI_KERNEL" \
