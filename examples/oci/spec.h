@@ -13,9 +13,10 @@
 
 #include "proto.h"
 
-/* Guest RAM = memory limit + this (the guest kernel and init's share),
+/* Guest RAM = memory limit + this (the guest kernel and init's share:
+ * with 256 MiB asked, MemTotal in the guest is then about 255 MiB),
  * rounded up to 2 MiB; without a limit, the configured default. */
-#define SPEC_MEM_OVERHEAD (32ull << 20)
+#define SPEC_MEM_OVERHEAD (48ull << 20)
 #define SPEC_MEM_MIN (64ull << 20)
 #define SPEC_MAX_VCPUS 254u
 

@@ -121,8 +121,8 @@ START_TEST(test_podman_shape)
 	ck_assert_uint_eq(s.rlimits[0].hard, 1048576);
 	ck_assert_uint_eq(s.nmasked, 1);
 	ck_assert_uint_eq(s.nsysctls, 1);
-	/* 256 MiB + 32 MiB overhead; 200000/100000 -> 2 vCPUs. */
-	ck_assert_uint_eq(spec_guest_memory(&s, 1), 288ull << 20);
+	/* 256 MiB + 48 MiB overhead; 200000/100000 -> 2 vCPUs. */
+	ck_assert_uint_eq(spec_guest_memory(&s, 1), 304ull << 20);
 	ck_assert_uint_eq(spec_guest_vcpus(&s, 1), 2);
 	ck_assert_str_eq(s.annotations_json, "{\"a\":\"b\"}");
 	{
