@@ -4,8 +4,8 @@
 # containers (each its own microVM):
 #  - stdout and stderr separate and byte-exact (1 MiB of random bytes cat'ed
 #    out of the container), exit status 7;
-#  - stdin: a binary file through `podman run -i cat`, EOF reaches the guest;
-#  - the runtime registered by name in containers.conf [engine.runtimes];
+#  - stdin: a binary file through `podman run -i cat`, EOF reaches the guest,
+#    with the runtime registered by name in containers.conf [engine.runtimes];
 #  - `podman run -d` + `podman stop`: a trapped SIGTERM ends it with 143, an
 #    untrapped one is ignored (PID 1, as with runc) and the stop timeout's
 #    SIGKILL ends the VM: 137;
@@ -34,18 +34,14 @@ cmp -s "$W/out1" "$W/blob" && oci_ok "stdout: 1 MiB byte-identical" ||
 grep -qx err "$W/err1" && ! grep -q RO "$W/err1" && oci_ok "stderr separate, root writable" ||
 	oci_bad "stderr: $(head -c 300 "$W/err1")"
 
-# 2. stdin (binary) and its EOF; the runtime by name from containers.conf.
+# 2. stdin: 1 MiB of binary through `cat`, its EOF reaches the guest (the
+#    shell goes on after cat); the runtime by name from containers.conf.
 printf '[engine.runtimes]\nminivmm = ["%s"]\n' "$OCI_RUNTIME" >"$W/containers.conf"
-echo data | CONTAINERS_CONF="$W/containers.conf" "${P[@]}" --runtime minivmm run --rm -i \
-	--network none localhost/bb cat >"$W/out2" 2>"$W/err2"
-rc=$?
-[[ $rc -eq 0 && "$(cat "$W/out2")" == data ]] && oci_ok "echo data | podman run -i cat (runtime by name)" ||
-	oci_bad "stdin round trip: rc $rc, got '$(head -c 100 "$W/out2")' $(head -c 300 "$W/err2")"
-"${P[@]}" "${RT[@]}" run --rm -i --network none localhost/bb sh -c 'cat; echo EOF-SEEN >&2' \
-	<"$W/blob" >"$W/out3" 2>"$W/err3"
+CONTAINERS_CONF="$W/containers.conf" "${P[@]}" --runtime minivmm run --rm -i --network none \
+	localhost/bb sh -c 'cat; echo EOF-SEEN >&2' <"$W/blob" >"$W/out3" 2>"$W/err3"
 rc=$?
 cmp -s "$W/out3" "$W/blob" && grep -q EOF-SEEN "$W/err3" && [[ $rc -eq 0 ]] &&
-	oci_ok "1 MiB binary stdin round trip, EOF seen" ||
+	oci_ok "podman run -i: 1 MiB binary stdin round trip, EOF seen (runtime by name)" ||
 	oci_bad "binary stdin: rc $rc, $(stat -c %s "$W/out3") bytes, $(head -c 300 "$W/err3")"
 
 # 3. podman stop: trapped SIGTERM (143) and untrapped (ignored: 137 after the
