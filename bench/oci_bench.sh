@@ -33,7 +33,8 @@ for b in minivmm-oci minivmm-oci-init minivmm-oci-mkinitrd bench/oci_image_bench
 done
 records=$(mktemp)
 tmp=$(mktemp -d)
-trap 'rm -rf "$records" "$tmp"' EXIT
+imgdir=$(mktemp -d /dev/shm/oci-bench.XXXXXX)
+trap 'rm -rf "$records" "$tmp" "$imgdir"' EXIT
 
 # ---- image build vs size (native) ----
 gen_tree() { # DIR MB: busybox plus MB of files of 4..128 KiB (deterministic)
@@ -57,7 +58,8 @@ for mb in $sizes; do
 		[[ -d $tmp/t$mb ]] || gen_tree "$tmp/t$mb" "$mb"
 		printf '{"ociVersion":"1.0.2","process":{"args":["true"]},"root":{"path":"%s","readonly":%s}}\n' \
 			"$tmp/t$mb" "$ro" >"$b/config.json"
-		"$build/bench/oci_image_bench" "$b" "$tmp/img" "$rounds" |
+		# The image goes where the runtime puts it: /run, a tmpfs.
+		"$build/bench/oci_image_bench" "$b" "$imgdir/img" "$rounds" |
 			jq -c --argjson mb "$mb" '{bench:"oci_image", tree_mb:$mb} + .' >>"$records"
 	done
 	bench_log "image build, $mb MB tree: $(jq -r "select(.bench == \"oci_image\" and .tree_mb == $mb) | .total_ms" "$records" | tr '\n' ' ')ms"
