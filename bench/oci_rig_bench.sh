@@ -18,21 +18,22 @@ mkdir -p "$W"
 P=(podman --root "$W/pstore" --runroot /run/ocib-prun.$$ --storage-driver vfs
 	--cgroup-manager cgroupfs --events-backend file)
 "${P[@]}" import "$OCI_IMAGE_TAR" localhost/bb >/dev/null || bench_die "podman import"
-run() { # RUNTIME-ARGS...: wall ms of one podman run --rm bb true
-	local t0 t1 rc
+run() { # RUNTIME [RUN-FLAGS...]: wall ms of one podman run --rm bb true
+	local t0 t1 rc rt=$1
+	shift
 	t0=$(bench_now_ns)
-	"${P[@]}" "$@" run --rm --network none localhost/bb true >/dev/null 2>"$W/err"
+	"${P[@]}" --runtime "$rt" run "$@" --rm --network none localhost/bb true >/dev/null 2>"$W/err"
 	rc=$?
 	t1=$(bench_now_ns)
-	[[ $rc -eq 0 ]] || { bench_log "run $* failed ($rc): $(tail -3 "$W/err")"; echo -1; return; }
+	[[ $rc -eq 0 ]] || { bench_log "run $rt $* failed ($rc): $(tail -3 "$W/err")"; echo -1; return; }
 	echo $(((t1 - t0) / 1000000))
 }
 for i in $(seq "$rounds"); do
 	for rt in minivmm-oci runc; do
 		if [[ $rt == runc ]]; then
-			ms=$(run --runtime runc --ulimit nofile=20000:20000 --ulimit nproc=32768:32768)
+			ms=$(run runc --ulimit nofile=20000:20000 --ulimit nproc=32768:32768)
 		else
-			ms=$(run --runtime "$OCI_RUNTIME")
+			ms=$(run "$OCI_RUNTIME")
 		fi
 		bench_log "round $i $rt: $ms ms"
 		[[ $ms -ge 0 ]] && bench_emit "$(jq -cn --arg rt "$rt" --argjson r "$i" --argjson ms "$ms" \
