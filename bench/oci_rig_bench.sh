@@ -13,6 +13,11 @@ rounds=${1:-5}
 timings=/tmp/oci-bench-timings.json
 printf 'kernel = %s\ninitrd = %s\ntimings = %s\n' "$OCI_KERNEL" "$OCI_INITRD" "$timings" \
 	>/etc/minivmm-oci.conf
+# runc needs a cgroup file system (the L1 mounts none); with it podman also
+# keeps resource limits.  Both runtimes run under the same conditions.
+if [[ ! -e /sys/fs/cgroup/cgroup.controllers ]]; then
+	mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null || bench_log "cannot mount cgroup2"
+fi
 W=${RIG_SCRATCH:-/var/tmp}/ocib.$$
 mkdir -p "$W"
 P=(podman --root "$W/pstore" --runroot /run/ocib-prun.$$ --storage-driver vfs
