@@ -61,8 +61,18 @@ if command -v qemu-storage-daemon >/dev/null; then
 	check "devbench: the qemu-storage-daemon peer ran (vhost-user front end)" \
 		'any(.[]; .bench == "devbench" and .target == "qsd" and .reqs > 0)'
 fi
+check "minivmm-oci: image builds measured for the 2 and 10 MB trees, both root modes" \
+	'[.[] | select(.bench == "oci_image" and .total_ms > 0 and .image_bytes > 0)] as $i |
+	 ([2, 10] - [$i[].tree_mb] | length == 0) and any($i[]; .readonly) and any($i[]; .readonly | not)'
+for rt in minivmm-oci runc; do
+	check "podman run --rm bb true with $rt" \
+		"any(.[]; .bench == \"oci_run\" and .runtime == \"$rt\" and .wall_ms > 0)"
+done
+check "minivmm-oci's phases (create, guest boot, start, delete) recorded" \
+	'any(.[]; .bench == "oci_shim" and .create_ms > 0 and .guest_boot_ms > 0 and
+	     .delete_ms > 0 and .shim_ms > 0)'
 for f in summary.md wiring_time.png wiring_ioctls.png guest_iops.png guest_notifications.png \
-	devbench.md devbench_rps.png; do
+	devbench.md devbench_rps.png oci.md oci_image.png; do
 	if [[ -s $out/$f ]]; then echo "ok: $f rendered"; else
 		echo "FAIL: $out/$f missing or empty" >&2
 		fails=$((fails + 1))

@@ -14,6 +14,10 @@
 #   --quick  one round of everything (~6 minutes here)
 #   --full   >= 5 alternating rounds (default; ~15 minutes here)
 #
+# bench/oci_bench.sh (minivmm-oci: podman run vs runc, the shim's phases,
+# image build vs size) runs in a second rig call; its records are merged
+# and its summary is bench/results/oci.md.
+#
 # The KVM benchmarks (wiring, guest boot/IO, footprint) run in ONE
 # tests/rig/rig-run call (bench/guest_bench.sh); the KVM-free device
 # benchmark bench/devbench.sh runs here when it exists and its records
@@ -51,14 +55,16 @@ t_start=$SECONDS
 date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
 if [[ ${BENCH_PREBUILT:-0} == 1 ]]; then
-	for f in minivmm bench/wiring_bench bench/footprint_preload.so bench/footprint_exec bench/devbench; do
+	for f in minivmm bench/wiring_bench bench/footprint_preload.so bench/footprint_exec bench/devbench \
+		minivmm-oci minivmm-oci-init minivmm-oci-mkinitrd bench/oci_image_bench; do
 		[[ -e $build/$f ]] || bench_die "BENCH_PREBUILT: $build/$f is missing"
 	done
 else
 	bench_log "building ($build)"
 	cmake -S . -B "$build" -DVMM_BUILD_TESTS=OFF >/dev/null
 	cmake --build "$build" -j"$(nproc)" --target minivmm wiring_bench footprint_preload \
-		footprint_exec devbench >/dev/null
+		footprint_exec devbench minivmm-oci minivmm-oci-init minivmm-oci-mkinitrd \
+		oci_image_bench >/dev/null
 fi
 tests/rig/mkguest.sh --quiet
 mapfile -t guest < <(tests/rig/mkguest.sh)
@@ -99,6 +105,16 @@ if [[ -x bench/devbench.sh ]]; then
 	fi
 fi
 
+# minivmm-oci (its own rig run; oci.json, oci.md, oci_image.png).
+oci_rc=0
+bench_log "OCI runtime benchmark: bench/oci_bench.sh $mode"
+BENCH_OUT=$out bench/oci_bench.sh "$mode" "$build" || oci_rc=$?
+[[ $oci_rc -eq 0 ]] || bench_log "oci_bench.sh exited $oci_rc"
+if [[ -s $out/oci.json ]]; then
+	jq -c '.[] | del(.date, .run_mode, .git_commit)' "$out/oci.json" >>"$records" ||
+		bench_log "oci.json is not a JSON array; not merged"
+fi
+
 machine=$(jq -cn --arg kernel "$(uname -r)" \
 	--arg cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)" \
 	--argjson cpus "$(nproc)" --argjson mem_kib "$(awk '/MemTotal/ {print $2}' /proc/meminfo)" \
@@ -115,4 +131,4 @@ bench_log "$(jq length "$out/results.json") records in $out/results.json"
 
 bench/plot.sh "$out/results.json" "$out"
 bench_log "done in $((SECONDS - t_start)) s: $out/summary.md"
-[[ $kvm_rc -eq 0 && $dev_rc -eq 0 ]]
+[[ $kvm_rc -eq 0 && $dev_rc -eq 0 && $oci_rc -eq 0 ]]

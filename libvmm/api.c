@@ -38,6 +38,7 @@ const char *vmm_exit_reason_str(int reason)
 		[VMM_EXIT_TRIPLE_FAULT] = "triple fault",
 		[VMM_EXIT_STOPPED] = "stopped",
 		[VMM_EXIT_ERROR] = "error",
+		[VMM_EXIT_GUEST_STATUS] = "guest exit status",
 	};
 
 	if (reason < 0 || (size_t)reason >= sizeof(names) / sizeof(names[0]))
@@ -123,6 +124,14 @@ static void vm_free_config(struct vmm *vm)
 			close(vm->disks[i].fd);
 	}
 	free(vm->disks);
+	for (unsigned int i = 0; i < vm->nr_ports; i++) {
+		free(vm->ports[i].name);
+		if (vm->ports[i].in_fd >= 0)
+			close(vm->ports[i].in_fd);
+		if (vm->ports[i].out_fd >= 0)
+			close(vm->ports[i].out_fd);
+	}
+	free(vm->ports);
 }
 
 void vmm_destroy(struct vmm *vm)
@@ -431,6 +440,82 @@ int vmm_wait(struct vmm *vm, int *exit_reason)
 	pthread_mutex_unlock(&vm->join_lock);
 	if (exit_reason)
 		*exit_reason = __atomic_load_n(&vm->exit_reason, __ATOMIC_ACQUIRE);
+	return 0;
+}
+
+static int dup_port_fd(int fd, int *out)
+{
+	*out = -1;
+	if (fd < 0)
+		return 0;
+	*out = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	return *out < 0 ? -EBADF : 0;
+}
+
+int vmm_add_port(struct vmm *vm, const struct vmm_port_config *cfg,
+		 unsigned int *out_id)
+{
+	struct vm_port_cfg p = { .in_fd = -1, .out_fd = -1 }, *n;
+	int ret;
+
+	if (!cfg || cfg->struct_size < offsetof(struct vmm_port_config, out_fd) +
+					       sizeof(cfg->out_fd) ||
+	    cfg->flags || !cfg->name || !*cfg->name ||
+	    strlen(cfg->name) > VMM_PORT_NAME_MAX || cfg->in_fd < -1 ||
+	    cfg->out_fd < -1)
+		return -EINVAL;
+	ret = vm_lock_config(vm);
+	if (ret)
+		return ret;
+	for (unsigned int i = 0; i < vm->nr_ports; i++)
+		if (!strcmp(vm->ports[i].name, cfg->name)) {
+			ret = -EINVAL;
+			goto out;
+		}
+	if (vm->nr_ports >= VMM_MAX_PORTS) {
+		ret = -ENOSPC;
+		goto out;
+	}
+	if (dup_str(cfg->name, &p.name)) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	if ((ret = dup_port_fd(cfg->in_fd, &p.in_fd)) ||
+	    (ret = dup_port_fd(cfg->out_fd, &p.out_fd)))
+		goto err;
+	n = realloc(vm->ports, (vm->nr_ports + 1) * sizeof(*n));
+	if (!n) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	vm->ports = n;
+	vm->ports[vm->nr_ports] = p;
+	if (out_id)
+		*out_id = vm->nr_ports;
+	vm->nr_ports++;
+	goto out;
+err:
+	free(p.name);
+	if (p.in_fd >= 0)
+		close(p.in_fd);
+	if (p.out_fd >= 0)
+		close(p.out_fd);
+out:
+	pthread_mutex_unlock(&vm->lock);
+	return ret;
+}
+
+int vmm_get_guest_status(struct vmm *vm, uint32_t *status)
+{
+	if (!vm || !status)
+		return -EINVAL;
+	/* Acquire: pairs with the compare-and-swap in vm_request_exit(),
+	 * which machine.c's exit-port handler makes after storing
+	 * guest_status. */
+	if (__atomic_load_n(&vm->exit_reason, __ATOMIC_ACQUIRE) !=
+	    VMM_EXIT_GUEST_STATUS)
+		return -ENODATA;
+	*status = vm->guest_status;
 	return 0;
 }
 

@@ -19,10 +19,12 @@
 
 #include "blk/vblk.h"
 #include "blk/virtio-blk.h"
+#include "console/vcon.h"
 #include "irq.h"
 #include "iothread.h"
 #include "kvm.h"
 #include "legacy/i8042.h"
+#include "legacy/pvexit.h"
 #include "legacy/rtc.h"
 #include "log.h"
 #include "machine.h"
@@ -71,11 +73,15 @@ struct machine_disk {
 
 struct machine {
 	struct machine_disk *disks; /* vm->nr_disks of them */
+	/* virtio-console with the vmm_add_port() ports, if any. */
+	struct vcon *ports;
+	struct virtio_transport *ports_transport;
 	struct iothread **iothreads;
 	unsigned int nr_iothreads;
 	struct uart8250 *uart;
 	struct i8042 *kbd;
 	struct rtc *rtc;
+	struct pvexit *pvexit;
 	struct pci_bus *pci;
 	/* Console input thread: copies console_in to the UART. */
 	pthread_t con_thread;
@@ -101,6 +107,22 @@ static void machine_guest_reset(void *opaque)
 {
 	vmm_info("guest requested a reset");
 	vm_request_exit(opaque, VMM_EXIT_GUEST_RESET);
+}
+
+/* Context: vCPU thread.  The guest wrote its exit status (guest-controlled,
+ * any value: only stored and reported). */
+static void machine_guest_exit(void *opaque, uint32_t status)
+{
+	struct vmm *vm = opaque;
+	bool unclaimed = false;
+
+	if (!__atomic_compare_exchange_n(&vm->guest_status_claimed, &unclaimed,
+					 true, false, __ATOMIC_RELAXED,
+					 __ATOMIC_RELAXED))
+		return; /* a status was reported already */
+	vm->guest_status = status;
+	vmm_info("guest reported exit status %u", status);
+	vm_request_exit(vm, VMM_EXIT_GUEST_STATUS);
 }
 
 /*
@@ -338,6 +360,10 @@ static int machine_setup_devices(struct vmm *vm, struct machine *m)
 	ret = rtc_create(&vm->pio, &m->rtc);
 	if (ret)
 		return ret;
+	ret = pvexit_create(&vm->pio, VMM_EXIT_PORT, machine_guest_exit, vm,
+			    &m->pvexit);
+	if (ret)
+		return ret;
 	ret = pci_bus_create(&vm->pio, &vm->mmio, PCI_MMIO32_BASE,
 			     PCI_MMIO32_SIZE, &m->pci);
 	if (ret)
@@ -431,6 +457,54 @@ static int machine_setup_disks(struct vmm *vm, struct machine *m)
 	return 0;
 }
 
+/* Port threads confine themselves (console class) before their loop. */
+static int machine_confine_port_thread(void *opaque)
+{
+	return sandbox_install(opaque, SANDBOX_CLASS_CONSOLE);
+}
+
+/* The virtio-console device of vmm_add_port(): its own copies of the fds
+ * (the configuration keeps its own, so a failed start can be retried). */
+static int machine_setup_ports(struct vmm *vm, struct machine *m)
+{
+	struct vcon_port_params pp[VCON_MAX_PORTS];
+	struct vcon_params cp = {
+		.ports = pp,
+		.nr_ports = vm->nr_ports,
+		.thread_init = machine_confine_port_thread,
+		.thread_opaque = vm->seccomp, /* NULL: no filter */
+	};
+	struct vpci_params tp = {
+		.bus = m->pci,
+		.irq = vm->irq,
+		.mem = &vm->mem,
+		.ops = vcon_dev_ops(),
+		.max_queue_size = VCON_QUEUE_SIZE,
+		.ioeventfd_any_length =
+			kvm_check_cap(vm->vm_fd, KVM_CAP_IOEVENTFD_ANY_LENGTH) > 0,
+	};
+	int ret;
+
+	if (!vm->nr_ports)
+		return 0;
+	for (unsigned int i = 0; i < vm->nr_ports; i++) {
+		const struct vm_port_cfg *c = &vm->ports[i];
+
+		pp[i].name = c->name;
+		pp[i].in_fd = c->in_fd >= 0 ? fcntl(c->in_fd, F_DUPFD_CLOEXEC, 0) : -1;
+		pp[i].out_fd = c->out_fd >= 0 ? fcntl(c->out_fd, F_DUPFD_CLOEXEC, 0) : -1;
+	}
+	ret = vcon_create(&cp, &m->ports); /* owns the dups, even on failure */
+	if (ret)
+		return ret;
+	tp.dev = m->ports;
+	tp.num_queues = vcon_num_queues(m->ports);
+	ret = vpci_create(&tp, &m->ports_transport);
+	if (ret)
+		vmm_err("cannot create the virtio-console device: %s", strerror(-ret));
+	return ret;
+}
+
 /* Stop every disk (drain in-flight I/O) and then the I/O threads. */
 static void machine_stop_disks(struct vmm *vm, struct machine *m)
 {
@@ -439,6 +513,14 @@ static void machine_stop_disks(struct vmm *vm, struct machine *m)
 			vpci_quiesce(m->disks[i].transport);
 	for (unsigned int i = 0; i < m->nr_iothreads; i++)
 		iothread_stop(m->iothreads[i]);
+}
+
+static void machine_destroy_ports(struct machine *m)
+{
+	vpci_destroy(m->ports_transport); /* stops the device first */
+	m->ports_transport = NULL;
+	vcon_destroy(m->ports);
+	m->ports = NULL;
 }
 
 static void machine_destroy_disks(struct vmm *vm, struct machine *m)
@@ -585,6 +667,9 @@ int machine_start(struct vmm *vm)
 	ret = machine_setup_disks(vm, m);
 	if (ret)
 		goto err;
+	ret = machine_setup_ports(vm, m);
+	if (ret)
+		goto err;
 	ret = machine_setup_vcpus(vm, &entry);
 	if (ret)
 		goto err;
@@ -602,6 +687,13 @@ int machine_start(struct vmm *vm)
 	ret = machine_start_console(vm, m);
 	if (ret)
 		goto err;
+	/* After the start hook: threads confined before a uid drop would
+	 * die on glibc's set*id broadcast. */
+	if (m->ports) {
+		ret = vcon_start_threads(m->ports);
+		if (ret)
+			goto err;
+	}
 	for (unsigned int i = 0; i < vm->nr_vcpus; i++) {
 		ret = vcpu_start(&vm->vcpus[i]);
 		if (ret) {
@@ -627,6 +719,9 @@ void machine_join(struct vmm *vm)
 			vcpu_join(&vm->vcpus[i]);
 	if (m)
 		machine_stop_disks(vm, m);
+	/* Writes out what the guest queued on its ports (vcon.h). */
+	if (m && m->ports_transport)
+		vpci_quiesce(m->ports_transport);
 	if (m && m->con_started) {
 		uint64_t one = 1;
 
@@ -653,11 +748,13 @@ void machine_destroy(struct vmm *vm)
 		/* Disks before the bus they sit on, and before the I/O
 		 * threads their queues were served by. */
 		machine_destroy_disks(vm, m);
+		machine_destroy_ports(m);
 		if (m->pci)
 			pci_bus_destroy(m->pci);
 		if (m->kbd)
 			i8042_destroy(m->kbd);
 		rtc_destroy(m->rtc);
+		pvexit_destroy(m->pvexit);
 		if (m->uart)
 			uart8250_destroy(m->uart);
 		if (m->con_stop_efd >= 0)

@@ -34,6 +34,12 @@ struct vm_disk_cfg {
 	int fd; /* dup of cfg.fd, or -1 */
 };
 
+/* A port as configured through vmm_add_port() (copied name, dup'ed fds). */
+struct vm_port_cfg {
+	char *name;
+	int in_fd, out_fd; /* -1 when none */
+};
+
 struct vmm {
 	/*
 	 * lock protects state and the configuration; held briefly (never
@@ -51,6 +57,8 @@ struct vmm {
 	int console_in, console_out;
 	struct vm_disk_cfg *disks;
 	unsigned int nr_disks;
+	struct vm_port_cfg *ports; /* vmm_add_port() */
+	unsigned int nr_ports;
 	int seccomp_mode; /* enum vmm_seccomp_mode */
 	vmm_start_hook_fn start_hook; /* vmm_set_start_hook(), or NULL */
 	void *start_hook_opaque;
@@ -85,6 +93,13 @@ struct vmm {
 	int exit_reason;
 	bool stopping;
 	int exit_efd;
+	/* The exit port's value, stored before vm_request_exit() with
+	 * VMM_EXIT_GUEST_STATUS (whose compare-and-swap publishes it) and
+	 * read only once exit_reason says so (vmm_get_guest_status()).
+	 * guest_status_claimed (compare-and-swap) lets only the first write
+	 * store it, whichever vCPU makes it. */
+	uint32_t guest_status;
+	bool guest_status_claimed;
 };
 
 /* Ask the whole VM to stop with @reason (first caller wins). Any thread. */

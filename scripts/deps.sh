@@ -13,6 +13,9 @@ PKGS=(
 	# in-guest and bench I/O tools
 	fio
 	gnuplot-nox jq # bench/run.sh: plots and JSON
+	# minivmm-oci: config.json parser; podman/containerd drive it in the
+	# rig (tests/e2e/oci_*.sh), runc is the benchmark's reference
+	libjansson-dev podman conmon containerd runc
 	# fuzzing (scripts/fuzz.sh): clang 14 and its libFuzzer/ASan/UBSan
 	# runtimes (libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev)
 	clang libclang-rt-14-dev

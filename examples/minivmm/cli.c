@@ -84,7 +84,8 @@ void cli_usage(const char *prog, void *file)
 		"when the guest reboots (Linux: `reboot -f`; the default command\n"
 		"line has reboot=k) or on SIGINT/SIGTERM.\n"
 		"Exit status: 0 guest shut down, 1 VMM or guest failure, 2 usage\n"
-		"error, 128+N stopped by signal N.\n",
+		"error, 128+N stopped by signal N; N & 255 when the guest wrote N\n"
+		"to the exit port (I/O port 0xf4, see vmm.h VMM_EXIT_PORT).\n",
 		prog, VMM_VERSION_STRING, VMM_MAX_VCPUS, CLI_DEFAULT_CMDLINE);
 }
 

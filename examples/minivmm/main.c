@@ -102,6 +102,7 @@ static int run(const struct cli_opts *o, struct drop *drop)
 {
 	struct vmm *vm = NULL;
 	int ret, reason = VMM_EXIT_ERROR, sig, sfd;
+	uint32_t status = 0;
 	sigset_t mask;
 
 	vmm_set_log(NULL, NULL, o->log_level);
@@ -190,6 +191,8 @@ static int run(const struct cli_opts *o, struct drop *drop)
 	}
 	sig = wait_for_exit(vm, sfd);
 	vmm_wait(vm, &reason);
+	if (reason == VMM_EXIT_GUEST_STATUS && vmm_get_guest_status(vm, &status))
+		reason = VMM_EXIT_ERROR; /* cannot happen: the status is set */
 	console_restore();
 	if (o->stats)
 		stats_print(vm, o->nr_disks, o->stats_json, stderr);
@@ -200,6 +203,10 @@ static int run(const struct cli_opts *o, struct drop *drop)
 	switch (reason) {
 	case VMM_EXIT_GUEST_RESET:
 		return 0;
+	case VMM_EXIT_GUEST_STATUS:
+		/* The exit port (VMM_EXIT_PORT): the guest's status, as a
+		 * process exit status (its low 8 bits). */
+		return (int)(status & 0xff);
 	case VMM_EXIT_TRIPLE_FAULT:
 		fprintf(stderr, "minivmm: the guest triple-faulted\n");
 		return 1;

@@ -91,7 +91,22 @@ enum vmm_exit_reason {
 	VMM_EXIT_STOPPED = 3,	   /* vmm_stop() was called */
 	VMM_EXIT_ERROR = 4,	   /* the VMM failed (KVM error, internal
 				      error); see the log for the reason */
+	VMM_EXIT_GUEST_STATUS = 5, /* the guest wrote an exit status to the
+				      exit port: vmm_get_guest_status() */
 };
+
+/*
+ * Paravirtual exit device, present in every VM: a 32-bit write (outl; outb
+ * and outw count too, zero-extended) to I/O port VMM_EXIT_PORT stops the VM
+ * with VMM_EXIT_GUEST_STATUS, and the value written becomes the guest's
+ * exit status (vmm_get_guest_status()).  Reads of the port return
+ * VMM_EXIT_PORT_MAGIC (little-endian), so a guest can probe for it.  The
+ * value is the guest's to choose; the library gives it no meaning (unlike
+ * QEMU's isa-debug-exit, it is reported unchanged).  From a Linux guest,
+ * as root: ioperm(VMM_EXIT_PORT, 4, 1); outl(status, VMM_EXIT_PORT).
+ */
+#define VMM_EXIT_PORT 0xf4
+#define VMM_EXIT_PORT_MAGIC 0x54495856u /* "VXIT" */
 
 /**
  * vmm_get_version() - runtime library version.
@@ -252,6 +267,56 @@ struct vmm_disk_config {
  * -EBUSY if not in CONFIG.
  */
 int vmm_add_disk(struct vmm *vm, const struct vmm_disk_config *cfg,
+		 unsigned int *out_id);
+
+/*
+ * A named byte-stream port between the host and the guest: one port of the
+ * VM's virtio-console device (virtio-pci, VIRTIO_CONSOLE_F_MULTIPORT; no
+ * port is a console).  Linux sees /dev/vportNpM with its name in
+ * /sys/class/virtio-ports/vportNpM/name (udev: /dev/virtio-ports/NAME).
+ * Streams are binary-clean: no line discipline, no CRLF, nothing else mixed
+ * in.  Zero-initialise, set struct_size, fill.
+ */
+#define VMM_MAX_PORTS 31
+#define VMM_PORT_NAME_MAX 127 /* bytes, NUL excluded */
+struct vmm_port_config {
+	uint32_t struct_size; /* = sizeof(struct vmm_port_config) */
+	uint32_t flags;	      /* none yet: 0 */
+	const char *name;     /* required, unique per VM, 1..VMM_PORT_NAME_MAX */
+	/* Host -> guest: what is read from in_fd reaches the guest's reads.
+	 * EOF (or a read error) on in_fd, once the data before it is
+	 * delivered, is EOF in the guest (Linux: read() returns 0).  -1: no
+	 * input (the guest's reads block). */
+	int in_fd;
+	/* Guest -> host: what the guest writes is written to out_fd in order,
+	 * with blocking writes (a full pipe holds the guest's writes back).
+	 * A failed write (EPIPE: nobody reads; SIGPIPE is blocked on the port
+	 * threads) discards the port's output from then on.  -1: discarded. */
+	int out_fd;
+};
+
+/**
+ * vmm_add_port() - add a port to the VM's virtio-console device (the device
+ * exists when the VM has at least one port; it comes after the disks on
+ * the PCI bus).
+ * @vm:     VM in state CONFIG
+ * @cfg:    configuration; its fds are duplicated (close yours when you
+ *          like; the copies live until vmm_destroy())
+ * @out_id: receives the port number (0, 1, ... in order of addition: port
+ *          N is /dev/vportXpN in a Linux guest), or NULL
+ *
+ * Each port is served by its own thread ("vmm-portN", plus "vmm-portctl"
+ * for the device's control queue), started by vmm_start() after the start
+ * hook and confined like the console thread under vmm_set_seccomp().
+ * Guest output still queued when the VM stops is written out before
+ * vmm_wait() returns (which therefore waits for a blocked out_fd).
+ *
+ * Returns: 0; -EINVAL for a bad argument (NULL, struct_size too small, no
+ * name, a name too long or already used, an unknown flag, an fd < -1);
+ * -EBADF if an fd cannot be duplicated; -ENOSPC after VMM_MAX_PORTS ports;
+ * -ENOMEM; -EBUSY if not in CONFIG.
+ */
+int vmm_add_port(struct vmm *vm, const struct vmm_port_config *cfg,
 		 unsigned int *out_id);
 
 /* Request types counted in struct vmm_queue_stats.requests[]. */
@@ -419,6 +484,18 @@ int vmm_stop(struct vmm *vm);
  * Returns: 0; -EINVAL for NULL @vm; -EBUSY if the VM was never started.
  */
 int vmm_wait(struct vmm *vm, int *exit_reason);
+
+/**
+ * vmm_get_guest_status() - the exit status the guest wrote to the exit port
+ * (VMM_EXIT_PORT), once vmm_wait() has returned VMM_EXIT_GUEST_STATUS.
+ * @vm:     VM
+ * @status: out: the 32-bit value the guest wrote (the first one, if it
+ *          wrote several before the VM stopped)
+ *
+ * Returns: 0; -EINVAL for NULL arguments; -ENODATA if the guest reported no
+ * status (the VM has not stopped, or stopped for another reason).
+ */
+int vmm_get_guest_status(struct vmm *vm, uint32_t *status);
 
 /**
  * vmm_get_exit_eventfd() - an eventfd that becomes readable when the VM

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/* minivmm-oci command-line parsing (see cli.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "oci.h"
+
+static int fail(char *err, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+void oci_cli_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " OCI_NAME " [GLOBAL OPTIONS] COMMAND [OPTIONS] ID\n"
+		"An OCI runtime that runs each container in a minivmm microVM.\n\n"
+		"Commands:\n"
+		"  create --bundle DIR [--pid-file F] [--console-socket S] ID\n"
+		"                    build the root image, start the VM (paused before the\n"
+		"                    process); the VMM process is the container's pid\n"
+		"  start ID          run the container's process\n"
+		"  state ID          print the OCI state JSON\n"
+		"  kill [--all] ID [SIGNAL]  signal the process (default TERM; KILL ends the VM)\n"
+		"  delete [--force] ID       remove a stopped container (--force: any)\n"
+		"  features          print the supported features JSON\n"
+		"  exec, pause, resume, checkpoint, restore, update, ps, events, run, list,\n"
+		"  spec              not supported\n\n"
+		"Global options:\n"
+		"  --root DIR        state directory (default " OCI_DEFAULT_ROOT ")\n"
+		"  --log FILE        append errors here (containerd reads it)\n"
+		"  --log-format text|json\n"
+		"  --kernel F, --initrd F  boot these (else " OCI_CONFIG_FILE ",\n"
+		"                    MINIVMM_OCI_KERNEL/MINIVMM_OCI_INITRD, /vmlinuz)\n"
+		"  --debug           more messages in the log\n"
+		"  -v, --version     print the version\n\n"
+		"Exit status: 0 success, 1 failure (one-line reason on stderr and in\n"
+		"the log).  The VMM process exits with the container's status.\n");
+}
+
+/* "--name=value" or "--name value": the value, advancing *i. */
+static int opt_value(int argc, char **argv, int *i, const char *name,
+		     const char **out, char *err, size_t errlen)
+{
+	const char *a = argv[*i];
+	size_t n = strlen(name);
+
+	if (!strncmp(a, name, n) && a[n] == '=') {
+		*out = a + n + 1;
+		return 1;
+	}
+	if (strcmp(a, name))
+		return 0;
+	if (*i + 1 >= argc)
+		return fail(err, errlen, "option %s needs a value", name);
+	*out = argv[++*i];
+	return 1;
+}
+
+static const struct {
+	const char *name;
+	enum oci_cmd cmd;
+} commands[] = {
+	{ "create", OCI_CMD_CREATE }, { "start", OCI_CMD_START },
+	{ "state", OCI_CMD_STATE },   { "kill", OCI_CMD_KILL },
+	{ "delete", OCI_CMD_DELETE }, { "features", OCI_CMD_FEATURES },
+	{ "help", OCI_CMD_HELP },     { "exec", OCI_CMD_UNSUPPORTED },
+	{ "pause", OCI_CMD_UNSUPPORTED }, { "resume", OCI_CMD_UNSUPPORTED },
+	{ "checkpoint", OCI_CMD_UNSUPPORTED }, { "restore", OCI_CMD_UNSUPPORTED },
+	{ "update", OCI_CMD_UNSUPPORTED }, { "ps", OCI_CMD_UNSUPPORTED },
+	{ "events", OCI_CMD_UNSUPPORTED }, { "run", OCI_CMD_UNSUPPORTED },
+	{ "list", OCI_CMD_UNSUPPORTED }, { "spec", OCI_CMD_UNSUPPORTED },
+};
+
+int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,
+		  size_t errlen)
+{
+	const char *pos[2] = { NULL, NULL }, *v;
+	unsigned int npos = 0;
+	int i, r;
+
+	memset(c, 0, sizeof(*c));
+	c->root = OCI_DEFAULT_ROOT;
+	c->log_format = "text";
+	c->signal = "SIGTERM";
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (a[0] != '-')
+			break;
+		if ((r = opt_value(argc, argv, &i, "--root", &c->root, err, errlen)) ||
+		    (r = opt_value(argc, argv, &i, "--log", &c->log, err, errlen)) ||
+		    (r = opt_value(argc, argv, &i, "--log-format", &c->log_format, err,
+				   errlen)) ||
+		    (r = opt_value(argc, argv, &i, "--kernel", &c->kernel, err, errlen)) ||
+		    (r = opt_value(argc, argv, &i, "--initrd", &c->initrd, err, errlen)) ||
+		    (r = opt_value(argc, argv, &i, "--criu", &v, err, errlen)) ||
+		    (r = opt_value(argc, argv, &i, "--rootless", &v, err, errlen))) {
+			if (r < 0)
+				return -1;
+			continue;
+		}
+		if (!strcmp(a, "--debug")) {
+			c->debug = true;
+		} else if (!strcmp(a, "--systemd-cgroup")) {
+			/* cgroups are the host's business; nothing to do. */
+		} else if (!strcmp(a, "-v") || !strcmp(a, "--version")) {
+			c->cmd = OCI_CMD_VERSION;
+			return 0;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			c->cmd = OCI_CMD_HELP;
+			return 0;
+		} else {
+			return fail(err, errlen, "unknown global option %s", a);
+		}
+	}
+	if (strcmp(c->log_format, "text") && strcmp(c->log_format, "json"))
+		return fail(err, errlen, "--log-format must be text or json");
+	if (i >= argc)
+		return fail(err, errlen, "no command (see --help)");
+	c->cmd_name = argv[i];
+	for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++)
+		if (!strcmp(argv[i], commands[k].name))
+			c->cmd = commands[k].cmd;
+	if (c->cmd == OCI_CMD_NONE)
+		return fail(err, errlen, "unknown command %s", argv[i]);
+	if (c->cmd == OCI_CMD_UNSUPPORTED || c->cmd == OCI_CMD_HELP ||
+	    c->cmd == OCI_CMD_FEATURES)
+		return 0;
+	for (i++; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (a[0] == '-' && a[1]) {
+			r = 0;
+			if (c->cmd == OCI_CMD_CREATE) {
+				if ((r = opt_value(argc, argv, &i, "--bundle", &c->bundle, err,
+						   errlen)) ||
+				    (r = opt_value(argc, argv, &i, "-b", &c->bundle, err,
+						   errlen)) ||
+				    (r = opt_value(argc, argv, &i, "--pid-file", &c->pid_file,
+						   err, errlen)) ||
+				    (r = opt_value(argc, argv, &i, "--console-socket",
+						   &c->console_socket, err, errlen))) {
+					if (r < 0)
+						return -1;
+					continue;
+				}
+				if ((r = opt_value(argc, argv, &i, "--preserve-fds", &v, err,
+						   errlen))) {
+					char *e;
+					unsigned long n;
+
+					if (r < 0)
+						return -1;
+					n = strtoul(v, &e, 10);
+					if (*e || !*v || n > 1024)
+						return fail(err, errlen, "bad --preserve-fds %s", v);
+					c->preserve_fds = (unsigned int)n;
+					continue;
+				}
+				if (!strcmp(a, "--no-pivot") || !strcmp(a, "--no-new-keyring"))
+					continue;
+			}
+			if (c->cmd == OCI_CMD_KILL && (!strcmp(a, "--all") || !strcmp(a, "-a"))) {
+				c->all = true;
+				continue;
+			}
+			if (c->cmd == OCI_CMD_DELETE &&
+			    (!strcmp(a, "--force") || !strcmp(a, "-f"))) {
+				c->force = true;
+				continue;
+			}
+			/* kill ID -9 style is not runc's; numbers come bare. */
+			return fail(err, errlen, "%s: unknown option %s", c->cmd_name, a);
+		}
+		if (npos >= 2)
+			return fail(err, errlen, "%s: too many arguments", c->cmd_name);
+		pos[npos++] = a;
+	}
+	if (!npos)
+		return fail(err, errlen, "%s: container ID missing", c->cmd_name);
+	c->id = pos[0];
+	if (npos == 2) {
+		if (c->cmd != OCI_CMD_KILL)
+			return fail(err, errlen, "%s: too many arguments", c->cmd_name);
+		c->signal = pos[1];
+	}
+	if (!oci_valid_id(c->id))
+		return fail(err, errlen, "invalid container ID \"%s\"", c->id);
+	if (c->cmd == OCI_CMD_CREATE && !c->bundle)
+		c->bundle = ".";
+	if (c->cmd == OCI_CMD_KILL && spec_parse_signal(c->signal) < 0)
+		return fail(err, errlen, "kill: unknown signal \"%s\"", c->signal);
+	return 0;
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* minivmm-oci's command line (parsing kept apart from main() for tests). */
+#ifndef MINIVMM_OCI_CLI_H
+#define MINIVMM_OCI_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+enum oci_cmd {
+	OCI_CMD_NONE,
+	OCI_CMD_CREATE,
+	OCI_CMD_START,
+	OCI_CMD_STATE,
+	OCI_CMD_KILL,
+	OCI_CMD_DELETE,
+	OCI_CMD_FEATURES,
+	OCI_CMD_HELP,
+	OCI_CMD_VERSION,
+	OCI_CMD_UNSUPPORTED, /* exec, pause, ...: a clear error */
+};
+
+struct oci_cli {
+	/* global */
+	const char *root, *log, *log_format;
+	const char *kernel, *initrd; /* --kernel/--initrd overrides */
+	bool debug;
+	enum oci_cmd cmd;
+	const char *cmd_name;
+	/* command */
+	const char *id;
+	const char *bundle, *pid_file, *console_socket;
+	unsigned int preserve_fds;
+	const char *signal; /* kill: default "SIGTERM" */
+	bool all, force;
+};
+
+/*
+ * Parse argv (runc's shape: global options, command, its options, ID).
+ * Unknown global options that runc has (--systemd-cgroup, --rootless,
+ * --criu) are accepted and ignored.  Returns 0, or -1 with a one-line
+ * reason in @err.  The strings point into argv.
+ */
+int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,
+		  size_t errlen);
+void oci_cli_usage(FILE *f);
+
+#endif

@@ -1,0 +1,934 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * minivmm-oci's guest init: PID 1 of the container's microVM (static, in
+ * the initramfs that examples/oci/mkinitrd.sh builds).
+ *
+ *  1. mounts /dev, /proc, /sys of the initramfs, loads the modules listed
+ *     in /etc/modules.load (virtio_pci, virtio_blk, virtio_console, ext4
+ *     and their dependencies);
+ *  2. opens the virtio-console ports minivmm.ctl/.stdin/.stdout/.stderr,
+ *     sends READY on minivmm.ctl and waits for the CONFIG message (the host
+ *     sends it when `minivmm-oci start` runs);
+ *  3. mounts the root disk (/dev/vda, ext4; read-only when asked) at
+ *     /newroot and starts the container process with clone(CLONE_NEWPID):
+ *     it is PID 1 of its own PID namespace, as under runc, so signals it
+ *     has no handler for are ignored unless they are SIGKILL/SIGSTOP.  The
+ *     child mounts what the spec lists (proc, sysfs, tmpfs, devpts, mqueue,
+ *     cgroup2; /dev gets its device nodes), masks and protects paths, sets
+ *     hostname, sysctls, rlimits, umask, groups, gid, uid, chroots, changes
+ *     to cwd and execs the process with the spec's environment;
+ *  4. forwards SIGNAL messages to the process, relays the terminal (-t)
+ *     between the ports and a pty, applies RESIZE, reaps every child;
+ *  5. when the process has exited, writes its status (exit code, or
+ *     128 + signal) to the VMM's exit port (0xf4): the VM ends there.
+ * Any failure before the process runs is reported as ERROR on minivmm.ctl
+ * and ends the VM with status 127 (not found), 126 (not executable) or 1.
+ * Its own messages go to the kernel console (ttyS0: the runtime's log).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/io.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <grp.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../proto.h"
+
+#define EXIT_PORT 0xf4 /* VMM_EXIT_PORT */
+#define NEWROOT "/newroot"
+#define MAX_ITEMS 1024
+
+static void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void msg(const char *fmt, ...)
+{
+	struct timespec ts;
+	va_list ap;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	va_start(ap, fmt);
+	fprintf(stderr, "minivmm-init[%ld.%03ld]: ", (long)ts.tv_sec,
+		ts.tv_nsec / 1000000);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* End the VM with @status (the exit port); never returns. */
+static void __attribute__((noreturn)) vm_exit(uint32_t status)
+{
+	if (ioperm(EXIT_PORT, 4, 1) == 0)
+		outl(status, EXIT_PORT);
+	msg("cannot use the exit port (%s); rebooting", strerror(errno));
+	sync();
+	syscall(SYS_reboot, 0xfee1dead, 672274793, 0x01234567, NULL);
+	for (;;)
+		pause();
+}
+
+/* ---- the configuration ------------------------------------------------ */
+
+struct mnt {
+	char *dest, *type, *source, *options;
+};
+
+struct dev {
+	char type;
+	uint32_t major, minor, mode, uid, gid;
+	char *path;
+};
+
+struct rl {
+	uint32_t res;
+	uint64_t soft, hard;
+};
+
+static struct {
+	char *args[MAX_ITEMS + 1];
+	unsigned int nargs;
+	char *env[MAX_ITEMS + 1];
+	unsigned int nenv;
+	char *cwd, *hostname;
+	uint32_t uid, gid, umask_v;
+	gid_t groups[64];
+	unsigned int ngroups;
+	bool terminal, root_ro, nnp;
+	struct mnt mounts[128];
+	unsigned int nmounts;
+	struct rl rlimits[32];
+	unsigned int nrlimits;
+	char *masked[128], *ropaths[128];
+	unsigned int nmasked, nropaths;
+	char *sysctls[64][2];
+	unsigned int nsysctls;
+	struct dev devs[64];
+	unsigned int ndevs;
+	uint16_t rows, cols;
+} C = { .umask_v = 022 };
+
+static char *dupn(const uint8_t *v, uint32_t len)
+{
+	char *s = malloc(len + 1);
+
+	if (!s) {
+		msg("out of memory");
+		vm_exit(1);
+	}
+	memcpy(s, v, len);
+	s[len] = 0;
+	return s;
+}
+
+/* Split a NUL-separated record into @n strings (missing ones are ""). */
+static void split(const uint8_t *v, uint32_t len, char **out, unsigned int n)
+{
+	char *s = dupn(v, len), *end = s + len;
+
+	for (unsigned int i = 0; i < n; i++) {
+		out[i] = s < end ? s : end;
+		s += strlen(out[i]) + 1;
+		if (s > end)
+			s = end;
+	}
+}
+
+static int parse_config(const uint8_t *p, uint32_t n)
+{
+	struct proto_iter it = { p, p + n };
+	const uint8_t *v;
+	uint32_t len;
+	uint16_t t;
+	int r;
+
+	while ((r = proto_next(&it, &t, &v, &len)) > 0) {
+		switch (t) {
+		case PROTO_REC_ARG:
+			if (C.nargs < MAX_ITEMS)
+				C.args[C.nargs++] = dupn(v, len);
+			break;
+		case PROTO_REC_ENV:
+			if (C.nenv < MAX_ITEMS)
+				C.env[C.nenv++] = dupn(v, len);
+			break;
+		case PROTO_REC_CWD: C.cwd = dupn(v, len); break;
+		case PROTO_REC_HOSTNAME: C.hostname = dupn(v, len); break;
+		case PROTO_REC_UID: if (len == 4) C.uid = proto_get_u32(v); break;
+		case PROTO_REC_GID: if (len == 4) C.gid = proto_get_u32(v); break;
+		case PROTO_REC_UMASK: if (len == 4) C.umask_v = proto_get_u32(v); break;
+		case PROTO_REC_GROUP:
+			if (len == 4 && C.ngroups < 64)
+				C.groups[C.ngroups++] = proto_get_u32(v);
+			break;
+		case PROTO_REC_TERMINAL: C.terminal = len && v[0]; break;
+		case PROTO_REC_ROOT_RO: C.root_ro = len && v[0]; break;
+		case PROTO_REC_NNP: C.nnp = len && v[0]; break;
+		case PROTO_REC_ROWS: if (len == 2) C.rows = (uint16_t)(v[0] | v[1] << 8); break;
+		case PROTO_REC_COLS: if (len == 2) C.cols = (uint16_t)(v[0] | v[1] << 8); break;
+		case PROTO_REC_MOUNT:
+			if (C.nmounts < 128) {
+				char *f[4];
+				struct mnt *m = &C.mounts[C.nmounts++];
+
+				split(v, len, f, 4);
+				*m = (struct mnt){ f[0], f[1], f[2], f[3] };
+			}
+			break;
+		case PROTO_REC_RLIMIT:
+			if (len == 20 && C.nrlimits < 32)
+				C.rlimits[C.nrlimits++] = (struct rl){
+					proto_get_u32(v), proto_get_u64(v + 4),
+					proto_get_u64(v + 12) };
+			break;
+		case PROTO_REC_MASK:
+			if (C.nmasked < 128)
+				C.masked[C.nmasked++] = dupn(v, len);
+			break;
+		case PROTO_REC_RO_PATH:
+			if (C.nropaths < 128)
+				C.ropaths[C.nropaths++] = dupn(v, len);
+			break;
+		case PROTO_REC_SYSCTL:
+			if (C.nsysctls < 64)
+				split(v, len, C.sysctls[C.nsysctls++], 2);
+			break;
+		case PROTO_REC_DEVICE:
+			if (len > 21 && C.ndevs < 64) {
+				struct dev *d = &C.devs[C.ndevs++];
+
+				d->type = (char)v[0];
+				d->major = proto_get_u32(v + 1);
+				d->minor = proto_get_u32(v + 5);
+				d->mode = proto_get_u32(v + 9);
+				d->uid = proto_get_u32(v + 13);
+				d->gid = proto_get_u32(v + 17);
+				d->path = dupn(v + 21, len - 21);
+			}
+			break;
+		default:
+			break; /* newer host: skip */
+		}
+	}
+	C.args[C.nargs] = NULL;
+	C.env[C.nenv] = NULL;
+	if (!C.cwd)
+		C.cwd = dupn((const uint8_t *)"/", 1);
+	return r < 0 || !C.nargs ? -1 : 0;
+}
+
+/* ---- the control port ------------------------------------------------- */
+
+static int ctl_fd = -1, in_fd = -1, out_fd = -1, err_fd = -1;
+
+static void write_full(int fd, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	while (n) {
+		ssize_t w = write(fd, b, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		b += w;
+		n -= (size_t)w;
+	}
+}
+
+static void ctl_send(uint8_t type, const void *p, size_t n)
+{
+	struct proto_buf b = { 0 };
+
+	proto_frame(&b, type, p, n);
+	if (!b.err)
+		write_full(ctl_fd, b.data, b.len);
+	proto_buf_free(&b);
+}
+
+/* Report a failure before the process ran and end the VM. */
+static void __attribute__((noreturn, format(printf, 2, 3)))
+fail(uint32_t status, const char *fmt, ...)
+{
+	char text[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	msg("%s", text);
+	if (ctl_fd >= 0)
+		ctl_send(PROTO_MSG_ERROR, text, strlen(text));
+	vm_exit(status);
+}
+
+/* ---- boot ------------------------------------------------------------- */
+
+static void load_modules(void)
+{
+	FILE *f = fopen("/etc/modules.load", "r");
+	char line[512], path[600];
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		int fd;
+
+		line[strcspn(line, "\n")] = 0;
+		if (!*line)
+			continue;
+		snprintf(path, sizeof(path), "/lib/modules/%s", line);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			msg("module %s: %s", line, strerror(errno));
+			continue;
+		}
+		/* A module the CPU cannot use (crc32c-intel) fails with
+		 * ENODEV: its generic fallback follows in the list. */
+		if (syscall(SYS_finit_module, fd, "", 0) && errno != EEXIST &&
+		    errno != ENODEV)
+			msg("module %s: %s", line, strerror(errno));
+		close(fd);
+	}
+	fclose(f);
+}
+
+/* The /dev node of the port called @name, or "" if it is not there yet. */
+static void find_port(const char *name, char *dev, size_t len)
+{
+	DIR *d = opendir("/sys/class/virtio-ports");
+	struct dirent *e;
+
+	*dev = 0;
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char p[512], n[256] = "";
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "/sys/class/virtio-ports/%s/name", e->d_name);
+		f = fopen(p, "r");
+		if (!f)
+			continue;
+		if (fgets(n, sizeof(n), f))
+			n[strcspn(n, "\n")] = 0;
+		fclose(f);
+		if (!strcmp(n, name)) {
+			snprintf(dev, len, "/dev/%s", e->d_name);
+			break;
+		}
+	}
+	closedir(d);
+}
+
+static int open_port(const char *name, int flags)
+{
+	char dev[300];
+
+	for (int i = 0; i < 3000; i++) { /* 30 s */
+		find_port(name, dev, sizeof(dev));
+		if (*dev) {
+			int fd = open(dev, flags | O_CLOEXEC | O_NOCTTY);
+
+			if (fd >= 0)
+				return fd;
+			if (errno != ENOENT)
+				return -1;
+		}
+		usleep(10000);
+	}
+	errno = ETIMEDOUT;
+	return -1;
+}
+
+static void wait_for(const char *path)
+{
+	struct stat st;
+
+	for (int i = 0; i < 3000 && stat(path, &st); i++)
+		usleep(10000);
+}
+
+/* Read frames from the control port until one of @type arrives. */
+static struct proto_reader ctl_reader;
+
+static int ctl_read_frame(uint8_t *type, const uint8_t **p, uint32_t *len,
+			  int timeout_ms)
+{
+	static uint8_t buf[65536];
+	static size_t have, off;
+	int got;
+
+	for (;;) {
+		if (off < have) {
+			off += proto_reader_feed(&ctl_reader, buf + off, have - off,
+						 &got, type, p, len);
+			if (ctl_reader.err)
+				return -1;
+			if (got)
+				return 1;
+			continue;
+		}
+		if (timeout_ms >= 0) {
+			struct pollfd pfd = { .fd = ctl_fd, .events = POLLIN };
+
+			if (poll(&pfd, 1, timeout_ms) <= 0)
+				return 0;
+		}
+		ssize_t n = read(ctl_fd, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		have = (size_t)n;
+		off = 0;
+		if (timeout_ms >= 0)
+			timeout_ms = 0; /* more may already be there */
+	}
+}
+
+/* ---- the container process ---------------------------------------------- */
+
+struct opt {
+	const char *name;
+	unsigned long set, clear;
+};
+
+static const struct opt mount_opts[] = {
+	{ "ro", MS_RDONLY, 0 },	       { "rw", 0, MS_RDONLY },
+	{ "nosuid", MS_NOSUID, 0 },    { "suid", 0, MS_NOSUID },
+	{ "nodev", MS_NODEV, 0 },      { "dev", 0, MS_NODEV },
+	{ "noexec", MS_NOEXEC, 0 },    { "exec", 0, MS_NOEXEC },
+	{ "relatime", MS_RELATIME, 0 }, { "noatime", MS_NOATIME, 0 },
+	{ "strictatime", MS_STRICTATIME, 0 }, { "sync", MS_SYNCHRONOUS, 0 },
+	{ "nodiratime", MS_NODIRATIME, 0 },
+	{ "rbind", 0, 0 }, { "bind", 0, 0 }, { "private", 0, 0 },
+	{ "rprivate", 0, 0 }, { "slave", 0, 0 }, { "rslave", 0, 0 },
+	{ "shared", 0, 0 }, { "rshared", 0, 0 },
+	/* runc/crun extensions and SELinux relabelling: nothing to pass to
+	 * the kernel (tmpcopyup's copy of the directory's old contents is
+	 * not done: the tmpfs starts empty). */
+	{ "tmpcopyup", 0, 0 }, { "notmpcopyup", 0, 0 }, { "z", 0, 0 },
+	{ "Z", 0, 0 }, { "U", 0, 0 }, { "copy-symlink", 0, 0 },
+	{ "idmap", 0, 0 }, { "nosymfollow", 0, 0 },
+};
+
+/* Split comma-separated @options into flags and the filesystem's data. */
+static unsigned long parse_opts(const char *options, char *data, size_t len)
+{
+	char *copy = strdup(options ? options : ""), *save, *o;
+	unsigned long flags = 0;
+
+	*data = 0;
+	for (o = strtok_r(copy, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
+		bool known = false;
+
+		for (size_t i = 0; i < sizeof(mount_opts) / sizeof(mount_opts[0]); i++)
+			if (!strcmp(o, mount_opts[i].name)) {
+				flags = (flags | mount_opts[i].set) & ~mount_opts[i].clear;
+				known = true;
+			}
+		if (!known && strlen(data) + strlen(o) + 2 < len) {
+			if (*data)
+				strcat(data, ",");
+			strcat(data, o);
+		}
+	}
+	free(copy);
+	return flags;
+}
+
+static void mkdir_p(const char *path, mode_t mode)
+{
+	char p[4096];
+
+	snprintf(p, sizeof(p), "%s", path);
+	for (char *s = p + 1; *s; s++)
+		if (*s == '/') {
+			*s = 0;
+			mkdir(p, mode);
+			*s = '/';
+		}
+	mkdir(p, mode);
+}
+
+/* @dev is NEWROOT "/dev": short, so the names below always fit. */
+static void make_dev_nodes(const char *dev)
+{
+	static const struct { const char *n; unsigned int maj, min; mode_t m; } d[] = {
+		{ "null", 1, 3, 0666 }, { "zero", 1, 5, 0666 }, { "full", 1, 7, 0666 },
+		{ "random", 1, 8, 0666 }, { "urandom", 1, 9, 0666 }, { "tty", 5, 0, 0666 },
+	};
+	char p[4200];
+
+	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", dev, d[i].n);
+		mknod(p, S_IFCHR | d[i].m, makedev(d[i].maj, d[i].min));
+		chmod(p, d[i].m);
+	}
+	snprintf(p, sizeof(p), "%s/ptmx", dev);
+	symlink("pts/ptmx", p);
+	snprintf(p, sizeof(p), "%s/fd", dev);
+	symlink("/proc/self/fd", p);
+	snprintf(p, sizeof(p), "%s/stdin", dev);
+	symlink("/proc/self/fd/0", p);
+	snprintf(p, sizeof(p), "%s/stdout", dev);
+	symlink("/proc/self/fd/1", p);
+	snprintf(p, sizeof(p), "%s/stderr", dev);
+	symlink("/proc/self/fd/2", p);
+	snprintf(p, sizeof(p), "%s/core", dev);
+	symlink("/proc/kcore", p);
+}
+
+/* Context: the child, in its PID namespace, before chroot. */
+static void do_mounts(void)
+{
+	char target[4096], data[1024];
+
+	for (unsigned int i = 0; i < C.nmounts; i++) {
+		const struct mnt *m = &C.mounts[i];
+		unsigned long flags = parse_opts(m->options, data, sizeof(data));
+		const char *type = m->type;
+
+		snprintf(target, sizeof(target), NEWROOT "%s", m->dest);
+		if (!strcmp(type, "cgroup"))
+			type = "cgroup2"; /* one unified hierarchy in the guest */
+		mkdir_p(target, 0755);
+		if (mount(type, target, type, flags & ~MS_RDONLY, *data ? data : NULL)) {
+			/* cgroup2 and mqueue are optional in a VM. */
+			if (!strcmp(type, "cgroup2") || !strcmp(type, "mqueue")) {
+				msg("mount %s on %s: %s (skipped)", type, m->dest,
+				    strerror(errno));
+				continue;
+			}
+			fail(1, "mount %s on %s: %s", type, m->dest, strerror(errno));
+		}
+		if (!strcmp(m->dest, "/dev") && !strcmp(type, "tmpfs"))
+			make_dev_nodes(target);
+		if ((flags & MS_RDONLY) &&
+		    mount(NULL, target, NULL, MS_REMOUNT | flags, *data ? data : NULL))
+			msg("remount %s read-only: %s", m->dest, strerror(errno));
+	}
+	for (unsigned int i = 0; i < C.ndevs; i++) {
+		const struct dev *d = &C.devs[i];
+		mode_t t = d->type == 'b' ? S_IFBLK : S_IFCHR;
+
+		snprintf(target, sizeof(target), NEWROOT "%s", d->path);
+		unlink(target);
+		if (mknod(target, t | (d->mode & 07777), makedev(d->major, d->minor)) == 0) {
+			chmod(target, d->mode & 07777);
+			if (chown(target, d->uid, d->gid))
+				msg("chown %s: %s", d->path, strerror(errno));
+		}
+	}
+}
+
+static void do_paths(void)
+{
+	char target[4096];
+	struct stat st;
+
+	for (unsigned int i = 0; i < C.nmasked; i++) {
+		snprintf(target, sizeof(target), NEWROOT "%s", C.masked[i]);
+		if (stat(target, &st))
+			continue;
+		if (S_ISDIR(st.st_mode))
+			mount("tmpfs", target, "tmpfs", MS_RDONLY, NULL);
+		else
+			mount(NEWROOT "/dev/null", target, NULL, MS_BIND, NULL);
+	}
+	for (unsigned int i = 0; i < C.nropaths; i++) {
+		snprintf(target, sizeof(target), NEWROOT "%s", C.ropaths[i]);
+		if (stat(target, &st))
+			continue;
+		if (!mount(target, target, NULL, MS_BIND | MS_REC, NULL))
+			mount(NULL, target, NULL,
+			      MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV |
+				      MS_NOEXEC, NULL);
+	}
+}
+
+static void do_sysctls(void)
+{
+	for (unsigned int i = 0; i < C.nsysctls; i++) {
+		char p[512];
+		int fd;
+
+		snprintf(p, sizeof(p), NEWROOT "/proc/sys/%s", C.sysctls[i][0]);
+		for (char *s = p + strlen(NEWROOT "/proc/sys/"); *s; s++)
+			if (*s == '.')
+				*s = '/';
+		fd = open(p, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, C.sysctls[i][1], strlen(C.sysctls[i][1])) < 0)
+			msg("sysctl %s: %s", C.sysctls[i][0], strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
+static void do_rlimits(void)
+{
+	for (unsigned int i = 0; i < C.nrlimits; i++) {
+		struct rlimit r = { C.rlimits[i].soft, C.rlimits[i].hard };
+
+		if (setrlimit((int)C.rlimits[i].res, &r) == 0)
+			continue;
+		/* A nofile limit above fs.nr_open: raise nr_open first. */
+		if (C.rlimits[i].res == RLIMIT_NOFILE) {
+			int fd = open("/proc/sys/fs/nr_open", O_WRONLY | O_CLOEXEC);
+			char v[32];
+
+			if (fd >= 0) {
+				snprintf(v, sizeof(v), "%llu",
+					 (unsigned long long)C.rlimits[i].hard);
+				if (write(fd, v, strlen(v)) < 0)
+					msg("fs.nr_open: %s", strerror(errno));
+				close(fd);
+			}
+			if (setrlimit(RLIMIT_NOFILE, &r) == 0)
+				continue;
+		}
+		msg("rlimit %u: %s (ignored)", C.rlimits[i].res, strerror(errno));
+	}
+}
+
+static void set_winsize(int fd, uint16_t rows, uint16_t cols)
+{
+	struct winsize ws = { .ws_row = rows, .ws_col = cols };
+
+	if (rows && cols && ioctl(fd, TIOCSWINSZ, &ws))
+		msg("TIOCSWINSZ: %s", strerror(errno));
+}
+
+struct child_args {
+	int err_pipe; /* CLOEXEC: EOF = exec succeeded */
+	int tty_sock; /* terminal: the pty master goes to the parent here */
+};
+
+/* Send @fd over the unix socket @sock (SCM_RIGHTS). */
+static int send_fd(int sock, int fd)
+{
+	char byte = 'T';
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c;
+
+	memset(u.buf, 0, sizeof(u.buf));
+	c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	return sendmsg(sock, &m, 0) == 1 ? 0 : -1;
+}
+
+static int recv_fd(int sock)
+{
+	char byte;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c;
+	int fd = -1;
+
+	if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != 1)
+		return -1;
+	c = CMSG_FIRSTHDR(&m);
+	if (c && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	return fd;
+}
+
+static void __attribute__((noreturn, format(printf, 3, 4)))
+child_fail(int pipe_fd, int status, const char *fmt, ...)
+{
+	char text[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	text[0] = (char)status;
+	vsnprintf(text + 1, sizeof(text) - 1, fmt, ap);
+	va_end(ap);
+	write_full(pipe_fd, text, strlen(text + 1) + 1);
+	_exit(status);
+}
+
+static int child_main(void *arg)
+{
+	struct child_args *a = arg;
+	int fd = a->err_pipe;
+
+	/* The new PID namespace's proc is mounted by do_mounts(). */
+	do_mounts();
+	do_paths();
+	if (C.hostname && sethostname(C.hostname, strlen(C.hostname)))
+		msg("sethostname: %s", strerror(errno));
+	do_sysctls();
+	if (C.terminal) {
+		/* The pty comes from the container's own devpts (so ttyname()
+		 * finds /dev/pts/N there); its master goes to the parent, which
+		 * relays it to the stdio ports. */
+		int master = open(NEWROOT "/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+		int slave;
+
+		if (master < 0)
+			master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+		if (master < 0 || unlockpt(master))
+			child_fail(fd, 1, "pty: %s", strerror(errno));
+		slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY);
+		if (slave < 0)
+			child_fail(fd, 1, "pty peer: %s", strerror(errno));
+		set_winsize(master, C.rows, C.cols);
+		if (send_fd(a->tty_sock, master))
+			child_fail(fd, 1, "passing the pty: %s", strerror(errno));
+		close(master);
+		close(a->tty_sock);
+		setsid();
+		if (ioctl(slave, TIOCSCTTY, 0))
+			msg("TIOCSCTTY: %s", strerror(errno));
+		dup2(slave, 0);
+		dup2(slave, 1);
+		dup2(slave, 2);
+		if (slave > 2)
+			close(slave);
+	}
+	if (chroot(NEWROOT) || chdir("/"))
+		child_fail(fd, 1, "chroot: %s", strerror(errno));
+	if (!C.terminal) {
+		if (in_fd >= 0)
+			dup2(in_fd, 0);
+		else
+			close(0);
+		dup2(out_fd, 1);
+		dup2(err_fd, 2);
+	}
+	do_rlimits();
+	umask(C.umask_v);
+	if (setgroups(C.ngroups, C.groups) || setgid(C.gid) || setuid(C.uid))
+		child_fail(fd, 1, "setting uid %u gid %u: %s", C.uid, C.gid,
+			   strerror(errno));
+	if (chdir(C.cwd))
+		child_fail(fd, 1, "chdir to cwd (\"%s\") set in config.json failed: %s",
+			   C.cwd, strerror(errno));
+	if (C.nnp)
+		prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	/* Default signal handling for the process, as a fresh exec has. */
+	sigset_t all;
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	clearenv();
+	for (unsigned int i = 0; i < C.nenv; i++)
+		putenv(C.env[i]);
+	execvp(C.args[0], C.args);
+	child_fail(fd, errno == ENOENT ? 127 : 126,
+		   "exec %s: %s", C.args[0], strerror(errno));
+}
+
+/* ---- main ----------------------------------------------------------------- */
+
+int main(void)
+{
+	static char stack[256 * 1024] __attribute__((aligned(16)));
+	struct child_args ca = { .tty_sock = -1 };
+	int pipefd[2], sfd, master = -1, status = 0, tty_sock = -1;
+	bool exited = false, in_open = true, ctl_dead = false, tty_hup = false;
+	int idle = 0;
+	const uint8_t *payload;
+	sigset_t mask;
+	uint32_t len;
+	uint8_t type;
+	pid_t pid;
+
+	mount("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755");
+	mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	if (!freopen("/dev/console", "w", stderr))
+		msg("no /dev/console");
+	setvbuf(stderr, NULL, _IOLBF, 0);
+	msg("up");
+	load_modules();
+	msg("modules loaded");
+
+	ctl_fd = open_port(PROTO_PORT_CTL, O_RDWR);
+	if (ctl_fd < 0)
+		fail(1, "no port %s: %s", PROTO_PORT_CTL, strerror(errno));
+	in_fd = open_port(PROTO_PORT_STDIN, O_RDONLY);
+	out_fd = open_port(PROTO_PORT_STDOUT, O_WRONLY);
+	err_fd = open_port(PROTO_PORT_STDERR, O_WRONLY);
+	if (out_fd < 0 || err_fd < 0 || in_fd < 0)
+		fail(1, "stdio ports missing: %s", strerror(errno));
+
+	msg("ports open");
+	ctl_send(PROTO_MSG_READY, NULL, 0);
+	for (;;) {
+		int r = ctl_read_frame(&type, &payload, &len, -1);
+
+		if (r <= 0)
+			fail(1, "control port closed before the configuration came");
+		if (type == PROTO_MSG_CONFIG)
+			break;
+	}
+	if (parse_config(payload, len))
+		fail(1, "malformed configuration");
+	msg("configuration received");
+
+	wait_for("/dev/vda");
+	mkdir(NEWROOT, 0755);
+	if (mount("/dev/vda", NEWROOT, "ext4", C.root_ro ? MS_RDONLY : 0, NULL))
+		fail(1, "mounting the root disk: %s", strerror(errno));
+
+	if (C.terminal) {
+		int sp[2];
+
+		/* A fallback devpts for a spec that mounts none. */
+		mkdir("/dev/pts", 0755);
+		mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		      "newinstance,ptmxmode=0666,mode=0620");
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp))
+			fail(1, "socketpair: %s", strerror(errno));
+		tty_sock = sp[0];
+		ca.tty_sock = sp[1];
+	}
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+	if (pipe2(pipefd, O_CLOEXEC))
+		fail(1, "pipe: %s", strerror(errno));
+	ca.err_pipe = pipefd[1];
+	pid = clone(child_main, stack + sizeof(stack), CLONE_NEWPID | SIGCHLD, &ca);
+	if (pid < 0)
+		fail(1, "clone: %s", strerror(errno));
+	close(pipefd[1]);
+	if (tty_sock >= 0) {
+		close(ca.tty_sock);
+		master = recv_fd(tty_sock); /* -1 if the child failed first */
+		close(tty_sock);
+		if (master >= 0)
+			fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
+	}
+	{
+		char e[512];
+		ssize_t n = read(pipefd[0], e, sizeof(e) - 1);
+
+		if (n > 0) {
+			e[n] = 0;
+			waitpid(pid, NULL, 0);
+			fail((uint8_t)e[0], "%s", e + 1);
+		}
+		close(pipefd[0]);
+	}
+	ctl_send(PROTO_MSG_STARTED, NULL, 0);
+	msg("process started");
+
+	while (!exited || master >= 0) {
+		struct pollfd p[4] = {
+			{ .fd = sfd, .events = POLLIN },
+			{ .fd = exited || ctl_dead ? -1 : ctl_fd, .events = POLLIN },
+			{ .fd = tty_hup ? -1 : master, .events = POLLIN },
+			{ .fd = master >= 0 && in_open && !exited ? in_fd : -1,
+			  .events = POLLIN },
+		};
+		uint8_t buf[16384];
+
+		if (poll(p, 4, exited ? 100 : -1) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents) {
+			struct signalfd_siginfo si;
+
+			while (read(sfd, &si, sizeof(si)) > 0)
+				;
+			for (;;) {
+				int st;
+				pid_t w = waitpid(-1, &st, WNOHANG);
+
+				if (w <= 0)
+					break;
+				if (w == pid) {
+					exited = true;
+					status = st;
+				}
+			}
+		}
+		if (p[1].revents) {
+			int r;
+
+			while ((r = ctl_read_frame(&type, &payload, &len, 0)) > 0) {
+				if (type == PROTO_MSG_SIGNAL && len == 4)
+					kill(pid, (int)proto_get_u32(payload));
+				else if (type == PROTO_MSG_RESIZE && len == 4 && master >= 0)
+					set_winsize(master, (uint16_t)(payload[0] | payload[1] << 8),
+						    (uint16_t)(payload[2] | payload[3] << 8));
+			}
+			if (r < 0) {
+				msg("control port closed");
+				ctl_dead = true;
+			}
+		}
+		if (master >= 0 && p[3].revents) {
+			ssize_t n = read(in_fd, buf, sizeof(buf));
+
+			if (n > 0)
+				write_full(master, buf, (size_t)n);
+			else
+				in_open = false; /* EOF: nothing to send; the tty stays */
+		}
+		if (master >= 0 && (p[2].revents || exited)) {
+			ssize_t n = read(master, buf, sizeof(buf));
+
+			if (n > 0) {
+				write_full(out_fd, buf, (size_t)n);
+				idle = 0;
+			} else if (n == 0 || errno == EIO) {
+				/* Every slave closed: done once the process
+				 * exited (its namespace dies with it). */
+				if (exited)
+					master = -1;
+				else
+					tty_hup = true;
+			} else if (exited && ++idle > 20) {
+				master = -1; /* nothing more for 2 s */
+			}
+		}
+	}
+	if (WIFEXITED(status))
+		vm_exit((uint32_t)WEXITSTATUS(status));
+	vm_exit(128u + (uint32_t)WTERMSIG(status));
+}

@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+/* minivmm-oci settings: config file, environment, kernel and initramfs. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "oci.h"
+
+#ifndef OCI_LIBEXECDIR
+#define OCI_LIBEXECDIR "/usr/local/libexec/minivmm-oci"
+#endif
+#ifndef OCI_BINDIR
+#define OCI_BINDIR "/usr/local/bin"
+#endif
+#define OCI_CACHE_DIR "/var/cache/minivmm-oci"
+#define DEFAULT_KERNEL "/vmlinuz"
+
+static int fail(char *err, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static int parse_size(const char *v, uint64_t *out)
+{
+	char *e;
+	unsigned long long n = strtoull(v, &e, 10);
+
+	if (e == v)
+		return -1;
+	switch (*e) {
+	case 'k': case 'K': n <<= 10; e++; break;
+	case 'm': case 'M': n <<= 20; e++; break;
+	case 'g': case 'G': n <<= 30; e++; break;
+	case 0: n <<= 20; break; /* MiB, like minivmm --mem */
+	default: return -1;
+	}
+	if (*e)
+		return -1;
+	*out = n;
+	return 0;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+		*--e = 0;
+	return s;
+}
+
+static int set_str(char **dst, const char *v)
+{
+	free(*dst);
+	*dst = strdup(v);
+	return *dst ? 0 : -1;
+}
+
+int oci_settings_load(struct oci_settings *s, char *err, size_t errlen)
+{
+	const char *path = getenv("MINIVMM_OCI_CONFIG"), *e;
+	char line[4096];
+	unsigned int lineno = 0;
+	FILE *f;
+
+	memset(s, 0, sizeof(*s));
+	s->mem_default = 512ull << 20;
+	s->cpus_default = 1;
+	s->root_free = 256ull << 20;
+	s->seccomp = true;
+	if (!path)
+		path = OCI_CONFIG_FILE;
+	f = fopen(path, "re");
+	if (!f && errno != ENOENT)
+		return fail(err, errlen, "%s: %s", path, strerror(errno));
+	while (f && fgets(line, sizeof(line), f)) {
+		char *k = line, *v = strchr(line, '='), *end;
+		int bad = 0;
+
+		lineno++;
+		k = trim(k);
+		if (!*k || *k == '#')
+			continue;
+		if (!v) {
+			fclose(f);
+			return fail(err, errlen, "%s:%u: expected key = value", path, lineno);
+		}
+		*v++ = 0;
+		k = trim(k);
+		v = trim(v);
+		if (!strcmp(k, "kernel"))
+			bad = set_str(&s->kernel, v);
+		else if (!strcmp(k, "initrd"))
+			bad = set_str(&s->initrd, v);
+		else if (!strcmp(k, "modules"))
+			bad = set_str(&s->modroot, v);
+		else if (!strcmp(k, "append"))
+			bad = set_str(&s->append, v);
+		else if (!strcmp(k, "timings"))
+			bad = set_str(&s->timings, v);
+		else if (!strcmp(k, "console_dir"))
+			bad = set_str(&s->console_dir, v);
+		else if (!strcmp(k, "memory"))
+			bad = parse_size(v, &s->mem_default);
+		else if (!strcmp(k, "root_free"))
+			bad = parse_size(v, &s->root_free);
+		else if (!strcmp(k, "cpus")) {
+			unsigned long n = strtoul(v, &end, 10);
+
+			bad = *end || !n || n > SPEC_MAX_VCPUS;
+			s->cpus_default = (unsigned int)n;
+		} else if (!strcmp(k, "seccomp"))
+			s->seccomp = strcmp(v, "off") && strcmp(v, "0") && strcmp(v, "no");
+		else
+			bad = 1;
+		if (bad) {
+			fclose(f);
+			return fail(err, errlen, "%s:%u: bad setting %s", path, lineno, k);
+		}
+	}
+	if (f)
+		fclose(f);
+	if ((e = getenv("MINIVMM_OCI_KERNEL")) && *e && set_str(&s->kernel, e))
+		return fail(err, errlen, "out of memory");
+	if ((e = getenv("MINIVMM_OCI_INITRD")) && *e && set_str(&s->initrd, e))
+		return fail(err, errlen, "out of memory");
+	if (!s->modroot && set_str(&s->modroot, "/"))
+		return fail(err, errlen, "out of memory");
+	return 0;
+}
+
+void oci_settings_free(struct oci_settings *s)
+{
+	free(s->kernel);
+	free(s->initrd);
+	free(s->modroot);
+	free(s->append);
+	free(s->timings);
+	free(s->console_dir);
+	memset(s, 0, sizeof(*s));
+}
+
+int oci_kernel_release(const char *kernel, char *out, size_t len)
+{
+	uint8_t hdr[0x210];
+	char ver[256];
+	int fd = open(kernel, O_RDONLY | O_CLOEXEC);
+	uint16_t off;
+	ssize_t n;
+	size_t i;
+
+	if (fd < 0)
+		return -errno;
+	n = pread(fd, hdr, sizeof(hdr), 0);
+	/* "HdrS" at 0x202; kernel_version at 0x20e: offset - 0x200 of a
+	 * NUL-terminated "RELEASE (builder) #N ..." string. */
+	if (n != (ssize_t)sizeof(hdr) || memcmp(hdr + 0x202, "HdrS", 4)) {
+		close(fd);
+		return -EINVAL;
+	}
+	off = (uint16_t)(hdr[0x20e] | hdr[0x20f] << 8);
+	n = off ? pread(fd, ver, sizeof(ver) - 1, (off_t)off + 0x200) : -1;
+	close(fd);
+	if (n <= 0)
+		return -EINVAL;
+	ver[n] = 0;
+	for (i = 0; ver[i] && ver[i] != ' ' && i + 1 < len; i++)
+		out[i] = ver[i];
+	out[i] = 0;
+	return i ? 0 : -EINVAL;
+}
+
+/* A helper program: next to this executable (the build tree), else where
+ * `cmake --install` put it. */
+static int find_helper(const char *name, const char *installed_dir, char *out,
+		       size_t len)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n > 0) {
+		char *slash;
+
+		self[n] = 0;
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = 0;
+			if (snprintf(out, len, "%s/%s", self, name) < (int)len &&
+			    access(out, X_OK) == 0)
+				return 0;
+		}
+	}
+	snprintf(out, len, "%s/%s", installed_dir, name);
+	return access(out, X_OK) == 0 ? 0 : -1;
+}
+
+static int build_initrd(const struct oci_settings *s, const char *kver,
+			const char *out, char *err, size_t errlen)
+{
+	char mk[PATH_MAX], init[PATH_MAX], lock[PATH_MAX + 8];
+	int lfd, status;
+	pid_t pid;
+	struct stat st;
+
+	if (find_helper("minivmm-oci-mkinitrd", OCI_BINDIR, mk, sizeof(mk)) ||
+	    find_helper("minivmm-oci-init", OCI_LIBEXECDIR, init, sizeof(init)))
+		return fail(err, errlen, "no initramfs at %s and minivmm-oci-mkinitrd or "
+			    "minivmm-oci-init is not installed", out);
+	mkdir(OCI_CACHE_DIR, 0755);
+	snprintf(lock, sizeof(lock), "%s.lock", out);
+	lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lfd < 0 || flock(lfd, LOCK_EX))
+		return fail(err, errlen, "%s: %s", lock, strerror(errno));
+	if (stat(out, &st) == 0) { /* built meanwhile */
+		close(lfd);
+		return 0;
+	}
+	pid = fork();
+	if (pid == 0) {
+		dup2(open("/dev/null", O_WRONLY), 1);
+		execl(mk, mk, "--init", init, "--kver", kver, "--modroot", s->modroot,
+		      "--out", out, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+	    WEXITSTATUS(status)) {
+		close(lfd);
+		return fail(err, errlen, "building the initramfs %s for kernel %s with "
+			    "%s failed (modules from %s/lib/modules/%s)", out, kver, mk,
+			    s->modroot, kver);
+	}
+	close(lfd);
+	return 0;
+}
+
+int oci_boot_files(struct oci_settings *s, char *err, size_t errlen)
+{
+	char kver[128], path[PATH_MAX];
+	int ret;
+
+	if (!s->kernel && set_str(&s->kernel, DEFAULT_KERNEL))
+		return fail(err, errlen, "out of memory");
+	if (access(s->kernel, R_OK))
+		return fail(err, errlen, "kernel %s: %s (set kernel= in %s or "
+			    "MINIVMM_OCI_KERNEL)", s->kernel, strerror(errno),
+			    OCI_CONFIG_FILE);
+	if (s->initrd) {
+		if (access(s->initrd, R_OK))
+			return fail(err, errlen, "initramfs %s: %s", s->initrd,
+				    strerror(errno));
+		return 0;
+	}
+	ret = oci_kernel_release(s->kernel, kver, sizeof(kver));
+	if (ret)
+		return fail(err, errlen, "kernel %s: not a bzImage with a version "
+			    "string", s->kernel);
+	snprintf(path, sizeof(path), OCI_CACHE_DIR "/initrd-%s.cpio.gz", kver);
+	if (access(path, R_OK) && build_initrd(s, kver, path, err, errlen))
+		return -1;
+	return set_str(&s->initrd, path) ? fail(err, errlen, "out of memory") : 0;
+}

@@ -1,0 +1,755 @@
+/* SPDX-License-Identifier: MIT */
+/* config.json parsing and its mapping onto a microVM (see spec.h). */
+#include <ctype.h>
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "spec.h"
+
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+static int fail(char *err, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Optional string member: 0 (absent or a string), -1 (wrong type). */
+static int get_str(json_t *o, const char *key, char **out)
+{
+	json_t *v = json_object_get(o, key);
+
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_string(v))
+		return -1;
+	*out = strdup(json_string_value(v));
+	return *out ? 0 : -1;
+}
+
+static int get_bool(json_t *o, const char *key, bool *out)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_boolean(v))
+		return -1;
+	*out = json_is_true(v);
+	return 0;
+}
+
+/* Optional unsigned integer member, at most @max. */
+static int get_uint(json_t *o, const char *key, uint64_t max, uint64_t *out,
+		    bool *present)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (present)
+		*present = false;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    (uint64_t)json_integer_value(v) > max)
+		return -1;
+	*out = (uint64_t)json_integer_value(v);
+	if (present)
+		*present = true;
+	return 0;
+}
+
+/* An array of strings into a NULL-terminated vector. */
+static int get_strv(json_t *o, const char *key, char ***out, unsigned int *n)
+{
+	json_t *a = json_object_get(o, key), *v;
+	size_t i;
+
+	*out = NULL;
+	*n = 0;
+	if (!a || json_is_null(a))
+		return 0;
+	if (!json_is_array(a))
+		return -1;
+	*out = calloc(json_array_size(a) + 1, sizeof(char *));
+	if (!*out)
+		return -1;
+	json_array_foreach(a, i, v) {
+		if (!json_is_string(v))
+			return -1;
+		(*out)[i] = strdup(json_string_value(v));
+		if (!(*out)[i])
+			return -1;
+		*n = (unsigned int)i + 1;
+	}
+	return 0;
+}
+
+static void free_strv(char **v, unsigned int n)
+{
+	for (unsigned int i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void add_warning(struct oci_spec *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void add_warning(struct oci_spec *s, const char *fmt, ...)
+{
+	char line[512], *n;
+	size_t old = s->warnings ? strlen(s->warnings) : 0;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	n = realloc(s->warnings, old + strlen(line) + 2);
+	if (!n)
+		return;
+	s->warnings = n;
+	memcpy(n + old, line, strlen(line));
+	n[old + strlen(line)] = '\n';
+	n[old + strlen(line) + 1] = 0;
+}
+
+static const struct {
+	const char *name;
+	int res;
+} rlimit_names[] = {
+	{ "RLIMIT_AS", RLIMIT_AS },	    { "RLIMIT_CORE", RLIMIT_CORE },
+	{ "RLIMIT_CPU", RLIMIT_CPU },	    { "RLIMIT_DATA", RLIMIT_DATA },
+	{ "RLIMIT_FSIZE", RLIMIT_FSIZE },   { "RLIMIT_LOCKS", RLIMIT_LOCKS },
+	{ "RLIMIT_MEMLOCK", RLIMIT_MEMLOCK }, { "RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE },
+	{ "RLIMIT_NICE", RLIMIT_NICE },	    { "RLIMIT_NOFILE", RLIMIT_NOFILE },
+	{ "RLIMIT_NPROC", RLIMIT_NPROC },   { "RLIMIT_RSS", RLIMIT_RSS },
+	{ "RLIMIT_RTPRIO", RLIMIT_RTPRIO }, { "RLIMIT_RTTIME", RLIMIT_RTTIME },
+	{ "RLIMIT_SIGPENDING", RLIMIT_SIGPENDING }, { "RLIMIT_STACK", RLIMIT_STACK },
+};
+
+static int parse_process(json_t *p, struct oci_spec *s, char *err, size_t len)
+{
+	json_t *user, *rl, *v, *cs;
+	uint64_t u;
+	bool has;
+	size_t i;
+
+	if (!json_is_object(p))
+		return fail(err, len, "config.json: process is missing or not an object");
+	if (get_strv(p, "args", &s->args, &s->nargs))
+		return fail(err, len, "config.json: process.args must be an array of strings");
+	if (!s->nargs || !*s->args[0])
+		return fail(err, len, "config.json: process.args is empty");
+	if (get_strv(p, "env", &s->env, &s->nenv))
+		return fail(err, len, "config.json: process.env must be an array of strings");
+	if (get_str(p, "cwd", &s->cwd))
+		return fail(err, len, "config.json: process.cwd must be a string");
+	if (!s->cwd)
+		s->cwd = strdup("/");
+	else if (s->cwd[0] != '/')
+		return fail(err, len, "config.json: process.cwd \"%s\" is not absolute", s->cwd);
+	if (get_bool(p, "terminal", &s->terminal) ||
+	    get_bool(p, "noNewPrivileges", &s->nnp))
+		return fail(err, len, "config.json: process.terminal/noNewPrivileges must be booleans");
+	cs = json_object_get(p, "consoleSize");
+	if (json_is_object(cs)) {
+		if (get_uint(cs, "height", 65535, &u, &has))
+			return fail(err, len, "config.json: bad consoleSize.height");
+		if (has)
+			s->rows = (uint16_t)u;
+		if (get_uint(cs, "width", 65535, &u, &has))
+			return fail(err, len, "config.json: bad consoleSize.width");
+		if (has)
+			s->cols = (uint16_t)u;
+	}
+	user = json_object_get(p, "user");
+	if (user) {
+		json_t *g;
+
+		if (!json_is_object(user))
+			return fail(err, len, "config.json: process.user must be an object");
+		if (get_uint(user, "uid", UINT32_MAX, &u, &has))
+			return fail(err, len, "config.json: bad process.user.uid");
+		if (has)
+			s->uid = (uint32_t)u;
+		if (get_uint(user, "gid", UINT32_MAX, &u, &has))
+			return fail(err, len, "config.json: bad process.user.gid");
+		if (has)
+			s->gid = (uint32_t)u;
+		if (get_uint(user, "umask", 0777, &u, &s->has_umask))
+			return fail(err, len, "config.json: bad process.user.umask");
+		if (s->has_umask)
+			s->umask_v = (uint32_t)u;
+		g = json_object_get(user, "additionalGids");
+		if (g && !json_is_null(g)) {
+			if (!json_is_array(g))
+				return fail(err, len, "config.json: additionalGids must be an array");
+			s->gids = calloc(json_array_size(g) + 1, sizeof(*s->gids));
+			if (!s->gids)
+				return fail(err, len, "out of memory");
+			json_array_foreach(g, i, v) {
+				if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+				    json_integer_value(v) > UINT32_MAX)
+					return fail(err, len, "config.json: bad additionalGids entry");
+				s->gids[s->ngids++] = (uint32_t)json_integer_value(v);
+			}
+		}
+	}
+	rl = json_object_get(p, "rlimits");
+	if (rl && json_is_array(rl)) {
+		s->rlimits = calloc(json_array_size(rl) + 1, sizeof(*s->rlimits));
+		if (!s->rlimits)
+			return fail(err, len, "out of memory");
+		json_array_foreach(rl, i, v) {
+			const char *type = json_string_value(json_object_get(v, "type"));
+			uint64_t soft = 0, hard = 0;
+			size_t k;
+
+			if (!type || get_uint(v, "soft", UINT64_MAX >> 1, &soft, NULL) ||
+			    get_uint(v, "hard", UINT64_MAX >> 1, &hard, NULL))
+				return fail(err, len, "config.json: bad process.rlimits entry");
+			for (k = 0; k < sizeof(rlimit_names) / sizeof(rlimit_names[0]); k++)
+				if (!strcmp(type, rlimit_names[k].name))
+					break;
+			if (k == sizeof(rlimit_names) / sizeof(rlimit_names[0]))
+				return fail(err, len, "config.json: unknown rlimit type %s", type);
+			s->rlimits[s->nrlimits++] = (struct spec_rlimit){
+				(uint32_t)rlimit_names[k].res, soft, hard };
+		}
+	}
+	return 0;
+}
+
+static char *join_options(json_t *opts)
+{
+	size_t n = 1, i;
+	json_t *v;
+	char *s;
+
+	json_array_foreach(opts, i, v)
+		n += strlen(json_string_value(v) ? json_string_value(v) : "") + 1;
+	s = calloc(1, n);
+	if (!s)
+		return NULL;
+	json_array_foreach(opts, i, v) {
+		if (!json_string_value(v))
+			continue;
+		if (*s)
+			strcat(s, ",");
+		strcat(s, json_string_value(v));
+	}
+	return s;
+}
+
+static bool has_option(const char *opts, const char *o)
+{
+	size_t l = strlen(o);
+
+	for (const char *p = opts; p && *p;) {
+		const char *c = strchr(p, ',');
+		size_t n = c ? (size_t)(c - p) : strlen(p);
+
+		if (n == l && !strncmp(p, o, l))
+			return true;
+		p = c ? c + 1 : p + n;
+	}
+	return false;
+}
+
+static const char *const guest_fs_types[] = {
+	"proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup", "cgroup2",
+};
+
+static int parse_mounts(json_t *a, struct oci_spec *s, char *err, size_t len)
+{
+	json_t *m;
+	size_t i;
+
+	if (!a || json_is_null(a))
+		return 0;
+	if (!json_is_array(a))
+		return fail(err, len, "config.json: mounts must be an array");
+	s->mounts = calloc(json_array_size(a) + 1, sizeof(*s->mounts));
+	if (!s->mounts)
+		return fail(err, len, "out of memory");
+	json_array_foreach(a, i, m) {
+		struct spec_mount *sm = &s->mounts[s->nmounts];
+		json_t *opts = json_object_get(m, "options");
+		bool bind, known = false;
+		struct stat st;
+
+		if (!json_is_object(m) || get_str(m, "destination", &sm->dest) ||
+		    !sm->dest || get_str(m, "type", &sm->type) ||
+		    get_str(m, "source", &sm->source) ||
+		    (opts && !json_is_array(opts)))
+			return fail(err, len, "config.json: malformed mounts[%zu]", i);
+		s->nmounts++;
+		if (sm->dest[0] != '/')
+			return fail(err, len, "config.json: mount destination %s is not absolute",
+				    sm->dest);
+		sm->options = opts ? join_options(opts) : strdup("");
+		if (!sm->type)
+			sm->type = strdup("none");
+		if (!sm->options || !sm->type)
+			return fail(err, len, "out of memory");
+		bind = !strcmp(sm->type, "bind") || has_option(sm->options, "bind") ||
+		       has_option(sm->options, "rbind");
+		if (!bind) {
+			for (size_t k = 0; k < sizeof(guest_fs_types) / sizeof(*guest_fs_types); k++)
+				known |= !strcmp(sm->type, guest_fs_types[k]);
+			if (!known)
+				return fail(err, len, "mount of type %s on %s is not supported "
+					    "by minivmm-oci", sm->type, sm->dest);
+			sm->kind = SPEC_MOUNT_GUEST;
+			continue;
+		}
+		if (!sm->source || stat(sm->source, &st))
+			return fail(err, len, "bind mount source %s for %s: %s",
+				    sm->source ? sm->source : "(none)", sm->dest,
+				    strerror(errno));
+		if (S_ISREG(st.st_mode)) {
+			sm->kind = SPEC_MOUNT_FILE_COPY;
+		} else if (S_ISDIR(st.st_mode) && !strcmp(sm->dest, "/dev/shm")) {
+			/* podman's per-container shm directory: a private
+			 * tmpfs in the VM serves the same purpose. */
+			sm->kind = SPEC_MOUNT_GUEST;
+			free(sm->type);
+			free(sm->options);
+			sm->type = strdup("tmpfs");
+			sm->options = strdup("nosuid,noexec,nodev,mode=1777,size=65536k");
+			if (!sm->type || !sm->options)
+				return fail(err, len, "out of memory");
+			add_warning(s, "bind mount %s on /dev/shm replaced by a tmpfs in the VM",
+				    sm->source);
+		} else {
+			return fail(err, len, "bind mount of %s %s on %s is not supported by "
+				    "minivmm-oci: there is no shared file system into the "
+				    "container's VM (no volumes or host directories)",
+				    S_ISDIR(st.st_mode) ? "directory" : "host file",
+				    sm->source, sm->dest);
+		}
+	}
+	return 0;
+}
+
+static int parse_linux(json_t *l, struct oci_spec *s, char *err, size_t len)
+{
+	json_t *ns, *res, *v, *dev;
+	size_t i;
+
+	if (!l || json_is_null(l))
+		return 0;
+	if (!json_is_object(l))
+		return fail(err, len, "config.json: linux must be an object");
+	ns = json_object_get(l, "namespaces");
+	json_array_foreach(ns, i, v) {
+		const char *type = json_string_value(json_object_get(v, "type"));
+		const char *path = json_string_value(json_object_get(v, "path"));
+
+		/* A new (empty) network namespace is what a VM without a NIC
+		 * is; joining an existing one would need a network device. */
+		if (type && !strcmp(type, "network") && path && *path)
+			return fail(err, len, "joining the network namespace %s is not "
+				    "supported by minivmm-oci: the container's VM has no "
+				    "network (podman: --network none)", path);
+	}
+	if (get_strv(l, "maskedPaths", &s->masked, &s->nmasked) ||
+	    get_strv(l, "readonlyPaths", &s->ropaths, &s->nropaths))
+		return fail(err, len, "config.json: bad maskedPaths/readonlyPaths");
+	v = json_object_get(l, "sysctl");
+	if (json_is_object(v)) {
+		const char *k;
+		json_t *val;
+		size_t n = json_object_size(v);
+
+		s->sysctl_keys = calloc(n + 1, sizeof(char *));
+		s->sysctl_values = calloc(n + 1, sizeof(char *));
+		if (!s->sysctl_keys || !s->sysctl_values)
+			return fail(err, len, "out of memory");
+		json_object_foreach(v, k, val) {
+			if (!json_is_string(val))
+				return fail(err, len, "config.json: sysctl %s is not a string", k);
+			s->sysctl_keys[s->nsysctls] = strdup(k);
+			s->sysctl_values[s->nsysctls++] = strdup(json_string_value(val));
+		}
+	}
+	dev = json_object_get(l, "devices");
+	if (json_is_array(dev)) {
+		s->devices = calloc(json_array_size(dev) + 1, sizeof(*s->devices));
+		if (!s->devices)
+			return fail(err, len, "out of memory");
+		json_array_foreach(dev, i, v) {
+			struct spec_device *d = &s->devices[s->ndevices];
+			const char *t = json_string_value(json_object_get(v, "type"));
+			uint64_t maj = 0, min = 0, mode = 0666, uid = 0, gid = 0;
+
+			if (!t || get_str(v, "path", &d->path) || !d->path ||
+			    get_uint(v, "major", UINT32_MAX, &maj, NULL) ||
+			    get_uint(v, "minor", UINT32_MAX, &min, NULL) ||
+			    get_uint(v, "fileMode", 07777, &mode, NULL) ||
+			    get_uint(v, "uid", UINT32_MAX, &uid, NULL) ||
+			    get_uint(v, "gid", UINT32_MAX, &gid, NULL))
+				return fail(err, len, "config.json: bad linux.devices[%zu]", i);
+			s->ndevices++;
+			d->type = *t == 'b' ? 'b' : 'c';
+			d->major = (uint32_t)maj;
+			d->minor = (uint32_t)min;
+			d->mode = (uint32_t)mode;
+			d->uid = (uint32_t)uid;
+			d->gid = (uint32_t)gid;
+		}
+	}
+	res = json_object_get(l, "resources");
+	if (json_is_object(res)) {
+		json_t *mem = json_object_get(res, "memory"), *cpu = json_object_get(res, "cpu");
+		uint64_t u;
+		bool has;
+
+		if (json_is_object(mem)) {
+			json_t *lim = json_object_get(mem, "limit");
+
+			/* -1 means "no limit" in the spec. */
+			if (json_is_integer(lim) && json_integer_value(lim) > 0)
+				s->mem_limit = (uint64_t)json_integer_value(lim);
+		}
+		if (json_is_object(cpu)) {
+			json_t *q = json_object_get(cpu, "quota");
+			const char *cpus = json_string_value(json_object_get(cpu, "cpus"));
+
+			if (json_is_integer(q))
+				s->cpu_quota = json_integer_value(q);
+			if (get_uint(cpu, "period", UINT64_MAX, &u, &has))
+				return fail(err, len, "config.json: bad cpu.period");
+			s->cpu_period = has ? u : 100000;
+			if (cpus && *cpus) {
+				s->cpuset_cpus = spec_cpuset_count(cpus);
+				if (!s->cpuset_cpus)
+					return fail(err, len, "config.json: bad cpu.cpus \"%s\"", cpus);
+			}
+		}
+	}
+	return 0;
+}
+
+int spec_load(const char *bundle, const char *path, struct oci_spec *s,
+	      char *err, size_t errlen)
+{
+	char file[PATH_MAX], *rp = NULL;
+	json_error_t je;
+	json_t *root, *r, *ann;
+	int ret = -1;
+
+	memset(s, 0, sizeof(*s));
+	s->umask_v = 022;
+	if (!path) {
+		snprintf(file, sizeof(file), "%s/config.json", bundle);
+		path = file;
+	}
+	root = json_load_file(path, 0, &je);
+	if (!root)
+		return fail(err, errlen, "%s: %s (line %d)", path, je.text, je.line);
+	if (!json_is_object(root)) {
+		fail(err, errlen, "%s: not a JSON object", path);
+		goto out;
+	}
+	if (get_str(root, "ociVersion", &s->oci_version)) {
+		fail(err, errlen, "config.json: ociVersion must be a string");
+		goto out;
+	}
+	if (!s->oci_version)
+		s->oci_version = strdup("1.0.2");
+	r = json_object_get(root, "root");
+	if (!json_is_object(r) || get_str(r, "path", &rp) || !rp || !*rp ||
+	    get_bool(r, "readonly", &s->root_ro)) {
+		fail(err, errlen, "config.json: root.path is missing");
+		goto out;
+	}
+	if (rp[0] == '/') {
+		s->root_path = rp;
+		rp = NULL;
+	} else if (asprintf(&s->root_path, "%s/%s", bundle, rp) < 0) {
+		s->root_path = NULL;
+		fail(err, errlen, "out of memory");
+		goto out;
+	}
+	{
+		struct stat st;
+
+		if (stat(s->root_path, &st) || !S_ISDIR(st.st_mode)) {
+			fail(err, errlen, "root file system %s is not a directory",
+			     s->root_path);
+			goto out;
+		}
+	}
+	if (get_str(root, "hostname", &s->hostname)) {
+		fail(err, errlen, "config.json: hostname must be a string");
+		goto out;
+	}
+	if (parse_process(json_object_get(root, "process"), s, err, errlen) ||
+	    parse_mounts(json_object_get(root, "mounts"), s, err, errlen) ||
+	    parse_linux(json_object_get(root, "linux"), s, err, errlen))
+		goto out;
+	ann = json_object_get(root, "annotations");
+	s->annotations_json = json_is_object(ann) ? json_dumps(ann, JSON_COMPACT)
+						  : strdup("{}");
+	if (!s->annotations_json) {
+		fail(err, errlen, "out of memory");
+		goto out;
+	}
+	ret = 0;
+out:
+	free(rp);
+	json_decref(root);
+	return ret;
+}
+
+void spec_free(struct oci_spec *s)
+{
+	free(s->oci_version);
+	free(s->root_path);
+	free_strv(s->args, s->nargs);
+	free_strv(s->env, s->nenv);
+	free(s->cwd);
+	free(s->gids);
+	free(s->hostname);
+	for (unsigned int i = 0; s->mounts && i < s->nmounts; i++) {
+		free(s->mounts[i].dest);
+		free(s->mounts[i].type);
+		free(s->mounts[i].source);
+		free(s->mounts[i].options);
+	}
+	free(s->mounts);
+	free(s->rlimits);
+	free_strv(s->masked, s->nmasked);
+	free_strv(s->ropaths, s->nropaths);
+	free_strv(s->sysctl_keys, s->nsysctls);
+	free_strv(s->sysctl_values, s->nsysctls);
+	for (unsigned int i = 0; s->devices && i < s->ndevices; i++)
+		free(s->devices[i].path);
+	free(s->devices);
+	free(s->annotations_json);
+	free(s->warnings);
+	memset(s, 0, sizeof(*s));
+}
+
+uint64_t spec_guest_memory(const struct oci_spec *s, uint64_t dflt)
+{
+	uint64_t m;
+
+	if (!s->mem_limit)
+		return dflt;
+	if (s->mem_limit > (1ull << 40))
+		return 1ull << 40;
+	m = s->mem_limit + SPEC_MEM_OVERHEAD;
+	if (m < SPEC_MEM_MIN)
+		m = SPEC_MEM_MIN;
+	return (m + (2ull << 20) - 1) & ~((2ull << 20) - 1);
+}
+
+unsigned int spec_guest_vcpus(const struct oci_spec *s, unsigned int dflt)
+{
+	uint64_t n = dflt;
+
+	if (s->cpu_quota > 0 && s->cpu_period > 0)
+		n = ((uint64_t)s->cpu_quota + s->cpu_period - 1) / s->cpu_period;
+	else if (s->cpuset_cpus)
+		n = s->cpuset_cpus;
+	if (n < 1)
+		n = 1;
+	return n > SPEC_MAX_VCPUS ? SPEC_MAX_VCPUS : (unsigned int)n;
+}
+
+unsigned int spec_cpuset_count(const char *list)
+{
+	unsigned int n = 0;
+	const char *p = list;
+
+	while (*p) {
+		char *e;
+		unsigned long a = strtoul(p, &e, 10), b;
+
+		if (e == p || a > 65535)
+			return 0;
+		b = a;
+		if (*e == '-') {
+			p = e + 1;
+			b = strtoul(p, &e, 10);
+			if (e == p || b < a || b > 65535)
+				return 0;
+		}
+		n += (unsigned int)(b - a + 1);
+		if (*e == ',')
+			e++;
+		else if (*e)
+			return 0;
+		p = e;
+	}
+	return n;
+}
+
+void spec_encode(const struct oci_spec *s, uint16_t rows, uint16_t cols,
+		 struct proto_buf *b)
+{
+	for (unsigned int i = 0; i < s->nargs; i++)
+		proto_rec_str(b, PROTO_REC_ARG, s->args[i]);
+	for (unsigned int i = 0; i < s->nenv; i++)
+		proto_rec_str(b, PROTO_REC_ENV, s->env[i]);
+	proto_rec_str(b, PROTO_REC_CWD, s->cwd);
+	if (s->hostname)
+		proto_rec_str(b, PROTO_REC_HOSTNAME, s->hostname);
+	proto_rec_u32(b, PROTO_REC_UID, s->uid);
+	proto_rec_u32(b, PROTO_REC_GID, s->gid);
+	for (unsigned int i = 0; i < s->ngids; i++)
+		proto_rec_u32(b, PROTO_REC_GROUP, s->gids[i]);
+	proto_rec_u32(b, PROTO_REC_UMASK, s->has_umask ? s->umask_v : 022);
+	proto_rec_u8(b, PROTO_REC_TERMINAL, s->terminal);
+	proto_rec_u8(b, PROTO_REC_ROOT_RO, s->root_ro);
+	proto_rec_u8(b, PROTO_REC_NNP, s->nnp);
+	if (rows && cols) {
+		uint8_t r[2] = { (uint8_t)rows, (uint8_t)(rows >> 8) };
+		uint8_t c[2] = { (uint8_t)cols, (uint8_t)(cols >> 8) };
+
+		proto_rec(b, PROTO_REC_ROWS, r, 2);
+		proto_rec(b, PROTO_REC_COLS, c, 2);
+	}
+	for (unsigned int i = 0; i < s->nmounts; i++) {
+		const struct spec_mount *m = &s->mounts[i];
+		const char *f[4] = { m->dest, m->type, m->source ? m->source : "",
+				     m->options };
+
+		if (m->kind == SPEC_MOUNT_GUEST)
+			proto_rec_strs(b, PROTO_REC_MOUNT, f, 4);
+	}
+	for (unsigned int i = 0; i < s->nrlimits; i++) {
+		uint8_t v[20];
+		uint64_t soft = s->rlimits[i].soft, hard = s->rlimits[i].hard;
+
+		for (int k = 0; k < 4; k++)
+			v[k] = (uint8_t)(s->rlimits[i].resource >> (8 * k));
+		for (int k = 0; k < 8; k++) {
+			v[4 + k] = (uint8_t)(soft >> (8 * k));
+			v[12 + k] = (uint8_t)(hard >> (8 * k));
+		}
+		proto_rec(b, PROTO_REC_RLIMIT, v, sizeof(v));
+	}
+	for (unsigned int i = 0; i < s->nmasked; i++)
+		proto_rec_str(b, PROTO_REC_MASK, s->masked[i]);
+	for (unsigned int i = 0; i < s->nropaths; i++)
+		proto_rec_str(b, PROTO_REC_RO_PATH, s->ropaths[i]);
+	for (unsigned int i = 0; i < s->nsysctls; i++) {
+		const char *f[2] = { s->sysctl_keys[i], s->sysctl_values[i] };
+
+		proto_rec_strs(b, PROTO_REC_SYSCTL, f, 2);
+	}
+	for (unsigned int i = 0; i < s->ndevices; i++) {
+		const struct spec_device *d = &s->devices[i];
+		struct proto_buf v = { 0 };
+		uint32_t n[5] = { d->major, d->minor, d->mode, d->uid, d->gid };
+
+		proto_put(&v, &d->type, 1);
+		for (int k = 0; k < 5; k++) {
+			uint8_t le[4] = { (uint8_t)n[k], (uint8_t)(n[k] >> 8),
+					  (uint8_t)(n[k] >> 16), (uint8_t)(n[k] >> 24) };
+
+			proto_put(&v, le, 4);
+		}
+		proto_put(&v, d->path, strlen(d->path));
+		if (v.err)
+			b->err = v.err;
+		else
+			proto_rec(b, PROTO_REC_DEVICE, v.data, v.len);
+		proto_buf_free(&v);
+	}
+}
+
+static bool exists_in_root(const char *root, const char *path)
+{
+	char p[PATH_MAX];
+	struct stat st;
+
+	if (snprintf(p, sizeof(p), "%s/%s", root, path) >= (int)sizeof(p))
+		return false;
+	return lstat(p, &st) == 0 && !S_ISDIR(st.st_mode);
+}
+
+int spec_check_executable(const struct oci_spec *s, char *err, size_t errlen)
+{
+	const char *cmd = s->args[0], *path = DEFAULT_PATH;
+	char *copy, *save, *dir;
+	bool found = false;
+
+	if (strchr(cmd, '/')) {
+		char full[PATH_MAX];
+
+		if (cmd[0] == '/')
+			snprintf(full, sizeof(full), "%s", cmd);
+		else
+			snprintf(full, sizeof(full), "%s/%s", s->cwd, cmd);
+		if (exists_in_root(s->root_path, full))
+			return 0;
+		return fail(err, errlen, "exec: \"%s\": stat %s: no such file or directory",
+			    cmd, cmd);
+	}
+	for (unsigned int i = 0; i < s->nenv; i++)
+		if (!strncmp(s->env[i], "PATH=", 5))
+			path = s->env[i] + 5;
+	copy = strdup(path);
+	if (!copy)
+		return fail(err, errlen, "out of memory");
+	for (dir = strtok_r(copy, ":", &save); dir && !found;
+	     dir = strtok_r(NULL, ":", &save)) {
+		char full[PATH_MAX];
+
+		snprintf(full, sizeof(full), "%s/%s", *dir ? dir : ".", cmd);
+		found = exists_in_root(s->root_path, full);
+	}
+	free(copy);
+	if (found)
+		return 0;
+	return fail(err, errlen, "exec: \"%s\": executable file `%s` not found in $PATH: "
+		    "No such file or directory", cmd, cmd);
+}
+
+int spec_parse_signal(const char *s)
+{
+	char *e;
+	long n;
+
+	if (!s || !*s)
+		return -1;
+	n = strtol(s, &e, 10);
+	if (!*e)
+		return n >= 1 && n < NSIG ? (int)n : -1;
+	if (!strncasecmp(s, "SIG", 3))
+		s += 3;
+	for (int i = 1; i < NSIG; i++) {
+		const char *name = sigabbrev_np(i);
+
+		if (name && !strcasecmp(s, name))
+			return i;
+	}
+	if (!strncasecmp(s, "RTMIN+", 6) || !strncasecmp(s, "RTMAX-", 6)) {
+		n = strtol(s + 6, &e, 10);
+		if (*e || n < 0)
+			return -1;
+		n = s[3] == 'I' || s[3] == 'i' ? SIGRTMIN + n : SIGRTMAX - n;
+		return n >= SIGRTMIN && n <= SIGRTMAX ? (int)n : -1;
+	}
+	return -1;
+}

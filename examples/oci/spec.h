@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The OCI runtime spec (config.json) as minivmm-oci uses it: parsing with
+ * jansson, what maps onto a VM and what is refused (see README "Running
+ * containers"), and the guest init's CONFIG message built from it.
+ */
+#ifndef MINIVMM_OCI_SPEC_H
+#define MINIVMM_OCI_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+/* Guest RAM = memory limit + this (the guest kernel and init's share:
+ * with 256 MiB asked, MemTotal in the guest is then about 255 MiB),
+ * rounded up to 2 MiB; without a limit, the configured default. */
+#define SPEC_MEM_OVERHEAD (48ull << 20)
+#define SPEC_MEM_MIN (64ull << 20)
+#define SPEC_MAX_VCPUS 254u
+
+enum spec_mount_kind {
+	SPEC_MOUNT_GUEST,     /* a file system mounted by the guest init */
+	SPEC_MOUNT_FILE_COPY, /* bind of a host file: copied into the image */
+};
+
+struct spec_mount {
+	enum spec_mount_kind kind;
+	char *dest, *type, *source, *options; /* options: comma-joined */
+};
+
+struct spec_rlimit {
+	uint32_t resource;
+	uint64_t soft, hard;
+};
+
+struct spec_device {
+	char type; /* 'c' or 'b' ('u' is taken as 'c') */
+	uint32_t major, minor, mode, uid, gid;
+	char *path;
+};
+
+struct oci_spec {
+	char *oci_version;
+	char *root_path; /* absolute */
+	bool root_ro;
+	char **args, **env;
+	unsigned int nargs, nenv;
+	char *cwd;
+	uint32_t uid, gid, umask_v;
+	bool has_umask;
+	uint32_t *gids;
+	unsigned int ngids;
+	bool terminal, nnp;
+	uint16_t rows, cols;
+	char *hostname;
+	struct spec_mount *mounts;
+	unsigned int nmounts;
+	struct spec_rlimit *rlimits;
+	unsigned int nrlimits;
+	char **masked, **ropaths;
+	unsigned int nmasked, nropaths;
+	char **sysctl_keys, **sysctl_values;
+	unsigned int nsysctls;
+	struct spec_device *devices;
+	unsigned int ndevices;
+	char *annotations_json; /* the "annotations" object, compact, or "{}" */
+	/* linux.resources */
+	uint64_t mem_limit;	/* bytes; 0: none */
+	int64_t cpu_quota;	/* <= 0: none */
+	uint64_t cpu_period;
+	unsigned int cpuset_cpus; /* CPUs in cpuset.cpus; 0: none */
+	char *warnings; /* newline-separated notes for the log, or NULL */
+};
+
+/*
+ * Parse @bundle/config.json (or @path if not NULL).  Returns 0, or -1 with
+ * a one-line reason in @err: unreadable or malformed JSON, a field of the
+ * wrong type, no process.args, no root.path, and what a VM cannot do:
+ * bind mounts of host directories or devices (except /dev/shm, which
+ * becomes a tmpfs), a network namespace joined by path, an unknown mount
+ * type.  Call spec_free() in both cases.
+ */
+int spec_load(const char *bundle, const char *path, struct oci_spec *s,
+	      char *err, size_t errlen);
+void spec_free(struct oci_spec *s);
+
+/* Guest RAM for @s: limit + SPEC_MEM_OVERHEAD (at least SPEC_MEM_MIN,
+ * 2 MiB-aligned), or @dflt without a limit. */
+uint64_t spec_guest_memory(const struct oci_spec *s, uint64_t dflt);
+/* vCPUs: ceil(quota / period), else the cpuset's CPU count, else @dflt;
+ * capped at SPEC_MAX_VCPUS. */
+unsigned int spec_guest_vcpus(const struct oci_spec *s, unsigned int dflt);
+/* Number of CPUs in a cpuset list ("0-3,8,10-11"); 0 if malformed. */
+unsigned int spec_cpuset_count(const char *list);
+
+/* The guest init's CONFIG records (proto.h) for @s into @b. */
+void spec_encode(const struct oci_spec *s, uint16_t rows, uint16_t cols,
+		 struct proto_buf *b);
+
+/*
+ * Is process.args[0] there in the root file system (PATH from the spec's
+ * environment, or the default one)?  Returns 0, or -1 with runc's message
+ * ("executable file `X` not found in $PATH"), which podman maps to 127.
+ */
+int spec_check_executable(const struct oci_spec *s, char *err, size_t errlen);
+
+/* Parse a signal: "15", "TERM", "SIGTERM" (case-insensitive).  The number
+ * or -1. */
+int spec_parse_signal(const char *s);
+
+#endif

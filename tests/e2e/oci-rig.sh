@@ -1,0 +1,49 @@
+#!/bin/bash
+# oci-rig.sh BUILD_DIR TEST [ARGS...]: how CTest runs minivmm-oci's
+# end-to-end tests.  On this host: fetch the rig kernel (mkguest.sh does),
+# build minivmm-oci's initramfs for it from the rig's module tree
+# (BUILD_DIR/minivmm-oci-mkinitrd, cached in CACHE/oci/, keyed on the init
+# binary and the kernel), then run TEST through the nested-KVM rig with
+# OCI_KERNEL/OCI_INITRD/OCI_RUNTIME in its environment.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "$1" && pwd)
+shift
+# shellcheck source=tests/rig/lib.sh
+. "$here/../rig/lib.sh"
+mapfile -t paths < <("$here/../rig/mkguest.sh")
+rig_kernel_vars
+key=$( {
+	echo "$RIG_KVER"
+	sha256sum "$build/minivmm-oci-init" "$build/minivmm-oci-mkinitrd"
+} | sha256sum | cut -c1-16)
+initrd="$RIG_CACHE/oci/initrd-$key.cpio.gz"
+if [[ ! -f "$initrd" ]]; then
+	rig_lock "$RIG_CACHE/oci/.lock"
+	[[ -f "$initrd" ]] || "$build/minivmm-oci-mkinitrd" --init "$build/minivmm-oci-init" \
+		--kver "$RIG_KVER" --modroot "$RIG_CACHE/kernel/$RIG_KVER" --out "$initrd"
+fi
+# The test image: busybox-static with its applets, and /blob, 1 MiB of
+# random bytes (cached: made once).
+image="$RIG_CACHE/oci/bb.tar"
+if [[ ! -f "$image" ]]; then
+	rig_lock "$RIG_CACHE/oci/.lock"
+	if [[ ! -f "$image" ]]; then
+		stage=$(mktemp -d)
+		mkdir -p "$stage"/{bin,etc,tmp,root}
+		cp "$(command -v busybox)" "$stage/bin/busybox"
+		for a in $("$stage/bin/busybox" --list); do
+			[[ "$a" == busybox ]] || ln -s busybox "$stage/bin/$a"
+		done
+		head -c 1048576 /dev/urandom >"$stage/blob"
+		printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n' >"$stage/etc/passwd"
+		printf 'root:x:0:\nnogroup:x:65534:\n' >"$stage/etc/group"
+		tar -C "$stage" -cf "$image.tmp" .
+		mv "$image.tmp" "$image"
+		rm -rf "$stage"
+	fi
+fi
+export OCI_KERNEL="${paths[0]}" OCI_INITRD="$initrd" OCI_RUNTIME="$build/minivmm-oci"
+export OCI_IMAGE_TAR="$image"
+export RIG_PASS_ENV="${RIG_PASS_ENV:-} OCI_KERNEL OCI_INITRD OCI_RUNTIME OCI_IMAGE_TAR"
+exec "$here/../rig/rig-run" --timeout "${E2E_RIG_TIMEOUT:-1500}" -- "$@"

@@ -1,0 +1,72 @@
+#!/bin/bash
+# oci_containerd.sh: containerd 1.6 (its own daemon, private config) runs the
+# busybox image with minivmm-oci as the runc binary of its runc v2 shim
+# (`ctr run --runc-binary`), inside the rig's L1 (tests/e2e/oci-rig.sh):
+# output, stderr, exit status 7 and `ctr task kill` of a running task.
+set -uo pipefail
+. "$(dirname "$0")/oci_lib.sh"
+oci_setup
+
+sock=/run/oci-ctd.$$/containerd.sock
+mkdir -p "$(dirname "$sock")"
+cat >"$W/containerd.toml" <<EOF
+version = 2
+root = "$W/ctd-root"
+state = "/run/oci-ctd.$$/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+[grpc]
+  address = "$sock"
+EOF
+containerd --config "$W/containerd.toml" >"$W/containerd.log" 2>&1 &
+ctd=$!
+trap 'kill $ctd 2>/dev/null; wait $ctd 2>/dev/null' EXIT
+for _ in $(seq 300); do
+	[[ -S "$sock" ]] && break
+	sleep 0.2
+done
+[[ -S "$sock" ]] || e2e_fail "containerd did not start: $(tail -5 "$W/containerd.log")"
+CTR=(ctr --address "$sock")
+
+# An image for containerd: podman builds a docker archive from the tarball.
+P=(podman --root "$W/pstore" --runroot /run/oci-prun.$$ --storage-driver vfs
+	--cgroup-manager cgroupfs --events-backend file)
+"${P[@]}" import "$OCI_IMAGE_TAR" localhost/bb >/dev/null &&
+	"${P[@]}" save --format docker-archive -o "$W/bb-docker.tar" localhost/bb:latest >/dev/null 2>&1 ||
+	e2e_fail "podman import/save"
+"${CTR[@]}" images import "$W/bb-docker.tar" >/dev/null || e2e_fail "ctr images import"
+img=$("${CTR[@]}" images ls -q | grep -m1 bb) || e2e_fail "image not imported"
+
+"${CTR[@]}" run --rm --snapshotter native --runc-binary "$OCI_RUNTIME" "$img" c1 \
+	sh -c 'echo out; echo err >&2; exit 7' >"$W/out1" 2>"$W/err1"
+rc=$?
+[[ $rc -eq 7 ]] && oci_ok "ctr run: exit status 7" || oci_bad "ctr run: exit status $rc: $(cat "$W/err1")"
+[[ "$(cat "$W/out1")" == out ]] && oci_ok "ctr run: stdout" || oci_bad "stdout: $(head -c 200 "$W/out1")"
+grep -qx err "$W/err1" && oci_ok "ctr run: stderr" || oci_bad "stderr: $(head -c 300 "$W/err1")"
+
+"${CTR[@]}" run --rm --snapshotter native --runc-binary "$OCI_RUNTIME" "$img" c2 \
+	cat /blob >"$W/out2" 2>"$W/err2"
+rc=$?
+[[ $rc -eq 0 ]] && cmp -s "$W/out2" "$W/blob" && oci_ok "ctr run: 1 MiB byte-identical" ||
+	oci_bad "ctr blob: rc $rc, $(stat -c %s "$W/out2") bytes, $(head -c 300 "$W/err2")"
+
+# A detached task, signalled through the shim (runtime kill).
+"${CTR[@]}" run -d --snapshotter native --runc-binary "$OCI_RUNTIME" "$img" c3 \
+	sh -c 'trap "exit 42" TERM; while :; do sleep 0.2; done' >/dev/null 2>"$W/err3" ||
+	oci_bad "ctr run -d: $(cat "$W/err3")"
+for _ in $(seq 600); do
+	"${CTR[@]}" task ls 2>/dev/null | grep -q 'c3.*RUNNING' && break
+	sleep 0.5
+done
+sleep 5 # the shell must have installed its trap
+"${CTR[@]}" task kill --signal SIGTERM c3
+for _ in $(seq 600); do
+	"${CTR[@]}" task ls 2>/dev/null | grep -q 'c3.*STOPPED' && break
+	sleep 0.5
+done
+st=$("${CTR[@]}" task ls 2>/dev/null | awk '$1 == "c3" {print $3}')
+[[ "$st" == STOPPED ]] && oci_ok "ctr task kill SIGTERM: stopped" || oci_bad "c3 is $st"
+"${CTR[@]}" task delete c3 >/dev/null 2>&1
+"${CTR[@]}" container delete c3 >/dev/null 2>&1
+[[ -z "$(ls /run/containerd/runc/default 2>/dev/null)" ]] || true
+
+oci_finish

@@ -1,0 +1,117 @@
+#!/bin/bash
+# oci_podman.sh: podman 4.3 + conmon drive minivmm-oci (issue 10, item 5),
+# inside the rig's L1 (run by tests/e2e/oci-rig.sh).  One L1 boot, several
+# containers (each its own microVM):
+#  - stdout and stderr separate and byte-exact (1 MiB of random bytes cat'ed
+#    out of the container), exit status 7;
+#  - stdin: a binary file through `podman run -i cat`, EOF reaches the guest,
+#    with the runtime registered by name in containers.conf [engine.runtimes];
+#  - `podman run -d` + `podman stop`: a trapped SIGTERM ends it with 143, an
+#    untrapped one is ignored (PID 1, as with runc) and the stop timeout's
+#    SIGKILL ends the VM: 137;
+#  - --memory 256m --cpus 2 --read-only: 2 vCPUs, ~256 MiB, read-only root;
+#  - -t: a controlling terminal of the requested size (CRLF output);
+#  - runtime errors (a host directory volume, a missing kernel) reach the
+#    user as one line.
+set -uo pipefail
+. "$(dirname "$0")/oci_lib.sh"
+oci_setup
+
+P=(podman --root "$W/pstore" --runroot /run/oci-prun.$$ --storage-driver vfs
+	--cgroup-manager cgroupfs --events-backend file)
+RT=(--runtime "$OCI_RUNTIME")
+"${P[@]}" import "$OCI_IMAGE_TAR" localhost/bb >/dev/null || e2e_fail "podman import"
+
+# 1. Streams and exit status: the blob on stdout, "err" on stderr, exit 7;
+#    a writable root by default.
+"${P[@]}" "${RT[@]}" run --rm --network none localhost/bb \
+	sh -c 'cat /blob; echo err >&2; touch /rootfs-is-writable || echo RO >&2; exit 7' \
+	>"$W/out1" 2>"$W/err1"
+rc=$?
+[[ $rc -eq 7 ]] && oci_ok "exit status 7" || oci_bad "exit status $rc, expected 7"
+cmp -s "$W/out1" "$W/blob" && oci_ok "stdout: 1 MiB byte-identical" ||
+	oci_bad "stdout differs from /blob ($(stat -c %s "$W/out1") bytes)"
+grep -qx err "$W/err1" && ! grep -q RO "$W/err1" && oci_ok "stderr separate, root writable" ||
+	oci_bad "stderr: $(head -c 300 "$W/err1")"
+
+# 2. stdin: 1 MiB of binary through `cat`, its EOF reaches the guest (the
+#    shell goes on after cat); the runtime by name from containers.conf.
+printf '[engine.runtimes]\nminivmm = ["%s"]\n' "$OCI_RUNTIME" >"$W/containers.conf"
+CONTAINERS_CONF="$W/containers.conf" "${P[@]}" --runtime minivmm run --rm -i --network none \
+	localhost/bb sh -c 'cat; echo EOF-SEEN >&2' <"$W/blob" >"$W/out3" 2>"$W/err3"
+rc=$?
+cmp -s "$W/out3" "$W/blob" && grep -q EOF-SEEN "$W/err3" && [[ $rc -eq 0 ]] &&
+	oci_ok "podman run -i: 1 MiB binary stdin round trip, EOF seen (runtime by name)" ||
+	oci_bad "binary stdin: rc $rc, $(stat -c %s "$W/out3") bytes, $(head -c 300 "$W/err3")"
+
+# 3. podman stop: trapped SIGTERM (143) and untrapped (ignored: 137 after the
+#    timeout), both containers up at once.
+"${P[@]}" "${RT[@]}" run -d --name trapped --network none localhost/bb \
+	sh -c 'trap "echo got-term; exit 143" TERM; echo ready; while :; do sleep 0.2; done' >/dev/null
+"${P[@]}" "${RT[@]}" run -d --name untrapped --network none localhost/bb \
+	sh -c 'echo ready; exec sleep 1000' >/dev/null
+for c in trapped untrapped; do
+	for _ in $(seq 600); do
+		"${P[@]}" logs "$c" 2>/dev/null | grep -q ready && break
+		sleep 0.5
+	done
+done
+# The runtime's own view (podman inspect needs cgroups the L1 lacks).
+id=$("${P[@]}" ps -q --no-trunc --filter name=^trapped$)
+state=$("$OCI_RUNTIME" state "$id" 2>&1)
+pid=$(echo "$state" | sed -n 's/.*"pid": \([0-9]*\).*/\1/p')
+grep -q '"status": "running"' <<<"$state" && [[ -n "$pid" && -d /proc/$pid ]] &&
+	[[ "$(readlink /proc/$pid/exe)" == "$OCI_RUNTIME" ]] &&
+	oci_ok "podman run -d: runtime state running, pid $pid is the VMM" ||
+	oci_bad "runtime state: $state"
+t0=$SECONDS
+"${P[@]}" stop -t 60 trapped >/dev/null
+rc=$("${P[@]}" inspect -f '{{.State.ExitCode}}' trapped)
+[[ $rc -eq 143 ]] && "${P[@]}" logs trapped | grep -q got-term &&
+	oci_ok "podman stop (trapped SIGTERM): 143 after $((SECONDS - t0)) s" ||
+	oci_bad "trapped: exit $rc, logs: $("${P[@]}" logs trapped 2>&1 | head -c 200)"
+t0=$SECONDS
+"${P[@]}" stop -t 3 untrapped >/dev/null
+dt=$((SECONDS - t0))
+rc=$("${P[@]}" inspect -f '{{.State.ExitCode}}' untrapped)
+[[ $rc -eq 137 && $dt -ge 3 ]] && oci_ok "podman stop (untrapped: ignored, then SIGKILL): 137 after $dt s" ||
+	oci_bad "untrapped: exit $rc after $dt s"
+"${P[@]}" rm -f trapped untrapped >/dev/null 2>&1
+ls /run/minivmm-oci 2>/dev/null | grep -q . && oci_bad "state left in /run/minivmm-oci: $(ls /run/minivmm-oci)" ||
+	oci_ok "podman rm: runtime state removed"
+
+# 4. Resources and a read-only root.
+"${P[@]}" "${RT[@]}" run --rm --network none --memory 256m --cpus 2 --read-only localhost/bb \
+	sh -c 'grep -c ^processor /proc/cpuinfo; sed -n "s/MemTotal: *\([0-9]*\) kB/\1/p" /proc/meminfo;
+	       touch /x 2>&1 || echo touch-failed; grep " / " /proc/mounts' >"$W/out4" 2>"$W/err4"
+rc=$?
+cpus=$(sed -n 1p "$W/out4")
+mem=$(sed -n 2p "$W/out4")
+[[ $rc -eq 0 && "$cpus" == 2 ]] && oci_ok "--cpus 2: 2 CPUs" || oci_bad "--cpus 2: rc $rc: $(cat "$W/out4" "$W/err4")"
+[[ -n "$mem" && $mem -ge 200000 && $mem -le 300000 ]] && oci_ok "--memory 256m: MemTotal $mem kB" ||
+	oci_bad "--memory 256m: MemTotal '$mem'"
+grep -q "Read-only file system" "$W/out4" && grep -q touch-failed "$W/out4" &&
+	oci_ok "--read-only: root read-only in the guest" || oci_bad "--read-only: $(cat "$W/out4")"
+
+# 5. -t: a terminal of the size podman's terminal has.
+script -qec "stty rows 33 cols 77; ${P[*]} ${RT[*]} run --rm -t --network none localhost/bb \
+	sh -c 'tty; stty size; echo done' 2>$W/err5" /dev/null >"$W/out5"
+tr -d '\r' <"$W/out5" >"$W/out5n"
+grep -q '^/dev/pts/0$' "$W/out5n" && grep -qx '33 77' "$W/out5n" && grep -q $'done\r' "$W/out5" &&
+	oci_ok "-t: /dev/pts/0, 33x77, CRLF" || oci_bad "-t: $(od -c "$W/out5" | head -20) $(cat "$W/err5")"
+
+# 6. Runtime errors: one line each, no VM.
+"${P[@]}" "${RT[@]}" run --rm --network none -v /tmp:/data localhost/bb true >"$W/out6" 2>&1
+rc=$?
+[[ $rc -ne 0 ]] && grep -q "bind mount of directory /tmp on /data is not supported by minivmm-oci" "$W/out6" &&
+	oci_ok "-v /tmp:/data refused: $(grep -m1 minivmm-oci "$W/out6")" ||
+	oci_bad "-v: rc $rc: $(cat "$W/out6")"
+cp /etc/minivmm-oci.conf "$W/conf.saved"
+sed -i 's|^kernel = .*|kernel = /nonexistent/vmlinuz|' /etc/minivmm-oci.conf
+"${P[@]}" "${RT[@]}" run --rm --network none localhost/bb true >"$W/out7" 2>&1
+rc=$?
+cp "$W/conf.saved" /etc/minivmm-oci.conf
+[[ $rc -ne 0 ]] && grep -q "kernel /nonexistent/vmlinuz: No such file or directory" "$W/out7" &&
+	oci_ok "missing kernel: $(grep -m1 nonexistent "$W/out7")" || oci_bad "missing kernel: rc $rc: $(cat "$W/out7")"
+
+oci_finish
