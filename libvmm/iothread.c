@@ -14,6 +14,7 @@
 
 #include "iothread.h"
 #include "log.h"
+#include "thread.h"
 
 struct iothread_call {
 	int (*fn)(void *opaque);
@@ -913,9 +914,10 @@ int iothread_start(struct iothread *io)
 	 */
 	if (io->started || io->stopped)
 		return -EINVAL;
-	ret = pthread_create(&io->thread, NULL, iothread_main, io);
+	/* Asynchronous signals blocked, like every library thread. */
+	ret = thread_spawn(&io->thread, iothread_main, io);
 	if (ret)
-		return -ret;
+		return ret;
 	io->started = true;
 	return 0;
 }

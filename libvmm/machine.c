@@ -31,6 +31,7 @@
 #include "pci/pci.h"
 #include "sandbox.h"
 #include "serial/uart8250.h"
+#include "thread.h"
 #include "virtio/virtio-pci.h"
 #include "vcpu.h"
 #include "vm.h"
@@ -595,9 +596,9 @@ static int machine_start_console(struct vmm *vm, struct machine *m)
 	m->con_stop_efd = eventfd(0, EFD_CLOEXEC);
 	if (m->con_stop_efd < 0)
 		return -errno;
-	ret = pthread_create(&m->con_thread, NULL, machine_console_thread, vm);
+	ret = thread_spawn(&m->con_thread, machine_console_thread, vm);
 	if (ret)
-		return -ret;
+		return ret;
 	m->con_started = true;
 	return 0;
 }
@@ -646,9 +647,6 @@ int machine_start(struct vmm *vm)
 		if (ret)
 			goto err;
 	}
-	ret = vcpu_signal_setup();
-	if (ret)
-		goto err;
 	ret = machine_setup_kvm(vm);
 	if (ret)
 		goto err;

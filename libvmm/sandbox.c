@@ -102,6 +102,7 @@ static const struct rule common_rules[] = {
 static const struct rule vcpu_rules[] = {
 	{ SCMP_SYS(ioctl), ARG_ANY }, /* by request: vcpu_ioctls[] */
 	{ SCMP_SYS(eventfd2), ARG_ANY },
+	{ SCMP_SYS(rt_sigtimedwait), ARG_ANY }, /* consuming kicks (vcpu.c) */
 };
 static const unsigned long vcpu_ioctls[] = {
 	KVM_RUN, KVM_IRQ_LINE, KVM_SET_GSI_ROUTING, KVM_IRQFD, KVM_IOEVENTFD,

@@ -6,10 +6,12 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "sandbox.h"
+#include "thread.h"
 #include "vcpu.h"
 #include "vm.h"
 #include "x86/cpuid.h"
@@ -39,28 +41,6 @@ int vcpu_add_stats(struct vcpu *vcpu, uint64_t *sum)
 	for (unsigned int i = 0; i < VCPU_STAT_NR; i++)
 		sum[i] = v[i] == UINT64_MAX || sum[i] == UINT64_MAX ? UINT64_MAX
 								   : sum[i] + v[i];
-	return 0;
-}
-
-static void kick_handler(int sig)
-{
-	(void)sig; /* only there to make KVM_RUN return -EINTR */
-}
-
-int vcpu_signal_setup(void)
-{
-	struct sigaction old, sa;
-
-	if (sigaction(VMM_KICK_SIGNAL, NULL, &old) < 0)
-		return -errno;
-	if (old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO))
-		return 0; /* the embedder has one: it must tolerate our kicks */
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = kick_handler;
-	sa.sa_flags = SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(VMM_KICK_SIGNAL, &sa, NULL) < 0)
-		return -errno;
 	return 0;
 }
 
@@ -103,6 +83,12 @@ int vcpu_create(struct vmm *vm, unsigned int index,
 	vcpu->stats.fd = -1;
 	vcpu->vm = vm;
 	vcpu->index = index;
+	ret = -pthread_mutex_init(&vcpu->kick_lock, NULL);
+	if (ret) {
+		vcpu->fd = -1;
+		return ret;
+	}
+	vcpu->lock_ready = true;
 	vcpu->fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, (unsigned long)index);
 	if (vcpu->fd < 0) {
 		ret = -errno;
@@ -244,27 +230,100 @@ static bool vcpu_handle_exit(struct vcpu *vcpu)
 	return false;
 }
 
-static void *vcpu_thread(void *arg)
+/*
+ * The signal mask inside KVM_RUN: this thread's mask (every asynchronous
+ * signal blocked, thread.h) without VMM_KICK_SIGNAL.  KVM swaps it in for
+ * the duration of KVM_RUN and keeps the user mask in real_blocked, so a
+ * kick pending from before the ioctl makes it return -EINTR at once, and
+ * one sent during it interrupts it; in both cases the signal stays pending
+ * (blocked again) for vcpu_take_kicks().
+ */
+static int vcpu_set_run_sigmask(struct vcpu *vcpu)
 {
-	struct vcpu *vcpu = arg;
+	union {
+		struct kvm_signal_mask m;
+		uint8_t buf[sizeof(struct kvm_signal_mask) + 8];
+	} km;
+	sigset_t set;
+	int ret;
+
+	ret = pthread_sigmask(SIG_BLOCK, NULL, &set);
+	if (ret)
+		return -ret;
+	sigdelset(&set, VMM_KICK_SIGNAL);
+	/* The kernel's sigset is 64 bits on x86_64: signals 1..64, the first
+	 * word of glibc's sigset_t. */
+	km.m.len = 8;
+	memcpy(km.m.sigset, &set, 8);
+	if (ioctl(vcpu->fd, KVM_SET_SIGNAL_MASK, &km.m) < 0) {
+		ret = -errno;
+		vmm_err("vCPU %u: KVM_SET_SIGNAL_MASK: %s", vcpu->index,
+			strerror(errno));
+		return ret;
+	}
+	return 0;
+}
+
+/*
+ * Consume this thread's pending VMM_KICK_SIGNALs (blocked here, so they
+ * stay pending after KVM_RUN returns; left there, every KVM_RUN would fail
+ * with -EINTR at once).  A kick is a pthread_kill() from this process
+ * (SI_TKILL, our pid).  Anything else is a process-directed signal of the
+ * embedder's (kill(2), sigqueue(3)) that the kernel handed to this thread
+ * because it was the one in KVM_RUN with the signal unblocked: it is
+ * passed on to the main thread (tgkill; the sender's siginfo is not kept),
+ * never to the process again, which could hand it back to a vCPU.
+ * Context: vCPU thread.
+ */
+static void vcpu_take_kicks(void)
+{
+	static const struct timespec poll_only = { 0, 0 };
+	sigset_t set;
+	siginfo_t si;
+
+	sigemptyset(&set);
+	sigaddset(&set, VMM_KICK_SIGNAL);
+	/* The system call itself: glibc's sigtimedwait() reports SI_TKILL as
+	 * SI_USER, and that difference is what tells a kick from a kill(2).
+	 * 8: the kernel's sigset size. */
+	while (syscall(SYS_rt_sigtimedwait, &set, &si, &poll_only, 8) ==
+	       VMM_KICK_SIGNAL) {
+		if (si.si_code == SI_TKILL && si.si_pid == getpid())
+			continue;
+		if (syscall(SYS_tgkill, getpid(), getpid(), VMM_KICK_SIGNAL) < 0)
+			vmm_warn("passing signal %d on to the main thread: %s",
+				 VMM_KICK_SIGNAL, strerror(errno));
+	}
+}
+
+/* Context: vCPU thread. */
+static void vcpu_run_loop(struct vcpu *vcpu)
+{
 	char name[16];
 
 	snprintf(name, sizeof(name), "vmm-vcpu%u", vcpu->index);
 	pthread_setname_np(pthread_self(), name);
+	if (vcpu_set_run_sigmask(vcpu)) {
+		vm_request_exit(vcpu->vm, VMM_EXIT_ERROR);
+		return;
+	}
 	/* Everything is set up: from here on only the vCPU allow-list. */
 	if (sandbox_install(vcpu->vm->seccomp, SANDBOX_CLASS_VCPU)) {
 		vmm_err("seccomp: cannot confine vCPU %u", vcpu->index);
 		vm_request_exit(vcpu->vm, VMM_EXIT_ERROR);
-		return NULL;
+		return;
 	}
 
+	/* A kick sent after this check stays pending (blocked) until the
+	 * next KVM_RUN unblocks it: nothing is lost in between. */
 	while (!vm_stopping(vcpu->vm)) {
 		if (ioctl(vcpu->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
-				/* Kicked: clear the flag set by vcpu_kick() and
-				 * re-check why. */
+				/* Kicked: clear the flag set by vcpu_kick(),
+				 * consume the signal, re-check why. */
 				__atomic_store_n(&vcpu->run->immediate_exit, 0,
 						 __ATOMIC_RELAXED);
+				vcpu_take_kicks();
 				continue;
 			}
 			vmm_err("vCPU %u: KVM_RUN: %s", vcpu->index,
@@ -275,37 +334,70 @@ static void *vcpu_thread(void *arg)
 		if (!vcpu_handle_exit(vcpu))
 			break;
 	}
+}
+
+static void *vcpu_thread(void *arg)
+{
+	struct vcpu *vcpu = arg;
+
+	vcpu_run_loop(vcpu);
+	/* From here on no kick signals this thread: once it returns, a
+	 * joiner may release it, and pthread_kill() on it would be
+	 * undefined.  Pairs with the check in vcpu_kick(). */
+	pthread_mutex_lock(&vcpu->kick_lock);
+	vcpu->thread_exited = true;
+	pthread_mutex_unlock(&vcpu->kick_lock);
 	return NULL;
 }
 
 int vcpu_start(struct vcpu *vcpu)
 {
-	int ret = pthread_create(&vcpu->thread, NULL, vcpu_thread, vcpu);
+	int ret;
 
-	if (ret) {
-		vmm_err("creating vCPU %u thread: %s", vcpu->index, strerror(ret));
-		return -ret;
-	}
-	vcpu->thread_started = true;
-	return 0;
+	/* Held across the creation: a kick (a guest exit on another vCPU)
+	 * waits for thread_started and then signals the new thread, whose
+	 * mask blocks the signal from its first instruction, so the kick
+	 * stays pending for its first KVM_RUN. */
+	pthread_mutex_lock(&vcpu->kick_lock);
+	ret = thread_spawn(&vcpu->thread, vcpu_thread, vcpu);
+	if (!ret)
+		vcpu->thread_started = true;
+	pthread_mutex_unlock(&vcpu->kick_lock);
+	if (ret)
+		vmm_err("creating vCPU %u thread: %s", vcpu->index, strerror(-ret));
+	return ret;
 }
 
 void vcpu_kick(struct vcpu *vcpu)
 {
-	if (!vcpu->run || !vcpu->thread_started)
+	if (!vcpu->lock_ready)
 		return;
 	/* Seen by KVM on the next entry if the thread is not in KVM_RUN yet;
 	 * vm->stopping (set before the kick, release) is re-checked after. */
-	__atomic_store_n(&vcpu->run->immediate_exit, 1, __ATOMIC_RELEASE);
-	pthread_kill(vcpu->thread, VMM_KICK_SIGNAL);
+	if (vcpu->run)
+		__atomic_store_n(&vcpu->run->immediate_exit, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&vcpu->kick_lock);
+	if (vcpu->thread_started && !vcpu->thread_exited)
+		pthread_kill(vcpu->thread, VMM_KICK_SIGNAL);
+	pthread_mutex_unlock(&vcpu->kick_lock);
 }
 
 void vcpu_join(struct vcpu *vcpu)
 {
-	if (vcpu->thread_started) {
-		pthread_join(vcpu->thread, NULL);
-		vcpu->thread_started = false;
-	}
+	bool join;
+
+	if (!vcpu->lock_ready)
+		return;
+	pthread_mutex_lock(&vcpu->kick_lock);
+	join = vcpu->thread_started && !vcpu->thread_joined;
+	pthread_mutex_unlock(&vcpu->kick_lock);
+	if (!join)
+		return;
+	/* Not under kick_lock: the thread takes it on its way out. */
+	pthread_join(vcpu->thread, NULL);
+	pthread_mutex_lock(&vcpu->kick_lock);
+	vcpu->thread_joined = true;
+	pthread_mutex_unlock(&vcpu->kick_lock);
 }
 
 void vcpu_destroy(struct vcpu *vcpu)
@@ -318,4 +410,8 @@ void vcpu_destroy(struct vcpu *vcpu)
 		close(vcpu->fd);
 	vcpu->run = NULL;
 	vcpu->fd = -1;
+	if (vcpu->lock_ready) {
+		pthread_mutex_destroy(&vcpu->kick_lock);
+		vcpu->lock_ready = false;
+	}
 }

@@ -1,10 +1,30 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * vCPUs: one thread each ("vmm-vcpuN") looping on KVM_RUN and dispatching
- * exits to the PIO/MMIO buses.  A vCPU is kicked out of KVM_RUN by setting
- * run->immediate_exit and sending VMM_KICK_SIGNAL to its thread: the flag
- * covers a kick that lands before the thread enters KVM_RUN, the signal one
- * that lands while it is inside.
+ * exits to the PIO/MMIO buses.
+ *
+ * Kicks.  A vCPU is kicked out of KVM_RUN by setting run->immediate_exit
+ * and sending VMM_KICK_SIGNAL to its thread (pthread_kill).  The thread
+ * keeps that signal blocked in user space (thread.h: it starts with every
+ * asynchronous signal blocked) and unblocks it only inside KVM_RUN, through
+ * KVM_SET_SIGNAL_MASK.  So a kick is never delivered to a handler: it stays
+ * pending until the thread consumes it with sigtimedwait() after KVM_RUN
+ * returns -EINTR, and
+ *  - a kick sent while the thread is outside KVM_RUN (between its check
+ *    of vm_stopping() and the ioctl) makes the next KVM_RUN return at once;
+ *  - the process's disposition of the signal does not matter: the kernel
+ *    discards an ignored signal only if the thread does not block it, and
+ *    while in KVM_RUN the thread's user mask counts as blocking
+ *    (real_blocked), so SIG_IGN, SIG_DFL, the embedder's handler or a
+ *    mask the creator inherited all work; the library never changes it.
+ * immediate_exit stays as a second line: it catches a kick whose signal
+ * was flushed (the embedder setting SIG_IGN discards pending signals).
+ *
+ * Thread lifetime.  kick_lock orders kicks against the thread's start and
+ * end: vcpu_start() sets thread_started under it (so a kick during
+ * pthread_create() waits and then signals the new thread), and the thread
+ * sets thread_exited under it before it returns (so no kick signals a
+ * thread that may already be joined).
  */
 #ifndef VMM_VCPU_H
 #define VMM_VCPU_H
@@ -35,8 +55,17 @@ struct vcpu {
 	unsigned int index;
 	int fd;
 	struct kvm_run *run;
+	/*
+	 * kick_lock protects thread, thread_started, thread_exited and
+	 * thread_joined; held across pthread_create() and pthread_kill().
+	 * Initialised by vcpu_create() (lock_ready).
+	 */
+	pthread_mutex_t kick_lock;
+	bool lock_ready;
 	pthread_t thread;
-	bool thread_started;
+	bool thread_started; /* pthread_create() succeeded */
+	bool thread_exited;  /* the thread no longer takes kicks */
+	bool thread_joined;
 	struct kvmstats stats; /* fd -1 without KVM_CAP_BINARY_STATS_FD */
 };
 
@@ -52,15 +81,18 @@ int vcpu_create(struct vmm *vm, unsigned int index,
 int vcpu_set_boot_regs(struct vcpu *vcpu, const struct kvm_regs *regs,
 		       const struct kvm_sregs *sregs) __must_check;
 int vcpu_get_sregs(struct vcpu *vcpu, struct kvm_sregs *sregs) __must_check;
+/* Start the vCPU thread.  Returns 0 or -errno. */
 int vcpu_start(struct vcpu *vcpu) __must_check;
+/* Make the thread leave KVM_RUN (or not enter it) and re-check
+ * vm_stopping().  Context: any thread; a no-op once the thread has ended
+ * or before vcpu_create(). */
 void vcpu_kick(struct vcpu *vcpu);
+/* Wait for the thread to end (it does once the VM is stopping).  One
+ * joiner at a time; idempotent. */
 void vcpu_join(struct vcpu *vcpu);
 void vcpu_destroy(struct vcpu *vcpu);
 /* Add this vCPU's counters (enum vcpu_stat order) to @sum. -ENOTSUP if
  * KVM has no binary stats. */
 int vcpu_add_stats(struct vcpu *vcpu, uint64_t *sum);
-
-/* Install the no-op VMM_KICK_SIGNAL handler if the signal has none. */
-int vcpu_signal_setup(void) __must_check;
 
 #endif

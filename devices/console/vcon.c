@@ -16,6 +16,7 @@
 
 #include "console/vcon.h"
 #include "log.h"
+#include "thread.h"
 
 #define BOUNCE_SIZE 65536u
 /* Control messages waiting for guest buffers, at most: the handshake
@@ -744,10 +745,11 @@ inval:
 
 static int thread_start(struct vcon *c, struct vcon_thread *t)
 {
-	int ret = pthread_create(&t->tid, NULL, thread_main, t);
+	/* Asynchronous signals blocked, like every library thread. */
+	int ret = thread_spawn(&t->tid, thread_main, t);
 
 	if (ret)
-		return -ret;
+		return ret;
 	t->started = true;
 	pthread_mutex_lock(&c->lock);
 	while (!t->init_done)

@@ -28,10 +28,32 @@
  *    are safe from any thread that the library does not own (not from a
  *    vmm_log_fn callback).  vmm_destroy() must not race with any other call
  *    on the same VM.  Calls on different VMs never interfere.
- *  - To interrupt a vCPU blocked in KVM_RUN the library sends it the signal
- *    VMM_KICK_SIGNAL.  vmm_start() installs a no-op handler for it
- *    (SA_RESTART) if the process has none (SIG_DFL); an embedder that uses
- *    that signal itself must keep a handler installed that tolerates it.
+ *  - Signals.  The library never installs, changes or reads a signal
+ *    disposition, and never changes the mask of a thread it did not create.
+ *    Every thread it creates (vCPU, I/O, console) starts with every signal
+ *    blocked except those a fault raises on the thread itself (SIGSEGV,
+ *    SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS, SIGABRT) and glibc's internal
+ *    ones: process-directed signals (SIGINT, SIGTERM, SIGCHLD, ...) are
+ *    delivered to the embedder's threads, never run a handler under a VMM
+ *    thread's seccomp filter, and a console write to a closed pipe raises
+ *    no SIGPIPE in the process.
+ *  - Kicks.  To get a vCPU out of KVM_RUN (vmm_stop(), a guest reset on
+ *    another vCPU) the library sends VMM_KICK_SIGNAL to that vCPU's thread
+ *    (pthread_kill) and sets kvm_run.immediate_exit.  The vCPU thread keeps
+ *    the signal blocked and unblocks it only inside KVM_RUN
+ *    (KVM_SET_SIGNAL_MASK: its own mask minus VMM_KICK_SIGNAL), and consumes
+ *    it with sigtimedwait() when KVM_RUN returns: no handler ever runs for
+ *    a kick, and a kick sent just before KVM_RUN is not lost.  This works
+ *    whatever the process does with the signal: SIG_DFL, SIG_IGN (a blocked
+ *    signal is never discarded), a handler of the embedder's (with or
+ *    without SA_SIGINFO; it is not called for kicks), or the signal blocked
+ *    in the thread that calls vmm_start() (vCPU threads do not inherit it).
+ *    Several VMs in one process each kick only their own threads.  One
+ *    caveat: a VMM_KICK_SIGNAL sent to the whole process (kill(2)) while a
+ *    VM runs may be taken by a vCPU thread that is inside KVM_RUN; that
+ *    thread passes it on to the process's main thread (tgkill(2), as
+ *    SI_TKILL: the sender's siginfo is lost).  An embedder that uses the
+ *    signal itself should send it to a thread of its own (pthread_kill).
  */
 #ifndef VMM_VMM_H
 #define VMM_VMM_H
@@ -461,6 +483,8 @@ int vmm_start(struct vmm *vm);
  *
  * Every vCPU is kicked out of KVM_RUN; vmm_wait() then returns
  * VMM_EXIT_STOPPED (unless the guest had already exited for another reason).
+ * The caller's signal state (see Threading above) cannot keep the VM from
+ * stopping.
  *
  * Returns: 0 (also when the VM has already stopped); -EINVAL for NULL @vm;
  * -EBUSY if the VM was never started.

@@ -223,6 +223,16 @@ static void vcpu_body(const struct job *j)
 	/* The vCPU kick: a signal to a thread of this process. */
 	CHILD_CHECK(syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), 0) == 0,
 		    "tgkill self: %s", strerror(errno));
+	/* ... consumed after KVM_RUN by sigtimedwait() (none pending here). */
+	{
+		static const struct timespec zero;
+		sigset_t set;
+
+		sigemptyset(&set);
+		sigaddset(&set, VMM_KICK_SIGNAL);
+		CHILD_CHECK(sigtimedwait(&set, NULL, &zero) == -1 && errno == EAGAIN,
+			    "sigtimedwait: %s", strerror(errno));
+	}
 	if (j->mode == VMM_SECCOMP_ERRNO) {
 		common_refused();
 		EXPECT_EPERM(io_uring_setup_raw(), "io_uring_setup");
