@@ -258,6 +258,28 @@ int vmm_set_console(struct vmm *vm, int in_fd, int out_fd)
 	return 0;
 }
 
+/* The first published struct vmm_console_stats (callers built against it
+ * keep working when fields are appended). */
+#define CONSOLE_STATS_V1_SIZE 32u
+_Static_assert(sizeof(struct vmm_console_stats) >= CONSOLE_STATS_V1_SIZE,
+	       "struct vmm_console_stats shrank");
+
+int vmm_get_console_stats(struct vmm *vm, struct vmm_console_stats *st)
+{
+	struct vmm_console_stats all = { 0 };
+	uint32_t sz;
+
+	if (!vm || !st || st->struct_size < CONSOLE_STATS_V1_SIZE)
+		return -EINVAL;
+	sz = st->struct_size;
+	pthread_mutex_lock(&vm->lock);
+	machine_console_stats(vm, &all);
+	pthread_mutex_unlock(&vm->lock);
+	all.struct_size = sz;
+	memcpy(st, &all, MIN((size_t)sz, sizeof(all)));
+	return 0;
+}
+
 int vmm_add_disk(struct vmm *vm, const struct vmm_disk_config *cfg,
 		 unsigned int *out_id)
 {

@@ -8,10 +8,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kvm.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -19,6 +17,7 @@
 
 #include "blk/vblk.h"
 #include "blk/virtio-blk.h"
+#include "console.h"
 #include "console/vcon.h"
 #include "irq.h"
 #include "iothread.h"
@@ -31,7 +30,6 @@
 #include "pci/pci.h"
 #include "sandbox.h"
 #include "serial/uart8250.h"
-#include "thread.h"
 #include "virtio/virtio-pci.h"
 #include "vcpu.h"
 #include "vm.h"
@@ -84,10 +82,8 @@ struct machine {
 	struct rtc *rtc;
 	struct pvexit *pvexit;
 	struct pci_bus *pci;
-	/* Console input thread: copies console_in to the UART. */
-	pthread_t con_thread;
-	bool con_started;
-	int con_stop_efd;
+	/* Host side of COM1: the console fds and the "vmm-console" thread. */
+	struct console *console;
 	/* Boot images, open and mapped read-only while building. */
 	int kernel_fd, initrd_fd;
 	void *kernel_map, *initrd_map;
@@ -347,12 +343,43 @@ static void machine_coalesce_pci_address(struct vmm *vm)
 			strerror(-ret));
 }
 
+/* Context: console thread.  Guest input for COM1. */
+static size_t machine_console_input(void *opaque, const void *buf, size_t len)
+{
+	struct vmm *vm = opaque;
+
+	return uart8250_push_input(vm->machine->uart, buf, len);
+}
+
+/* Context: console thread, which could not be confined. */
+static void machine_console_failed(void *opaque)
+{
+	vm_request_exit(opaque, VMM_EXIT_ERROR);
+}
+
+/* Context: vCPU thread, COM1's lock held.  Never blocks (console.h). */
+static void machine_console_output(void *opaque, const uint8_t *buf, size_t len)
+{
+	console_write(opaque, buf, len);
+}
+
 static int machine_setup_devices(struct vmm *vm, struct machine *m)
 {
+	struct console_params cp = {
+		.in_fd = vm->console_in,
+		.out_fd = vm->console_out,
+		.push_input = machine_console_input,
+		.opaque = vm,
+		.seccomp = vm->seccomp,
+		.failed = machine_console_failed,
+	};
 	int ret;
 
+	ret = console_create(&cp, &m->console);
+	if (ret)
+		return ret;
 	ret = uart8250_create(&vm->pio, COM1_BASE, machine_set_irq_line, vm,
-			      vm->console_out, &m->uart);
+			      machine_console_output, m->console, &m->uart);
 	if (ret)
 		return ret;
 	ret = i8042_create(&vm->pio, machine_guest_reset, vm, &m->kbd);
@@ -539,70 +566,6 @@ static void machine_destroy_disks(struct vmm *vm, struct machine *m)
 	m->nr_iothreads = 0;
 }
 
-/* Context: console thread.  Feeds console_in to the UART's RX FIFO. */
-static void *machine_console_thread(void *arg)
-{
-	struct vmm *vm = arg;
-	struct machine *m = vm->machine;
-	uint8_t buf[64];
-	size_t have = 0, off = 0;
-
-	pthread_setname_np(pthread_self(), "vmm-console");
-	if (sandbox_install(vm->seccomp, SANDBOX_CLASS_CONSOLE)) {
-		vmm_err("seccomp: cannot confine the console thread");
-		vm_request_exit(vm, VMM_EXIT_ERROR);
-		return NULL;
-	}
-	for (;;) {
-		struct pollfd pfd[2] = {
-			{ .fd = m->con_stop_efd, .events = POLLIN },
-			{ .fd = vm->console_in, .events = POLLIN },
-		};
-		/* With bytes still buffered, only wait for the guest to drain
-		 * its FIFO (short timeout) instead of reading more input. */
-		int n = poll(pfd, have ? 1 : 2, have ? 5 : -1);
-
-		if (n < 0 && errno != EINTR)
-			break;
-		if (pfd[0].revents)
-			break;
-		if (!have && (pfd[1].revents & (POLLIN | POLLHUP))) {
-			ssize_t r = read(vm->console_in, buf, sizeof(buf));
-
-			if (r <= 0) {
-				if (r < 0 && (errno == EINTR || errno == EAGAIN))
-					continue;
-				break; /* EOF: no more input, ever */
-			}
-			have = (size_t)r;
-			off = 0;
-		}
-		if (have) {
-			size_t done = uart8250_push_input(m->uart, buf + off, have);
-
-			off += done;
-			have -= done;
-		}
-	}
-	return NULL;
-}
-
-static int machine_start_console(struct vmm *vm, struct machine *m)
-{
-	int ret;
-
-	if (vm->console_in < 0)
-		return 0;
-	m->con_stop_efd = eventfd(0, EFD_CLOEXEC);
-	if (m->con_stop_efd < 0)
-		return -errno;
-	ret = thread_spawn(&m->con_thread, machine_console_thread, vm);
-	if (ret)
-		return ret;
-	m->con_started = true;
-	return 0;
-}
-
 /* Context: I/O thread (iothread_call_sync). */
 static int machine_confine_iothread(void *opaque)
 {
@@ -637,7 +600,6 @@ int machine_start(struct vmm *vm)
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	m->con_stop_efd = -1;
 	m->kernel_fd = -1;
 	m->initrd_fd = -1;
 	vm->machine = m;
@@ -682,7 +644,7 @@ int machine_start(struct vmm *vm)
 	ret = machine_confine_iothreads(vm, m);
 	if (ret)
 		goto err;
-	ret = machine_start_console(vm, m);
+	ret = console_start(m->console);
 	if (ret)
 		goto err;
 	/* After the start hook: threads confined before a uid drop would
@@ -720,14 +682,9 @@ void machine_join(struct vmm *vm)
 	/* Writes out what the guest queued on its ports (vcon.h). */
 	if (m && m->ports_transport)
 		vpci_quiesce(m->ports_transport);
-	if (m && m->con_started) {
-		uint64_t one = 1;
-
-		if (write(m->con_stop_efd, &one, sizeof(one)) < 0)
-			vmm_warn("stopping console thread: %s", strerror(errno));
-		pthread_join(m->con_thread, NULL);
-		m->con_started = false;
-	}
+	/* Last: the guest's final output is flushed (for a bounded time). */
+	if (m)
+		console_stop(m->console);
 }
 
 void machine_destroy(struct vmm *vm)
@@ -755,8 +712,7 @@ void machine_destroy(struct vmm *vm)
 		pvexit_destroy(m->pvexit);
 		if (m->uart)
 			uart8250_destroy(m->uart);
-		if (m->con_stop_efd >= 0)
-			close(m->con_stop_efd);
+		console_destroy(m->console);
 		unmap_file(&m->kernel_fd, &m->kernel_map, m->kernel_len);
 		unmap_file(&m->initrd_fd, &m->initrd_map, m->initrd_len);
 		free(m);
@@ -852,4 +808,17 @@ int machine_kvm_stats(struct vmm *vm, struct vmm_kvm_stats *st)
 	st->irq_injections = sum[VCPU_STAT_IRQ_INJECTIONS];
 	st->signal_exits = sum[VCPU_STAT_SIGNAL_EXITS];
 	return 0;
+}
+
+void machine_console_stats(struct vmm *vm, struct vmm_console_stats *st)
+{
+	struct machine *m = vm->machine;
+	struct console_stats cs;
+
+	if (!m || !m->console)
+		return;
+	console_get_stats(m->console, &cs);
+	st->bytes_out = cs.bytes_out;
+	st->bytes_dropped = cs.bytes_dropped;
+	st->bytes_in = cs.bytes_in;
 }

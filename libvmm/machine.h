@@ -28,5 +28,8 @@ int machine_disk_stats(struct vmm *vm, unsigned int id, struct vmm_disk_stats *s
 int machine_queue_stats(struct vmm *vm, unsigned int id, unsigned int q,
 			struct vmm_queue_stats *st);
 int machine_kvm_stats(struct vmm *vm, struct vmm_kvm_stats *st);
+/* Console counters into @st (left as they are if no console was built). */
+struct vmm_console_stats;
+void machine_console_stats(struct vmm *vm, struct vmm_console_stats *st);
 
 #endif

@@ -16,9 +16,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "log.h"
 #include "serial/uart8250.h"
 
 /* Register offsets. */
@@ -84,21 +82,22 @@ struct uart8250 {
 	uint16_t base;
 	void (*set_irq)(void *opaque, int level);
 	void *irq_opaque;
-	int out_fd;
+	uart8250_tx_fn tx;
+	void *tx_opaque;
 
 	/*
 	 * Protects everything below: the registers, the RX FIFO and irq_level.
 	 * Taken by vCPU threads (register access) and the console thread
-	 * (push_input).  Held across the output write() so bytes from
-	 * concurrent THR writers leave in the order the UART accepted them,
-	 * and across set_irq() so level changes are reported in order.
+	 * (push_input).  Held across the tx callback so bytes from
+	 * concurrent THR writers leave in the order the UART accepted them
+	 * (the callback never blocks), and across set_irq() so level changes
+	 * are reported in order.
 	 */
 	pthread_mutex_t lock;
 	uint8_t ier, lcr, mcr, fcr, scr, dll, dlm;
 	uint8_t msr_delta; /* MSR bits 3:0, cleared by reading MSR */
 	bool overrun; /* LSR.OE, cleared by reading LSR */
 	bool thr_ipending; /* THRE interrupt source latched */
-	bool out_err_logged;
 	int irq_level;
 	unsigned int rx_head, rx_count;
 	uint8_t rx[UART8250_RX_FIFO_SIZE];
@@ -182,27 +181,12 @@ static uint8_t uart_rx_get(struct uart8250 *u)
 	return b;
 }
 
-/* Caller holds u->lock.  Output errors never reach the guest: a console
- * that went away must not stop the VM, so log once and drop. */
+/* Caller holds u->lock.  The callback never blocks (uart8250.h): what
+ * the host cannot take is its business, never the guest's. */
 static void uart_output(struct uart8250 *u, uint8_t b)
 {
-	ssize_t n;
-
-	if (u->out_fd < 0)
-		return;
-	for (;;) {
-		n = write(u->out_fd, &b, 1);
-		if (n == 1)
-			return;
-		if (n < 0 && errno == EINTR)
-			continue;
-		break;
-	}
-	if (!u->out_err_logged) {
-		u->out_err_logged = true;
-		vmm_warn("uart@0x%x: console output failed (%s); dropping output",
-			 u->base, n < 0 ? strerror(errno) : "short write");
-	}
+	if (u->tx)
+		u->tx(u->tx_opaque, &b, 1);
 }
 
 static void uart_set_mcr(struct uart8250 *u, uint8_t val)
@@ -334,7 +318,7 @@ static void uart_io(void *opaque, uint64_t off, void *data, uint32_t len,
 
 int uart8250_create(struct iobus *pio, uint16_t base,
 		    void (*set_irq)(void *opaque, int level), void *irq_opaque,
-		    int out_fd, struct uart8250 **out)
+		    uart8250_tx_fn tx, void *tx_opaque, struct uart8250 **out)
 {
 	struct uart8250 *u;
 	int ret;
@@ -348,7 +332,8 @@ int uart8250_create(struct iobus *pio, uint16_t base,
 	u->base = base;
 	u->set_irq = set_irq;
 	u->irq_opaque = irq_opaque;
-	u->out_fd = out_fd;
+	u->tx = tx;
+	u->tx_opaque = tx_opaque;
 	/* What firmware leaves behind: 9600 8N1, OUT2 (IRQ gate) on. */
 	u->lcr = 0x03;
 	u->mcr = MCR_OUT2;

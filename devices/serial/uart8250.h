@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * 16550A-compatible UART (what Linux's 8250 driver autodetects on COM1:
- * 0x3f8, 8 registers).  Output is instantaneous (THR bytes go straight to a
- * file descriptor), so THRE/TEMT always read as set.  Input is a bounded RX
- * FIFO fed by uart8250_push_input() from a console thread.
+ * 0x3f8, 8 registers).  Output is instantaneous: every THR byte is handed
+ * at once to the transmit callback, which must not block (libvmm's is
+ * console_write(): a bounded buffer that drops what does not fit), so
+ * THRE/TEMT always read as set and the guest never waits for the host's
+ * reader.  Input is a bounded RX FIFO fed by uart8250_push_input() from a
+ * console thread.
  *
  * The interrupt output is level-triggered: set_irq(irq_opaque, level) is
  * called whenever the computed line level changes (never twice with the same
@@ -31,17 +34,23 @@
 struct uart8250;
 
 /*
+ * Transmit callback: @len bytes the guest wrote to THR.  Called with the
+ * UART's lock held (so bytes from concurrent vCPUs arrive in the order the
+ * UART accepted them), from a vCPU thread; must return promptly whatever
+ * the host does with them, and must not call back into the UART.
+ */
+typedef void (*uart8250_tx_fn)(void *opaque, const uint8_t *buf, size_t len);
+
+/*
  * uart8250_create - create a UART and register its 8 ports at @base on @pio.
  * @set_irq: called with the new line level (0/1) on every change; may be NULL.
- * @out_fd: where THR bytes go (blocking or not; EAGAIN drops bytes), or -1 to
- *          discard output.  Not closed by the UART.  If it is a pipe or socket
- *          whose reader may go away, the embedding program should ignore
- *          SIGPIPE (a library must not change signal dispositions).
+ * @tx:      where THR bytes go, or NULL to discard output.
  * Returns 0, -EINVAL (NULL @pio/@out), -ENOMEM, or -EEXIST (ports taken).
  */
 int uart8250_create(struct iobus *pio, uint16_t base,
 		    void (*set_irq)(void *opaque, int level), void *irq_opaque,
-		    int out_fd, struct uart8250 **out) __must_check;
+		    uart8250_tx_fn tx, void *tx_opaque,
+		    struct uart8250 **out) __must_check;
 
 /* Unregisters the ports and frees @u.  NULL-safe.  No vCPU may be running. */
 void uart8250_destroy(struct uart8250 *u);

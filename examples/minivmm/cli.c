@@ -60,7 +60,7 @@ void cli_usage(const char *prog, void *file)
 		"                       num-queues defaults to the vCPU count; the\n"
 		"                       image is locked (shared if ro=on, else\n"
 		"                       exclusive) unless lock=off\n"
-		"      --stats          print disk and KVM statistics at exit\n"
+		"      --stats          print disk, KVM and console statistics at exit\n"
 		"      --stats-json     the same, as one JSON object on stderr\n"
 		"      --no-seccomp     do not confine the VMM's threads with\n"
 		"                       seccomp-bpf allow-lists (on by default)\n"

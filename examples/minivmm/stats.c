@@ -52,6 +52,7 @@ static void kvm_json(FILE *f, const struct vmm_kvm_stats *k, int ret)
 void stats_print(struct vmm *vm, unsigned int nr_disks, bool json, FILE *f)
 {
 	struct vmm_kvm_stats k = { .struct_size = sizeof(k) };
+	struct vmm_console_stats con = { .struct_size = sizeof(con) };
 	int kret = vmm_get_kvm_stats(vm, &k);
 	uint64_t all_reqs = 0;
 
@@ -113,10 +114,19 @@ void stats_print(struct vmm *vm, unsigned int nr_disks, bool json, FILE *f)
 				qs.interrupts, qs.suppressed);
 		}
 	}
+	if (vmm_get_console_stats(vm, &con))
+		memset(&con, 0, sizeof(con));
 	if (json) {
-		fprintf(f, "]}\n");
+		fprintf(f,
+			"],\"console\":{\"bytes_out\":%" PRIu64
+			",\"bytes_dropped\":%" PRIu64 ",\"bytes_in\":%" PRIu64 "}}\n",
+			con.bytes_out, con.bytes_dropped, con.bytes_in);
 		return;
 	}
+	fprintf(f,
+		"console: %" PRIu64 " bytes out, %" PRIu64 " dropped, %" PRIu64
+		" bytes in\n",
+		con.bytes_out, con.bytes_dropped, con.bytes_in);
 	if (!kret) {
 		fprintf(f,
 			"kvm: %" PRIu32 " vCPUs, %" PRIu64 " exits (%" PRIu64 " io, %" PRIu64

@@ -222,11 +222,53 @@ int vmm_set_kernel(struct vmm *vm, const char *kernel, const char *initrd,
  *          The library does not change the terminal mode.
  * @out_fd: guest serial output is written here, or -1 to discard it
  *
- * The fds are borrowed: they must stay open until vmm_destroy().
+ * The fds are borrowed: they must stay open until vmm_destroy().  The
+ * library never changes their file status flags (O_NONBLOCK stays as the
+ * embedder set it, e.g. on a terminal shared with a shell).
+ *
+ * Console back-pressure: the console never blocks the guest, vmm_stop() or
+ * vmm_wait().  Guest output that @out_fd does not take at once is queued in
+ * a 64 KiB buffer that the VM's console thread writes out as the fd
+ * accepts it; output that does not fit is dropped and counted
+ * (vmm_get_console_stats()), and a warning is logged when dropping starts
+ * (at most every 10 s).  The UART's transmitter always reads as empty:
+ * the guest never waits for the host's reader (a stalled pipe, a terminal
+ * after Ctrl-S), rather than busy-polling it as real flow control would.
+ * A pipe, FIFO, terminal or character device is read and written through
+ * the library's own non-blocking open file description of the same file
+ * (vmm_start() reopens /proc/self/fd/N); a regular file or block device,
+ * or a description that is already O_NONBLOCK, is used as it is; a socket,
+ * or an fd that cannot be reopened (no /proc, permissions), is only
+ * touched after poll() reports it ready (output in chunks of at most 256
+ * bytes), which cannot block unless another writer or reader uses the
+ * same pipe concurrently.  When the VM stops, what is still queued gets at
+ * most one more second to be written; the rest is dropped and counted.
  *
  * Returns: 0; -EINVAL for NULL @vm or fds < -1; -EBUSY if not in CONFIG.
  */
 int vmm_set_console(struct vmm *vm, int in_fd, int out_fd);
+
+/* Counters of the COM1 console; extensible like struct vmm_disk_config. */
+struct vmm_console_stats {
+	uint32_t struct_size;	/* = sizeof(struct vmm_console_stats) */
+	uint32_t pad;
+	uint64_t bytes_out;	/* guest output written to out_fd */
+	uint64_t bytes_dropped; /* guest output dropped: out_fd did not take
+				   it in time (or failed, e.g. EPIPE) */
+	uint64_t bytes_in;	/* read from in_fd and taken by the guest's UART */
+};
+
+/**
+ * vmm_get_console_stats() - console counters.
+ * @vm: VM (any state; all 0 before vmm_start(), kept after the VM stopped
+ *      until vmm_destroy())
+ * @st: out; set st->struct_size first.  Any size from the first published
+ *      one (32 bytes) up is accepted; fields that do not fit are not
+ *      written.
+ *
+ * Returns: 0; -EINVAL for NULL or a too small struct_size.
+ */
+int vmm_get_console_stats(struct vmm *vm, struct vmm_console_stats *st);
 
 /* Disk flags for struct vmm_disk_config.flags. */
 #define VMM_DISK_READONLY (1u << 0) /* VIRTIO_BLK_F_RO, image opened O_RDONLY */
@@ -483,8 +525,8 @@ int vmm_start(struct vmm *vm);
  *
  * Every vCPU is kicked out of KVM_RUN; vmm_wait() then returns
  * VMM_EXIT_STOPPED (unless the guest had already exited for another reason).
- * The caller's signal state (see Threading above) cannot keep the VM from
- * stopping.
+ * Neither the caller's signal state (see Threading above) nor the console
+ * fds (see vmm_set_console()) can keep the VM from stopping.
  *
  * Returns: 0 (also when the VM has already stopped); -EINVAL for NULL @vm;
  * -EBUSY if the VM was never started.
@@ -503,7 +545,8 @@ int vmm_stop(struct vmm *vm);
  * cache; durable after the guest's flush); a cancelled one was never
  * acknowledged.
  *
- * May be called more than once; later calls return at once.
+ * May be called more than once; later calls return at once.  The console
+ * adds at most one second to it (its final flush, vmm_set_console()).
  *
  * Returns: 0; -EINVAL for NULL @vm; -EBUSY if the VM was never started.
  */

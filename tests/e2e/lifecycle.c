@@ -124,6 +124,17 @@ int main(int argc, char **argv)
 	if (!ret)
 		CHECK(ks.exits > 0 && ks.nr_vcpus == 1, "kvm stats: %llu exits",
 		      (unsigned long long)ks.exits);
+	{
+		struct vmm_console_stats cs = { .struct_size = sizeof(cs) };
+		off_t len = lseek(fa, 0, SEEK_END);
+
+		CHECK(vmm_get_console_stats(a, &cs) == 0, "console stats");
+		CHECK(cs.bytes_out > 0 && cs.bytes_out == (uint64_t)len &&
+			      cs.bytes_dropped == 0,
+		      "console stats: %llu bytes out, %llu dropped, file %lld",
+		      (unsigned long long)cs.bytes_out,
+		      (unsigned long long)cs.bytes_dropped, (long long)len);
+	}
 	CHECK(console_has(fa, "MINIVMM-PAYLOAD-EXIT=0"), "a's guest did not run its payload");
 	CHECK(console_has(fb, "MINIVMM-PAYLOAD-EXIT=0"), "b's guest did not run its payload");
 	vmm_destroy(a);

@@ -35,6 +35,11 @@ START_TEST(null_vm)
 	ck_assert_int_eq(vmm_get_exit_eventfd(NULL), -EINVAL);
 	ck_assert_int_eq(vmm_set_iothread_sched(NULL, VMM_IOTHREAD_SCHED_BATCH),
 			 -EINVAL);
+	{
+		struct vmm_console_stats cs = { .struct_size = sizeof(cs) };
+
+		ck_assert_int_eq(vmm_get_console_stats(NULL, &cs), -EINVAL);
+	}
 }
 END_TEST
 
@@ -91,6 +96,17 @@ START_TEST(create_without_or_with_kvm)
 	ck_assert_int_eq(vmm_set_iothread_sched(vm, VMM_IOTHREAD_SCHED_BATCH), 0);
 	ck_assert_int_eq(vmm_stop(vm), -EBUSY);
 	ck_assert_int_eq(vmm_wait(vm, NULL), -EBUSY);
+	{
+		struct vmm_console_stats cs = { .struct_size = 16,
+						.bytes_out = 7 };
+
+		ck_assert_int_eq(vmm_get_console_stats(vm, NULL), -EINVAL);
+		ck_assert_int_eq(vmm_get_console_stats(vm, &cs), -EINVAL);
+		cs.struct_size = sizeof(cs);
+		ck_assert_int_eq(vmm_get_console_stats(vm, &cs), 0);
+		ck_assert_uint_eq(cs.bytes_out, 0); /* never started */
+		ck_assert_uint_eq(cs.struct_size, sizeof(cs));
+	}
 	ck_assert_int_eq(vmm_start(vm), -EINVAL); /* no kernel */
 	ck_assert_int_ge(vmm_get_exit_eventfd(vm), 0);
 	vmm_destroy(vm);
