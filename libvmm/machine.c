@@ -91,6 +91,8 @@ struct machine {
 	int kernel_fd, initrd_fd;
 	void *kernel_map, *initrd_map;
 	size_t kernel_len, initrd_len;
+	/* KVM_IRQ_LINE failures come at the guest's UART pace: rate-limited. */
+	struct log_limit irq_log;
 };
 
 /* Raise/lower a legacy IRQ line on the in-kernel PIC + IOAPIC. */
@@ -100,7 +102,8 @@ static void machine_set_irq_line(void *opaque, int level)
 	struct kvm_irq_level irq = { .irq = COM1_IRQ, .level = (uint32_t)level };
 
 	if (ioctl(vm->vm_fd, KVM_IRQ_LINE, &irq) < 0)
-		vmm_warn("KVM_IRQ_LINE %u: %s", irq.irq, strerror(errno));
+		log_limited(&vm->machine->irq_log, VMM_LOG_WARN, "uart",
+			    "KVM_IRQ_LINE %u: %s", irq.irq, strerror(errno));
 }
 
 static void machine_guest_reset(void *opaque)
@@ -637,6 +640,7 @@ int machine_start(struct vmm *vm)
 	if (!m)
 		return -ENOMEM;
 	m->con_stop_efd = -1;
+	log_limit_init(&m->irq_log, "failed interrupt line changes");
 	m->kernel_fd = -1;
 	m->initrd_fd = -1;
 	vm->machine = m;
@@ -761,6 +765,7 @@ void machine_destroy(struct vmm *vm)
 			close(m->con_stop_efd);
 		unmap_file(&m->kernel_fd, &m->kernel_map, m->kernel_len);
 		unmap_file(&m->initrd_fd, &m->initrd_map, m->initrd_len);
+		log_limit_destroy(&m->irq_log, "until the VM was destroyed");
 		free(m);
 		vm->machine = NULL;
 	}

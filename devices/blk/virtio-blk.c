@@ -42,6 +42,9 @@ struct vblk_dev {
 	struct blk_engine *sync; /* when sync_engine */
 	unsigned int nr_queues;
 	struct vblk_dev_queue *qs;
+	/* Start failures follow the guest's DRIVER_OK, which a guest can
+	 * repeat in a reset loop: rate-limited (log.h). */
+	struct log_limit start_log;
 };
 
 #define INC(x) __atomic_store_n(&(x), (x) + 1, __ATOMIC_RELAXED)
@@ -255,8 +258,9 @@ static int vblk_dev_start(void *dev, struct virtio_queue *queues, unsigned int n
 		q->io = d->iothreads[i % d->nr_iothreads];
 		ret = iothread_call_sync(q->io, queue_attach, q);
 		if (ret) {
-			vmm_err("virtio-blk: attaching queue %u to I/O thread %u: %s",
-				i, iothread_index(q->io), strerror(-ret));
+			log_limited(&d->start_log, VMM_LOG_ERROR, "virtio-blk",
+				    "attaching queue %u to I/O thread %u: %s", i,
+				    iothread_index(q->io), strerror(-ret));
 			vblk_dev_stop(d);
 			return ret;
 		}
@@ -332,6 +336,7 @@ int vblk_dev_create(const struct vblk_dev_params *p, struct vblk_dev **out)
 		d->qs[i].d = d;
 		d->qs[i].index = i;
 	}
+	log_limit_init(&d->start_log, "queue start failures");
 	d->blk = p->blk;
 	d->iothreads = p->iothreads;
 	d->nr_iothreads = p->nr_iothreads;
@@ -356,6 +361,7 @@ void vblk_dev_destroy(struct vblk_dev *d)
 	}
 	blk_engine_destroy(d->sync);
 	vblk_close(d->blk);
+	log_limit_destroy(&d->start_log, "until the disk was removed");
 	free(d->qs);
 	free(d);
 }

@@ -24,6 +24,9 @@
  * route is refreshed at the next unmask or, from the I/O thread, after
  * VPCI_LAZY_FLUSH_USES such interrupts (rate-limited; see virtio-pci.c).
  *
+ * Logging.  Every message a guest can cause is rate-limited per transport
+ * (log.h): the first of a burst in full, then "N more ..." summaries.
+ *
  * Threading.
  *  - Register accesses come from vCPU threads (BAR MMIO, possibly several
  *    at once, and config space under the PCI bus lock).  A mutex per

@@ -28,7 +28,9 @@ grep -q "FAULT-EIO-SEEN" "$dir/log" || e2e_fail "the guest did not see the error
 grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/log" || e2e_fail "guest payload failed"
 [[ $E2E_RC -eq 0 ]] || e2e_fail "minivmm exited $E2E_RC"
 errs=$(grep -o '"io_errors":[0-9]*' "$dir/log" | cut -d: -f2 | sort -n | tail -1)
-lines=$(grep -c "libvmm: blk: .*: I/O error on" "$dir/log" || true)
+# First lines of a burst; summaries ("N more I/O errors ... (last: I/O
+# error on ...)") are counted apart.
+lines=$(grep "libvmm: blk: .*: I/O error on" "$dir/log" | grep -vc "more I/O errors" || true)
 sums=$(grep -c "more I/O errors" "$dir/log" || true)
 echo "io_errors=$errs, first-error log lines=$lines, summary lines=$sums"
 [[ ${errs:-0} -ge 8 ]] || e2e_fail "io_errors=$errs, expected >= 8"
