@@ -570,9 +570,12 @@ int pci_register_device(struct pci_bus *bus, struct pci_device *dev)
 	}
 	dev->bus = bus;
 	dev->slot = slot;
-	/* Firmware's job, done here for direct kernel boot: decode on. */
+	/* Firmware's job, done here for direct kernel boot: decode and bus
+	 * mastering on (Linux's drivers set MASTER themselves anyway; a
+	 * device's owner may act on later changes: virtio-pci.c). */
 	pci_cfg_set16(dev, PCI_CFG_COMMAND,
-		      pci_cfg_get16(dev, PCI_CFG_COMMAND) | PCI_CMD_MEM);
+		      pci_cfg_get16(dev, PCI_CFG_COMMAND) | PCI_CMD_MEM |
+			      PCI_CMD_MASTER);
 	for (i = 0; i < PCI_NUM_BARS; i++)
 		if (dev->bars[i].size && dev->ops && dev->ops->bar_moved)
 			dev->ops->bar_moved(dev, i, PCI_BAR_UNMAPPED,

@@ -19,9 +19,10 @@
  * Locking (see also virtio-pci.h):
  *  - t->lock protects the driver-visible configuration (feature selects,
  *    driver features, queue configuration), the wiring (eventfds, GSIs,
- *    ioeventfd addresses, installed MSI messages, t->live) and the cached
- *    BAR address.  Lock order: PCI bus lock -> t->lock -> irq lock.  The
- *    MMIO handler runs under the MMIO bus's read lock and takes t->lock;
+ *    ioeventfd addresses, installed MSI messages, t->live), whether the
+ *    device runs (t->started, t->master) and the cached BAR address.
+ *    Lock order: PCI bus lock -> t->lock -> irq lock.  The MMIO handler
+ *    runs under the MMIO bus's read lock and takes t->lock;
  *    with t->lock held we never call into the PCI bus (pci_bar_gpa() would
  *    deadlock against a vCPU moving a BAR), hence t->bar_gpa.
  *  - MSI-X table/PBA accesses are dispatched WITHOUT t->lock: msix.c calls
@@ -161,7 +162,9 @@ struct virtio_transport {
 	uint32_t dfselect, gfselect;
 	uint64_t driver_features;
 	uint16_t queue_select;
-	bool live; /* wired and ops->start() succeeded */
+	bool live;    /* wired (and started, unless bus mastering is off) */
+	bool started; /* ops->start() succeeded, ops->stop() not called yet */
+	bool master;  /* COMMAND.MASTER as last seen (see vpci_bus_master()) */
 	unsigned int nr_dirty;
 	struct virtio_queue *queues; /* [nq], handed to ops->start() */
 	struct vpci_vq *vqs;	     /* [nq] */
@@ -660,6 +663,10 @@ static int vpci_go_live(struct virtio_transport *t, const char **why)
 		t->vqs[i].irq_wired = q->gsi_valid;
 	}
 	t->live = true;
+	/* Bus mastering off: the device may not touch guest memory yet; it
+	 * starts when the driver turns mastering on (vpci_bus_master()). */
+	if (!t->master)
+		return 0;
 	/* A failing start cleans up after itself (vblk_dev_start() does):
 	 * no ops->stop() here. */
 	ret = t->ops->start(t->dev, t->queues, t->nq);
@@ -668,6 +675,7 @@ static int vpci_go_live(struct virtio_transport *t, const char **why)
 		vpci_unwire(t);
 		return ret;
 	}
+	t->started = true;
 	return 0;
 
 err_release:
@@ -845,8 +853,9 @@ static void vpci_queue_defaults(struct virtio_transport *t)
 /* Device reset (status 0, FAILED, destroy).  Context: t->lock held. */
 static void vpci_stop(struct virtio_transport *t)
 {
-	if (t->live)
+	if (t->started)
 		t->ops->stop(t->dev); /* drains; no device thread runs after */
+	t->started = false;
 	vpci_unwire(t);
 }
 
@@ -1235,11 +1244,72 @@ static bool vpci_overlaps(uint32_t off, uint32_t len, uint32_t start,
 	return off < start + size && start < off + len;
 }
 
+/*
+ * The driver set or cleared COMMAND.MASTER (bus mastering).  A function
+ * without it makes no memory requests: no DMA and no MSI-X (PCI 3.0; QEMU
+ * disables the function's bus-master address space and stops virtio
+ * processing).  Here, while it is off:
+ *  - interrupts: every vector counts as masked (msix.h), so interrupts
+ *    raised meanwhile are latched in the PBA and sent when mastering comes
+ *    back; the irqfds stay wired but are only ever written after
+ *    msix_try_fire() allowed it;
+ *  - DMA: a live device is stopped (ops->stop(): in-flight requests
+ *    complete to the used rings BEFORE this config write returns, nothing
+ *    is popped or written afterwards); its wiring, ring positions and
+ *    status (DRIVER_OK stays set) are kept.  Kicks meanwhile still reach
+ *    the kick eventfds.  A DRIVER_OK while it is off wires the queues but
+ *    starts nothing.
+ * Turning it on again starts the device on the same queues (ops->start()
+ * serves what is already available, kicks that came meanwhile included)
+ * and sends every wired vector one interrupt: completions drained by the
+ * stop interrupted nobody (a stopped device drops them), and a virtio
+ * driver takes a spurious interrupt in its stride.  If the device cannot
+ * restart, it is unwired and NEEDS_RESET is set.  A reset keeps the
+ * setting (it is the PCI function's, not the virtio device's).
+ * Context: vCPU thread, PCI bus lock held (after msix_cfg_write()).
+ */
+static void vpci_bus_master(struct virtio_transport *t, bool on)
+{
+	int ret;
+
+	pthread_mutex_lock(&t->lock);
+	if (on == t->master)
+		goto out;
+	t->master = on;
+	if (!t->live)
+		goto out;
+	if (!on) {
+		if (t->started)
+			t->ops->stop(t->dev); /* drains: see above */
+		t->started = false;
+		goto out;
+	}
+	ret = t->ops->start(t->dev, t->queues, t->nq);
+	if (ret) {
+		vpci_unwire(t);
+		vpci_set_needs_reset(t, "the device failed to restart when bus "
+					"mastering was turned back on");
+		goto out;
+	}
+	t->started = true;
+	for (unsigned int vec = 0; vec < t->nv; vec++)
+		if (t->vecs[vec].users && msix_try_fire(&t->msix, vec))
+			vpci_deliver(t, vec);
+out:
+	pthread_mutex_unlock(&t->lock);
+}
+
 static void vpci_cfg_write(struct pci_device *pdev, uint32_t off, uint32_t len)
 {
 	struct virtio_transport *t = pdev->priv;
 
+	/* MSI-X first: with mastering off its vectors are masked before the
+	 * device is stopped (its last interrupts are latched), and on again
+	 * they are unmasked (and what was latched sent) before it starts. */
 	msix_cfg_write(&t->msix, off, len);
+	if (vpci_overlaps(off, len, PCI_CFG_COMMAND, 2))
+		vpci_bus_master(t, pci_cfg_get16(pdev, PCI_CFG_COMMAND) &
+					   PCI_CMD_MASTER);
 	if (vpci_overlaps(off, len, t->pcicfg_cap + VPCI_CAP_PCICFG_DATA, 4))
 		vpci_pcicfg_access(t, true);
 }
@@ -1377,6 +1447,7 @@ int vpci_create(const struct vpci_params *p, struct virtio_transport **out)
 		return -EINVAL;
 	}
 	t->bar_gpa = PCI_BAR_UNMAPPED;
+	t->master = true; /* pci_register_device() sets COMMAND.MASTER */
 	t->config_vector = VIRTIO_NO_VECTOR;
 	t->queues = calloc(t->nq, sizeof(*t->queues));
 	t->vqs = calloc(t->nq, sizeof(*t->vqs));

@@ -24,6 +24,11 @@
  * route is refreshed at the next unmask or, from the I/O thread, after
  * VPCI_LAZY_FLUSH_USES such interrupts (rate-limited; see virtio-pci.c).
  *
+ * Bus mastering.  Clearing COMMAND.MASTER stops the device's DMA (ops->stop()
+ * before the config write returns) and holds its MSI-X interrupts pending
+ * in the PBA; setting it again restarts the device where it was and sends
+ * what was held (vpci_bus_master() in virtio-pci.c).
+ *
  * Logging.  Every message a guest can cause is rate-limited per transport
  * (log.h): the first of a burst in full, then "N more ..." summaries.
  *
