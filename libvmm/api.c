@@ -262,6 +262,7 @@ int vmm_add_disk(struct vmm *vm, const struct vmm_disk_config *cfg,
 		 unsigned int *out_id)
 {
 	struct vm_disk_cfg d = { .fd = -1 }, *n;
+	unsigned int queues;
 	uint16_t qs;
 	int ret;
 
@@ -274,13 +275,31 @@ int vmm_add_disk(struct vmm *vm, const struct vmm_disk_config *cfg,
 	qs = cfg->queue_size;
 	if (qs && (qs < 4 || qs > VIRTQ_MAX_QUEUE_SIZE || (qs & (qs - 1))))
 		return -EINVAL;
+	if (cfg->num_queues > VMM_MAX_DISK_QUEUES) {
+		vmm_err("disk: num_queues %u is above the maximum, %d",
+			cfg->num_queues, VMM_MAX_DISK_QUEUES);
+		return -EINVAL;
+	}
 	ret = vm_lock_config(vm);
 	if (ret)
 		return ret;
 	/* Fields past what the caller's struct has stay zero (defaults). */
 	memcpy(&d.cfg, cfg, MIN((size_t)cfg->struct_size, sizeof(d.cfg)));
 	d.cfg.struct_size = sizeof(d.cfg);
-	if (vm->nr_disks >= 31) { /* PCI slots 1..31 */
+	if (vm->nr_disks >= VMM_MAX_DISKS) { /* PCI slots 1..31 */
+		vmm_err("disk: at most %d disks (PCI slots)", VMM_MAX_DISKS);
+		ret = -ENOSPC;
+		goto out;
+	}
+	/* Every queue gets a KVM MSI route; a default count is lowered at
+	 * vmm_start() to fit, down to 1 (machine.c). */
+	queues = d.cfg.num_queues ? d.cfg.num_queues : 1;
+	for (unsigned int i = 0; i < vm->nr_disks; i++)
+		queues += vm->disks[i].cfg.num_queues ? vm->disks[i].cfg.num_queues : 1;
+	if (queues > VMM_MAX_QUEUES) {
+		vmm_err("disk: the disks would have %u queues (num_queues; at "
+			"least 1 for a default) but KVM's MSI routes allow %d in "
+			"all", queues, VMM_MAX_QUEUES);
 		ret = -ENOSPC;
 		goto out;
 	}

@@ -97,11 +97,18 @@ static void log_io_error(struct vblk *b, const struct vblk_req *req, int err)
 
 /* ---- open / close ------------------------------------------------------ */
 
-static int open_image(const struct vblk_options *opt, int *out)
+/* *@opened: the fd is a new open file description of ours (not a dup of
+ * the caller's), opened O_NONBLOCK. */
+static int open_image(const struct vblk_options *opt, int *out, bool *opened)
 {
 	bool ro = opt->flags & VBLK_OPT_READONLY;
 	bool direct = opt->flags & VBLK_OPT_DIRECT;
-	int oflags = O_CLOEXEC | (ro ? O_RDONLY : O_RDWR) | (direct ? O_DIRECT : 0);
+	/* O_NONBLOCK: a FIFO (or a tty) given by mistake must not block
+	 * vmm_start() in open() (an O_RDONLY open of a FIFO waits for a
+	 * writer); probe_size() then refuses it and clear_nonblock() makes
+	 * the image's fd blocking again.  O_NOCTTY: never our terminal. */
+	int oflags = O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (ro ? O_RDONLY : O_RDWR) |
+		     (direct ? O_DIRECT : 0);
 	char proc[64];
 	const char *name = opt->path;
 	int fd, fl;
@@ -130,6 +137,7 @@ static int open_image(const struct vblk_options *opt, int *out)
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", opt->fd);
 		name = proc;
 	}
+	*opened = true;
 	fd = open(name, oflags);
 	if (fd < 0) {
 		int err = errno;
@@ -177,8 +185,22 @@ static int probe_size(struct vblk *b, uint64_t *bytes, unsigned int *phys)
 			*phys = b->blk_size;
 		return 0;
 	}
-	vmm_err("blk: image is neither a regular file nor a block device");
+	vmm_err("blk: %s is neither a regular file nor a block device (%s)",
+		b->name, S_ISFIFO(st.st_mode) ? "a FIFO" :
+			 S_ISCHR(st.st_mode)  ? "a character device" :
+			 S_ISDIR(st.st_mode)  ? "a directory" :
+			 S_ISSOCK(st.st_mode) ? "a socket" : "not a file");
 	return -EINVAL;
+}
+
+/* Blocking I/O from here on (open_image() opened it O_NONBLOCK). */
+static int clear_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || ((fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0))
+		return -errno;
+	return 0;
 }
 
 static void build_config(struct vblk *b, unsigned int phys)
@@ -266,6 +288,7 @@ int vblk_open(const struct vblk_options *opt, struct vblk **out)
 	struct vblk *b;
 	uint64_t bytes = 0;
 	unsigned int phys = SECTOR_SIZE, qsz;
+	bool opened = false;
 	int ret;
 
 	if (!opt || !out || (opt->flags & ~known) || opt->num_queues == 0)
@@ -305,11 +328,13 @@ int vblk_open(const struct vblk_options *opt, struct vblk **out)
 	if (opt->serial)
 		memcpy(b->serial, opt->serial, strlen(opt->serial));
 
-	ret = open_image(opt, &b->fd);
+	ret = open_image(opt, &b->fd, &opened);
 	if (ret < 0)
 		goto err;
 	ret = probe_size(b, &bytes, &phys);
 	if (ret < 0)
+		goto err;
+	if (opened && (ret = clear_nonblock(b->fd)) < 0)
 		goto err;
 	if (!(opt->flags & VBLK_OPT_NO_LOCK)) {
 		ret = lock_image(b, opt->flags & VBLK_OPT_READONLY);

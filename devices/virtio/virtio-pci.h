@@ -66,6 +66,10 @@
 #define VPCI_DEVICE_ID_BASE 0x1040 /* + VIRTIO_ID_* for modern devices */
 #define VPCI_REVISION 1		   /* modern-only device */
 #define VPCI_MAX_QUEUES 1024u
+/* KVM MSI routes (GSIs) a transport with @nq queues may hold at once: one
+ * per queue that has a vector; the configuration vector has none (its
+ * interrupts go out with KVM_SIGNAL_MSI). */
+#define VPCI_MSI_ROUTES(nq) (nq)
 
 /*
  * BAR 0 (32-bit, non-prefetchable memory) layout, every region 4 KiB

@@ -59,6 +59,14 @@ extern "C" {
 #define VMM_MAX_VCPUS 254 /* MP table (no ACPI): APIC IDs 0..253, 0xff broadcast */
 #define VMM_MIN_MEMORY (16ull << 20)
 #define VMM_MAX_CMDLINE 2047 /* incl. what the library adds; NUL excluded */
+#define VMM_MAX_DISKS 31 /* PCI slots 1..31 */
+#define VMM_MAX_DISK_QUEUES 1024 /* request queues of one disk (virtio-pci's
+				    1024 queues, 2048 MSI-X vectors) */
+/* Request queues of all disks together: each has its own MSI-X vector and
+ * KVM MSI route, and KVM's routing table holds KVM_MAX_IRQ_ROUTES (4096)
+ * entries, 40 of which route the PIC and IOAPIC pins (fewer when the host
+ * kernel reports a smaller table: see vmm_start()). */
+#define VMM_MAX_QUEUES 4056
 
 struct vmm; /* opaque */
 
@@ -234,7 +242,8 @@ struct vmm_disk_config {
 	uint32_t flags;	      /* VMM_DISK_* */
 	const char *path;     /* image path, or NULL and use @fd */
 	int fd;		      /* used when @path is NULL; dup'ed */
-	uint16_t num_queues;  /* 0 = one per vCPU */
+	uint16_t num_queues;  /* 0 = one per vCPU (see vmm_add_disk());
+				 else 1..VMM_MAX_DISK_QUEUES */
 	uint16_t queue_size;  /* 0 = 256; power of two, <= 1024 */
 	const char *serial;   /* VIRTIO_BLK_T_GET_ID answer (<= 20 bytes), or NULL */
 	uint32_t poll_us;     /* I/O-thread busy-poll window in microseconds
@@ -247,11 +256,17 @@ struct vmm_disk_config {
  * @cfg:    configuration (see struct vmm_disk_config)
  * @out_id: receives the disk id (0, 1, ... in order of addition), or NULL
  *
- * The device has @cfg->num_queues request queues (default: one per vCPU,
- * capped at 1024 queues and 2048 MSI-X vectors including the config
- * vector, like QEMU's virtio_pci_optimal_num_queues()), each with its own
- * MSI-X vector, served by I/O thread (queue index mod number of vCPUs).
- * The image is opened by vmm_start(), which fails if it cannot be.
+ * The device has @cfg->num_queues request queues, each with its own MSI-X
+ * vector and KVM MSI route, served by I/O thread (queue index mod number of
+ * vCPUs).  All disks together have at most VMM_MAX_QUEUES queues, which is
+ * checked here for the explicit counts (a default counts as 1).  The
+ * default, 0, is one per vCPU, capped like QEMU's
+ * virtio_pci_optimal_num_queues() at VMM_MAX_DISK_QUEUES, and lowered by
+ * vmm_start() so that every disk fits: disks with the default share
+ * equally what the explicit counts leave of VMM_MAX_QUEUES (logged).
+ * The image is opened by vmm_start(), which fails if it cannot be (or is
+ * neither a regular file nor a block device: a FIFO is refused, never
+ * waited on).
  *
  * Guest requests are bounded: a read or write carries at most 4 MiB of
  * data (larger ones complete with VIRTIO_BLK_S_IOERR and do no I/O), and
@@ -261,10 +276,11 @@ struct vmm_disk_config {
  * waited for; a cancelled request was never acknowledged to the guest.
  *
  * Returns: 0; -EINVAL for a bad argument (NULL, struct_size too small,
- * neither path nor fd, queue size not a power of two in 4..1024, serial
- * longer than 20 bytes, unknown flag); -EBADF if @cfg->fd cannot be
- * duplicated; -ENOSPC if the PCI bus is full (31 devices); -ENOMEM;
- * -EBUSY if not in CONFIG.
+ * neither path nor fd, num_queues above VMM_MAX_DISK_QUEUES, queue size not
+ * a power of two in 4..1024, serial longer than 20 bytes, unknown flag);
+ * -EBADF if @cfg->fd cannot be duplicated; -ENOSPC if the PCI bus is full
+ * (VMM_MAX_DISKS devices) or the disks' queues would exceed VMM_MAX_QUEUES
+ * (logged); -ENOMEM; -EBUSY if not in CONFIG.
  */
 int vmm_add_disk(struct vmm *vm, const struct vmm_disk_config *cfg,
 		 unsigned int *out_id);
@@ -443,11 +459,16 @@ int vmm_set_start_hook(struct vmm *vm, vmm_start_hook_fn fn, void *opaque);
  *
  * Loads and validates the kernel and initrd, lays out guest memory, creates
  * the vCPUs and the devices, then spawns the vCPU threads.  On failure the VM
- * stays in CONFIG with nothing started, and the reason is logged.
+ * stays in CONFIG with nothing started, and the reason is logged.  Files are
+ * read, never mapped (a kernel truncated meanwhile is an error, not a
+ * SIGBUS), and opened so that a FIFO or a device cannot block the call.
  *
  * Returns: 0; -EINVAL if no kernel was set, or the kernel/initrd is not a
- * valid image (not a bzImage, truncated, protocol < 2.06, no 64-bit entry,
- * does not fit in RAM); -ENOENT/-EACCES if a file cannot be opened;
+ * valid image (not a regular file, not a bzImage, truncated, protocol <
+ * 2.06, no 64-bit entry, does not fit in RAM); -ENOENT/-EACCES if a file
+ * cannot be opened; -EIO if one shrank while it was read; -ENOSPC if the
+ * disks' queues need more KVM MSI routes than this host's KVM has
+ * (KVM_CAP_IRQ_ROUTING, less the 40 of the PIC and IOAPIC);
  * -ENOTSUP if KVM lacks a needed feature; -ENOMEM; -EIO if a KVM call
  * fails; -EBUSY if not in CONFIG, or if a disk image is locked by another
  * user (see VMM_DISK_NO_LOCK; the log names the image); the start hook's
