@@ -338,23 +338,46 @@ out:
 	return ret;
 }
 
+/* The first published layouts (include/vmm/vmm.h): what an old caller's
+ * struct_size says. */
+_Static_assert(offsetof(struct vmm_disk_stats, doorbells) ==
+		       VMM_DISK_STATS_SIZE_VER0,
+	       "VMM_DISK_STATS_SIZE_VER0 is the published layout");
+_Static_assert(offsetof(struct vmm_kvm_stats, signal_exits) + sizeof(uint64_t) ==
+		       VMM_KVM_STATS_SIZE_VER0,
+	       "VMM_KVM_STATS_SIZE_VER0 is the published layout");
+
+/*
+ * An extensible output struct (vmm.h): the caller's struct_size is at
+ * least @min; fill what fits in both, say so in struct_size.  @full is the
+ * library's complete struct, whose first member is its struct_size.
+ */
+static void copy_out_stats(void *dst, uint32_t dst_size, void *full,
+			   uint32_t full_size)
+{
+	uint32_t n = MIN(dst_size, full_size);
+
+	memcpy(full, &n, sizeof(n));
+	memcpy(dst, full, n);
+}
+
 int vmm_get_disk_stats(struct vmm *vm, unsigned int id, struct vmm_disk_stats *st)
 {
-	uint32_t sz;
+	struct vmm_disk_stats full;
 	int ret;
 
-	if (!vm || !st || st->struct_size < sizeof(*st))
+	if (!vm || !st || st->struct_size < VMM_DISK_STATS_SIZE_VER0)
 		return -EINVAL;
-	sz = st->struct_size;
 	pthread_mutex_lock(&vm->lock);
 	if (id >= vm->nr_disks) {
 		pthread_mutex_unlock(&vm->lock);
 		return -ENOENT;
 	}
-	memset(st, 0, sizeof(*st));
-	ret = machine_disk_stats(vm, id, st);
-	st->struct_size = sz;
+	memset(&full, 0, sizeof(full));
+	ret = machine_disk_stats(vm, id, &full);
 	pthread_mutex_unlock(&vm->lock);
+	if (!ret)
+		copy_out_stats(st, st->struct_size, &full, sizeof(full));
 	return ret;
 }
 
@@ -373,17 +396,17 @@ int vmm_get_queue_stats(struct vmm *vm, unsigned int id, unsigned int q,
 
 int vmm_get_kvm_stats(struct vmm *vm, struct vmm_kvm_stats *st)
 {
-	uint32_t sz;
+	struct vmm_kvm_stats full;
 	int ret;
 
-	if (!vm || !st || st->struct_size < sizeof(*st))
+	if (!vm || !st || st->struct_size < VMM_KVM_STATS_SIZE_VER0)
 		return -EINVAL;
-	sz = st->struct_size;
 	pthread_mutex_lock(&vm->lock);
-	memset(st, 0, sizeof(*st));
-	ret = vm->state == VM_CONFIG ? -EBUSY : machine_kvm_stats(vm, st);
-	st->struct_size = sz;
+	memset(&full, 0, sizeof(full));
+	ret = vm->state == VM_CONFIG ? -EBUSY : machine_kvm_stats(vm, &full);
 	pthread_mutex_unlock(&vm->lock);
+	if (!ret)
+		copy_out_stats(st, st->struct_size, &full, sizeof(full));
 	return ret;
 }
 

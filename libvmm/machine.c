@@ -785,9 +785,18 @@ int machine_disk_stats(struct vmm *vm, unsigned int id, struct vmm_disk_stats *s
 	st->masked_interrupts = ts.interrupts_masked;
 	st->resets = ts.resets;
 	st->needs_reset = ts.needs_reset;
+	st->config_interrupts = ts.config_interrupts;
+	st->interrupts_direct = ts.interrupts_direct;
+	st->route_flushes = ts.route_flushes;
+	st->route_flushes_lazy = ts.route_flushes_lazy;
 	for (unsigned int i = 0; i < st->num_queues; i++) {
-		if (machine_queue_stats(vm, id, i, &q))
+		struct vblk_dev_queue_stats ds;
+
+		if (vblk_dev_queue_stats(d->dev, i, &ds) ||
+		    machine_queue_stats(vm, id, i, &q))
 			continue;
+		st->doorbells += ds.doorbells;
+		st->cancelled += ds.blk.cancelled;
 		for (unsigned int t = 0; t < VMM_REQ_TYPES; t++)
 			st->total.requests[t] += q.requests[t];
 		st->total.bytes_read += q.bytes_read;

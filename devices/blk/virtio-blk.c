@@ -4,6 +4,7 @@
 #include <linux/virtio_ids.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "blk/blk-null.h"
 #include "blk/blk-uring.h"
@@ -30,7 +31,7 @@ struct vblk_dev_queue {
 	bool attached;
 	bool pushed; /* used entries pushed since the last notify decision */
 	/* Written by the queue's I/O thread, read by stats readers (relaxed). */
-	uint64_t kicks, interrupts, suppressed;
+	uint64_t kicks, doorbells, interrupts, suppressed;
 };
 
 struct vblk_dev {
@@ -86,11 +87,23 @@ static void queue_retry(void *opaque)
 	queue_process(opaque);
 }
 
+/*
+ * The kick eventfd became readable: a wake-up ("kicks").  Its counter holds
+ * the doorbells rung since the last read -- every notify write KVM turned
+ * into an eventfd signal, plus those the transport forwarded -- however
+ * many wake-ups they took: read (and so reset) it to count them.  Read
+ * before the queue is served: a doorbell after the read wakes the poll
+ * again, one before it is seen by this round.  (The same file lives across
+ * resets, so a doorbell left unread by a reset is counted at the next.)
+ */
 static void queue_kick(void *opaque)
 {
 	struct vblk_dev_queue *q = opaque;
+	uint64_t n;
 
 	INC(q->kicks);
+	if (read(q->vq->kick_fd, &n, sizeof(n)) == (ssize_t)sizeof(n))
+		__atomic_store_n(&q->doorbells, q->doorbells + n, __ATOMIC_RELAXED);
 	queue_process(q);
 }
 
@@ -385,6 +398,7 @@ int vblk_dev_queue_stats(struct vblk_dev *d, unsigned int q,
 	if (ret)
 		return ret;
 	st->kicks = __atomic_load_n(&dq->kicks, __ATOMIC_RELAXED);
+	st->doorbells = __atomic_load_n(&dq->doorbells, __ATOMIC_RELAXED);
 	st->interrupts = __atomic_load_n(&dq->interrupts, __ATOMIC_RELAXED);
 	st->suppressed = __atomic_load_n(&dq->suppressed, __ATOMIC_RELAXED);
 	st->iothread = (uint32_t)(q % d->nr_iothreads);

@@ -347,13 +347,19 @@ enum vmm_req_type {
 	VMM_REQ_TYPES,
 };
 
-/* Counters of one virtqueue (or their sum over a disk). */
+/*
+ * Counters of one virtqueue (or their sum over a disk).  This struct has no
+ * struct_size (vmm_get_queue_stats() fills all of it), so its layout is
+ * frozen: counters added later go into struct vmm_disk_stats.
+ */
 struct vmm_queue_stats {
 	uint64_t requests[VMM_REQ_TYPES]; /* completed, by type */
 	uint64_t bytes_read, bytes_written;
 	uint64_t io_errors;   /* completed with VIRTIO_BLK_S_IOERR */
 	uint64_t unsupported; /* completed with VIRTIO_BLK_S_UNSUPP */
-	uint64_t kicks;	      /* driver notifications received (ioeventfd) */
+	uint64_t kicks;	      /* I/O-thread wake-ups on the queue's notify
+				 eventfd; each may serve several doorbells
+				 (struct vmm_disk_stats.doorbells) */
 	uint64_t interrupts;  /* interrupts sent to the driver */
 	uint64_t suppressed;  /* completion batches whose interrupt the
 				 driver suppressed (EVENT_IDX used_event) */
@@ -361,7 +367,15 @@ struct vmm_queue_stats {
 	uint32_t pad;
 };
 
-/* Per-disk counters; extensible like struct vmm_disk_config. */
+/*
+ * Per-disk counters.  Extensible like struct vmm_disk_config: set
+ * struct_size to sizeof(struct vmm_disk_stats) of the header you build
+ * with; new fields are only ever appended.  The library fills the fields
+ * that fit in both your struct and its own and sets struct_size to that
+ * many bytes; the rest of a larger struct is left as it was (zero it).
+ * VMM_DISK_STATS_SIZE_VER0 is the smallest size accepted (the first
+ * published struct, through .total).
+ */
 struct vmm_disk_stats {
 	uint32_t struct_size; /* = sizeof(struct vmm_disk_stats) */
 	uint32_t num_queues;
@@ -372,16 +386,37 @@ struct vmm_disk_stats {
 	uint64_t resets;	 /* device resets by the driver */
 	uint64_t needs_reset;	 /* protocol violations (NEEDS_RESET set) */
 	struct vmm_queue_stats total; /* sum over the queues */
+	/* ---- end of VMM_DISK_STATS_SIZE_VER0 ---- */
+	uint64_t doorbells;	 /* guest notifications (queue notify writes)
+				    that reached the device, summed over the
+				    queues; total.kicks counts the I/O-thread
+				    wake-ups that served them */
+	uint64_t config_interrupts; /* configuration-change interrupts sent */
+	uint64_t interrupts_direct; /* queue interrupts sent with
+				       KVM_SIGNAL_MSI because their MSI-X
+				       vector was rewritten while unmasked
+				       and its KVM route not refreshed yet */
+	uint64_t route_flushes;	 /* MSI-X route refreshes committed (one
+				    KVM_SET_GSI_ROUTING each) */
+	uint64_t route_flushes_lazy; /* of which started by an I/O thread
+					after interrupts_direct piled up */
+	uint64_t cancelled;	 /* requests a reset or stop cancelled
+				    (VIRTIO_BLK_S_IOERR, never acknowledged;
+				    counted in total.io_errors too, but not
+				    logged as host I/O errors) */
 };
+
+#define VMM_DISK_STATS_SIZE_VER0 176u /* through .total */
 
 /**
  * vmm_get_disk_stats() - counters of disk @id.
  * @vm: VM (any state after vmm_add_disk(); counters are 0 before start)
  * @id: disk id from vmm_add_disk()
- * @st: out; set st->struct_size first
+ * @st: out; set st->struct_size first (see struct vmm_disk_stats); on
+ *      success it holds the number of bytes filled
  *
- * Returns: 0; -EINVAL for NULL or a too small struct_size; -ENOENT for an
- * unknown @id.
+ * Returns: 0; -EINVAL for NULL or a struct_size below
+ * VMM_DISK_STATS_SIZE_VER0; -ENOENT for an unknown @id.
  */
 int vmm_get_disk_stats(struct vmm *vm, unsigned int id, struct vmm_disk_stats *st);
 
@@ -395,7 +430,9 @@ int vmm_get_queue_stats(struct vmm *vm, unsigned int id, unsigned int q,
 			struct vmm_queue_stats *st);
 
 /* KVM's own counters (binary statistics, KVM_GET_STATS_FD), summed over
- * the vCPUs; -1 (all ones) where this kernel does not provide one. */
+ * the vCPUs; -1 (all ones) where this kernel does not provide one.
+ * Extensible like struct vmm_disk_stats; VMM_KVM_STATS_SIZE_VER0 is the
+ * smallest size accepted (the first published struct). */
 struct vmm_kvm_stats {
 	uint32_t struct_size; /* = sizeof(struct vmm_kvm_stats) */
 	uint32_t nr_vcpus;
@@ -406,16 +443,20 @@ struct vmm_kvm_stats {
 	uint64_t irq_exits;	 /* exits for host interrupts */
 	uint64_t irq_injections; /* interrupts injected into the guest */
 	uint64_t signal_exits;	 /* exits to handle a signal */
+	/* ---- end of VMM_KVM_STATS_SIZE_VER0 ---- */
 };
+
+#define VMM_KVM_STATS_SIZE_VER0 64u /* through .signal_exits */
 
 /**
  * vmm_get_kvm_stats() - KVM's exit and injection counters for the VM.
  * @vm: VM that was started
- * @st: out; set st->struct_size first
+ * @st: out; set st->struct_size first (see struct vmm_kvm_stats); on
+ *      success it holds the number of bytes filled
  *
- * Returns: 0; -EINVAL for NULL or a too small struct_size; -EBUSY if the
- * VM was never started; -ENOTSUP if KVM has no binary statistics
- * (KVM_CAP_BINARY_STATS_FD, Linux 5.14+).
+ * Returns: 0; -EINVAL for NULL or a struct_size below
+ * VMM_KVM_STATS_SIZE_VER0; -EBUSY if the VM was never started; -ENOTSUP
+ * if KVM has no binary statistics (KVM_CAP_BINARY_STATS_FD, Linux 5.14+).
  */
 int vmm_get_kvm_stats(struct vmm *vm, struct vmm_kvm_stats *st);
 
