@@ -1253,15 +1253,17 @@ static bool vpci_overlaps(uint32_t off, uint32_t len, uint32_t start,
  *    raised meanwhile are latched in the PBA and sent when mastering comes
  *    back; the irqfds stay wired but are only ever written after
  *    msix_try_fire() allowed it;
- *  - DMA: a live device is stopped (ops->stop(): in-flight requests
- *    complete to the used rings BEFORE this config write returns, nothing
- *    is popped or written afterwards); its wiring, ring positions and
+ *  - DMA: a live device is stopped (ops->stop(): in-flight requests are
+ *    finished or cancelled -- virtio-blk completes a cancelled one with
+ *    VIRTIO_BLK_S_IOERR, as at a reset -- and written to the used rings
+ *    BEFORE this config write returns; nothing is popped or written
+ *    afterwards); its wiring, ring positions and
  *    status (DRIVER_OK stays set) are kept.  Kicks meanwhile still reach
  *    the kick eventfds.  A DRIVER_OK while it is off wires the queues but
  *    starts nothing.
  * Turning it on again starts the device on the same queues (ops->start()
  * serves what is already available, kicks that came meanwhile included)
- * and sends every wired vector one interrupt: completions drained by the
+ * and sends every wired vector one interrupt: completions written by the
  * stop interrupted nobody (a stopped device drops them), and a virtio
  * driver takes a spurious interrupt in its stride.  If the device cannot
  * restart, it is unwired and NEEDS_RESET is set.  A reset keeps the

@@ -64,7 +64,8 @@ struct virtio_device_ops {
 	int (*start)(void *dev, struct virtio_queue *queues, unsigned int nr);
 	/*
 	 * Device reset, or PCI bus mastering turned off: quiesce every queue,
-	 * drain in-flight requests (complete them to the used rings), stop
+	 * finish or cancel in-flight requests (complete them to the used
+	 * rings, a cancelled one with an error status), stop
 	 * touching guest memory.  Returns only when done.  Context: vCPU
 	 * thread.
 	 */
