@@ -325,6 +325,12 @@ static unsigned int disk_queues_in(const struct vmm *vm, unsigned int id,
 					     share)));
 }
 
+/* MSI routes of the virtio-console (vmm_add_port()), if it has ports. */
+static unsigned int port_routes(const struct vmm *vm)
+{
+	return vm->nr_ports ? VPCI_MSI_ROUTES(VCON_NUM_QUEUES(vm->nr_ports)) : 0;
+}
+
 /* Queues of disk @id: as started, or as a start would make them. */
 static unsigned int disk_num_queues(const struct vmm *vm, unsigned int id)
 {
@@ -332,7 +338,8 @@ static unsigned int disk_num_queues(const struct vmm *vm, unsigned int id)
 
 	if (m && m->disks && m->disks[id].nq)
 		return m->disks[id].nq;
-	return disk_queues_in(vm, id, VMM_MAX_QUEUES);
+	return disk_queues_in(vm, id, VMM_MAX_QUEUES > port_routes(vm) ?
+					      VMM_MAX_QUEUES - port_routes(vm) : 0);
 }
 
 /*
@@ -340,7 +347,8 @@ static unsigned int disk_num_queues(const struct vmm *vm, unsigned int id)
  * and KVM's table (what this kernel reports for KVM_CAP_IRQ_ROUTING, at
  * most IRQ_MAX_ROUTES) must hold them next to the irqchip's routes.  A
  * configuration that cannot fit fails here, not as a NEEDS_RESET at the
- * guest's DRIVER_OK.  *@budget: the queues all disks may have.
+ * guest's DRIVER_OK.  The virtio-console's queues (vmm_add_port()) take
+ * routes too.  *@budget: the queues all disks may have.
  */
 static int machine_check_queues(struct vmm *vm, unsigned int *budget)
 {
@@ -351,6 +359,7 @@ static int machine_check_queues(struct vmm *vm, unsigned int *budget)
 		routes = (unsigned int)cap;
 	*budget = routes > IRQ_CHIP_ROUTES ? routes - IRQ_CHIP_ROUTES : 0;
 	*budget = MIN(*budget, (unsigned int)VMM_MAX_QUEUES);
+	*budget = *budget > port_routes(vm) ? *budget - port_routes(vm) : 0;
 	for (unsigned int i = 0; i < vm->nr_disks; i++) {
 		unsigned int nq = vm->disks[i].cfg.num_queues;
 
@@ -359,8 +368,9 @@ static int machine_check_queues(struct vmm *vm, unsigned int *budget)
 	if (need > *budget) {
 		vmm_err("the disks need %u queues (one KVM MSI route each) but "
 			"KVM's routing table leaves room for %u (%u entries, %u "
-			"for the PIC and IOAPIC): lower num_queues", need,
-			*budget, routes, IRQ_CHIP_ROUTES);
+			"for the PIC and IOAPIC, %u for the console ports): "
+			"lower num_queues", need, *budget, routes,
+			IRQ_CHIP_ROUTES, port_routes(vm));
 		return -ENOSPC;
 	}
 	return 0;

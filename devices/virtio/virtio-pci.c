@@ -342,10 +342,12 @@ static void vpci_set_needs_reset(struct virtio_transport *t, const char *why)
 				__ATOMIC_SEQ_CST);
 	if (old & VIRTIO_CONFIG_S_NEEDS_RESET)
 		return; /* logged once until reset */
-	/* Once per reset, and a guest may reset in a loop: rate-limited. */
-	vpci_log(t, &t->log_reset, VMM_LOG_ERROR, "device needs reset: %s", why);
 	stat_add(&t->st.needs_reset, 1);
+	/* The driver first (ISR and interrupt right behind the status bit),
+	 * the log after.  Once per reset, and a guest may reset in a loop:
+	 * rate-limited. */
 	vpci_config_changed(t);
+	vpci_log(t, &t->log_reset, VMM_LOG_ERROR, "device needs reset: %s", why);
 }
 
 void virtio_transport_needs_reset(struct virtio_transport *t, const char *why)

@@ -65,7 +65,8 @@ extern "C" {
 /* Request queues of all disks together: each has its own MSI-X vector and
  * KVM MSI route, and KVM's routing table holds KVM_MAX_IRQ_ROUTES (4096)
  * entries, 40 of which route the PIC and IOAPIC pins (fewer when the host
- * kernel reports a smaller table: see vmm_start()). */
+ * kernel reports a smaller table, and 2 x (ports + 1) fewer with
+ * vmm_add_port() ports: see vmm_start()). */
 #define VMM_MAX_QUEUES 4056
 
 struct vmm; /* opaque */
@@ -509,7 +510,8 @@ int vmm_set_start_hook(struct vmm *vm, vmm_start_hook_fn fn, void *opaque);
  * 2.06, no 64-bit entry, does not fit in RAM); -ENOENT/-EACCES if a file
  * cannot be opened; -EIO if one shrank while it was read; -ENOSPC if the
  * disks' queues need more KVM MSI routes than this host's KVM has
- * (KVM_CAP_IRQ_ROUTING, less the 40 of the PIC and IOAPIC);
+ * (KVM_CAP_IRQ_ROUTING, less the 40 of the PIC and IOAPIC and the
+ * virtio-console's 2 x (ports + 1) queues);
  * -ENOTSUP if KVM lacks a needed feature; -ENOMEM; -EIO if a KVM call
  * fails; -EBUSY if not in CONFIG, or if a disk image is locked by another
  * user (see VMM_DISK_NO_LOCK; the log names the image); the start hook's
