@@ -284,6 +284,7 @@ int vmm_add_disk(struct vmm *vm, const struct vmm_disk_config *cfg,
 		 unsigned int *out_id)
 {
 	struct vm_disk_cfg d = { .fd = -1 }, *n;
+	unsigned int queues;
 	uint16_t qs;
 	int ret;
 
@@ -296,13 +297,31 @@ int vmm_add_disk(struct vmm *vm, const struct vmm_disk_config *cfg,
 	qs = cfg->queue_size;
 	if (qs && (qs < 4 || qs > VIRTQ_MAX_QUEUE_SIZE || (qs & (qs - 1))))
 		return -EINVAL;
+	if (cfg->num_queues > VMM_MAX_DISK_QUEUES) {
+		vmm_err("disk: num_queues %u is above the maximum, %d",
+			cfg->num_queues, VMM_MAX_DISK_QUEUES);
+		return -EINVAL;
+	}
 	ret = vm_lock_config(vm);
 	if (ret)
 		return ret;
 	/* Fields past what the caller's struct has stay zero (defaults). */
 	memcpy(&d.cfg, cfg, MIN((size_t)cfg->struct_size, sizeof(d.cfg)));
 	d.cfg.struct_size = sizeof(d.cfg);
-	if (vm->nr_disks >= 31) { /* PCI slots 1..31 */
+	if (vm->nr_disks >= VMM_MAX_DISKS) { /* PCI slots 1..31 */
+		vmm_err("disk: at most %d disks (PCI slots)", VMM_MAX_DISKS);
+		ret = -ENOSPC;
+		goto out;
+	}
+	/* Every queue gets a KVM MSI route; a default count is lowered at
+	 * vmm_start() to fit, down to 1 (machine.c). */
+	queues = d.cfg.num_queues ? d.cfg.num_queues : 1;
+	for (unsigned int i = 0; i < vm->nr_disks; i++)
+		queues += vm->disks[i].cfg.num_queues ? vm->disks[i].cfg.num_queues : 1;
+	if (queues > VMM_MAX_QUEUES) {
+		vmm_err("disk: the disks would have %u queues (num_queues; at "
+			"least 1 for a default) but KVM's MSI routes allow %d in "
+			"all", queues, VMM_MAX_QUEUES);
 		ret = -ENOSPC;
 		goto out;
 	}
@@ -341,23 +360,46 @@ out:
 	return ret;
 }
 
+/* The first published layouts (include/vmm/vmm.h): what an old caller's
+ * struct_size says. */
+_Static_assert(offsetof(struct vmm_disk_stats, doorbells) ==
+		       VMM_DISK_STATS_SIZE_VER0,
+	       "VMM_DISK_STATS_SIZE_VER0 is the published layout");
+_Static_assert(offsetof(struct vmm_kvm_stats, signal_exits) + sizeof(uint64_t) ==
+		       VMM_KVM_STATS_SIZE_VER0,
+	       "VMM_KVM_STATS_SIZE_VER0 is the published layout");
+
+/*
+ * An extensible output struct (vmm.h): the caller's struct_size is at
+ * least @min; fill what fits in both, say so in struct_size.  @full is the
+ * library's complete struct, whose first member is its struct_size.
+ */
+static void copy_out_stats(void *dst, uint32_t dst_size, void *full,
+			   uint32_t full_size)
+{
+	uint32_t n = MIN(dst_size, full_size);
+
+	memcpy(full, &n, sizeof(n));
+	memcpy(dst, full, n);
+}
+
 int vmm_get_disk_stats(struct vmm *vm, unsigned int id, struct vmm_disk_stats *st)
 {
-	uint32_t sz;
+	struct vmm_disk_stats full;
 	int ret;
 
-	if (!vm || !st || st->struct_size < sizeof(*st))
+	if (!vm || !st || st->struct_size < VMM_DISK_STATS_SIZE_VER0)
 		return -EINVAL;
-	sz = st->struct_size;
 	pthread_mutex_lock(&vm->lock);
 	if (id >= vm->nr_disks) {
 		pthread_mutex_unlock(&vm->lock);
 		return -ENOENT;
 	}
-	memset(st, 0, sizeof(*st));
-	ret = machine_disk_stats(vm, id, st);
-	st->struct_size = sz;
+	memset(&full, 0, sizeof(full));
+	ret = machine_disk_stats(vm, id, &full);
 	pthread_mutex_unlock(&vm->lock);
+	if (!ret)
+		copy_out_stats(st, st->struct_size, &full, sizeof(full));
 	return ret;
 }
 
@@ -376,17 +418,17 @@ int vmm_get_queue_stats(struct vmm *vm, unsigned int id, unsigned int q,
 
 int vmm_get_kvm_stats(struct vmm *vm, struct vmm_kvm_stats *st)
 {
-	uint32_t sz;
+	struct vmm_kvm_stats full;
 	int ret;
 
-	if (!vm || !st || st->struct_size < sizeof(*st))
+	if (!vm || !st || st->struct_size < VMM_KVM_STATS_SIZE_VER0)
 		return -EINVAL;
-	sz = st->struct_size;
 	pthread_mutex_lock(&vm->lock);
-	memset(st, 0, sizeof(*st));
-	ret = vm->state == VM_CONFIG ? -EBUSY : machine_kvm_stats(vm, st);
-	st->struct_size = sz;
+	memset(&full, 0, sizeof(full));
+	ret = vm->state == VM_CONFIG ? -EBUSY : machine_kvm_stats(vm, &full);
 	pthread_mutex_unlock(&vm->lock);
+	if (!ret)
+		copy_out_stats(st, st->struct_size, &full, sizeof(full));
 	return ret;
 }
 

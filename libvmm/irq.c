@@ -27,6 +27,10 @@ struct vm_irq {
 	uint32_t gsi_limit; /* one past the highest allocated GSI */
 	struct kvm_irq_routing *buf; /* reused KVM_SET_GSI_ROUTING buffer */
 	struct irq_stats st;
+	/* Wiring KVM refused: commits follow guest actions (DRIVER_OK,
+	 * resets, MSI-X unmasks), so a guest can repeat a failing one at
+	 * will.  Own lock (log.h). */
+	struct log_limit log;
 };
 
 static int sys_ioctl(void *opaque, int fd, unsigned long req, void *arg)
@@ -56,6 +60,7 @@ int irq_create(int vm_fd, irq_ioctl_fn fn, void *opaque, struct vm_irq **out)
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&irq->lock, NULL);
+	log_limit_init(&irq->log, "KVM wiring failures");
 	irq->vm_fd = vm_fd;
 	irq->ioctl_fn = fn ? fn : sys_ioctl;
 	irq->ioctl_opaque = opaque;
@@ -69,6 +74,7 @@ void irq_destroy(struct vm_irq *irq)
 	if (!irq)
 		return;
 	pthread_mutex_destroy(&irq->lock);
+	log_limit_destroy(&irq->log, "until the VM was destroyed");
 	free(irq->buf);
 	free(irq);
 }
@@ -165,13 +171,17 @@ static int irq_push_table(struct vm_irq *irq)
 		};
 		irq->st.msi_routes++;
 	}
+	/* 40 irqchip routes (IRQ_CHIP_ROUTES) + at most IRQ_MAX_MSI_ROUTES
+	 * MSI ones: the machine keeps the disks' queues within that. */
 	irq->buf->nr = n;
 	irq->buf->flags = 0;
 	irq->st.set_gsi_routing++;
 	ret = irq->ioctl_fn(irq->ioctl_opaque, irq->vm_fd, KVM_SET_GSI_ROUTING,
 			    irq->buf);
 	if (ret)
-		vmm_err("KVM_SET_GSI_ROUTING (%u entries): %s", n, strerror(-ret));
+		log_limited(&irq->log, VMM_LOG_ERROR, "irq",
+			    "KVM_SET_GSI_ROUTING (%u entries): %s", n,
+			    strerror(-ret));
 	return ret;
 }
 
@@ -292,13 +302,14 @@ static int wiring_fd_apply(struct vm_irq *irq, const struct wiring_fd_op *op,
 		ret = irq->ioctl_fn(irq->ioctl_opaque, irq->vm_fd, KVM_IOEVENTFD, &a);
 	}
 	if (ret)
-		vmm_err("%s %s fd %d (%s 0x%llx): %s",
-			op->kind == WIRING_IRQFD ? "KVM_IRQFD" : "KVM_IOEVENTFD",
-			assign ? "assign" : "deassign", op->fd,
-			op->kind == WIRING_IRQFD ? "gsi" : "addr",
-			(unsigned long long)(op->kind == WIRING_IRQFD ? op->gsi
-								      : op->addr),
-			strerror(-ret));
+		log_limited(&irq->log, VMM_LOG_ERROR, "irq",
+			    "%s %s fd %d (%s 0x%llx): %s",
+			    op->kind == WIRING_IRQFD ? "KVM_IRQFD" : "KVM_IOEVENTFD",
+			    assign ? "assign" : "deassign", op->fd,
+			    op->kind == WIRING_IRQFD ? "gsi" : "addr",
+			    (unsigned long long)(op->kind == WIRING_IRQFD ? op->gsi
+									  : op->addr),
+			    strerror(-ret));
 	return ret;
 }
 
@@ -387,7 +398,9 @@ int wiring_commit(struct wiring_txn *t)
 				r->data = undo[i].data;
 			}
 			if (routes_pushed && irq_push_table(irq))
-				vmm_err("wiring rollback: could not restore the GSI routing table");
+				log_limited(&irq->log, VMM_LOG_ERROR, "irq",
+					    "wiring rollback: could not restore "
+					    "the GSI routing table");
 		}
 		while (nr_done) {
 			const struct wiring_fd_op *op = &t->fds[done[--nr_done]];

@@ -29,8 +29,15 @@
 
 /* GSIs 0..23 are the PIC/IOAPIC pins; MSI routes use GSIs from here on. */
 #define IRQ_FIRST_MSI_GSI 24u
-/* KVM_MAX_IRQ_ROUTES in the kernel (include/linux/kvm_host.h). */
+/* KVM_MAX_IRQ_ROUTES in the kernel (include/linux/kvm_host.h; what
+ * KVM_CHECK_EXTENSION(KVM_CAP_IRQ_ROUTING) reports): entries of the whole
+ * table, and one past the highest GSI. */
 #define IRQ_MAX_ROUTES 4096u
+/* Entries of the table routing the PIC and IOAPIC pins (irq_push_table():
+ * 24 IOAPIC pins, and the 16 PIC pins on GSIs 0..15 too), always there. */
+#define IRQ_CHIP_ROUTES 40u
+/* What is left for MSI routes. */
+#define IRQ_MAX_MSI_ROUTES (IRQ_MAX_ROUTES - IRQ_CHIP_ROUTES)
 
 /*
  * How the module talks to KVM: ioctl(2) on the VM fd, returning 0/-errno.

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,6 +26,7 @@
 #include "legacy/rtc.h"
 #include "log.h"
 #include "machine.h"
+#include "pci/msix.h"
 #include "pci/pci.h"
 #include "sandbox.h"
 #include "serial/uart8250.h"
@@ -34,7 +34,7 @@
 #include "vcpu.h"
 #include "vm.h"
 #include "x86/boot.h"
-#include "x86/bzimage.h"
+#include "x86/loader.h"
 #include "x86/cpuid.h"
 
 #define COM1_BASE 0x3f8
@@ -48,11 +48,15 @@
 #define PCI_MMIO32_BASE 0xe0000000ull
 #define PCI_MMIO32_SIZE (0xfec00000ull - PCI_MMIO32_BASE)
 
-/* Queue/vector caps, as QEMU's virtio_pci_optimal_num_queues(): at most
- * VIRTIO_QUEUE_MAX queues and an MSI-X table of 2048 entries including the
- * configuration vector. */
-#define MAX_DISK_QUEUES 1024u
-#define MAX_MSIX_VECTORS 2048u
+/* Queue caps: per disk as QEMU's virtio_pci_optimal_num_queues() (at most
+ * VIRTIO_QUEUE_MAX queues, an MSI-X table of 2048 entries including the
+ * configuration vector); over all disks what KVM's route table holds
+ * besides the irqchip's routes (one MSI route per queue). */
+_Static_assert(VMM_MAX_DISK_QUEUES <= VPCI_MAX_QUEUES &&
+		       VMM_MAX_DISK_QUEUES + 1 <= MSIX_MAX_VECTORS,
+	       "per-disk queue cap");
+_Static_assert(VPCI_MSI_ROUTES(VMM_MAX_QUEUES) == IRQ_MAX_MSI_ROUTES,
+	       "VMM_MAX_QUEUES is what KVM's route table leaves");
 /* io_uring entries per I/O thread (CQ is 4x): room for a few queues' worth
  * of requests per submit batch. */
 #define IOTHREAD_RING_ENTRIES 512u
@@ -68,6 +72,7 @@ _Static_assert(VMM_DISK_READONLY == VBLK_OPT_READONLY &&
 struct machine_disk {
 	struct vblk_dev *dev;
 	struct virtio_transport *transport;
+	unsigned int nq; /* its queues (disk_queues_in()) */
 };
 
 struct machine {
@@ -84,10 +89,8 @@ struct machine {
 	struct pci_bus *pci;
 	/* Host side of COM1: the console fds and the "vmm-console" thread. */
 	struct console *console;
-	/* Boot images, open and mapped read-only while building. */
-	int kernel_fd, initrd_fd;
-	void *kernel_map, *initrd_map;
-	size_t kernel_len, initrd_len;
+	/* KVM_IRQ_LINE failures come at the guest's UART pace: rate-limited. */
+	struct log_limit irq_log;
 };
 
 /* Raise/lower a legacy IRQ line on the in-kernel PIC + IOAPIC. */
@@ -97,7 +100,8 @@ static void machine_set_irq_line(void *opaque, int level)
 	struct kvm_irq_level irq = { .irq = COM1_IRQ, .level = (uint32_t)level };
 
 	if (ioctl(vm->vm_fd, KVM_IRQ_LINE, &irq) < 0)
-		vmm_warn("KVM_IRQ_LINE %u: %s", irq.irq, strerror(errno));
+		log_limited(&vm->machine->irq_log, VMM_LOG_WARN, "uart",
+			    "KVM_IRQ_LINE %u: %s", irq.irq, strerror(errno));
 }
 
 static void machine_guest_reset(void *opaque)
@@ -122,87 +126,10 @@ static void machine_guest_exit(void *opaque, uint32_t status)
 	vm_request_exit(vm, VMM_EXIT_GUEST_STATUS);
 }
 
-/*
- * Map a whole file read-only and keep it open in *fd: the mapping serves
- * the header parse (only the pages read are faulted in), the fd the bulk
- * copy into guest RAM (guest_mem_load_fd()).  Returns 0, or -errno with a
- * message.
- */
-static int map_file(const char *what, const char *path, int *fd, void **map,
-		    size_t *len)
+static int machine_load_boot(struct vmm *vm, struct x86_boot_entry *entry)
 {
-	struct stat st;
-	int ret;
-
-	*map = NULL;
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (*fd < 0) {
-		ret = -errno;
-		vmm_err("cannot open %s %s: %s", what, path, strerror(errno));
-		return ret;
-	}
-	if (fstat(*fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		vmm_err("%s %s is not a regular file", what, path);
-		return -EINVAL;
-	}
-	*len = (size_t)st.st_size;
-	if (*len) {
-		*map = mmap(NULL, *len, PROT_READ, MAP_PRIVATE, *fd, 0);
-		if (*map == MAP_FAILED) {
-			ret = -errno;
-			vmm_err("cannot map %s %s: %s", what, path, strerror(errno));
-			*map = NULL;
-			return ret;
-		}
-	}
-	return 0;
-}
-
-static void unmap_file(int *fd, void **map, size_t len)
-{
-	if (*map)
-		munmap(*map, len);
-	*map = NULL;
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
-static int machine_load_boot(struct vmm *vm, struct machine *m,
-			     struct x86_boot_entry *entry)
-{
-	struct x86_boot_config bc = { 0 };
-	struct x86_boot_files files;
-	struct bzimage bz;
-	const char *why = NULL;
-	int ret;
-
-	ret = map_file("kernel", vm->kernel_path, &m->kernel_fd, &m->kernel_map,
-		       &m->kernel_len);
-	if (ret)
-		return ret;
-	ret = bzimage_parse(m->kernel_map, m->kernel_len, &bz, &why);
-	if (ret) {
-		vmm_err("kernel %s: %s", vm->kernel_path, why ? why : "invalid");
-		return -EINVAL;
-	}
-	if (vm->initrd_path) {
-		ret = map_file("initrd", vm->initrd_path, &m->initrd_fd,
-			       &m->initrd_map, &m->initrd_len);
-		if (ret)
-			return ret;
-	}
-	files.kernel_fd = m->kernel_fd;
-	files.initrd_fd = m->initrd_fd;
-	bc.kernel = &bz;
-	bc.initrd = m->initrd_map;
-	bc.initrd_size = m->initrd_len;
-	bc.cmdline = vm->cmdline;
-	bc.nr_vcpus = vm->nr_vcpus;
-	ret = x86_boot_setup_files(&vm->mem, &bc, &files, entry);
-	unmap_file(&m->kernel_fd, &m->kernel_map, m->kernel_len);
-	unmap_file(&m->initrd_fd, &m->initrd_map, m->initrd_len);
-	return ret;
+	return x86_load_files(&vm->mem, vm->kernel_path, vm->initrd_path,
+			      vm->cmdline, vm->nr_vcpus, entry);
 }
 
 static int machine_setup_kvm(struct vmm *vm)
@@ -400,15 +327,85 @@ static int machine_setup_devices(struct vmm *vm, struct machine *m)
 	return 0;
 }
 
-static unsigned int disk_num_queues(const struct vmm *vm,
-				    const struct vmm_disk_config *c)
+/*
+ * How many queues disk @id gets when the disks may have @budget queues in
+ * all: its num_queues, or by default one per vCPU up to
+ * VMM_MAX_DISK_QUEUES, and no more than an equal share of what the explicit
+ * counts leave of @budget among the disks that take the default.  At least
+ * 1 (machine_check_queues() has checked that everything fits).
+ */
+static unsigned int disk_queues_in(const struct vmm *vm, unsigned int id,
+				   unsigned int budget)
 {
-	unsigned int n = c->num_queues ? c->num_queues : vm->nr_vcpus;
+	const struct vmm_disk_config *c = &vm->disks[id].cfg;
+	unsigned int explicit = 0, defaults = 0, share;
 
-	return MIN(n, MIN(MAX_DISK_QUEUES, MAX_MSIX_VECTORS - 1));
+	if (c->num_queues)
+		return c->num_queues;
+	for (unsigned int i = 0; i < vm->nr_disks; i++) {
+		if (vm->disks[i].cfg.num_queues)
+			explicit += vm->disks[i].cfg.num_queues;
+		else
+			defaults++;
+	}
+	share = explicit < budget ? (budget - explicit) / defaults : 0;
+	return MAX(1u, MIN(vm->nr_vcpus, MIN((unsigned int)VMM_MAX_DISK_QUEUES,
+					     share)));
 }
 
-static int machine_setup_disks(struct vmm *vm, struct machine *m)
+/* MSI routes of the virtio-console (vmm_add_port()), if it has ports. */
+static unsigned int port_routes(const struct vmm *vm)
+{
+	return vm->nr_ports ? VPCI_MSI_ROUTES(VCON_NUM_QUEUES(vm->nr_ports)) : 0;
+}
+
+/* Queues of disk @id: as started, or as a start would make them. */
+static unsigned int disk_num_queues(const struct vmm *vm, unsigned int id)
+{
+	const struct machine *m = vm->machine;
+
+	if (m && m->disks && m->disks[id].nq)
+		return m->disks[id].nq;
+	return disk_queues_in(vm, id, VMM_MAX_QUEUES > port_routes(vm) ?
+					      VMM_MAX_QUEUES - port_routes(vm) : 0);
+}
+
+/*
+ * Before anything is built: every queue of every disk gets an MSI route,
+ * and KVM's table (what this kernel reports for KVM_CAP_IRQ_ROUTING, at
+ * most IRQ_MAX_ROUTES) must hold them next to the irqchip's routes.  A
+ * configuration that cannot fit fails here, not as a NEEDS_RESET at the
+ * guest's DRIVER_OK.  The virtio-console's queues (vmm_add_port()) take
+ * routes too.  *@budget: the queues all disks may have.
+ */
+static int machine_check_queues(struct vmm *vm, unsigned int *budget)
+{
+	int cap = kvm_check_cap(vm->kvm.fd, KVM_CAP_IRQ_ROUTING);
+	unsigned int routes = IRQ_MAX_ROUTES, need = 0;
+
+	if (cap > 0 && (unsigned int)cap < routes)
+		routes = (unsigned int)cap;
+	*budget = routes > IRQ_CHIP_ROUTES ? routes - IRQ_CHIP_ROUTES : 0;
+	*budget = MIN(*budget, (unsigned int)VMM_MAX_QUEUES);
+	*budget = *budget > port_routes(vm) ? *budget - port_routes(vm) : 0;
+	for (unsigned int i = 0; i < vm->nr_disks; i++) {
+		unsigned int nq = vm->disks[i].cfg.num_queues;
+
+		need += VPCI_MSI_ROUTES(nq ? nq : 1);
+	}
+	if (need > *budget) {
+		vmm_err("the disks need %u queues (one KVM MSI route each) but "
+			"KVM's routing table leaves room for %u (%u entries, %u "
+			"for the PIC and IOAPIC, %u for the console ports): "
+			"lower num_queues", need, *budget, routes,
+			IRQ_CHIP_ROUTES, port_routes(vm));
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+static int machine_setup_disks(struct vmm *vm, struct machine *m,
+			       unsigned int budget)
 {
 	int ret;
 
@@ -438,7 +435,7 @@ static int machine_setup_disks(struct vmm *vm, struct machine *m)
 			.path = c->path,
 			.fd = vm->disks[i].fd,
 			.flags = c->flags,
-			.num_queues = (uint16_t)disk_num_queues(vm, c),
+			.num_queues = (uint16_t)disk_queues_in(vm, i, budget),
 			.queue_size = c->queue_size,
 			.serial = c->serial,
 		};
@@ -458,6 +455,12 @@ static int machine_setup_disks(struct vmm *vm, struct machine *m)
 		};
 		struct vblk *blk;
 
+		if (!c->num_queues && o.num_queues < MIN(vm->nr_vcpus,
+							 (unsigned int)VMM_MAX_DISK_QUEUES))
+			vmm_info("disk %u: %u queues instead of one per vCPU, so "
+				 "that every disk's queues fit in KVM's MSI routes",
+				 i, o.num_queues);
+		m->disks[i].nq = o.num_queues;
 		ret = vblk_open(&o, &blk);
 		if (ret) {
 			vmm_err("disk %u (%s): cannot open the image: %s", i,
@@ -595,14 +598,18 @@ int machine_start(struct vmm *vm)
 {
 	struct x86_boot_entry entry;
 	struct machine *m;
+	unsigned int budget;
 	int ret;
 
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	m->kernel_fd = -1;
-	m->initrd_fd = -1;
+	log_limit_init(&m->irq_log, "failed interrupt line changes");
 	vm->machine = m;
+
+	ret = machine_check_queues(vm, &budget);
+	if (ret)
+		goto err;
 
 	if (vm->seccomp_mode != VMM_SECCOMP_OFF) {
 		ret = sandbox_build(vm->seccomp_mode, &vm->seccomp);
@@ -615,7 +622,7 @@ int machine_start(struct vmm *vm)
 	ret = machine_setup_memory(vm);
 	if (ret)
 		goto err;
-	ret = machine_load_boot(vm, m, &entry);
+	ret = machine_load_boot(vm, &entry);
 	if (ret)
 		goto err;
 	ret = irq_create(vm->vm_fd, NULL, NULL, &vm->irq);
@@ -624,7 +631,7 @@ int machine_start(struct vmm *vm)
 	ret = machine_setup_devices(vm, m);
 	if (ret)
 		goto err;
-	ret = machine_setup_disks(vm, m);
+	ret = machine_setup_disks(vm, m, budget);
 	if (ret)
 		goto err;
 	ret = machine_setup_ports(vm, m);
@@ -713,8 +720,7 @@ void machine_destroy(struct vmm *vm)
 		if (m->uart)
 			uart8250_destroy(m->uart);
 		console_destroy(m->console);
-		unmap_file(&m->kernel_fd, &m->kernel_map, m->kernel_len);
-		unmap_file(&m->initrd_fd, &m->initrd_map, m->initrd_len);
+		log_limit_destroy(&m->irq_log, "until the VM was destroyed");
 		free(m);
 		vm->machine = NULL;
 	}
@@ -732,7 +738,7 @@ int machine_disk_stats(struct vmm *vm, unsigned int id, struct vmm_disk_stats *s
 	struct vmm_queue_stats q;
 	struct machine_disk *d;
 
-	st->num_queues = disk_num_queues(vm, &vm->disks[id].cfg);
+	st->num_queues = disk_num_queues(vm, id);
 	if (!m || !m->disks || !m->disks[id].dev)
 		return 0; /* never started: all zero */
 	d = &m->disks[id];
@@ -743,9 +749,18 @@ int machine_disk_stats(struct vmm *vm, unsigned int id, struct vmm_disk_stats *s
 	st->masked_interrupts = ts.interrupts_masked;
 	st->resets = ts.resets;
 	st->needs_reset = ts.needs_reset;
+	st->config_interrupts = ts.config_interrupts;
+	st->interrupts_direct = ts.interrupts_direct;
+	st->route_flushes = ts.route_flushes;
+	st->route_flushes_lazy = ts.route_flushes_lazy;
 	for (unsigned int i = 0; i < st->num_queues; i++) {
-		if (machine_queue_stats(vm, id, i, &q))
+		struct vblk_dev_queue_stats ds;
+
+		if (vblk_dev_queue_stats(d->dev, i, &ds) ||
+		    machine_queue_stats(vm, id, i, &q))
 			continue;
+		st->doorbells += ds.doorbells;
+		st->cancelled += ds.blk.cancelled;
 		for (unsigned int t = 0; t < VMM_REQ_TYPES; t++)
 			st->total.requests[t] += q.requests[t];
 		st->total.bytes_read += q.bytes_read;

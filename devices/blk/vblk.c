@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <linux/fs.h>
@@ -26,30 +25,6 @@
 
 #define SECTOR_SHIFT 9
 #define SECTOR_SIZE 512u
-/* An I/O error burst ends after this long without an error. */
-#define ERR_BURST_GAP_NS 1000000000ull
-/* A burst that never ends is summarised this often. */
-#define ERR_BURST_REPORT_NS 10000000000ull
-
-/*
- * Host I/O error reporting: the first error of a burst is logged in full,
- * the following ones are only counted, and a summary line ("N more I/O
- * errors") is logged when the burst is over: at the first completion
- * (success or error) ERR_BURST_GAP_NS after its last error, every
- * ERR_BURST_REPORT_NS while it lasts, or at vblk_close().
- */
-struct err_burst {
-	pthread_mutex_t lock;	 /* taken on errors, and on successes only
-				    while a burst is open */
-	bool open;		 /* atomic reads on the success path */
-	uint64_t suppressed;	 /* errors counted, not logged, in this burst */
-	uint64_t last_ns;	 /* CLOCK_MONOTONIC of the last error */
-	uint64_t report_ns;	 /* of the last line logged for this burst */
-	int last_err;		 /* errno of the last suppressed error */
-	uint32_t last_type;
-	uint64_t last_sector;
-};
-
 struct vblk_queue {
 	struct vblk_queue_stats stats; /* written by the owner, atomically */
 	bool broken;		       /* protocol error latched until reset */
@@ -78,7 +53,10 @@ struct vblk {
 	uint64_t driver_features;
 	bool features_set;
 	uint8_t wce;		/* config `writeback`; atomic */
-	struct err_burst err;	/* I/O error log rate limiting */
+	/* Rate limits (log.h): host I/O errors (one line per burst, then a
+	 * "N more I/O errors" summary); queues the guest broke (a reset loop
+	 * with a bad ring breaks one every cycle). */
+	struct log_limit err_log, proto_log;
 	struct virtio_blk_config cfg; /* little-endian image, wce patched */
 	size_t req_size;
 	struct vblk_queue *queues;
@@ -91,15 +69,7 @@ static inline void stat_add(uint64_t *c, uint64_t n)
 	__atomic_fetch_add(c, n, __ATOMIC_RELAXED);
 }
 
-/* ---- host I/O error bursts ------------------------------------------- */
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+/* ---- host I/O error log ------------------------------------------------ */
 
 static const char *req_type_name(uint32_t type)
 {
@@ -113,75 +83,32 @@ static const char *req_type_name(uint32_t type)
 	}
 }
 
-/* Log what the burst suppressed so far, if anything.  Lock held. */
-static void burst_summary(struct vblk *b, uint64_t now, const char *when)
+/* Context: any completing thread.  The first error of a burst is logged,
+ * the others counted into one "N more I/O errors" line (log.h). */
+static void log_io_error(struct vblk *b, const struct vblk_req *req, int err)
 {
-	struct err_burst *e = &b->err;
+	char subject[LOG_LIMIT_SUBJECT];
 
-	if (e->suppressed)
-		vmm_warn("blk: %s: %llu more I/O errors %s (last: %s at sector %llu: %s)",
-			 b->name, (unsigned long long)e->suppressed, when,
-			 req_type_name(e->last_type),
-			 (unsigned long long)e->last_sector, strerror(e->last_err));
-	e->suppressed = 0;
-	e->report_ns = now;
-}
-
-/* Context: any completing thread. */
-static void burst_error(struct vblk *b, const struct vblk_req *req, int err)
-{
-	struct err_burst *e = &b->err;
-	uint64_t now = now_ns();
-
-	pthread_mutex_lock(&e->lock);
-	if (e->open && now - e->last_ns >= ERR_BURST_GAP_NS) {
-		burst_summary(b, now, "in the previous burst");
-		__atomic_store_n(&e->open, false, __ATOMIC_RELAXED);
-	}
-	if (!e->open) {
-		vmm_warn("blk: %s: I/O error on %s at sector %llu: %s (the guest "
-			 "gets VIRTIO_BLK_S_IOERR; more errors in this burst are "
-			 "counted and summarised)", b->name, req_type_name(req->type),
-			 (unsigned long long)req->sector, strerror(err));
-		__atomic_store_n(&e->open, true, __ATOMIC_RELAXED);
-		e->report_ns = now;
-	} else {
-		e->suppressed++;
-		e->last_err = err;
-		e->last_type = req->type;
-		e->last_sector = req->sector;
-		if (now - e->report_ns >= ERR_BURST_REPORT_NS)
-			burst_summary(b, now, "so far, still failing");
-	}
-	e->last_ns = now;
-	pthread_mutex_unlock(&e->lock);
-}
-
-/* A request succeeded: close a burst that has been quiet long enough. */
-static void burst_success(struct vblk *b)
-{
-	struct err_burst *e = &b->err;
-	uint64_t now;
-
-	/* Fast path: no burst open (the common case costs one load). */
-	if (!__atomic_load_n(&e->open, __ATOMIC_RELAXED))
-		return;
-	now = now_ns();
-	pthread_mutex_lock(&e->lock);
-	if (e->open && now - e->last_ns >= ERR_BURST_GAP_NS) {
-		burst_summary(b, now, "in the burst that just ended");
-		__atomic_store_n(&e->open, false, __ATOMIC_RELAXED);
-	}
-	pthread_mutex_unlock(&e->lock);
+	snprintf(subject, sizeof(subject), "blk: %s", b->name);
+	log_limited(&b->err_log, VMM_LOG_WARN, subject,
+		    "I/O error on %s at sector %llu: %s", req_type_name(req->type),
+		    (unsigned long long)req->sector, strerror(err));
 }
 
 /* ---- open / close ------------------------------------------------------ */
 
-static int open_image(const struct vblk_options *opt, int *out)
+/* *@opened: the fd is a new open file description of ours (not a dup of
+ * the caller's), opened O_NONBLOCK. */
+static int open_image(const struct vblk_options *opt, int *out, bool *opened)
 {
 	bool ro = opt->flags & VBLK_OPT_READONLY;
 	bool direct = opt->flags & VBLK_OPT_DIRECT;
-	int oflags = O_CLOEXEC | (ro ? O_RDONLY : O_RDWR) | (direct ? O_DIRECT : 0);
+	/* O_NONBLOCK: a FIFO (or a tty) given by mistake must not block
+	 * vmm_start() in open() (an O_RDONLY open of a FIFO waits for a
+	 * writer); probe_size() then refuses it and clear_nonblock() makes
+	 * the image's fd blocking again.  O_NOCTTY: never our terminal. */
+	int oflags = O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (ro ? O_RDONLY : O_RDWR) |
+		     (direct ? O_DIRECT : 0);
 	char proc[64];
 	const char *name = opt->path;
 	int fd, fl;
@@ -210,6 +137,7 @@ static int open_image(const struct vblk_options *opt, int *out)
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", opt->fd);
 		name = proc;
 	}
+	*opened = true;
 	fd = open(name, oflags);
 	if (fd < 0) {
 		int err = errno;
@@ -257,8 +185,22 @@ static int probe_size(struct vblk *b, uint64_t *bytes, unsigned int *phys)
 			*phys = b->blk_size;
 		return 0;
 	}
-	vmm_err("blk: image is neither a regular file nor a block device");
+	vmm_err("blk: %s is neither a regular file nor a block device (%s)",
+		b->name, S_ISFIFO(st.st_mode) ? "a FIFO" :
+			 S_ISCHR(st.st_mode)  ? "a character device" :
+			 S_ISDIR(st.st_mode)  ? "a directory" :
+			 S_ISSOCK(st.st_mode) ? "a socket" : "not a file");
 	return -EINVAL;
+}
+
+/* Blocking I/O from here on (open_image() opened it O_NONBLOCK). */
+static int clear_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || ((fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0))
+		return -errno;
+	return 0;
 }
 
 static void build_config(struct vblk *b, unsigned int phys)
@@ -346,6 +288,7 @@ int vblk_open(const struct vblk_options *opt, struct vblk **out)
 	struct vblk *b;
 	uint64_t bytes = 0;
 	unsigned int phys = SECTOR_SIZE, qsz;
+	bool opened = false;
 	int ret;
 
 	if (!opt || !out || (opt->flags & ~known) || opt->num_queues == 0)
@@ -360,7 +303,8 @@ int vblk_open(const struct vblk_options *opt, struct vblk **out)
 	if (!b)
 		return -ENOMEM;
 	b->fd = -1;
-	pthread_mutex_init(&b->err.lock, NULL);
+	log_limit_init(&b->err_log, "I/O errors");
+	log_limit_init(&b->proto_log, "broken queues");
 	if (opt->path)
 		b->name = strdup(opt->path);
 	else if (asprintf(&b->name, "fd %d", opt->fd) < 0)
@@ -384,11 +328,13 @@ int vblk_open(const struct vblk_options *opt, struct vblk **out)
 	if (opt->serial)
 		memcpy(b->serial, opt->serial, strlen(opt->serial));
 
-	ret = open_image(opt, &b->fd);
+	ret = open_image(opt, &b->fd, &opened);
 	if (ret < 0)
 		goto err;
 	ret = probe_size(b, &bytes, &phys);
 	if (ret < 0)
+		goto err;
+	if (opened && (ret = clear_nonblock(b->fd)) < 0)
 		goto err;
 	if (!(opt->flags & VBLK_OPT_NO_LOCK)) {
 		ret = lock_image(b, opt->flags & VBLK_OPT_READONLY);
@@ -447,11 +393,6 @@ void vblk_close(struct vblk *b)
 {
 	if (!b)
 		return;
-	if (b->name) {
-		pthread_mutex_lock(&b->err.lock);
-		burst_summary(b, 0, "until the disk was closed");
-		pthread_mutex_unlock(&b->err.lock);
-	}
 	if (b->queues) {
 		for (unsigned int q = 0; q < b->num_queues; q++) {
 			/* A parked request's heap iovec array, if any. */
@@ -465,7 +406,8 @@ void vblk_close(struct vblk *b)
 		unlock_image(b);
 		close(b->fd);
 	}
-	pthread_mutex_destroy(&b->err.lock);
+	log_limit_destroy(&b->err_log, "until the disk was closed");
+	log_limit_destroy(&b->proto_log, "until the disk was closed");
 	free(b->name);
 	free(b);
 }
@@ -842,15 +784,15 @@ uint32_t vblk_req_complete(struct vblk_req *req, int64_t res)
 			stat_add(&b->queues[req->queue].stats.cancelled, 1);
 			return finish(req, VIRTIO_BLK_S_IOERR, 1);
 		}
-		burst_error(b, req, (int)-res);
+		log_io_error(b, req, (int)-res);
 		return finish(req, VIRTIO_BLK_S_IOERR, 1);
 	}
 	if (req->type == VIRTIO_BLK_T_OUT && (uint64_t)res < req->len) {
 		/* The engine retried: the write cannot make progress. */
-		burst_error(b, req, EIO);
+		log_io_error(b, req, EIO);
 		return finish(req, VIRTIO_BLK_S_IOERR, 1);
 	}
-	burst_success(b);
+	log_limit_quiet(&b->err_log); /* closes an I/O error burst */
 	switch (req->type) {
 	case VIRTIO_BLK_T_IN:
 		/* Short read: past the end of a shrunk file, reads as zeros. */
@@ -917,8 +859,14 @@ static int queue_broken(struct vblk *b, unsigned int q, const char *why,
 {
 	struct vblk_queue *qs = &b->queues[q];
 
-	if (!qs->broken)
-		vmm_err("blk: queue %u: %s; device needs reset", q, why);
+	if (!qs->broken) {
+		char subject[LOG_LIMIT_SUBJECT];
+
+		/* Guest-made, once per reset: rate-limited (reset loops). */
+		snprintf(subject, sizeof(subject), "blk: %s", b->name);
+		log_limited(&b->proto_log, VMM_LOG_ERROR, subject,
+			    "queue %u: %s; device needs reset", q, why);
+	}
 	qs->broken = true;
 	if (count)
 		stat_add(&qs->stats.proto_errors, 1);

@@ -4,6 +4,7 @@
 #include <linux/virtio_ids.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "blk/blk-null.h"
 #include "blk/blk-uring.h"
@@ -30,7 +31,7 @@ struct vblk_dev_queue {
 	bool attached;
 	bool pushed; /* used entries pushed since the last notify decision */
 	/* Written by the queue's I/O thread, read by stats readers (relaxed). */
-	uint64_t kicks, interrupts, suppressed;
+	uint64_t kicks, doorbells, interrupts, suppressed;
 };
 
 struct vblk_dev {
@@ -42,6 +43,9 @@ struct vblk_dev {
 	struct blk_engine *sync; /* when sync_engine */
 	unsigned int nr_queues;
 	struct vblk_dev_queue *qs;
+	/* Start failures follow the guest's DRIVER_OK, which a guest can
+	 * repeat in a reset loop: rate-limited (log.h). */
+	struct log_limit start_log;
 };
 
 #define INC(x) __atomic_store_n(&(x), (x) + 1, __ATOMIC_RELAXED)
@@ -83,11 +87,23 @@ static void queue_retry(void *opaque)
 	queue_process(opaque);
 }
 
+/*
+ * The kick eventfd became readable: a wake-up ("kicks").  Its counter holds
+ * the doorbells rung since the last read -- every notify write KVM turned
+ * into an eventfd signal, plus those the transport forwarded -- however
+ * many wake-ups they took: read (and so reset) it to count them.  Read
+ * before the queue is served: a doorbell after the read wakes the poll
+ * again, one before it is seen by this round.  (The same file lives across
+ * resets, so a doorbell left unread by a reset is counted at the next.)
+ */
 static void queue_kick(void *opaque)
 {
 	struct vblk_dev_queue *q = opaque;
+	uint64_t n;
 
 	INC(q->kicks);
+	if (read(q->vq->kick_fd, &n, sizeof(n)) == (ssize_t)sizeof(n))
+		__atomic_store_n(&q->doorbells, q->doorbells + n, __ATOMIC_RELAXED);
 	queue_process(q);
 }
 
@@ -255,8 +271,9 @@ static int vblk_dev_start(void *dev, struct virtio_queue *queues, unsigned int n
 		q->io = d->iothreads[i % d->nr_iothreads];
 		ret = iothread_call_sync(q->io, queue_attach, q);
 		if (ret) {
-			vmm_err("virtio-blk: attaching queue %u to I/O thread %u: %s",
-				i, iothread_index(q->io), strerror(-ret));
+			log_limited(&d->start_log, VMM_LOG_ERROR, "virtio-blk",
+				    "attaching queue %u to I/O thread %u: %s", i,
+				    iothread_index(q->io), strerror(-ret));
 			vblk_dev_stop(d);
 			return ret;
 		}
@@ -332,6 +349,7 @@ int vblk_dev_create(const struct vblk_dev_params *p, struct vblk_dev **out)
 		d->qs[i].d = d;
 		d->qs[i].index = i;
 	}
+	log_limit_init(&d->start_log, "queue start failures");
 	d->blk = p->blk;
 	d->iothreads = p->iothreads;
 	d->nr_iothreads = p->nr_iothreads;
@@ -356,6 +374,7 @@ void vblk_dev_destroy(struct vblk_dev *d)
 	}
 	blk_engine_destroy(d->sync);
 	vblk_close(d->blk);
+	log_limit_destroy(&d->start_log, "until the disk was removed");
 	free(d->qs);
 	free(d);
 }
@@ -379,6 +398,7 @@ int vblk_dev_queue_stats(struct vblk_dev *d, unsigned int q,
 	if (ret)
 		return ret;
 	st->kicks = __atomic_load_n(&dq->kicks, __ATOMIC_RELAXED);
+	st->doorbells = __atomic_load_n(&dq->doorbells, __ATOMIC_RELAXED);
 	st->interrupts = __atomic_load_n(&dq->interrupts, __ATOMIC_RELAXED);
 	st->suppressed = __atomic_load_n(&dq->suppressed, __ATOMIC_RELAXED);
 	st->iothread = (uint32_t)(q % d->nr_iothreads);

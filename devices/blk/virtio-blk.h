@@ -6,11 +6,12 @@
  * i mod T; with the default (one queue and one thread per vCPU) a queue, its
  * MSI-X vector and its thread line up with one vCPU.
  *
- * Per queue, on its I/O thread: a kick (ioeventfd wake-up) or a busy-poll
- * hit pops and submits every available request (vblk_process_queue); the
- * engine's completions push used entries; once per batch of completions
- * the queue asks virtq_should_notify() (EVENT_IDX) and interrupts the guest
- * at most once.
+ * Per queue, on its I/O thread: a kick (ioeventfd wake-up; the eventfd's
+ * counter, read then, says how many doorbells it stands for) or a
+ * busy-poll hit pops and submits every available request
+ * (vblk_process_queue); the engine's completions push used entries; once
+ * per batch of completions the queue asks virtq_should_notify()
+ * (EVENT_IDX) and interrupts the guest at most once.
  */
 #ifndef VMM_DEVICES_BLK_VIRTIO_BLK_H
 #define VMM_DEVICES_BLK_VIRTIO_BLK_H
@@ -34,7 +35,10 @@ struct vblk_dev_params {
 
 struct vblk_dev_queue_stats {
 	struct vblk_queue_stats blk;
-	uint64_t kicks;		/* ioeventfd wake-ups handled */
+	uint64_t kicks;		/* I/O-thread wake-ups on the kick eventfd */
+	uint64_t doorbells;	/* guest notifications (notify writes) that
+				   reached the device: the eventfd counts
+				   them, a wake-up may serve several */
 	uint64_t interrupts;	/* interrupts raised */
 	uint64_t suppressed;	/* batches whose interrupt EVENT_IDX suppressed */
 	uint32_t iothread;	/* index of the serving I/O thread */

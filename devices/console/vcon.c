@@ -86,6 +86,9 @@ struct vcon {
 	struct ctl_msg *pending, **pending_tail;
 	unsigned int nr_pending;
 	bool pending_overflow_logged;
+	/* Messages the guest can cause over and over (a reset re-arms
+	 * pending_overflow_logged): rate-limited, own lock (log.h). */
+	struct log_limit log;
 	uint64_t driver_features;
 	int (*thread_init)(void *opaque);
 	void *thread_opaque;
@@ -133,8 +136,9 @@ static void ctl_queue_locked(struct vcon *c, uint32_t id, uint16_t event,
 
 	if (c->nr_pending >= CTL_PENDING_MAX(c)) {
 		if (!c->pending_overflow_logged)
-			vmm_warn("virtio-console: the guest does not read its control "
-				 "queue; dropping control messages");
+			log_limited(&c->log, VMM_LOG_WARN, "virtio-console",
+				    "the guest does not read its control queue; "
+				    "dropping control messages");
 		c->pending_overflow_logged = true;
 		return;
 	}
@@ -178,7 +182,8 @@ static void ctl_handle(struct vcon *c, const struct virtio_console_control *m)
 	switch (event) {
 	case VIRTIO_CONSOLE_DEVICE_READY:
 		if (value != 1) {
-			vmm_warn("virtio-console: the guest driver failed to initialise");
+			log_limited(&c->log, VMM_LOG_WARN, "virtio-console",
+				    "the guest driver failed to initialise");
 			break;
 		}
 		for (unsigned int i = 0; i < c->nr_ports; i++)
@@ -188,8 +193,8 @@ static void ctl_handle(struct vcon *c, const struct virtio_console_control *m)
 		if (!p)
 			break;
 		if (value != 1) {
-			vmm_warn("virtio-console: the guest could not add port %u (%s)",
-				 id, p->name);
+			log_limited(&c->log, VMM_LOG_WARN, "virtio-console",
+				    "the guest could not add port %u (%s)", id, p->name);
 			break;
 		}
 		if (p->ready)
@@ -367,8 +372,9 @@ static void thread_rx(struct vcon_thread *t)
 			pthread_mutex_unlock(&c->lock);
 			n = chain_fill(t->chain, m->data, m->len);
 			if (n < m->len)
-				vmm_warn("virtio-console: control buffer of %zu bytes is too "
-					 "small for a %u-byte message", n, m->len);
+				log_limited(&c->log, VMM_LOG_WARN, "virtio-console",
+					    "control buffer of %zu bytes is too small "
+					    "for a %u-byte message", n, m->len);
 			free(m);
 		}
 		virtq_push(&t->rxq->vq, t->chain->head, (uint32_t)n);
@@ -699,14 +705,16 @@ int vcon_create(const struct vcon_params *p, struct vcon **out)
 	}
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
+	log_limit_init(&c->log, "guest-caused messages");
 	c->pending_tail = &c->pending;
-	c->nr_queues = 2 * (p->nr_ports + 1);
+	c->nr_queues = VCON_NUM_QUEUES(p->nr_ports);
 	c->thread_init = p->thread_init;
 	c->thread_opaque = p->thread_opaque;
 	c->ctl.wake_efd = -1;
 	c->ports = calloc(p->nr_ports, sizeof(*c->ports));
 	if (!c->ports) {
 		close_param_fds(p);
+		log_limit_destroy(&c->log, "");
 		free(c);
 		return -ENOMEM;
 	}
@@ -807,6 +815,7 @@ void vcon_destroy(struct vcon *c)
 	free(c->ports);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->lock);
+	log_limit_destroy(&c->log, "until the device was removed");
 	free(c);
 }
 

@@ -46,6 +46,8 @@
 #include "virtio/virtio.h"
 
 #define VCON_MAX_PORTS 31u   /* 64 queues, 65 MSI-X vectors */
+/* Queues of a device with @nr_ports ports (port 0, control, ports 1..). */
+#define VCON_NUM_QUEUES(nr_ports) (2u * ((nr_ports) + 1u))
 #define VCON_MAX_NAME 127u   /* bytes of a port name, NUL excluded */
 #define VCON_QUEUE_SIZE 128u /* like QEMU's virtio-serial */
 

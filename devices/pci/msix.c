@@ -5,6 +5,7 @@
  * Lost-interrupt argument.  An interrupt source (I/O thread) and an unmask
  * (vCPU thread) race:
  *     source:  set pending (RMW)      unmask:  store mask=0 / enable / !fmask
+ *                                              / master
  *              load mask state                 owner's take_pending (RMW)
  * All four are sequentially consistent, so in their single total order one
  * side's second step comes after the other side's first step: either the
@@ -26,6 +27,11 @@ bool msix_enabled(const struct msix *m)
 	return __atomic_load_n(&m->enabled, __ATOMIC_SEQ_CST);
 }
 
+bool msix_bus_master(const struct msix *m)
+{
+	return __atomic_load_n(&m->master, __ATOMIC_SEQ_CST);
+}
+
 bool msix_vector_masked(const struct msix *m, unsigned int vec)
 {
 	uint32_t ctrl;
@@ -38,7 +44,8 @@ bool msix_vector_masked(const struct msix *m, unsigned int vec)
 	 * also make the address/data the guest wrote before unmasking
 	 * visible to msix_get_msg() on this thread. */
 	if (!__atomic_load_n(&m->enabled, __ATOMIC_SEQ_CST) ||
-	    __atomic_load_n(&m->fmasked, __ATOMIC_SEQ_CST))
+	    __atomic_load_n(&m->fmasked, __ATOMIC_SEQ_CST) ||
+	    !__atomic_load_n(&m->master, __ATOMIC_SEQ_CST))
 		return true;
 	ctrl = __atomic_load_n(&m->table[vec * MSIX_WORDS_PER_ENTRY +
 					 MSIX_ENTRY_CTRL / 4],
@@ -203,25 +210,37 @@ bool msix_bar_access(struct msix *m, uint64_t off, void *data, uint32_t len,
 	return false;
 }
 
+static bool msix_touches(uint32_t off, uint32_t len, unsigned int reg)
+{
+	return off < reg + 2 && reg < off + len;
+}
+
 /* Context: vCPU thread, PCI bus lock held (from the owner's cfg_write). */
 void msix_cfg_write(struct msix *m, uint32_t off, uint32_t len)
 {
 	unsigned int ctrl_off = m->cap_off + MSIX_CAP_CTRL;
-	uint16_t ctrl;
-	bool en, fm;
+	bool en = __atomic_load_n(&m->enabled, __ATOMIC_RELAXED);
+	bool fm = __atomic_load_n(&m->fmasked, __ATOMIC_RELAXED);
+	bool bm = __atomic_load_n(&m->master, __ATOMIC_RELAXED);
 
-	if (off + len <= ctrl_off || off >= ctrl_off + 2)
-		return;
-	/* Only bits 15:14 are guest-writable (wmask set in msix_init). */
-	ctrl = pci_cfg_get16(m->dev, ctrl_off);
-	en = ctrl & MSIX_CTRL_ENABLE;
-	fm = ctrl & MSIX_CTRL_MASKALL;
+	if (msix_touches(off, len, ctrl_off)) {
+		/* Only bits 15:14 are guest-writable (wmask in msix_init). */
+		uint16_t ctrl = pci_cfg_get16(m->dev, ctrl_off);
+
+		en = ctrl & MSIX_CTRL_ENABLE;
+		fm = ctrl & MSIX_CTRL_MASKALL;
+	}
+	if (msix_touches(off, len, PCI_CFG_COMMAND))
+		bm = pci_cfg_get16(m->dev, PCI_CFG_COMMAND) & PCI_CMD_MASTER;
 	if (en == __atomic_load_n(&m->enabled, __ATOMIC_RELAXED) &&
-	    fm == __atomic_load_n(&m->fmasked, __ATOMIC_RELAXED))
+	    fm == __atomic_load_n(&m->fmasked, __ATOMIC_RELAXED) &&
+	    bm == __atomic_load_n(&m->master, __ATOMIC_RELAXED))
 		return;
-	/* Seq-cst: first step of the unmask side (top of file). */
+	/* Seq-cst: first step of the unmask side (top of file); bus
+	 * mastering is one more mask bit shared by every vector. */
 	__atomic_store_n(&m->enabled, en, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&m->fmasked, fm, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&m->master, bm, __ATOMIC_SEQ_CST);
 	for (unsigned int v = 0; v < m->nr; v++)
 		msix_notify(m, v);
 }
@@ -262,6 +281,8 @@ int msix_init(struct msix *m, struct pci_device *dev, unsigned int nr_vectors,
 	m->table_off = table_off;
 	m->pba_off = pba_off;
 	m->cap_off = cap;
+	/* pci_register_device() sets COMMAND.MASTER (msix.h). */
+	m->master = true;
 	pci_cfg_set16(dev, cap + MSIX_CAP_CTRL, (uint16_t)(nr_vectors - 1));
 	pci_cfg_set_wmask(dev, cap + MSIX_CAP_CTRL, 2,
 			  MSIX_CTRL_ENABLE | MSIX_CTRL_MASKALL);

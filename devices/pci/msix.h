@@ -8,12 +8,24 @@
  *    helpers) and its pci_device_ops.cfg_write calls with msix_cfg_write();
  *  - is told through vector_changed(opaque, vec) whenever a vector's
  *    address/data or effective mask changes (for every vector when MSI-X
- *    enable or the function mask toggles), so it can rewrite its KVM MSI
- *    routes in a batch and, on unmask, deliver a pending interrupt:
+ *    enable, the function mask or the function's bus mastering toggles),
+ *    so it can rewrite its KVM MSI routes in a batch and, on unmask,
+ *    deliver a pending interrupt:
  *        if (!msix_vector_masked(m, vec) && msix_take_pending(m, vec))
  *                send it;
  *  - sends an interrupt from any thread with:
  *        if (msix_try_fire(m, vec)) send it;   (else it is now pending)
+ *
+ * Bus mastering.  An MSI-X message is a memory write by the function, so
+ * with COMMAND.MASTER clear it sends none (PCI: a function without bus
+ * mastering issues no requests; QEMU drops them).  Here every vector
+ * counts as masked while MASTER is clear: an interrupt raised meanwhile
+ * is latched in the PBA, as for a masked vector, and sent when mastering
+ * comes back (if the vector is unmasked then), never lost.  The owner
+ * keeps whatever it wired into KVM (irqfds fire only when it writes them,
+ * after msix_try_fire() said yes).  pci_register_device() turns MASTER on
+ * (firmware's job for a direct kernel boot), which is msix_init()'s
+ * assumption; msix_cfg_write() follows the guest's changes.
  *
  * Concurrency: table and PBA words are atomics, so I/O threads may read mask,
  * pending and message state while vCPUs write the table; there is no lock.
@@ -62,9 +74,9 @@ struct msix {
 	uint32_t *table;
 	/* One bit per vector; __atomic builtins only. */
 	uint64_t *pba;
-	/* Mirrors of message control (written under the bus lock, read
-	 * anywhere); __atomic builtins only. */
-	bool enabled, fmasked;
+	/* Mirrors of message control and of COMMAND.MASTER (written under
+	 * the bus lock, read anywhere); __atomic builtins only. */
+	bool enabled, fmasked, master;
 	void (*vector_changed)(void *opaque, unsigned int vec);
 	void *opaque;
 };
@@ -100,7 +112,8 @@ static inline uint32_t msix_pba_size(unsigned int nr)
 }
 
 /* Forward from the owner's cfg_write hook (bus lock held): picks up
- * enable/function-mask changes if the write touched message control. */
+ * enable/function-mask changes if the write touched message control, and
+ * bus mastering changes if it touched COMMAND. */
 void msix_cfg_write(struct msix *m, uint32_t off, uint32_t len);
 
 /*
@@ -119,7 +132,10 @@ bool msix_bar_access(struct msix *m, uint64_t off, void *data, uint32_t len,
 		     bool is_write);
 
 bool msix_enabled(const struct msix *m);
-/* Entry masked || function masked || MSI-X disabled (or @vec out of range). */
+/* Whether the function may send MSI-X messages (COMMAND.MASTER). */
+bool msix_bus_master(const struct msix *m);
+/* Entry masked || function masked || MSI-X disabled || bus mastering off
+ * (or @vec out of range). */
 bool msix_vector_masked(const struct msix *m, unsigned int vec);
 /* The message of @vec (0/0 if out of range). */
 void msix_get_msg(const struct msix *m, unsigned int vec, uint64_t *addr,

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,9 @@ struct pci_bus {
 	void *reset_opaque;
 	struct pci_device *devs[PCI_MAX_SLOTS];
 	struct pci_device host_bridge;
+	/* BARs the guest placed where they cannot be mapped: its choice, as
+	 * often as it likes, so rate-limited (own lock; log.h). */
+	struct log_limit bar_log;
 };
 
 uint8_t pci_cfg_get8(const struct pci_device *dev, unsigned int off)
@@ -264,13 +268,17 @@ static void pci_sync_bars(struct pci_bus *bus)
 				b->failed_gpa = PCI_BAR_UNMAPPED;
 			} else if (b->failed_gpa != want) {
 				/* Guest-chosen address: refuse, don't crash.
-				 * Logged once per address. */
+				 * Logged once per address, and rate-limited
+				 * (a guest can try every address). */
+				char subject[16];
+
 				b->failed_gpa = want;
-				vmm_warn("pci 00:%02x.0: BAR%u at 0x%llx+0x%llx "
-					 "overlaps another range (%d); left "
-					 "unmapped",
-					 s, i, (unsigned long long)want,
-					 (unsigned long long)b->size, ret);
+				snprintf(subject, sizeof(subject), "pci 00:%02x.0", s);
+				log_limited(&bus->bar_log, VMM_LOG_WARN, subject,
+					    "BAR%u at 0x%llx+0x%llx overlaps "
+					    "another range (%d); left unmapped",
+					    i, (unsigned long long)want,
+					    (unsigned long long)b->size, ret);
 			}
 		}
 	}
@@ -452,6 +460,7 @@ int pci_bus_create(struct iobus *pio, struct iobus *mmio, uint64_t mmio32_base,
 	ret = -pthread_mutex_init(&bus->lock, NULL);
 	if (ret)
 		goto err_free;
+	log_limit_init(&bus->bar_log, "unmappable BARs");
 	pci_device_init(&bus->host_bridge, PCI_HOST_VENDOR, PCI_HOST_DEVICE,
 			PCI_CLASS_HOST_BRIDGE, 0, NULL, NULL);
 	bus->host_bridge.bus = bus;
@@ -464,6 +473,7 @@ int pci_bus_create(struct iobus *pio, struct iobus *mmio, uint64_t mmio32_base,
 	return 0;
 
 err_mutex:
+	log_limit_destroy(&bus->bar_log, "");
 	pthread_mutex_destroy(&bus->lock);
 err_free:
 	free(bus);
@@ -487,6 +497,7 @@ void pci_bus_destroy(struct pci_bus *bus)
 		if (dev)
 			dev->bus = NULL;
 	}
+	log_limit_destroy(&bus->bar_log, "until the VM was destroyed");
 	pthread_mutex_destroy(&bus->lock);
 	free(bus);
 }
@@ -559,9 +570,12 @@ int pci_register_device(struct pci_bus *bus, struct pci_device *dev)
 	}
 	dev->bus = bus;
 	dev->slot = slot;
-	/* Firmware's job, done here for direct kernel boot: decode on. */
+	/* Firmware's job, done here for direct kernel boot: decode and bus
+	 * mastering on (Linux's drivers set MASTER themselves anyway; a
+	 * device's owner may act on later changes: virtio-pci.c). */
 	pci_cfg_set16(dev, PCI_CFG_COMMAND,
-		      pci_cfg_get16(dev, PCI_CFG_COMMAND) | PCI_CMD_MEM);
+		      pci_cfg_get16(dev, PCI_CFG_COMMAND) | PCI_CMD_MEM |
+			      PCI_CMD_MASTER);
 	for (i = 0; i < PCI_NUM_BARS; i++)
 		if (dev->bars[i].size && dev->ops && dev->ops->bar_moved)
 			dev->ops->bar_moved(dev, i, PCI_BAR_UNMAPPED,

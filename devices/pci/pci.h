@@ -205,7 +205,8 @@ int pci_add_capability(struct pci_device *dev, uint8_t cap_id,
 
 /*
  * pci_register_device - put @dev in the lowest free slot, allocate its BARs
- * (naturally aligned) in the bus windows, set COMMAND.MEM and map them
+ * (naturally aligned) in the bus windows, set COMMAND.MEM and
+ * COMMAND.MASTER (firmware's job for a direct kernel boot) and map them
  * (bar_moved is called for each).
  * Returns 0, -EINVAL (NULL, already registered), -ENOSPC (all 32 slots used
  * or no room in the window), -ENOMEM, -EEXIST (a BAR collided with a non-PCI

@@ -19,9 +19,10 @@
  * Locking (see also virtio-pci.h):
  *  - t->lock protects the driver-visible configuration (feature selects,
  *    driver features, queue configuration), the wiring (eventfds, GSIs,
- *    ioeventfd addresses, installed MSI messages, t->live) and the cached
- *    BAR address.  Lock order: PCI bus lock -> t->lock -> irq lock.  The
- *    MMIO handler runs under the MMIO bus's read lock and takes t->lock;
+ *    ioeventfd addresses, installed MSI messages, t->live), whether the
+ *    device runs (t->started, t->master) and the cached BAR address.
+ *    Lock order: PCI bus lock -> t->lock -> irq lock.  The MMIO handler
+ *    runs under the MMIO bus's read lock and takes t->lock;
  *    with t->lock held we never call into the PCI bus (pci_bar_gpa() would
  *    deadlock against a vCPU moving a BAR), hence t->bar_gpa.
  *  - MSI-X table/PBA accesses are dispatched WITHOUT t->lock: msix.c calls
@@ -67,6 +68,8 @@
 #include <linux/virtio_pci.h>
 #include <linux/virtio_ring.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -103,11 +106,6 @@
 #define VPCI_CAP_NOTIFY_LEN 20	/* struct virtio_pci_notify_cap */
 #define VPCI_CAP_PCICFG_LEN 20	/* struct virtio_pci_cfg_cap */
 #define VPCI_CAP_PCICFG_DATA 16 /* pci_cfg_data in it */
-
-/* One-shot warnings (t->warned bits, under t->lock). */
-#define VPCI_WARN_WIDTH 0x1
-#define VPCI_WARN_QCFG_LIVE 0x2
-#define VPCI_WARN_QENABLE0 0x4
 
 /* Transport side of one queue. */
 struct vpci_vq {
@@ -164,9 +162,10 @@ struct virtio_transport {
 	uint32_t dfselect, gfselect;
 	uint64_t driver_features;
 	uint16_t queue_select;
-	bool live; /* wired and ops->start() succeeded */
+	bool live;    /* wired (and started, unless bus mastering is off) */
+	bool started; /* ops->start() succeeded, ops->stop() not called yet */
+	bool master;  /* COMMAND.MASTER as last seen (see vpci_bus_master()) */
 	unsigned int nr_dirty;
-	unsigned int warned;
 	struct virtio_queue *queues; /* [nq], handed to ops->start() */
 	struct vpci_vq *vqs;	     /* [nq] */
 	struct vpci_vec *vecs;	     /* [nv] */
@@ -174,18 +173,46 @@ struct virtio_transport {
 	/* __atomic only.  Written by the driver path under t->lock and by
 	 * virtio_transport_needs_reset() from any thread. */
 	uint8_t status;
-	uint8_t warned_direct;	/* a direct MSI failed (logged once) */
 	uint64_t lazy_next_ns;	/* no I/O-thread route flush before this */
 	uint8_t generation;
 	uint8_t isr;
 	uint16_t config_vector;
 	struct vpci_stats st;
+
+	/*
+	 * Every message the guest can cause goes through one of these (log.h:
+	 * the first of a burst in full, then "N more ..." summaries), so a
+	 * driver that loops on a mistake cannot flood the log.  Own locks;
+	 * usable from any thread.
+	 */
+	struct log_limit log_reset;  /* "device needs reset: ..." */
+	struct log_limit log_driver; /* driver mistakes: bad ring, features,
+					register misuse */
+	struct log_limit log_msi;    /* MSI deliveries KVM refused */
+	struct log_limit log_kvm;    /* wiring KVM refused (host trouble a
+					guest can repeat at will) */
 };
 
 static void stat_add(uint64_t *c, uint64_t n)
 {
 	/* Relaxed: a statistic, orders nothing. */
 	__atomic_fetch_add(c, n, __ATOMIC_RELAXED);
+}
+
+/* A guest-triggerable message, rate-limited through @l. */
+static void vpci_log(struct virtio_transport *t, struct log_limit *l,
+		     int level, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void vpci_log(struct virtio_transport *t, struct log_limit *l,
+		     int level, const char *fmt, ...)
+{
+	char subject[32];
+	va_list ap;
+
+	snprintf(subject, sizeof(subject), "virtio-pci 00:%02x.0", t->pci.slot);
+	va_start(ap, fmt);
+	log_vlimited(l, level, subject, fmt, ap);
+	va_end(ap);
 }
 
 static uint8_t vpci_status(const struct virtio_transport *t)
@@ -217,9 +244,12 @@ static void vpci_send_msi(struct virtio_transport *t, unsigned int vec)
 
 	msix_get_msg(&t->msix, vec, &addr, &data);
 	ret = irq_signal_msi(t->irq, addr, data);
+	/* KVM refuses (-EPERM, -EINVAL) what the guest's message asks for:
+	 * rate-limited, the guest may make every interrupt fail. */
 	if (ret)
-		vmm_warn("virtio-pci 00:%02x.0: MSI for vector %u: %d",
-			 t->pci.slot, vec, ret);
+		vpci_log(t, &t->log_msi, VMM_LOG_WARN,
+			 "MSI for vector %u (0x%llx/0x%x): %s", vec,
+			 (unsigned long long)addr, data, strerror(-ret));
 }
 
 /*
@@ -238,11 +268,12 @@ static void vpci_send_direct(struct virtio_transport *t, unsigned int vec)
 	msix_get_msg(&t->msix, vec, &addr, &data);
 	ret = irq_signal_msi(t->irq, addr, data);
 	/* KVM fails it (-EPERM) when no vCPU matches the destination, which
-	 * a guest chooses: log once, not per interrupt (an irqfd would drop
-	 * it silently). */
-	if (ret && !__atomic_exchange_n(&t->warned_direct, 1, __ATOMIC_RELAXED))
-		vmm_warn("virtio-pci 00:%02x.0: MSI for rewritten vector %u: %d",
-			 t->pci.slot, vec, ret);
+	 * a guest chooses: rate-limited, not per interrupt (an irqfd would
+	 * drop it silently). */
+	if (ret)
+		vpci_log(t, &t->log_msi, VMM_LOG_WARN,
+			 "MSI for rewritten vector %u (0x%llx/0x%x): %s", vec,
+			 (unsigned long long)addr, data, strerror(-ret));
 	stat_add(&t->st.interrupts_direct, 1);
 }
 
@@ -311,10 +342,12 @@ static void vpci_set_needs_reset(struct virtio_transport *t, const char *why)
 				__ATOMIC_SEQ_CST);
 	if (old & VIRTIO_CONFIG_S_NEEDS_RESET)
 		return; /* logged once until reset */
-	vmm_err("virtio-pci 00:%02x.0: device needs reset: %s", t->pci.slot,
-		why);
 	stat_add(&t->st.needs_reset, 1);
+	/* The driver first (ISR and interrupt right behind the status bit),
+	 * the log after.  Once per reset, and a guest may reset in a loop:
+	 * rate-limited. */
 	vpci_config_changed(t);
+	vpci_log(t, &t->log_reset, VMM_LOG_ERROR, "device needs reset: %s", why);
 }
 
 void virtio_transport_needs_reset(struct virtio_transport *t, const char *why)
@@ -530,11 +563,11 @@ static void vpci_unwire(struct virtio_transport *t)
 		wiring_begin(&txn, t->irq);
 		vpci_stage_unwire(t, &txn, false);
 		if (vpci_commit(t, &txn))
-			vmm_err("virtio-pci 00:%02x.0: removing the KVM "
-				"ioeventfds/irqfds failed", t->pci.slot);
-		vmm_err("virtio-pci 00:%02x.0: removing the KVM routes failed "
-			"(%d); their GSIs are leaked until the VM is destroyed",
-			t->pci.slot, ret);
+			vpci_log(t, &t->log_kvm, VMM_LOG_ERROR,
+				 "removing the KVM ioeventfds/irqfds failed");
+		vpci_log(t, &t->log_kvm, VMM_LOG_ERROR,
+			 "removing the KVM routes failed (%s); their GSIs are "
+			 "leaked until the VM is destroyed", strerror(-ret));
 	}
 	vpci_release(t, ret != 0);
 }
@@ -562,9 +595,9 @@ static int vpci_go_live(struct virtio_transport *t, const char **why)
 		ret = virtq_start(&q->vq, t->mem, vq->size, vq->desc, vq->avail,
 				  vq->used, event_idx, indirect);
 		if (ret) {
-			vmm_err("virtio-pci 00:%02x.0: queue %u: bad ring "
-				"(size %u desc 0x%llx avail 0x%llx used 0x%llx)",
-				t->pci.slot, i, vq->size,
+			vpci_log(t, &t->log_driver, VMM_LOG_ERROR,
+				 "queue %u: bad ring (size %u desc 0x%llx "
+				 "avail 0x%llx used 0x%llx)", i, vq->size,
 				(unsigned long long)vq->desc,
 				(unsigned long long)vq->avail,
 				(unsigned long long)vq->used);
@@ -632,6 +665,10 @@ static int vpci_go_live(struct virtio_transport *t, const char **why)
 		t->vqs[i].irq_wired = q->gsi_valid;
 	}
 	t->live = true;
+	/* Bus mastering off: the device may not touch guest memory yet; it
+	 * starts when the driver turns mastering on (vpci_bus_master()). */
+	if (!t->master)
+		return 0;
 	/* A failing start cleans up after itself (vblk_dev_start() does):
 	 * no ops->stop() here. */
 	ret = t->ops->start(t->dev, t->queues, t->nq);
@@ -640,6 +677,7 @@ static int vpci_go_live(struct virtio_transport *t, const char **why)
 		vpci_unwire(t);
 		return ret;
 	}
+	t->started = true;
 	return 0;
 
 err_release:
@@ -786,9 +824,10 @@ static void vpci_move_kicks(struct virtio_transport *t)
 	if (ret) {
 		/* Kicks at the new address still work, through the MMIO
 		 * handler (slower). */
-		vmm_warn("virtio-pci 00:%02x.0: moving notify ioeventfds to "
-			 "0x%llx failed (%d); kicks take the slow path",
-			 t->pci.slot, (unsigned long long)t->bar_gpa, ret);
+		vpci_log(t, &t->log_kvm, VMM_LOG_WARN,
+			 "moving notify ioeventfds to 0x%llx failed (%s); kicks "
+			 "take the slow path", (unsigned long long)t->bar_gpa,
+			 strerror(-ret));
 		return;
 	}
 	for (unsigned int i = 0; i < t->nq; i++)
@@ -816,8 +855,9 @@ static void vpci_queue_defaults(struct virtio_transport *t)
 /* Device reset (status 0, FAILED, destroy).  Context: t->lock held. */
 static void vpci_stop(struct virtio_transport *t)
 {
-	if (t->live)
+	if (t->started)
 		t->ops->stop(t->dev); /* drains; no device thread runs after */
+	t->started = false;
 	vpci_unwire(t);
 }
 
@@ -828,7 +868,6 @@ static void vpci_reset(struct virtio_transport *t)
 	t->dfselect = t->gfselect = 0;
 	t->driver_features = 0;
 	t->queue_select = 0;
-	t->warned = 0;
 	/* Interrupts the old driver instance had pending are moot; sending
 	 * them to the next one would be spurious. */
 	for (unsigned int v = 0; v < t->nv; v++)
@@ -848,20 +887,20 @@ static bool vpci_features_ok(struct virtio_transport *t)
 	uint64_t f = t->driver_features; /* guest-controlled: checked here */
 
 	if (!(f & (1ull << VIRTIO_F_VERSION_1))) {
-		vmm_info("virtio-pci 00:%02x.0: driver did not accept "
-			 "VIRTIO_F_VERSION_1 (legacy drivers unsupported)",
-			 t->pci.slot);
+		vpci_log(t, &t->log_driver, VMM_LOG_INFO,
+			 "driver did not accept VIRTIO_F_VERSION_1 (legacy "
+			 "drivers unsupported)");
 		return false;
 	}
 	if (f & ~t->host_features) {
-		vmm_info("virtio-pci 00:%02x.0: driver accepted features "
-			 "0x%llx that were not offered", t->pci.slot,
+		vpci_log(t, &t->log_driver, VMM_LOG_INFO,
+			 "driver accepted features 0x%llx that were not offered",
 			 (unsigned long long)(f & ~t->host_features));
 		return false;
 	}
 	if (t->ops->set_features && t->ops->set_features(t->dev, f)) {
-		vmm_info("virtio-pci 00:%02x.0: device refused features 0x%llx",
-			 t->pci.slot, (unsigned long long)f);
+		vpci_log(t, &t->log_driver, VMM_LOG_INFO,
+			 "device refused features 0x%llx", (unsigned long long)f);
 		return false;
 	}
 	return true;
@@ -1043,11 +1082,9 @@ static void vpci_common_write_field(struct virtio_transport *t, uint32_t off,
 	if (vpci_status(t) & VIRTIO_CONFIG_S_DRIVER_OK) {
 		/* 4.1.4.3.2: the driver must not change a queue while the
 		 * device is live; the rings are already in use. */
-		if (!(t->warned & VPCI_WARN_QCFG_LIVE))
-			vmm_warn("virtio-pci 00:%02x.0: queue %u configured "
-				 "after DRIVER_OK; ignored", t->pci.slot,
-				 t->queue_select);
-		t->warned |= VPCI_WARN_QCFG_LIVE;
+		vpci_log(t, &t->log_driver, VMM_LOG_WARN,
+			 "queue %u configured after DRIVER_OK; ignored",
+			 t->queue_select);
 		return;
 	}
 	switch (off) {
@@ -1065,11 +1102,10 @@ static void vpci_common_write_field(struct virtio_transport *t, uint32_t off,
 	case VIRTIO_PCI_COMMON_Q_ENABLE:
 		if (v == 1) {
 			q->enabled = true;
-		} else if (!(t->warned & VPCI_WARN_QENABLE0)) {
+		} else {
 			/* Writing 0 is reserved without VIRTIO_F_RING_RESET. */
-			vmm_warn("virtio-pci 00:%02x.0: queue_enable %u ignored",
-				 t->pci.slot, v);
-			t->warned |= VPCI_WARN_QENABLE0;
+			vpci_log(t, &t->log_driver, VMM_LOG_WARN,
+				 "queue_enable %u ignored", v);
 		}
 		return;
 	case VIRTIO_PCI_COMMON_Q_DESCLO:
@@ -1118,11 +1154,10 @@ static void vpci_common_access(struct virtio_transport *t, uint32_t off,
 
 		memcpy(&v, data, len);
 		vpci_common_write_field(t, off, v);
-	} else if (!(t->warned & VPCI_WARN_WIDTH)) {
+	} else {
 		/* 4.1.3.1: fields are written with their natural width. */
-		vmm_warn("virtio-pci 00:%02x.0: %u-byte write at common+0x%x "
-			 "ignored", t->pci.slot, len, off);
-		t->warned |= VPCI_WARN_WIDTH;
+		vpci_log(t, &t->log_driver, VMM_LOG_WARN,
+			 "%u-byte write at common+0x%x ignored", len, off);
 	}
 	pthread_mutex_unlock(&t->lock);
 }
@@ -1211,11 +1246,74 @@ static bool vpci_overlaps(uint32_t off, uint32_t len, uint32_t start,
 	return off < start + size && start < off + len;
 }
 
+/*
+ * The driver set or cleared COMMAND.MASTER (bus mastering).  A function
+ * without it makes no memory requests: no DMA and no MSI-X (PCI 3.0; QEMU
+ * disables the function's bus-master address space and stops virtio
+ * processing).  Here, while it is off:
+ *  - interrupts: every vector counts as masked (msix.h), so interrupts
+ *    raised meanwhile are latched in the PBA and sent when mastering comes
+ *    back; the irqfds stay wired but are only ever written after
+ *    msix_try_fire() allowed it;
+ *  - DMA: a live device is stopped (ops->stop(): in-flight requests are
+ *    finished or cancelled -- virtio-blk completes a cancelled one with
+ *    VIRTIO_BLK_S_IOERR, as at a reset -- and written to the used rings
+ *    BEFORE this config write returns; nothing is popped or written
+ *    afterwards); its wiring, ring positions and
+ *    status (DRIVER_OK stays set) are kept.  Kicks meanwhile still reach
+ *    the kick eventfds.  A DRIVER_OK while it is off wires the queues but
+ *    starts nothing.
+ * Turning it on again starts the device on the same queues (ops->start()
+ * serves what is already available, kicks that came meanwhile included)
+ * and sends every wired vector one interrupt: completions written by the
+ * stop interrupted nobody (a stopped device drops them), and a virtio
+ * driver takes a spurious interrupt in its stride.  If the device cannot
+ * restart, it is unwired and NEEDS_RESET is set.  A reset keeps the
+ * setting (it is the PCI function's, not the virtio device's).
+ * Context: vCPU thread, PCI bus lock held (after msix_cfg_write()).
+ */
+static void vpci_bus_master(struct virtio_transport *t, bool on)
+{
+	int ret;
+
+	pthread_mutex_lock(&t->lock);
+	if (on == t->master)
+		goto out;
+	t->master = on;
+	if (!t->live)
+		goto out;
+	if (!on) {
+		if (t->started)
+			t->ops->stop(t->dev); /* drains: see above */
+		t->started = false;
+		goto out;
+	}
+	ret = t->ops->start(t->dev, t->queues, t->nq);
+	if (ret) {
+		vpci_unwire(t);
+		vpci_set_needs_reset(t, "the device failed to restart when bus "
+					"mastering was turned back on");
+		goto out;
+	}
+	t->started = true;
+	for (unsigned int vec = 0; vec < t->nv; vec++)
+		if (t->vecs[vec].users && msix_try_fire(&t->msix, vec))
+			vpci_deliver(t, vec);
+out:
+	pthread_mutex_unlock(&t->lock);
+}
+
 static void vpci_cfg_write(struct pci_device *pdev, uint32_t off, uint32_t len)
 {
 	struct virtio_transport *t = pdev->priv;
 
+	/* MSI-X first: with mastering off its vectors are masked before the
+	 * device is stopped (its last interrupts are latched), and on again
+	 * they are unmasked (and what was latched sent) before it starts. */
 	msix_cfg_write(&t->msix, off, len);
+	if (vpci_overlaps(off, len, PCI_CFG_COMMAND, 2))
+		vpci_bus_master(t, pci_cfg_get16(pdev, PCI_CFG_COMMAND) &
+					   PCI_CMD_MASTER);
 	if (vpci_overlaps(off, len, t->pcicfg_cap + VPCI_CAP_PCICFG_DATA, 4))
 		vpci_pcicfg_access(t, true);
 }
@@ -1287,6 +1385,23 @@ static uint32_t vpci_class(uint32_t device_id)
 	}
 }
 
+static void vpci_logs_init(struct virtio_transport *t)
+{
+	log_limit_init(&t->log_reset, "'device needs reset' events");
+	log_limit_init(&t->log_driver, "driver errors");
+	log_limit_init(&t->log_msi, "failed MSI deliveries");
+	log_limit_init(&t->log_kvm, "KVM wiring failures");
+}
+
+/* Summaries of what is still counted go out with the device. */
+static void vpci_logs_destroy(struct virtio_transport *t)
+{
+	log_limit_destroy(&t->log_reset, "until the device was removed");
+	log_limit_destroy(&t->log_driver, "until the device was removed");
+	log_limit_destroy(&t->log_msi, "until the device was removed");
+	log_limit_destroy(&t->log_kvm, "until the device was removed");
+}
+
 static bool vpci_params_ok(const struct vpci_params *p)
 {
 	const struct virtio_device_ops *ops = p ? p->ops : NULL;
@@ -1319,6 +1434,7 @@ int vpci_create(const struct vpci_params *p, struct virtio_transport **out)
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
+	vpci_logs_init(t);
 	t->bus = p->bus;
 	t->irq = p->irq;
 	t->mem = p->mem;
@@ -1330,10 +1446,12 @@ int vpci_create(const struct vpci_params *p, struct virtio_transport **out)
 	t->any_len = p->ioeventfd_any_length;
 	t->host_features = p->ops->features(p->dev) & ~VPCI_UNSUPPORTED_FEATURES;
 	if (!(t->host_features & (1ull << VIRTIO_F_VERSION_1))) {
+		vpci_logs_destroy(t);
 		free(t);
 		return -EINVAL;
 	}
 	t->bar_gpa = PCI_BAR_UNMAPPED;
+	t->master = true; /* pci_register_device() sets COMMAND.MASTER */
 	t->config_vector = VIRTIO_NO_VECTOR;
 	t->queues = calloc(t->nq, sizeof(*t->queues));
 	t->vqs = calloc(t->nq, sizeof(*t->vqs));
@@ -1425,6 +1543,7 @@ err_msix:
 err_mutex:
 	pthread_mutex_destroy(&t->lock);
 err_free:
+	vpci_logs_destroy(t);
 	free(t->queues);
 	free(t->vqs);
 	free(t->vecs);
@@ -1447,6 +1566,7 @@ void vpci_destroy(struct virtio_transport *t)
 			close(t->queues[i].kick_fd);
 	msix_exit(&t->msix);
 	pthread_mutex_destroy(&t->lock);
+	vpci_logs_destroy(t);
 	free(t->queues);
 	free(t->vqs);
 	free(t->vecs);

@@ -24,6 +24,14 @@
  * route is refreshed at the next unmask or, from the I/O thread, after
  * VPCI_LAZY_FLUSH_USES such interrupts (rate-limited; see virtio-pci.c).
  *
+ * Bus mastering.  Clearing COMMAND.MASTER stops the device's DMA (ops->stop()
+ * before the config write returns) and holds its MSI-X interrupts pending
+ * in the PBA; setting it again restarts the device where it was and sends
+ * what was held (vpci_bus_master() in virtio-pci.c).
+ *
+ * Logging.  Every message a guest can cause is rate-limited per transport
+ * (log.h): the first of a burst in full, then "N more ..." summaries.
+ *
  * Threading.
  *  - Register accesses come from vCPU threads (BAR MMIO, possibly several
  *    at once, and config space under the PCI bus lock).  A mutex per
@@ -58,6 +66,10 @@
 #define VPCI_DEVICE_ID_BASE 0x1040 /* + VIRTIO_ID_* for modern devices */
 #define VPCI_REVISION 1		   /* modern-only device */
 #define VPCI_MAX_QUEUES 1024u
+/* KVM MSI routes (GSIs) a transport with @nq queues may hold at once: one
+ * per queue that has a vector; the configuration vector has none (its
+ * interrupts go out with KVM_SIGNAL_MSI). */
+#define VPCI_MSI_ROUTES(nq) (nq)
 
 /*
  * BAR 0 (32-bit, non-prefetchable memory) layout, every region 4 KiB

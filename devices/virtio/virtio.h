@@ -55,14 +55,19 @@ struct virtio_device_ops {
 	/*
 	 * DRIVER_OK: the queues are configured and wired (kick_fd registered
 	 * as an ioeventfd, call_fd as an irqfd).  The device starts serving
-	 * them, e.g. by attaching each to an I/O thread.  Context: vCPU thread.
+	 * them, e.g. by attaching each to an I/O thread, beginning with what
+	 * is already available (kicks may have come before).  Also called
+	 * after stop() on the same queues, their ring positions kept, when
+	 * the driver turns PCI bus mastering back on.  Context: vCPU thread.
 	 * Returns 0 or -errno (the transport then sets NEEDS_RESET).
 	 */
 	int (*start)(void *dev, struct virtio_queue *queues, unsigned int nr);
 	/*
-	 * Device reset: quiesce every queue, drain in-flight requests
-	 * (complete them to the used rings), stop touching guest memory.
-	 * Returns only when done.  Context: vCPU thread.
+	 * Device reset, or PCI bus mastering turned off: quiesce every queue,
+	 * finish or cancel in-flight requests (complete them to the used
+	 * rings, a cancelled one with an error status), stop
+	 * touching guest memory.  Returns only when done.  Context: vCPU
+	 * thread.
 	 */
 	void (*stop)(void *dev);
 };

@@ -47,19 +47,23 @@ void cli_usage(const char *prog, void *file)
 		"  -c, --smp N          number of vCPUs (default 1, max %d)\n"
 		"  -m, --mem SIZE       guest RAM: 512M, 2G, or a number of MiB\n"
 		"                       (default 256M)\n"
-		"  -k, --kernel FILE    Linux bzImage (boot protocol >= 2.06, 64-bit)\n"
-		"  -i, --initrd FILE    initrd / initramfs\n"
+		"  -k, --kernel FILE    Linux bzImage (boot protocol >= 2.06, 64-bit),\n"
+		"                       a regular file\n"
+		"  -i, --initrd FILE    initrd / initramfs, a regular file\n"
 		"  -p, --cmdline S      kernel command line, replacing the default:\n"
 		"                       \"%s\"\n"
 		"      --append S       add S to the command line\n"
-		"  -d, --disk SPEC      virtio-blk-pci disk (repeatable): IMG or\n"
-		"                       path=IMG[,num-queues=N][,queue-size=N][,ro=on]\n"
-		"                       [,serial=S][,direct=on][,poll-us=N]\n"
+		"  -d, --disk SPEC      virtio-blk-pci disk (repeatable, up to %d): IMG\n"
+		"                       or path=IMG[,num-queues=N][,queue-size=N]\n"
+		"                       [,ro=on][,serial=S][,direct=on][,poll-us=N]\n"
 		"                       [,cache=writeback|unsafe][,event-idx=off]\n"
 		"                       [,lock=off]\n"
-		"                       num-queues defaults to the vCPU count; the\n"
-		"                       image is locked (shared if ro=on, else\n"
-		"                       exclusive) unless lock=off\n"
+		"                       IMG: a regular file or a block device.\n"
+		"                       num-queues 1..%d, default the vCPU count;\n"
+		"                       all disks together at most %d queues (one\n"
+		"                       KVM interrupt route each): defaults are\n"
+		"                       lowered to fit.  The image is locked (shared\n"
+		"                       if ro=on, else exclusive) unless lock=off\n"
 		"      --stats          print disk, KVM and console statistics at exit\n"
 		"      --stats-json     the same, as one JSON object on stderr\n"
 		"      --no-seccomp     do not confine the VMM's threads with\n"
@@ -86,7 +90,8 @@ void cli_usage(const char *prog, void *file)
 		"Exit status: 0 guest shut down, 1 VMM or guest failure, 2 usage\n"
 		"error, 128+N stopped by signal N; N & 255 when the guest wrote N\n"
 		"to the exit port (I/O port 0xf4, see vmm.h VMM_EXIT_PORT).\n",
-		prog, VMM_VERSION_STRING, VMM_MAX_VCPUS, CLI_DEFAULT_CMDLINE);
+		prog, VMM_VERSION_STRING, VMM_MAX_VCPUS, CLI_DEFAULT_CMDLINE,
+		VMM_MAX_DISKS, VMM_MAX_DISK_QUEUES, VMM_MAX_QUEUES);
 }
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -197,9 +202,10 @@ int cli_parse_disk(const char *spec, struct cli_disk *d, char *err, size_t errle
 				return fail(err, errlen, "--disk: empty path");
 			c->path = val;
 		} else if (!strcmp(tok, "num-queues")) {
-			if (parse_uint(val, 1, 1024, &n))
+			if (parse_uint(val, 1, VMM_MAX_DISK_QUEUES, &n))
 				return fail(err, errlen,
-					    "--disk: num-queues must be 1..1024, got '%s'", val);
+					    "--disk: num-queues must be 1..%d, got '%s'",
+					    VMM_MAX_DISK_QUEUES, val);
 			c->num_queues = (uint16_t)n;
 		} else if (!strcmp(tok, "queue-size")) {
 			if (parse_uint(val, 2, 1024, &n) || (n & (n - 1)))
@@ -364,6 +370,23 @@ static int append_cmdline(struct cli_opts *o, const char *s, char *err,
 	return 0;
 }
 
+/* Every queue of every disk has its own MSI route in KVM: at most
+ * VMM_MAX_QUEUES in all (a disk without num-queues is lowered to fit, down
+ * to one queue; vmm_add_disk()). */
+static int check_queues(const struct cli_opts *o, char *err, size_t errlen)
+{
+	unsigned long total = 0;
+
+	for (unsigned int i = 0; i < o->nr_disks; i++)
+		total += o->disks[i].cfg.num_queues ? o->disks[i].cfg.num_queues : 1;
+	if (total > VMM_MAX_QUEUES)
+		return fail(err, errlen,
+			    "--disk: %lu queues in all (num-queues, 1 for a disk "
+			    "without) but KVM's interrupt routes allow %d",
+			    total, VMM_MAX_QUEUES);
+	return 0;
+}
+
 int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errlen)
 {
 	unsigned long long n;
@@ -474,7 +497,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
 		return fail(err, errlen, "unexpected argument '%s'", argv[optind]);
 	if (!o->kernel)
 		return fail(err, errlen, "--kernel is required");
-	return 0;
+	return check_queues(o, err, errlen);
 }
 
 void cli_free(struct cli_opts *o)

@@ -9,7 +9,7 @@
 
 #include "vmm/vmm.h"
 
-#define CLI_MAX_DISKS 64
+#define CLI_MAX_DISKS VMM_MAX_DISKS
 #define CLI_DEFAULT_CMDLINE                                                   \
 	"console=ttyS0 reboot=k panic=-1 pci=conf1 acpi=off i8042.noaux "      \
 	"i8042.nopnp i8042.dumbkbd"

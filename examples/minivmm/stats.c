@@ -74,10 +74,16 @@ void stats_print(struct vmm *vm, unsigned int nr_disks, bool json, FILE *f)
 				",\"wiring_commits\":%" PRIu64 ",\"wiring_ioctls\":%" PRIu64
 				",\"wiring_ns\":%" PRIu64 ",\"masked_interrupts\":%" PRIu64
 				",\"resets\":%" PRIu64 ",\"needs_reset\":%" PRIu64
-				",\"total\":",
+				",\"doorbells\":%" PRIu64 ",\"config_interrupts\":%" PRIu64
+				",\"interrupts_direct\":%" PRIu64
+				",\"route_flushes\":%" PRIu64
+				",\"route_flushes_lazy\":%" PRIu64
+				",\"cancelled\":%" PRIu64 ",\"total\":",
 				i ? "," : "", i, d.num_queues, d.wiring_commits,
 				d.wiring_ioctls, d.wiring_ns, d.masked_interrupts,
-				d.resets, d.needs_reset);
+				d.resets, d.needs_reset, d.doorbells,
+				d.config_interrupts, d.interrupts_direct,
+				d.route_flushes, d.route_flushes_lazy, d.cancelled);
 			queue_json(f, &d.total);
 			fprintf(f, ",\"queues\":[");
 			for (unsigned int q = 0; q < d.num_queues; q++) {
@@ -94,14 +100,20 @@ void stats_print(struct vmm *vm, unsigned int nr_disks, bool json, FILE *f)
 		fprintf(f,
 			"disk %u: %" PRIu32 " queues, %" PRIu64 " requests (%" PRIu64
 			" read, %" PRIu64 " write, %" PRIu64 " flush), %" PRIu64
-			" errors; %" PRIu64 " kicks, %" PRIu64 " interrupts, %" PRIu64
-			" suppressed; wiring: %" PRIu64 " commits, %" PRIu64
-			" KVM ioctls, %.3f ms\n",
+			" errors (%" PRIu64 " cancelled); %" PRIu64
+			" doorbells served in %" PRIu64
+			" wake-ups (kicks), %" PRIu64 " interrupts (%" PRIu64
+			" direct), %" PRIu64 " suppressed, %" PRIu64
+			" config; wiring: %" PRIu64 " commits, %" PRIu64
+			" KVM ioctls, %.3f ms, %" PRIu64 " MSI-X route refreshes (%"
+			PRIu64 " by I/O threads)\n",
 			i, d.num_queues, total_requests(&d.total),
 			d.total.requests[VMM_REQ_READ], d.total.requests[VMM_REQ_WRITE],
 			d.total.requests[VMM_REQ_FLUSH], d.total.io_errors,
-			d.total.kicks, d.total.interrupts, d.total.suppressed,
-			d.wiring_commits, d.wiring_ioctls, (double)d.wiring_ns / 1e6);
+			d.cancelled, d.doorbells, d.total.kicks, d.total.interrupts,
+			d.interrupts_direct, d.total.suppressed, d.config_interrupts,
+			d.wiring_commits, d.wiring_ioctls, (double)d.wiring_ns / 1e6,
+			d.route_flushes, d.route_flushes_lazy);
 		for (unsigned int q = 0; q < d.num_queues; q++) {
 			struct vmm_queue_stats qs;
 
@@ -109,7 +121,8 @@ void stats_print(struct vmm *vm, unsigned int nr_disks, bool json, FILE *f)
 				continue;
 			fprintf(f,
 				"  queue %u (io%" PRIu32 "): %" PRIu64 " requests, %" PRIu64
-				" kicks, %" PRIu64 " interrupts, %" PRIu64 " suppressed\n",
+				" wake-ups (kicks), %" PRIu64 " interrupts, %" PRIu64
+				" suppressed\n",
 				q, qs.iothread, total_requests(&qs), qs.kicks,
 				qs.interrupts, qs.suppressed);
 		}

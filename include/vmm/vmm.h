@@ -81,6 +81,15 @@ extern "C" {
 #define VMM_MAX_VCPUS 254 /* MP table (no ACPI): APIC IDs 0..253, 0xff broadcast */
 #define VMM_MIN_MEMORY (16ull << 20)
 #define VMM_MAX_CMDLINE 2047 /* incl. what the library adds; NUL excluded */
+#define VMM_MAX_DISKS 31 /* PCI slots 1..31 */
+#define VMM_MAX_DISK_QUEUES 1024 /* request queues of one disk (virtio-pci's
+				    1024 queues, 2048 MSI-X vectors) */
+/* Request queues of all disks together: each has its own MSI-X vector and
+ * KVM MSI route, and KVM's routing table holds KVM_MAX_IRQ_ROUTES (4096)
+ * entries, 40 of which route the PIC and IOAPIC pins (fewer when the host
+ * kernel reports a smaller table, and 2 x (ports + 1) fewer with
+ * vmm_add_port() ports: see vmm_start()). */
+#define VMM_MAX_QUEUES 4056
 
 struct vmm; /* opaque */
 
@@ -298,7 +307,8 @@ struct vmm_disk_config {
 	uint32_t flags;	      /* VMM_DISK_* */
 	const char *path;     /* image path, or NULL and use @fd */
 	int fd;		      /* used when @path is NULL; dup'ed */
-	uint16_t num_queues;  /* 0 = one per vCPU */
+	uint16_t num_queues;  /* 0 = one per vCPU (see vmm_add_disk());
+				 else 1..VMM_MAX_DISK_QUEUES */
 	uint16_t queue_size;  /* 0 = 256; power of two, <= 1024 */
 	const char *serial;   /* VIRTIO_BLK_T_GET_ID answer (<= 20 bytes), or NULL */
 	uint32_t poll_us;     /* I/O-thread busy-poll window in microseconds
@@ -311,11 +321,17 @@ struct vmm_disk_config {
  * @cfg:    configuration (see struct vmm_disk_config)
  * @out_id: receives the disk id (0, 1, ... in order of addition), or NULL
  *
- * The device has @cfg->num_queues request queues (default: one per vCPU,
- * capped at 1024 queues and 2048 MSI-X vectors including the config
- * vector, like QEMU's virtio_pci_optimal_num_queues()), each with its own
- * MSI-X vector, served by I/O thread (queue index mod number of vCPUs).
- * The image is opened by vmm_start(), which fails if it cannot be.
+ * The device has @cfg->num_queues request queues, each with its own MSI-X
+ * vector and KVM MSI route, served by I/O thread (queue index mod number of
+ * vCPUs).  All disks together have at most VMM_MAX_QUEUES queues, which is
+ * checked here for the explicit counts (a default counts as 1).  The
+ * default, 0, is one per vCPU, capped like QEMU's
+ * virtio_pci_optimal_num_queues() at VMM_MAX_DISK_QUEUES, and lowered by
+ * vmm_start() so that every disk fits: disks with the default share
+ * equally what the explicit counts leave of VMM_MAX_QUEUES (logged).
+ * The image is opened by vmm_start(), which fails if it cannot be (or is
+ * neither a regular file nor a block device: a FIFO is refused, never
+ * waited on).
  *
  * Guest requests are bounded: a read or write carries at most 4 MiB of
  * data (larger ones complete with VIRTIO_BLK_S_IOERR and do no I/O), and
@@ -325,10 +341,11 @@ struct vmm_disk_config {
  * waited for; a cancelled request was never acknowledged to the guest.
  *
  * Returns: 0; -EINVAL for a bad argument (NULL, struct_size too small,
- * neither path nor fd, queue size not a power of two in 4..1024, serial
- * longer than 20 bytes, unknown flag); -EBADF if @cfg->fd cannot be
- * duplicated; -ENOSPC if the PCI bus is full (31 devices); -ENOMEM;
- * -EBUSY if not in CONFIG.
+ * neither path nor fd, num_queues above VMM_MAX_DISK_QUEUES, queue size not
+ * a power of two in 4..1024, serial longer than 20 bytes, unknown flag);
+ * -EBADF if @cfg->fd cannot be duplicated; -ENOSPC if the PCI bus is full
+ * (VMM_MAX_DISKS devices) or the disks' queues would exceed VMM_MAX_QUEUES
+ * (logged); -ENOMEM; -EBUSY if not in CONFIG.
  */
 int vmm_add_disk(struct vmm *vm, const struct vmm_disk_config *cfg,
 		 unsigned int *out_id);
@@ -395,13 +412,19 @@ enum vmm_req_type {
 	VMM_REQ_TYPES,
 };
 
-/* Counters of one virtqueue (or their sum over a disk). */
+/*
+ * Counters of one virtqueue (or their sum over a disk).  This struct has no
+ * struct_size (vmm_get_queue_stats() fills all of it), so its layout is
+ * frozen: counters added later go into struct vmm_disk_stats.
+ */
 struct vmm_queue_stats {
 	uint64_t requests[VMM_REQ_TYPES]; /* completed, by type */
 	uint64_t bytes_read, bytes_written;
 	uint64_t io_errors;   /* completed with VIRTIO_BLK_S_IOERR */
 	uint64_t unsupported; /* completed with VIRTIO_BLK_S_UNSUPP */
-	uint64_t kicks;	      /* driver notifications received (ioeventfd) */
+	uint64_t kicks;	      /* I/O-thread wake-ups on the queue's notify
+				 eventfd; each may serve several doorbells
+				 (struct vmm_disk_stats.doorbells) */
 	uint64_t interrupts;  /* interrupts sent to the driver */
 	uint64_t suppressed;  /* completion batches whose interrupt the
 				 driver suppressed (EVENT_IDX used_event) */
@@ -409,7 +432,15 @@ struct vmm_queue_stats {
 	uint32_t pad;
 };
 
-/* Per-disk counters; extensible like struct vmm_disk_config. */
+/*
+ * Per-disk counters.  Extensible like struct vmm_disk_config: set
+ * struct_size to sizeof(struct vmm_disk_stats) of the header you build
+ * with; new fields are only ever appended.  The library fills the fields
+ * that fit in both your struct and its own and sets struct_size to that
+ * many bytes; the rest of a larger struct is left as it was (zero it).
+ * VMM_DISK_STATS_SIZE_VER0 is the smallest size accepted (the first
+ * published struct, through .total).
+ */
 struct vmm_disk_stats {
 	uint32_t struct_size; /* = sizeof(struct vmm_disk_stats) */
 	uint32_t num_queues;
@@ -420,16 +451,37 @@ struct vmm_disk_stats {
 	uint64_t resets;	 /* device resets by the driver */
 	uint64_t needs_reset;	 /* protocol violations (NEEDS_RESET set) */
 	struct vmm_queue_stats total; /* sum over the queues */
+	/* ---- end of VMM_DISK_STATS_SIZE_VER0 ---- */
+	uint64_t doorbells;	 /* guest notifications (queue notify writes)
+				    that reached the device, summed over the
+				    queues; total.kicks counts the I/O-thread
+				    wake-ups that served them */
+	uint64_t config_interrupts; /* configuration-change interrupts sent */
+	uint64_t interrupts_direct; /* queue interrupts sent with
+				       KVM_SIGNAL_MSI because their MSI-X
+				       vector was rewritten while unmasked
+				       and its KVM route not refreshed yet */
+	uint64_t route_flushes;	 /* MSI-X route refreshes committed (one
+				    KVM_SET_GSI_ROUTING each) */
+	uint64_t route_flushes_lazy; /* of which started by an I/O thread
+					after interrupts_direct piled up */
+	uint64_t cancelled;	 /* requests a reset or stop cancelled
+				    (VIRTIO_BLK_S_IOERR, never acknowledged;
+				    counted in total.io_errors too, but not
+				    logged as host I/O errors) */
 };
+
+#define VMM_DISK_STATS_SIZE_VER0 176u /* through .total */
 
 /**
  * vmm_get_disk_stats() - counters of disk @id.
  * @vm: VM (any state after vmm_add_disk(); counters are 0 before start)
  * @id: disk id from vmm_add_disk()
- * @st: out; set st->struct_size first
+ * @st: out; set st->struct_size first (see struct vmm_disk_stats); on
+ *      success it holds the number of bytes filled
  *
- * Returns: 0; -EINVAL for NULL or a too small struct_size; -ENOENT for an
- * unknown @id.
+ * Returns: 0; -EINVAL for NULL or a struct_size below
+ * VMM_DISK_STATS_SIZE_VER0; -ENOENT for an unknown @id.
  */
 int vmm_get_disk_stats(struct vmm *vm, unsigned int id, struct vmm_disk_stats *st);
 
@@ -443,7 +495,9 @@ int vmm_get_queue_stats(struct vmm *vm, unsigned int id, unsigned int q,
 			struct vmm_queue_stats *st);
 
 /* KVM's own counters (binary statistics, KVM_GET_STATS_FD), summed over
- * the vCPUs; -1 (all ones) where this kernel does not provide one. */
+ * the vCPUs; -1 (all ones) where this kernel does not provide one.
+ * Extensible like struct vmm_disk_stats; VMM_KVM_STATS_SIZE_VER0 is the
+ * smallest size accepted (the first published struct). */
 struct vmm_kvm_stats {
 	uint32_t struct_size; /* = sizeof(struct vmm_kvm_stats) */
 	uint32_t nr_vcpus;
@@ -454,16 +508,20 @@ struct vmm_kvm_stats {
 	uint64_t irq_exits;	 /* exits for host interrupts */
 	uint64_t irq_injections; /* interrupts injected into the guest */
 	uint64_t signal_exits;	 /* exits to handle a signal */
+	/* ---- end of VMM_KVM_STATS_SIZE_VER0 ---- */
 };
+
+#define VMM_KVM_STATS_SIZE_VER0 64u /* through .signal_exits */
 
 /**
  * vmm_get_kvm_stats() - KVM's exit and injection counters for the VM.
  * @vm: VM that was started
- * @st: out; set st->struct_size first
+ * @st: out; set st->struct_size first (see struct vmm_kvm_stats); on
+ *      success it holds the number of bytes filled
  *
- * Returns: 0; -EINVAL for NULL or a too small struct_size; -EBUSY if the
- * VM was never started; -ENOTSUP if KVM has no binary statistics
- * (KVM_CAP_BINARY_STATS_FD, Linux 5.14+).
+ * Returns: 0; -EINVAL for NULL or a struct_size below
+ * VMM_KVM_STATS_SIZE_VER0; -EBUSY if the VM was never started; -ENOTSUP
+ * if KVM has no binary statistics (KVM_CAP_BINARY_STATS_FD, Linux 5.14+).
  */
 int vmm_get_kvm_stats(struct vmm *vm, struct vmm_kvm_stats *st);
 
@@ -507,11 +565,17 @@ int vmm_set_start_hook(struct vmm *vm, vmm_start_hook_fn fn, void *opaque);
  *
  * Loads and validates the kernel and initrd, lays out guest memory, creates
  * the vCPUs and the devices, then spawns the vCPU threads.  On failure the VM
- * stays in CONFIG with nothing started, and the reason is logged.
+ * stays in CONFIG with nothing started, and the reason is logged.  Files are
+ * read, never mapped (a kernel truncated meanwhile is an error, not a
+ * SIGBUS), and opened so that a FIFO or a device cannot block the call.
  *
  * Returns: 0; -EINVAL if no kernel was set, or the kernel/initrd is not a
- * valid image (not a bzImage, truncated, protocol < 2.06, no 64-bit entry,
- * does not fit in RAM); -ENOENT/-EACCES if a file cannot be opened;
+ * valid image (not a regular file, not a bzImage, truncated, protocol <
+ * 2.06, no 64-bit entry, does not fit in RAM); -ENOENT/-EACCES if a file
+ * cannot be opened; -EIO if one shrank while it was read; -ENOSPC if the
+ * disks' queues need more KVM MSI routes than this host's KVM has
+ * (KVM_CAP_IRQ_ROUTING, less the 40 of the PIC and IOAPIC and the
+ * virtio-console's 2 x (ports + 1) queues);
  * -ENOTSUP if KVM lacks a needed feature; -ENOMEM; -EIO if a KVM call
  * fails; -EBUSY if not in CONFIG, or if a disk image is locked by another
  * user (see VMM_DISK_NO_LOCK; the log names the image); the start hook's

@@ -247,8 +247,10 @@ int x86_boot_setup_files(struct guest_mem *mem,
 	long mp;
 	int ret;
 
+	/* From memory, the kernel payload and initrd must be there; from
+	 * files (bzimage_parse_head()), they are read from the fds. */
 	if (!mem || !cfg || !entry || !cfg->kernel || !cfg->kernel->image ||
-	    !cfg->kernel->kernel) {
+	    (!files && !cfg->kernel->kernel)) {
 		vmm_err("x86 boot: invalid arguments");
 		return -EINVAL;
 	}
@@ -258,7 +260,7 @@ int x86_boot_setup_files(struct guest_mem *mem,
 			cfg->nr_vcpus, MPTABLE_MAX_CPUS);
 		return -EINVAL;
 	}
-	if (cfg->initrd_size && !cfg->initrd) {
+	if (cfg->initrd_size && (files ? files->initrd_fd < 0 : !cfg->initrd)) {
 		vmm_err("x86 boot: initrd size without initrd");
 		return -EINVAL;
 	}
@@ -274,7 +276,7 @@ int x86_boot_setup_files(struct guest_mem *mem,
 	ret = place_kernel(bz, low_end, &kernel_gpa, &kernel_end);
 	if (ret)
 		return ret;
-	if (cfg->initrd && cfg->initrd_size) {
+	if (cfg->initrd_size) {
 		initrd_size = cfg->initrd_size;
 		ret = place_initrd(bz, initrd_size, low_end, kernel_end,
 				   &initrd_gpa);

@@ -41,11 +41,13 @@
 #define X86_BOOT_GDT_ENTRIES 6
 
 /*
- * The files the @kernel and @initrd of struct x86_boot_config were read from:
+ * The files the @kernel and @initrd of struct x86_boot_config come from:
  * the kernel payload is kernel_fd's bytes from bz->setup_size on, the
- * initrd all of initrd_fd's.  With them the bulk is copied into guest RAM
- * by guest_mem_load_fd() (no page faults through the RAM mapping) rather
- * than with memcpy() from the in-memory images.
+ * initrd the first initrd_size bytes of initrd_fd.  With them the bulk is
+ * copied into guest RAM by guest_mem_load_fd() (pread: a file that shrank
+ * meanwhile is an error, not a fault) rather than with memcpy() from
+ * in-memory images; the kernel may then be parsed from its head only
+ * (bzimage_parse_head()) and x86_boot_config.initrd may be NULL.
  */
 struct x86_boot_files {
 	int kernel_fd;
@@ -54,7 +56,7 @@ struct x86_boot_files {
 
 struct x86_boot_config {
 	const struct bzimage *kernel;
-	const void *initrd;		/* may be NULL */
+	const void *initrd;		/* may be NULL (always, with files) */
 	size_t initrd_size;
 	const char *cmdline;		/* may be NULL */
 	unsigned int nr_vcpus;

@@ -70,13 +70,21 @@ static uint64_t rd64(const uint8_t *p, size_t off)
 int bzimage_parse(const void *buf, size_t len, struct bzimage *bz,
 		  const char **why)
 {
+	return bzimage_parse_head(buf, len, len, bz, why);
+}
+
+int bzimage_parse_head(const void *buf, size_t len, uint64_t file_len,
+		       struct bzimage *bz, const char **why)
+{
 	const uint8_t *p = buf;
 	unsigned int sects;
 	uint64_t syssize_bytes;
-	size_t avail;
+	uint64_t avail;
 
-	if (!bz || (!buf && len))
+	if (!bz || (!buf && len) || len > file_len)
 		return fail(why, "invalid arguments");
+	/* Every header read below is bounded by @len (what we hold); only
+	 * the size checks of the protected-mode part use @file_len. */
 	if (len < BZ_MIN_SIZE)
 		return fail(why, "file too small to be a bzImage (%zu bytes)",
 			    len);
@@ -101,8 +109,11 @@ int bzimage_parse(const void *buf, size_t len, struct bzimage *bz,
 	bz->setup_sects = rd8(p, HDR(setup_sects));
 	sects = bz->setup_sects ? bz->setup_sects : 4;	/* boot.rst: 0 means 4 */
 	bz->setup_size = (size_t)(sects + 1) * BZ_SECTOR_SIZE;
+	if (bz->setup_size > file_len)
+		return fail(why, "truncated: setup is %zu bytes but file has %llu",
+			    bz->setup_size, (unsigned long long)file_len);
 	if (bz->setup_size > len)
-		return fail(why, "truncated: setup is %zu bytes but file has %zu",
+		return fail(why, "setup of %zu bytes not in the %zu bytes read",
 			    bz->setup_size, len);
 	/* The header proper must lie within the setup code it describes. */
 	if (BZ_HEADER_OFFSET + (size_t)rd8(p, BZ_JUMP_OFFSET + 1) > bz->setup_size)
@@ -110,12 +121,13 @@ int bzimage_parse(const void *buf, size_t len, struct bzimage *bz,
 
 	/* syssize counts 16-byte paragraphs of protected-mode code. */
 	syssize_bytes = (uint64_t)rd32(p, HDR(syssize)) * 16;
-	avail = len - bz->setup_size;
+	avail = file_len - bz->setup_size;
 	if (syssize_bytes == 0)
 		return fail(why, "kernel is empty (syssize is 0)");
 	if (syssize_bytes > avail)
-		return fail(why, "truncated: setup says %llu bytes of kernel but file has %zu",
-			    (unsigned long long)syssize_bytes, avail);
+		return fail(why, "truncated: setup says %llu bytes of kernel but file has %llu",
+			    (unsigned long long)syssize_bytes,
+			    (unsigned long long)avail);
 
 	bz->relocatable = rd8(p, HDR(relocatable_kernel)) != 0;
 	bz->kernel_alignment = rd32(p, HDR(kernel_alignment));
@@ -137,7 +149,8 @@ int bzimage_parse(const void *buf, size_t len, struct bzimage *bz,
 	 * Anything after syssize paragraphs (e.g. an appended Authenticode
 	 * signature on distribution kernels) is not kernel code.
 	 */
-	bz->kernel = p + bz->setup_size;
 	bz->kernel_size = (size_t)syssize_bytes;
+	bz->kernel = syssize_bytes <= len - bz->setup_size ? p + bz->setup_size
+							    : NULL;
 	return 0;
 }

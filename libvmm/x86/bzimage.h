@@ -17,6 +17,8 @@
 #define BZ_JUMP_OFFSET 0x200		/* 2-byte jump; byte 0x201 = header length */
 #define BZ_HEADER_OFFSET 0x202		/* "HdrS" */
 #define BZ_SECTOR_SIZE 512
+/* setup_sects is one byte: boot sector + setup never exceed this. */
+#define BZ_MAX_SETUP_SIZE ((255 + 1) * BZ_SECTOR_SIZE)
 
 /* What the loader needs from a parsed bzImage. */
 struct bzimage {
@@ -29,10 +31,12 @@ struct bzimage {
 	uint32_t kernel_alignment;
 	uint32_t cmdline_size;	   /* max command line length without NUL */
 	uint32_t initrd_addr_max;
-	const uint8_t *image;	   /* the whole file (borrowed) */
+	const uint8_t *image;	   /* the bytes parsed (borrowed): the whole
+				      file, or its head (bzimage_parse_head) */
 	size_t image_size;
 	size_t setup_size;	   /* (setup_sects + 1) * 512 */
-	const uint8_t *kernel;	   /* protected-mode part following the setup */
+	const uint8_t *kernel;	   /* protected-mode part following the setup,
+				      NULL if not within image_size */
 	size_t kernel_size;
 };
 
@@ -52,5 +56,20 @@ struct bzimage {
  */
 int bzimage_parse(const void *buf, size_t len, struct bzimage *bz,
 		  const char **why);
+
+/**
+ * bzimage_parse_head() - the same, from the first @len bytes of a file of
+ * @file_len bytes (read them with pread; BZ_MAX_SETUP_SIZE bytes, or the
+ * whole file if smaller, always hold the setup).  bz->image is @buf,
+ * bz->kernel NULL when the protected-mode part is not in it: the loader
+ * then copies it from the file (x86_boot_setup_files()).  Parsing never
+ * touches a mapping of the file, so a file truncated meanwhile cannot
+ * fault the caller.
+ *
+ * Returns: as bzimage_parse(); -EINVAL also if @len > @file_len or the
+ * setup is not within @len.
+ */
+int bzimage_parse_head(const void *buf, size_t len, uint64_t file_len,
+		       struct bzimage *bz, const char **why);
 
 #endif

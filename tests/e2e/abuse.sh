@@ -23,8 +23,13 @@
 #  - statistics (--stats-json): the victim's counters equal what Linux's
 #    driver did before the unbind plus what the hostile program saw
 #    completed (requests by type, bytes, IOERR, UNSUPP, NEEDS_RESET, resets),
-#    one "device needs reset" log line per NEEDS_RESET, kicks and
-#    interrupts never more than could have happened;
+#    every NEEDS_RESET in the log, either as a "device needs reset" line
+#    or counted in a rate-limited "N more 'device needs reset' events"
+#    summary, doorbells (guest notifications) never more than could have
+#    happened and never fewer than the I/O thread's wake-ups (kicks),
+#    interrupts never more than requests;
+#  - log: bounded, whatever the guest repeats (every guest-triggerable
+#    message is rate-limited per device): at most LOG_MAX lines;
 #  - data: the victim image has the hostile program's one good write and
 #    none of its refused ones, the data disk (Linux's driver all along)
 #    still reads back what the guest wrote after the attacks.
@@ -44,6 +49,10 @@ HB_MIN_RATE=${ABUSE_HB_MIN_RATE:-1}
 RSS_SLACK_MIB=${ABUSE_RSS_SLACK_MIB:-64}
 OWN_MAX_MIB=${ABUSE_OWN_MAX_MIB:-32}
 OWN_GROWTH_MIB=${ABUSE_OWN_GROWTH_MIB:-4}
+# Log bound: a rate limiter logs a burst's first line and a summary (plus
+# one every 10 s while it lasts); about four of them are busy per attack
+# phase.  Unlimited, the reset and malformed phases alone log thousands.
+LOG_MAX=${ABUSE_LOG_MAX:-120}
 
 # A normal run has minivmm up for ~70 s in the rig; a wedged VMM (only
 # SIGKILL ends it then) should not hold the rig for the default 300 s.
@@ -247,17 +256,34 @@ linux_resets=$((resets - H[resets]))
 echo "resets: $resets = hostile ${H[resets]} + Linux $linux_resets (data disk: $data_resets)"
 [[ $linux_resets -ge 1 && $linux_resets -le $((data_resets + 1)) ]] ||
 	fail_later "victim resets $resets: hostile ${H[resets]} + $linux_resets, not 1..$((data_resets + 1))"
-# Kicks are counted per I/O thread wake-up: never more than doorbells.
+# Doorbells: every notification that reached the device (the hostile
+# program's, Linux's before the unbind: at most one per request); kicks
+# are the I/O thread's wake-ups, each serving one or more doorbells.
 reqs=$(j '[.total.requests[]] | add')
 kicks=$(j .total.kicks)
+doorbells=$(j .doorbells)
 irqs=$(j .total.interrupts)
-[[ $kicks -ge 1 && $kicks -le $((H[kicks] + reqs)) ]] ||
-	fail_later "victim kicks $kicks (hostile rang ${H[kicks]} doorbells, $reqs requests in all)"
+echo "victim: $doorbells doorbells served in $kicks wake-ups (hostile rang ${H[kicks]})"
+[[ $kicks -ge 1 && $kicks -le $doorbells ]] ||
+	fail_later "victim wake-ups $kicks vs doorbells $doorbells"
+[[ $doorbells -le $((H[kicks] + reqs)) ]] ||
+	fail_later "victim doorbells $doorbells (hostile rang ${H[kicks]}, $reqs requests in all)"
 [[ $irqs -le $reqs ]] ||
 	fail_later "victim interrupts $irqs for $reqs requests"
+# Each NEEDS_RESET is logged, in full (the first of a burst) or counted in
+# a summary "virtio-pci SLOT: N more 'device needs reset' events ...".
 slot=$(sed -n 's/.*ABUSE linux .* pci=[0-9a-f]*:\([0-9a-f]*:[0-9a-f]*\.[0-9]\).*/\1/p' "$log" | head -n1)
-nlog=$(grep -c "virtio-pci $slot: device needs reset" "$dir/stderr" || true)
-expect_eq "'device needs reset' log lines" "$nlog" "${H[needs_reset]}"
+nfull=$(grep -c "virtio-pci $slot: device needs reset" "$dir/stderr" || true)
+nsum=$(grep -o "virtio-pci $slot: [0-9]* more 'device needs reset' events" "$dir/stderr" |
+	awk '{ s += $3 } END { print s + 0 }')
+echo "'device needs reset': $nfull lines in full + $nsum in summaries, for ${H[needs_reset]}"
+expect_eq "'device needs reset' events in the log" "$((nfull + nsum))" "${H[needs_reset]}"
+
+# ---- log volume ----------------------------------------------------------
+nlines=$(grep -vc '^{"kvm"' "$dir/stderr" || true)
+echo "--- log: $nlines lines from minivmm for ${H[needs_reset]} NEEDS_RESET, ${H[resets]} resets, ${H[rewrites]} MSI-X rewrites"
+[[ $nlines -le $LOG_MAX ]] ||
+	fail_later "minivmm logged $nlines lines (bound $LOG_MAX): a guest-triggerable message is not rate-limited"
 
 # ---- data ---------------------------------------------------------------
 got=$(dd if="$dir/victim.img" bs=512 count=1 2>/dev/null | head -c 64 | tr -d '\0')

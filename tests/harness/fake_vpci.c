@@ -128,7 +128,7 @@ int fv_kvm_ioctl(void *opaque, int fd, unsigned long req, void *arg)
 		k->msi_calls++;
 		k->msi_addr = m->address_lo | (uint64_t)m->address_hi << 32;
 		k->msi_data = m->data;
-		ret = 1; /* delivered */
+		ret = k->msi_fail ? k->msi_fail : 1; /* 1: delivered */
 	} else {
 		k->unknown_calls++;
 		ret = -ENOTTY;

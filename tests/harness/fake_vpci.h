@@ -62,6 +62,8 @@ struct fv_kvm {
 	/* The last KVM_SIGNAL_MSI. */
 	uint64_t msi_addr;
 	uint32_t msi_data;
+	/* Non-zero: every KVM_SIGNAL_MSI fails with it (e.g. -EINVAL). */
+	int msi_fail;
 };
 
 /* The fake ioctl (irq_create()'s kvm_ioctl_fn); @opaque is a struct fv_kvm. */

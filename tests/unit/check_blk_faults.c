@@ -205,7 +205,7 @@ START_TEST(eio_burst_logged_once)
 	usleep(1100 * 1000);
 	batch(VIRTIO_BLK_T_IN, 0, 1, VIRTIO_BLK_S_OK, 0);
 	ck_assert_uint_eq(log_capture_count("24 more I/O errors"), 1);
-	ck_assert_uint_eq(log_capture_count("last: read at sector"), 1);
+	ck_assert_uint_eq(log_capture_count("(last: I/O error on read at sector"), 1);
 	batch(VIRTIO_BLK_T_IN, 0, 1, VIRTIO_BLK_S_OK, 0);
 	ck_assert_uint_eq(log_capture_count("more I/O errors"), 1);
 

@@ -1,6 +1,7 @@
 /* minivmm command-line parsing: sizes, disk specs, usage errors. */
 #include <check.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -213,6 +214,68 @@ START_TEST(disk_lock)
 }
 END_TEST
 
+/* Disk limits are usage errors, stated with the numbers: num-queues per
+ * disk, disks, queues over all disks (KVM's MSI routes). */
+static int parse_argv(struct cli_opts *o, char *err, char **argv, int argc)
+{
+	return cli_parse(argc, argv, o, err, 256);
+}
+
+START_TEST(disk_limits)
+{
+	char *argv[2 + 2 * 40 + 1], spec[40][64], err[256];
+	struct cli_opts o;
+	int n;
+
+	ck_assert_int_eq(parse(&o, err, 4, "--kernel", "bz", "--disk",
+			       "path=x,num-queues=1025"), -1);
+	ck_assert_str_eq(err, "--disk: num-queues must be 1..1024, got '1025'");
+	cli_free(&o);
+
+	argv[0] = (char *)"minivmm";
+	argv[1] = (char *)"--kernel";
+	argv[2] = (char *)"bz";
+	/* 32 disks: one too many. */
+	n = 3;
+	for (int i = 0; i < 32; i++) {
+		snprintf(spec[i], sizeof(spec[i]), "path=d%d", i);
+		argv[n++] = (char *)"--disk";
+		argv[n++] = spec[i];
+	}
+	argv[n] = NULL;
+	ck_assert_int_eq(parse_argv(&o, err, argv, n), -1);
+	ck_assert_str_eq(err, "at most 31 disks");
+	cli_free(&o);
+	ck_assert_int_eq(parse_argv(&o, err, argv, n - 2), 0); /* 31 */
+	cli_free(&o);
+
+	/* 4 x 1024 queues: 40 more than the routes allow. */
+	n = 3;
+	for (int i = 0; i < 4; i++) {
+		snprintf(spec[i], sizeof(spec[i]), "path=d%d,num-queues=%d", i,
+			 i == 3 ? 1024 - 40 : 1024);
+		argv[n++] = (char *)"--disk";
+		argv[n++] = spec[i];
+	}
+	argv[n] = NULL;
+	ck_assert_int_eq(parse_argv(&o, err, argv, n), 0); /* exactly 4056 */
+	cli_free(&o);
+	snprintf(spec[3], sizeof(spec[3]), "path=d3,num-queues=1024");
+	ck_assert_int_eq(parse_argv(&o, err, argv, n), -1);
+	ck_assert_str_eq(err, "--disk: 4096 queues in all (num-queues, 1 for a disk "
+			      "without) but KVM's interrupt routes allow 4056");
+	cli_free(&o);
+	/* A disk without num-queues counts as one (it shrinks to fit). */
+	snprintf(spec[3], sizeof(spec[3]), "path=d3,num-queues=984");
+	argv[n++] = (char *)"--disk";
+	argv[n++] = (char *)"d4";
+	argv[n] = NULL;
+	ck_assert_int_eq(parse_argv(&o, err, argv, n), -1);
+	ck_assert_ptr_nonnull(strstr(err, "4057 queues in all"));
+	cli_free(&o);
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -227,6 +290,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, disk_specs);
 	tcase_add_test(tc, disk_lock);
 	tcase_add_test(tc, io_sched);
+	tcase_add_test(tc, disk_limits);
 	suite_add_tcase(s, tc);
 	return s;
 }

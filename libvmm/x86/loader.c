@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/* Boot images from files into guest RAM (see loader.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "x86/bzimage.h"
+#include "x86/loader.h"
+
+/*
+ * Open a boot image (kernel, initrd) read-only without ever blocking:
+ * O_NONBLOCK so that a FIFO (or a device) named by mistake cannot hang
+ * vmm_start() in open(), O_NOCTTY so that a terminal cannot become our
+ * controlling one; then only a regular file is accepted, and O_NONBLOCK is
+ * dropped again.  Returns 0 with *fd and *len, or -errno with a message.
+ */
+static int open_image(const char *what, const char *path, int *fd,
+		      uint64_t *len)
+{
+	struct stat st;
+	int ret, fl;
+
+	*fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (*fd < 0) {
+		ret = -errno;
+		vmm_err("cannot open %s %s: %s", what, path, strerror(errno));
+		return ret;
+	}
+	if (fstat(*fd, &st) < 0) {
+		ret = -errno;
+		vmm_err("cannot stat %s %s: %s", what, path, strerror(errno));
+		goto err;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		vmm_err("%s %s is not a regular file (%s)", what, path,
+			S_ISFIFO(st.st_mode) ? "a FIFO" :
+			S_ISCHR(st.st_mode)  ? "a character device" :
+			S_ISBLK(st.st_mode)  ? "a block device" :
+			S_ISDIR(st.st_mode)  ? "a directory" :
+			S_ISSOCK(st.st_mode) ? "a socket" : "not a file");
+		ret = -EINVAL;
+		goto err;
+	}
+	fl = fcntl(*fd, F_GETFL);
+	if (fl < 0 || fcntl(*fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+		ret = -errno;
+		goto err;
+	}
+	*len = (uint64_t)st.st_size;
+	return 0;
+err:
+	close(*fd);
+	*fd = -1;
+	return ret;
+}
+
+/*
+ * The kernel's header is parsed from a copy of its head, read with pread:
+ * see loader.h.
+ */
+int x86_load_files(struct guest_mem *mem, const char *kernel,
+		   const char *initrd, const char *cmdline,
+		   unsigned int nr_vcpus, struct x86_boot_entry *entry)
+{
+	struct x86_boot_files files = { .kernel_fd = -1, .initrd_fd = -1 };
+	struct x86_boot_config bc = { 0 };
+	uint64_t klen, ilen = 0;
+	const char *why = NULL;
+	struct bzimage bz;
+	uint8_t *head = NULL;
+	size_t hlen;
+	ssize_t n;
+	int ret;
+
+	ret = open_image("kernel", kernel, &files.kernel_fd, &klen);
+	if (ret)
+		return ret;
+	hlen = (size_t)MIN(klen, (uint64_t)BZ_MAX_SETUP_SIZE);
+	head = malloc(hlen ? hlen : 1);
+	if (!head) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	n = pread(files.kernel_fd, head, hlen, 0);
+	if (n < 0) {
+		ret = -errno;
+		vmm_err("reading kernel %s: %s", kernel, strerror(errno));
+		goto out;
+	}
+	/* Fewer bytes than measured: the file is being truncated; it is
+	 * as long as what we got. */
+	ret = bzimage_parse_head(head, (size_t)n,
+				 (size_t)n < hlen ? (uint64_t)n : klen, &bz, &why);
+	if (ret) {
+		vmm_err("kernel %s: %s", kernel, why ? why : "invalid");
+		ret = -EINVAL;
+		goto out;
+	}
+	if (initrd) {
+		ret = open_image("initrd", initrd, &files.initrd_fd, &ilen);
+		if (ret)
+			goto out;
+	}
+	bc.kernel = &bz;
+	bc.initrd_size = (size_t)ilen;
+	bc.cmdline = cmdline;
+	bc.nr_vcpus = nr_vcpus;
+	ret = x86_boot_setup_files(mem, &bc, &files, entry);
+out:
+	free(head);
+	if (files.kernel_fd >= 0)
+		close(files.kernel_fd);
+	if (files.initrd_fd >= 0)
+		close(files.initrd_fd);
+	return ret;
+}
