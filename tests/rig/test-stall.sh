@@ -13,7 +13,10 @@
 #  * keep, per attempt, a directory beside RIG_LOG (rig-stalls/) with the
 #    QEMU monitor's answers (registers of the vCPU, among others), the L1
 #    console and a stall.txt.
-# Needs qemu-system-x86_64 (no KVM).  Takes ~2 x (L1 boot + 30 s).
+# Then the other kind: an L1 hung asleep (heartbeat loop stopped, console
+# off, the command sleeping: qemu idle and not starved of host CPU) must be
+# declared stalled too, once, with no retry allowed (exit 124).
+# Needs qemu-system-x86_64 (no KVM).  Takes ~3 x (L1 boot + 30 s).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 if [[ "${1:-}" == --in-l1 ]]; then
@@ -21,6 +24,12 @@ if [[ "${1:-}" == --in-l1 ]]; then
 	dmesg -n 1 # no console output from here on
 	echo -1 >/proc/sys/kernel/sched_rt_runtime_us
 	exec chrt -f 99 sh -c 'while :; do :; done'
+fi
+if [[ "${1:-}" == --in-l1-asleep ]]; then
+	echo "STALL-TEST-ASLEEP"
+	dmesg -n 1
+	pkill -STOP -f rig-heartbeat || { echo "no heartbeat loop to stop"; exit 3; }
+	exec sleep 100000
 fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rig-stall-test.XXXXXX")
@@ -53,4 +62,15 @@ for d in "$tmp"/rig-stalls/*/; do
 	grep -q RIG-L1-INIT "$d/console.log" || fail "$d/console.log is not the L1 console"
 done
 [[ $n -eq 2 ]] || fail "$n kept stall directories, want 2"
+
+# An L1 hung asleep.
+rc=0
+RIG_LOG=$tmp/rig2.log RIG_HEARTBEAT_SECONDS=2 "$here/rig-run" --l1 --timeout 900 \
+	--stall-seconds 30 --stall-retries 0 -- "$here/test-stall.sh" --in-l1-asleep \
+	>"$tmp/out" 2>&1 || rc=$?
+cat "$tmp/out"
+[[ $rc -eq 124 ]] || fail "asleep: rig-run exited $rc, want 124 (L1 stalled)"
+grep -q '^STALL-TEST-ASLEEP' "$tmp/out" || fail "asleep: the command did not run"
+[[ $(grep -c '^rig: L1 stalled: no progress' "$tmp/out") -eq 1 ]] || fail "asleep: want one 'rig: L1 stalled' report"
+[[ $(grep -c ' result=stalled status=124 ' "$tmp/rig2.log") -eq 1 ]] || fail "asleep: RIG_LOG: $(cat "$tmp/rig2.log")"
 echo "test-stall.sh: OK"
