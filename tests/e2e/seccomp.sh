@@ -54,10 +54,13 @@ while ! grep -q "BLK vectors" "$dir/log" 2>/dev/null; do
 done
 snap=$dir/threads
 : >"$snap"
+# Tasks come and go while we read (io_uring's iou-wrk-N workers are tasks
+# of the process): a task gone half-way is skipped, not an error.
 for t in /proc/"$pid"/task/*; do
 	comm=$(cat "$t/comm" 2>/dev/null) || continue
-	sc=$(awk '/^Seccomp:/ { print $2 }' "$t/status" 2>/dev/null)
-	nnp=$(awk '/^NoNewPrivs:/ { print $2 }' "$t/status" 2>/dev/null)
+	st=$(cat "$t/status" 2>/dev/null) || continue
+	sc=$(awk '/^Seccomp:/ { print $2 }' <<<"$st")
+	nnp=$(awk '/^NoNewPrivs:/ { print $2 }' <<<"$st")
 	echo "$comm seccomp=$sc nnp=$nnp" >>"$snap"
 done
 wait "$runner" || true
