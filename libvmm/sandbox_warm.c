@@ -39,6 +39,7 @@
  * the memory size), time zones or getrandom on confined threads.
  */
 #include <errno.h>
+#include <locale.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -73,10 +74,19 @@ static void arena_limit(void)
 
 void sandbox_warm_process(void)
 {
+	locale_t old;
+
 	pthread_once(&arena_once, arena_limit);
-	/* Loads (or looks for) the catalog of the current LC_MESSAGES.  Every
-	 * sandbox_build(): the locale may have changed since the last VM. */
+	/* Loads (or looks for) the catalog of LC_MESSAGES: this thread's
+	 * locale (it may confine itself, vmm_seccomp_confine_current_thread)
+	 * and the global one, which the library's threads use (a uselocale()
+	 * of this thread is not inherited).  Every sandbox_build(): the
+	 * locale may have changed since the last VM. */
 	(void)strerror(EIO);
+	old = uselocale(LC_GLOBAL_LOCALE);
+	(void)strerror(EIO);
+	if (old)
+		uselocale(old);
 }
 
 void sandbox_warm_thread(void)
