@@ -31,7 +31,7 @@ dir=$(mktemp -d "${RIG_SCRATCH:-/var/tmp}/scprof.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 img=$dir/data.img
 # fio verify regions as in seccomp.sh: CPUs x mb MiB, plus the marker.
-mb=$((n <= 4 ? 16 : (64 / n > 2 ? 64 / n : 2)))
+mb=$((n <= 4 ? 16 : (32 / n > 1 ? 32 / n : 1)))
 size=$((n * mb + 32 > 96 ? n * mb + 32 : 96))
 truncate -s "${size}M" "$img"
 mkdir "$dir/st"

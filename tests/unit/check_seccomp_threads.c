@@ -12,7 +12,8 @@
  * at once, so glibc's malloc has to create more arenas than it does for a
  * small VM.  The child runs in a non-"C" locale (C.UTF-8, as a program that
  * calls setlocale(LC_ALL, "") under LANG=C.UTF-8 does), so strerror() goes
- * through gettext.
+ * through gettext; in another, the process first freed a 1 MiB block (which
+ * raises glibc's trim threshold to 2 MiB) and each thread frees 3 MiB.
  *
  * Before the fix, glibc's lazy initialisation on these paths (the arena
  * limit read from /sys/devices/system/cpu/online once more than 8 arenas
@@ -26,6 +27,7 @@
 #include <locale.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +51,7 @@
 	} while (0)
 
 static struct sandbox *sb;
+static bool big_bursts; /* each thread also frees one 3 MiB burst */
 static pthread_barrier_t all_confined;
 static int done_count; /* threads that finished their work (atomic) */
 
@@ -131,6 +134,16 @@ static void *worker(void *arg)
 	/* Everyone confined before anyone allocates: as many threads without
 	 * an arena at once as a big VM has. */
 	pthread_barrier_wait(&all_confined);
+	if (big_bursts) {
+		/* 3 MiB in 16 KiB pieces, freed in reverse: the arena's top
+		 * passes a raised trim threshold (see child()). */
+		void *volatile held[192];
+
+		for (unsigned int i = 0; i < 192; i++)
+			CHILD_ASSERT(held[i] = malloc(16u << 10));
+		for (unsigned int i = 192; i-- > 0;)
+			free(held[i]);
+	}
 	for (unsigned int r = 0; r < ROUNDS; r++) {
 		alloc_round(idx * 31 + r);
 		format_round(idx, r);
@@ -145,13 +158,23 @@ static void *worker(void *arg)
 /* Child: build, start NR_THREADS threads, join.  Exit 0 if all finished.
  * Its stderr (@err_fd) collects the confined threads' log lines and, if
  * one is killed, the seccomp report naming the call. */
-static void child(const char *locale, int err_fd)
+static void child(const char *locale, bool raise_trim, int err_fd)
 {
 	pthread_t t[NR_THREADS];
 	int ret;
 
 	if (dup2(err_fd, STDERR_FILENO) < 0)
 		_exit(4);
+	if (raise_trim) {
+		/* What an embedder does before vmm_start() all the time: free
+		 * a 1 MiB buffer.  glibc then raises its mmap threshold to
+		 * 1 MiB and the trim threshold to 2 MiB (dynamic thresholds). */
+		void *volatile big = malloc(1u << 20);
+
+		CHILD_ASSERT(big);
+		free(big);
+		big_bursts = true;
+	}
 	if (locale && !setlocale(LC_ALL, locale))
 		_exit(5);
 	vmm_set_log(NULL, NULL, VMM_LOG_ERROR);
@@ -183,7 +206,7 @@ static void find_report(FILE *err, char *out, size_t size)
 		}
 }
 
-static void run(const char *locale)
+static void run(const char *locale, bool raise_trim)
 {
 	FILE *err = tmpfile();
 	char report[512];
@@ -194,7 +217,7 @@ static void run(const char *locale)
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0)
-		child(locale, fileno(err));
+		child(locale, raise_trim, fileno(err));
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	find_report(err, report, sizeof(report));
 	fclose(err);
@@ -208,7 +231,15 @@ static void run(const char *locale)
 
 START_TEST(many_threads_c_locale)
 {
-	run(NULL);
+	run(NULL, false);
+}
+END_TEST
+
+/* The embedder freed a large block first: the trim threshold is 2 MiB, and
+ * each confined thread frees a 3 MiB burst. */
+START_TEST(many_threads_raised_trim_threshold)
+{
+	run(NULL, true);
 }
 END_TEST
 
@@ -219,7 +250,7 @@ START_TEST(many_threads_utf8_locale)
 		return;
 	}
 	setlocale(LC_ALL, "C");
-	run("C.UTF-8");
+	run("C.UTF-8", false);
 }
 END_TEST
 
@@ -231,6 +262,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, many_threads_c_locale);
 	tcase_add_test(tc, many_threads_utf8_locale);
+	tcase_add_test(tc, many_threads_raised_trim_threshold);
 	suite_add_tcase(s, tc);
 	return s;
 }
