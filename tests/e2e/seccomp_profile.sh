@@ -6,8 +6,9 @@
 # payload (fio on a multi-queue disk, as tests/e2e/blk_mq.sh) under
 # `strace -ff` with seccomp off and prints, per thread class, every system
 # call the threads made after they were named (vmm-vcpuN, vmm-ioN,
-# vmm-console) or, for the control thread, after its last clone() (i.e.
-# after vmm_start() returned).  Run it in the rig:
+# vmm-console; the port threads vmm-portN, vmm-portctl of minivmm-oci,
+# which minivmm has none of) or, for the control thread, after its last
+# clone() (i.e. after vmm_start() returned).  Run it in the rig:
 #   tests/rig/rig-run -- tests/e2e/seccomp_profile.sh build/minivmm \
 #       $(tests/rig/mkguest.sh) $(tests/rig/mktools.sh) 2
 # At 32 vCPUs strace stopping at every KVM_RUN exit is too slow for the
@@ -61,7 +62,7 @@ for f in "$dir"/st/t.*; do
 	sed -n "${from:-1},\$p" "$f" | sed -n 's/^\([a-z_0-9]*\)(\(.*\)/\1 \2/p' |
 		awk -v c="$class" '{ s = $1; if (s == "ioctl") { r = $3; sub(/,$/, "", r); s = s ":" r } print c, s }'
 done | sort | uniq -c | sort -k2,2 -k1,1nr >"$dir/summary"
-for class in vmm-vcpu vmm-io vmm-console control; do
+for class in vmm-vcpu vmm-io vmm-console vmm-port vmm-portctl control; do
 	echo "== $class: $(awk -v c="$class" '$2 == c { print $3 }' "$dir/summary" | sort -u | wc -l) distinct calls"
 	awk -v c="$class" '$2 == c { $2 = ""; print }' "$dir/summary"
 done
