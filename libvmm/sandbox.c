@@ -10,8 +10,14 @@
  * does: ioctl by request number (the low 32 bits, which is all the kernel
  * reads), mmap/mprotect never with PROT_EXEC, tgkill only inside this
  * process.  Everything else (open, socket, execve, clone, ptrace, ...)
- * gets the default action: kill the process (VMM_SECCOMP_KILL) or EPERM
- * (VMM_SECCOMP_ERRNO, for tests and debugging).
+ * gets the default action: end the process (VMM_SECCOMP_KILL: a trap whose
+ * SIGSYS handler names the call on stderr first, sandbox_trap.c, or a
+ * silent SECCOMP_RET_KILL_PROCESS when the embedder handles SIGSYS itself)
+ * or EPERM (VMM_SECCOMP_ERRNO, for tests and debugging).
+ *
+ * The lists are not widened for glibc's lazy initialisation (arena limit,
+ * heap trimming, message catalogs): that work is done before a thread
+ * confines itself (sandbox_warm.c).
  *
  * A vmm_log_fn callback runs on these threads under these filters.
  */
@@ -81,6 +87,10 @@ static const struct rule common_rules[] = {
 	{ SCMP_SYS(rt_sigprocmask), ARG_ANY },
 	{ SCMP_SYS(rt_sigreturn), ARG_ANY },
 	{ SCMP_SYS(sigaltstack), ARG_ANY }, /* sanitizer runtimes, thread exit */
+	/* Sanitizer runtimes' spin locks yield under contention (ASan's
+	 * allocator with 64+ threads, tests/unit/check_seccomp_threads.c);
+	 * touches nothing but the scheduler. */
+	{ SCMP_SYS(sched_yield), ARG_ANY },
 	{ SCMP_SYS(restart_syscall), ARG_ANY },
 	{ SCMP_SYS(clock_gettime), ARG_ANY },
 	{ SCMP_SYS(clock_nanosleep), ARG_ANY },
@@ -311,6 +321,22 @@ out:
 	return ret;
 }
 
+/*
+ * libseccomp's SCMP_ACT_TRAP carries no data: mark our traps in the
+ * exported program (every "ret SECCOMP_RET_TRAP") with SANDBOX_TRAP_DATA,
+ * which the kernel passes as the SIGSYS's si_errno, so that the handler
+ * tells them from another filter's.
+ */
+static void mark_traps(struct sock_fprog *prog)
+{
+	for (unsigned int i = 0; i < prog->len; i++) {
+		struct sock_filter *ins = &prog->filter[i];
+
+		if (ins->code == (BPF_RET | BPF_K) && ins->k == SECCOMP_RET_TRAP)
+			ins->k = SECCOMP_RET_TRAP | SANDBOX_TRAP_DATA;
+	}
+}
+
 static int build_class(const struct class_def *c, uint32_t deny,
 		       struct sock_fprog *out)
 {
@@ -328,6 +354,8 @@ static int build_class(const struct class_def *c, uint32_t deny,
 		ret = add_rule(ctx, &c->rules[i], c);
 	if (!ret)
 		ret = export_bpf(ctx, out);
+	if (!ret && deny == SCMP_ACT_TRAP)
+		mark_traps(out);
 	seccomp_release(ctx);
 	if (ret)
 		vmm_err("seccomp: cannot build the %s filter: %s", c->name,
@@ -342,11 +370,15 @@ int sandbox_build(int mode, struct sandbox **out)
 	int ret = 0;
 
 	if (mode == VMM_SECCOMP_KILL)
-		deny = SCMP_ACT_KILL_PROCESS;
+		/* A trap reported by our SIGSYS handler, which then ends the
+		 * process as KILL_PROCESS would; silent KILL_PROCESS if the
+		 * embedder has its own SIGSYS disposition. */
+		deny = sandbox_trap_ready() ? SCMP_ACT_TRAP : SCMP_ACT_KILL_PROCESS;
 	else if (mode == VMM_SECCOMP_ERRNO)
 		deny = SCMP_ACT_ERRNO(EPERM);
 	else
 		return -EINVAL;
+	sandbox_warm_process();
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;
@@ -371,10 +403,19 @@ void sandbox_free(struct sandbox *f)
 
 int sandbox_install(const struct sandbox *f, enum sandbox_class cls)
 {
+	int ret;
+
 	if (!f)
 		return 0;
 	if (cls >= SANDBOX_CLASS_NR)
 		return -EINVAL;
+	/* Last unconfined moment of this thread: what glibc would otherwise
+	 * initialise under the filter (sandbox_warm.c), and the record the
+	 * violation report names it by. */
+	sandbox_warm_thread();
+	ret = sandbox_trap_thread(cls);
+	if (ret)
+		return ret;
 	/* Needed without CAP_SYS_ADMIN; also keeps a later execve (not
 	 * allowed anyway) from gaining privileges. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)

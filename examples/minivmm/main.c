@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <termios.h>
 #include <unistd.h>
@@ -220,6 +221,23 @@ out:
 	return 1;
 }
 
+/*
+ * Every virtqueue holds two eventfds (kick, interrupt) and libvmm sizes its
+ * io_uring file tables by RLIMIT_NOFILE: with one queue per vCPU, 32 vCPUs
+ * and 16 disks need ~1200 fds, over the usual soft limit of 1024.  Raise
+ * the soft limit to the hard one, as QEMU does at start-up (the hard limit
+ * is the administrator's cap).  A failure only leaves the old limit.
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct cli_opts o;
@@ -249,6 +267,7 @@ int main(int argc, char **argv)
 		cli_free(&o);
 		return 2;
 	}
+	raise_nofile();
 	ret = run(&o, o.user.set ? &drop : NULL);
 	cli_free(&o);
 	return ret;

@@ -29,7 +29,10 @@
  *    vmm_log_fn callback).  vmm_destroy() must not race with any other call
  *    on the same VM.  Calls on different VMs never interfere.
  *  - Signals.  The library never installs, changes or reads a signal
- *    disposition, and never changes the mask of a thread it did not create.
+ *    disposition -- with one exception: with seccomp in KILL mode,
+ *    vmm_start() installs its SIGSYS reporter if SIGSYS has the default
+ *    disposition (see vmm_set_seccomp()) -- and never changes the mask of a
+ *    thread it did not create.
  *    Every thread it creates (vCPU, I/O, console) starts with every signal
  *    blocked except those a fault raises on the thread itself (SIGSEGV,
  *    SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS, SIGABRT) and glibc's internal
@@ -151,7 +154,7 @@ int vmm_get_version(int *major, int *minor);
 /**
  * vmm_set_log() - route library messages to @fn (process-wide).
  * @fn:     callback, or NULL to restore the default (stderr, prefixed
- *          "libvmm: ")
+ *          "libvmm: ": one write(2) per line to fd 2, not stdio)
  * @opaque: passed to @fn
  * @level:  messages with a level greater than this are dropped
  *
@@ -671,7 +674,8 @@ int vmm_set_iothread_sched(struct vmm *vm, int sched);
 /* Modes of vmm_set_seccomp(). */
 enum vmm_seccomp_mode {
 	VMM_SECCOMP_OFF = 0,   /* no filters (the library's default) */
-	VMM_SECCOMP_KILL = 1,  /* a system call off the list kills the process */
+	VMM_SECCOMP_KILL = 1,  /* a system call off the list ends the process
+				  (SIGSYS), after a line naming it */
 	VMM_SECCOMP_ERRNO = 2, /* ... fails with EPERM (tests, debugging) */
 };
 
@@ -686,13 +690,47 @@ enum vmm_seccomp_mode {
  * vCPU threads right before their KVM_RUN loop (KVM_RUN and the few KVM
  * ioctls device emulation needs, checked by request number), I/O threads
  * once the devices exist (io_uring_enter, the block fallback's
- * preadv/pwritev/fdatasync/fallocate), the console thread before its loop.
+ * preadv/pwritev/fdatasync/fallocate), the console thread and the
+ * vmm_add_port() threads (console class: poll, read/write of their fds,
+ * MSI delivery) before their loops.
  * Opening files, sockets, execve, clone, ptrace and the like are refused
  * everywhere; mmap/mprotect with PROT_EXEC too.  The caller's threads are
  * never confined implicitly: see vmm_seccomp_confine_current_thread().
  * A vmm_log_fn callback runs under these filters (it may write() to an
  * already open fd, lock, allocate; nothing else).  Filters stay in force
  * until the threads end.  Needs Linux 4.14+ (SECCOMP_RET_KILL_PROCESS).
+ *
+ * A refused call in VMM_SECCOMP_KILL mode: the kernel skips it and traps
+ * (SECCOMP_RET_TRAP); the library's SIGSYS handler writes one line to fd 2,
+ * e.g. "libvmm: seccomp: thread vmm-io7 (tid 4242, io allow-list) made
+ * system call openat (257), which its list refuses: ending the process
+ * (SIGSYS)", and ends the process by SIGSYS with a core dump, as
+ * SECCOMP_RET_KILL_PROCESS would (exit status 159 in a shell).  For that,
+ * vmm_start() installs the handler process-wide if SIGSYS has the default
+ * disposition (never removed; shared by all VMs); a SIGSYS that is not one
+ * of its traps (si_code SYS_SECCOMP, si_errno 0x564d) gets the default
+ * action.  If the embedder has its own SIGSYS disposition at vmm_start(),
+ * it is kept and the filters kill the process silently
+ * (SECCOMP_RET_KILL_PROCESS); an embedder that installs a SIGSYS handler
+ * after vmm_start() receives the library's traps and must end the process
+ * for them (if the handler returns, the refused call "returns" its own
+ * number).  Each confined thread unblocks SIGSYS for itself.  In
+ * VMM_SECCOMP_ERRNO mode the call fails with EPERM and nothing is logged.
+ *
+ * Process-wide effects of a mode other than VMM_SECCOMP_OFF, done by
+ * vmm_start() on the calling thread so that no confined thread has to
+ * (glibc initialises them lazily, with calls no allow-list has): glibc's
+ * malloc arena limit is set (once per process, mallopt(M_ARENA_MAX)) to
+ * glibc's own default, 8 per online CPU, unless MALLOC_ARENA_MAX or the
+ * glibc.malloc.arena_max tunable sets it; the message catalog of the
+ * current LC_MESSAGES locale is loaded (strerror()).  Each library thread
+ * allocates and frees 256 KiB before confining itself (malloc arena, first
+ * heap trim).  After vmm_start(), the embedder must not: change the
+ * process's uid/gid/groups (glibc makes every thread repeat the call:
+ * refused), let its asynchronous signal handlers run on library threads
+ * unless they stay within the lists (block such signals before
+ * vmm_start(): threads inherit the mask), or switch to a locale whose
+ * catalog was never loaded.
  *
  * Returns: 0; -EINVAL for NULL @vm or an unknown @mode; -EBUSY if not in
  * CONFIG.  A filter that cannot be built or installed makes vmm_start()

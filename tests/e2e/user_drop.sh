@@ -66,7 +66,10 @@ snap() {
 			CapEff:*) set -- ${line#CapEff:}; ce=$* ;;
 			esac
 		done 2>/dev/null <"$t/status" || continue
-		[[ -n "$uid" ]] || continue
+		# A thread ending while its status is read cuts the read short
+		# (seen: Uid read, then nothing): CapEff is the last field read,
+		# so without it the thread is treated as ended and left out.
+		[[ -n "$uid" && -n "$ce" ]] || continue
 		echo "$comm uid=[$uid] gid=[$gid] groups=[$grp] capprm=$cp capeff=$ce"
 	done
 }
