@@ -20,7 +20,9 @@
 
 #define GUEST_PCI_HOLE_START 0xC0000000ull /* 3 GiB */
 #define GUEST_PCI_HOLE_END 0x100000000ull  /* 4 GiB */
-#define GUEST_MAX_REGIONS 2
+/* A VM's own RAM has at most 2 regions (low, high); a vhost-user back end
+ * (devices/vhost-user/) maps up to 8 from its front end's memory table. */
+#define GUEST_MAX_REGIONS 8
 
 struct guest_region {
 	uint64_t gpa;
