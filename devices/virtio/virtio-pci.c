@@ -451,10 +451,15 @@ static void vpci_queue_notify(struct virtio_queue *q)
 	stat_add(&t->vqs[q->index].interrupts, 1);
 }
 
+static void vpci_queue_needs_reset(struct virtio_queue *q, const char *why)
+{
+	vpci_set_needs_reset(q->t, why);
+}
+
 /* What the device calls through its queues (virtio.h). */
 static const struct virtio_transport_ops vpci_transport_ops = {
 	.queue_notify = vpci_queue_notify,
-	.needs_reset = virtio_transport_needs_reset,
+	.needs_reset = vpci_queue_needs_reset,
 };
 
 /* ---- wiring -------------------------------------------------------------- */

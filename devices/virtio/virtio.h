@@ -31,8 +31,8 @@ struct virtio_queue;
 struct virtio_transport_ops {
 	/* Interrupt the driver for @q (see virtio_queue_notify()). */
 	void (*queue_notify)(struct virtio_queue *q);
-	/* The driver broke the protocol (see virtio_queue_needs_reset()). */
-	void (*needs_reset)(struct virtio_transport *t, const char *why);
+	/* The driver broke the protocol on @q (virtio_queue_needs_reset()). */
+	void (*needs_reset)(struct virtio_queue *q, const char *why);
 };
 
 /*
@@ -132,7 +132,7 @@ static inline void virtio_queue_notify(struct virtio_queue *q)
 static inline void virtio_queue_needs_reset(struct virtio_queue *q,
 					    const char *why)
 {
-	q->t_ops->needs_reset(q->t, why);
+	q->t_ops->needs_reset(q, why);
 }
 
 #endif
