@@ -15,6 +15,7 @@ enum {
 	OPT_IOTHREADS,
 	OPT_IO_SCHED,
 	OPT_NO_SECCOMP,
+	OPT_STATS_JSON,
 };
 
 static const struct option long_opts[] = {
@@ -23,6 +24,7 @@ static const struct option long_opts[] = {
 	{ "iothreads", required_argument, NULL, OPT_IOTHREADS },
 	{ "io-sched", required_argument, NULL, OPT_IO_SCHED },
 	{ "no-seccomp", no_argument, NULL, OPT_NO_SECCOMP },
+	{ "stats-json", no_argument, NULL, OPT_STATS_JSON },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -55,6 +57,10 @@ void blkd_usage(const char *prog, void *file)
 		"                       (default) or normal, as minivmm's\n"
 		"      --no-seccomp     do not confine the threads with seccomp-bpf\n"
 		"                       allow-lists (on by default)\n"
+		"      --stats-json     when a front end disconnects, print the\n"
+		"                       device's counters so far (requests, kicks,\n"
+		"                       interrupts, per queue) as one JSON line on\n"
+		"                       stdout\n"
 		"  -v, --verbose        more log messages (repeat for debug)\n"
 		"  -q, --quiet          errors only\n"
 		"  -h, --help           this text\n"
@@ -143,6 +149,9 @@ int blkd_parse(int argc, char **argv, unsigned int ncpus, struct blkd_opts *o,
 			break;
 		case OPT_NO_SECCOMP:
 			o->no_seccomp = true;
+			break;
+		case OPT_STATS_JSON:
+			o->stats_json = true;
 			break;
 		case 'v':
 			if (o->log_level < VMM_LOG_DEBUG)

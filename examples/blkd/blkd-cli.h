@@ -15,6 +15,7 @@ struct blkd_opts {
 	unsigned int iothreads; /* --iothreads N; 0: one per queue */
 	int io_sched;		/* --io-sched: enum vmm_iothread_sched */
 	bool no_seccomp;
+	bool stats_json;	/* --stats-json */
 	int log_level;
 	bool help, version;
 };

@@ -33,11 +33,12 @@ START_TEST(defaults)
 	ck_assert_uint_eq(o.iothreads, 6);
 	ck_assert_int_eq(o.io_sched, VMM_IOTHREAD_SCHED_BATCH);
 	ck_assert(!o.no_seccomp);
+	ck_assert(!o.stats_json);
 	blkd_free(&o);
 	/* minivmm's --disk syntax. */
-	ck_assert_int_eq(parse(&o, err, 6, 7, "--socket", "/tmp/s", "--disk",
+	ck_assert_int_eq(parse(&o, err, 6, 8, "--socket", "/tmp/s", "--disk",
 			       "path=b.img,num-queues=4,ro=on,serial=x,queue-size=128",
-			       "--iothreads", "2", "--no-seccomp"), 0);
+			       "--iothreads", "2", "--no-seccomp", "--stats-json"), 0);
 	ck_assert_str_eq(o.disk.cfg.path, "b.img");
 	ck_assert_uint_eq(o.disk.cfg.num_queues, 4);
 	ck_assert_uint_eq(o.disk.cfg.queue_size, 128);
@@ -45,6 +46,7 @@ START_TEST(defaults)
 	ck_assert_str_eq(o.disk.cfg.serial, "x");
 	ck_assert_uint_eq(o.iothreads, 2);
 	ck_assert(o.no_seccomp);
+	ck_assert(o.stats_json);
 	blkd_free(&o);
 	/* Many CPUs: at most 1024 queues. */
 	ck_assert_int_eq(parse(&o, err, 5000, 4, "--socket", "/s", "--disk", "a"), 0);
