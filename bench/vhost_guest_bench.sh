@@ -17,7 +17,8 @@
 # serial).  Per phase: guest IOPS, mean latency, requests and interrupts
 # (guest), KVM exits of the QEMU process (debugfs), CPU time of the disk's
 # back-end process (/proc/PID/stat utime+stime, all threads).  Per boot
-# and disk, minivmm-blkd's own kicks and interrupts (--stats-json; one QD
+# and disk, minivmm-blkd's own doorbells (the guest's kicks) and
+# interrupts (--stats-json; one QD
 # per boot, so they belong to that QD).  Sparse images: reads of holes,
 # the request path rather than L1's emulated disk.
 #
@@ -198,10 +199,10 @@ boot() {
 			     {backend_cpu_us_per_request:((($c1 | tonumber) - ($c0 | tonumber)) * 1e6 / $tck / $reqs)}
 			   else {} end)
 			+ (if $st != null then
-			     {blkd_boot_requests:$st.blkd.requests, blkd_boot_kicks:$st.blkd.kicks,
-			      blkd_boot_interrupts:$st.blkd.interrupts,
+			     {blkd_boot_requests:$st.blkd.requests, blkd_boot_doorbells:$st.blkd.doorbells,
+			      blkd_boot_kicks:$st.blkd.kicks, blkd_boot_interrupts:$st.blkd.interrupts,
 			      blkd_notifications_per_request:(if $st.blkd.requests > 0 then
-			        ($st.blkd.kicks + $st.blkd.interrupts) / $st.blkd.requests else null end)}
+			        ($st.blkd.doorbells + $st.blkd.interrupts) / $st.blkd.requests else null end)}
 			   else {} end)')
 		bench_emit "$rec"
 		bench_log "  $kind $disk qd$qd: $(jq -r '"iops=\(.iops) lat=\(.lat_us)us irq/req=\(.guest_interrupts_per_request) exits/req=\(.kvm_exits_per_request // "n/a") cpu_us/req=\(.backend_cpu_us_per_request // "n/a") blkd (kicks+irqs)/req=\(.blkd_notifications_per_request // "n/a")"' <<<"$rec")"

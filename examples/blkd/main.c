@@ -209,7 +209,9 @@ static void teardown(struct blkd *d)
 	sandbox_free(d->sb);
 }
 
-/* --stats-json: the device's counters since the start, one JSON line on
+/* --stats-json: the device's counters since the start (doorbells: the
+ * front end's kick eventfd writes; kicks: the I/O thread wake-ups that
+ * served them), one JSON line on
  * stdout after each front end (formatted here, one write(2): the thread runs under seccomp and
  * stdio may need more than write).  Context: the control thread, between
  * front ends or after the last (the I/O threads update the counters with
@@ -218,7 +220,7 @@ static void print_stats(struct blkd *d)
 {
 	char buf[16384];
 	size_t n = 0, cap = sizeof(buf) - 4;
-	uint64_t req = 0, kicks = 0, irqs = 0, supp = 0, errs = 0, disc = 0, wz = 0;
+	uint64_t req = 0, kicks = 0, bells = 0, irqs = 0, supp = 0, errs = 0, disc = 0, wz = 0;
 	unsigned int nq = d->o.disk.cfg.num_queues;
 
 #define OUT(...)                                                                \
@@ -238,19 +240,23 @@ static void print_stats(struct blkd *d)
 			r += st.blk.reqs[t];
 		req += r;
 		kicks += st.kicks;
+		bells += st.doorbells;
 		irqs += st.interrupts;
 		supp += st.suppressed;
 		errs += st.blk.io_errors;
 		disc += st.blk.reqs[VBLK_STAT_DISCARD];
 		wz += st.blk.reqs[VBLK_STAT_WRITE_ZEROES];
-		OUT("%s{\"q\":%u,\"requests\":%llu,\"kicks\":%llu,\"interrupts\":%llu}",
+		OUT("%s{\"q\":%u,\"requests\":%llu,\"doorbells\":%llu,\"kicks\":%llu,"
+		    "\"interrupts\":%llu}",
 		    q ? "," : "", q, (unsigned long long)r,
-		    (unsigned long long)st.kicks, (unsigned long long)st.interrupts);
+		    (unsigned long long)st.doorbells, (unsigned long long)st.kicks,
+		    (unsigned long long)st.interrupts);
 	}
-	OUT("],\"requests\":%llu,\"kicks\":%llu,\"interrupts\":%llu,"
+	OUT("],\"requests\":%llu,\"doorbells\":%llu,\"kicks\":%llu,\"interrupts\":%llu,"
 	    "\"suppressed\":%llu,\"io_errors\":%llu,\"discards\":%llu,"
 	    "\"write_zeroes\":%llu}}",
-	    (unsigned long long)req, (unsigned long long)kicks,
+	    (unsigned long long)req, (unsigned long long)bells,
+	    (unsigned long long)kicks,
 	    (unsigned long long)irqs, (unsigned long long)supp,
 	    (unsigned long long)errs, (unsigned long long)disc,
 	    (unsigned long long)wz);
