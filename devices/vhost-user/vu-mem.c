@@ -8,6 +8,8 @@
 #include "log.h"
 #include "vhost-user/vu-mem.h"
 
+#define VU_MEM_ALIGN 4096ull
+
 /* Check region @r against its file @fd; 0 or -EINVAL (logged). */
 static int region_ok(const struct vhost_user_mem_region *r, int fd,
 		     unsigned int i)
@@ -17,6 +19,13 @@ static int region_ok(const struct vhost_user_mem_region *r, int fd,
 
 	if (!r->memory_size)
 		why = "size 0";
+	/* Guest-controlled through the front end.  A guest address maps to
+	 * map + mmap_offset + (gpa - guest_phys_addr): with both 4 KiB
+	 * aligned, a host pointer is aligned as its guest address is, which
+	 * virtq_map() checks for the rings (a misaligned used ring would be
+	 * misaligned atomic accesses).  QEMU's regions are page aligned. */
+	else if ((r->guest_phys_addr | r->mmap_offset) & (VU_MEM_ALIGN - 1))
+		why = "guest-physical address or file offset not 4 KiB aligned";
 	else if (r->guest_phys_addr > UINT64_MAX - r->memory_size)
 		why = "guest-physical range overflows";
 	else if (r->userspace_addr > UINT64_MAX - r->memory_size)

@@ -89,6 +89,12 @@ static int virtq_map(struct virtq *vq, const struct guest_mem *mem,
 	u = guest_mem_ptr(mem, used, used_len);
 	if (!d || !a || !u)
 		return -EINVAL;
+	/* And in host memory (the rings are accessed as aligned 16/32-bit
+	 * fields): holds whenever guest RAM regions are page aligned in both
+	 * spaces (virtio-pci always; vhost-user: vu-mem.c checks), so this
+	 * only guards against a transport that gets it wrong. */
+	if (((uintptr_t)d & 15) || ((uintptr_t)a & 1) || ((uintptr_t)u & 3))
+		return -EINVAL;
 
 	memset(vq, 0, sizeof(*vq));
 	vq->mem = mem;

@@ -194,11 +194,19 @@ static void fixup(struct vu_msg *m)
 		for (unsigned int i = 0; i < VHOST_USER_MAX_REGIONS; i++) {
 			struct vhost_user_mem_region *r = &t->regions[i];
 
+			/* Mostly page aligned, as QEMU's (refused otherwise,
+			 * vu-mem.c); an odd size keeps some unaligned. */
+			bool aligned = !(r->memory_size & 1);
+
 			r->mmap_offset %= RAM_SIZE;
+			r->guest_phys_addr %= 4ull * RAM_SIZE;
+			if (aligned) {
+				r->mmap_offset &= ~4095ull;
+				r->guest_phys_addr &= ~4095ull;
+			}
 			r->memory_size = 1 + r->memory_size % (RAM_SIZE - r->mmap_offset);
 			r->userspace_addr = UADDR_BASE + i * (uint64_t)RAM_SIZE +
-					    r->userspace_addr % 64;
-			r->guest_phys_addr %= 4ull * RAM_SIZE;
+					    (aligned ? 0 : r->userspace_addr % 64);
 		}
 	} else if (m->hdr.request == VHOST_USER_SET_VRING_ADDR) {
 		struct vhost_user_vring_addr *a = &m->p.addr;

@@ -183,6 +183,14 @@ START_TEST(bad_tables)
 	m.regions[0].memory_size = 0;
 	expect_closed("region of size 0", VHOST_USER_SET_MEM_TABLE, VHOST_USER_VERSION,
 		      &m, 8 + 32, fds, 1);
+	/* Offsets not 4 KiB aligned: host pointers would not be aligned as
+	 * their guest addresses (a used ring at a misaligned host address). */
+	m.regions[0] = (struct vhost_user_mem_region){ 0, 8192, 0x10000000, 1 };
+	expect_closed("region at an unaligned file offset", VHOST_USER_SET_MEM_TABLE,
+		      VHOST_USER_VERSION, &m, 8 + 32, fds, 1);
+	m.regions[0] = (struct vhost_user_mem_region){ 0x802, 8192, 0x10000000, 0 };
+	expect_closed("region at an unaligned guest address", VHOST_USER_SET_MEM_TABLE,
+		      VHOST_USER_VERSION, &m, 8 + 32, fds, 1);
 	m.regions[0] = (struct vhost_user_mem_region){ UINT64_MAX - 4095, 8192, 0, 0 };
 	expect_closed("region wrapping around", VHOST_USER_SET_MEM_TABLE,
 		      VHOST_USER_VERSION, &m, 8 + 32, fds, 1);
