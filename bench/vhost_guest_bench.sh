@@ -9,7 +9,8 @@
 # from either minivmm-blkd (BUILD_DIR/minivmm-blkd, defaults, direct=on) or
 # qemu-storage-daemon (--export type=vhost-user-blk, io_uring, an iothread,
 # cache.direct=on), alternated boot by boot (A B A B ...), one boot per
-# queue depth (--smoke: QD 32 only):
+# queue depth (--smoke: minivmm-blkd at QD 32 only; BENCH_VHOST_BACKENDS
+# picks the back ends):
 #   qd1   fio 1 job, iodepth 1 (latency)
 #   qd32  fio one job per vCPU, iodepth 32 each
 # tests/guest/bench-fio runs 4k random reads (io_uring, O_DIRECT) on both
@@ -33,8 +34,9 @@ build=${2:?BUILD_DIR}
 kernel=${3:?KERNEL}
 initrd=${4:?INITRD}
 tools=${5:?TOOLS}
+only=
 case "$mode" in
---smoke) rounds=1 runtime=1 qds="32" ;;
+--smoke) rounds=1 runtime=1 qds="32" only=blkd ;;
 --quick) rounds=1 runtime=3 qds="1 32" ;;
 --full) rounds=5 runtime=5 qds="1 32" ;;
 *) bench_die "mode must be --smoke, --quick or --full" ;;
@@ -50,6 +52,7 @@ qemu=$(command -v qemu-system-x86_64) || bench_die "qemu-system-x86_64 missing"
 qsd=$(command -v qemu-storage-daemon || true)
 backends="blkd"
 [[ -n $qsd ]] && backends="blkd qsd"
+backends=${BENCH_VHOST_BACKENDS:-${only:-$backends}}
 [[ -n $qsd ]] || bench_log "qemu-storage-daemon missing: minivmm-blkd only"
 work=$(mktemp -d "${RIG_SCRATCH:-/var/tmp}/vhost-bench.XXXXXX")
 bpids=()
@@ -205,7 +208,7 @@ boot() {
 			        ($st.blkd.doorbells + $st.blkd.interrupts) / $st.blkd.requests else null end)}
 			   else {} end)')
 		bench_emit "$rec"
-		bench_log "  $kind $disk qd$qd: $(jq -r '"iops=\(.iops) lat=\(.lat_us)us irq/req=\(.guest_interrupts_per_request) exits/req=\(.kvm_exits_per_request // "n/a") cpu_us/req=\(.backend_cpu_us_per_request // "n/a") blkd (kicks+irqs)/req=\(.blkd_notifications_per_request // "n/a")"' <<<"$rec")"
+		bench_log "  $kind $disk qd$qd: $(jq -r '"iops=\(.iops) lat=\(.lat_us)us irq/req=\(.guest_interrupts_per_request) exits/req=\(.kvm_exits_per_request // "n/a") cpu_us/req=\(.backend_cpu_us_per_request // "n/a") blkd (doorbells+irqs)/req=\(.blkd_notifications_per_request // "n/a")"' <<<"$rec")"
 	done
 	return 0
 }
