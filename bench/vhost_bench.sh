@@ -44,8 +44,10 @@ tests/rig/mkguest.sh --quiet
 mapfile -t guest < <(tests/rig/mkguest.sh)
 tools=$(tests/rig/mktools.sh)
 
-timeout=1200
-[[ $mode == --full ]] && timeout=5400
+# About 5 minutes per boot in the rig on the loaded team machine.
+timeout=900
+[[ $mode == --quick ]] && timeout=2700
+[[ $mode == --full ]] && timeout=9000
 bench_log "vhost-user back ends ($mode) through the rig"
 rc=0
 tests/rig/rig-run --timeout "$timeout" -- \
