@@ -71,6 +71,7 @@ gcc -O2 -g -Wall -Wextra -Wformat=2 -Wmissing-prototypes -Wstrict-prototypes \
 	-I"$ROOT/bench" -I"$ROOT/tests/harness" "$ROOT"/bench/devbench.c \
 	"$ROOT"/bench/devbench_driver.c "$ROOT"/bench/devbench_libvmm.c \
 	"$ROOT"/bench/vhost_user.c "$ROOT"/tests/harness/fake_vpci.c \
+	"$ROOT"/tests/harness/vu_front.c \
 	"$BUILD/libvmm_static.a" -luring -lpthread -o "$BUILD/devbench"
 DB=$BUILD/devbench
 fi

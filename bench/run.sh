@@ -56,7 +56,7 @@ date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
 if [[ ${BENCH_PREBUILT:-0} == 1 ]]; then
 	for f in minivmm bench/wiring_bench bench/footprint_preload.so bench/footprint_exec bench/devbench \
-		minivmm-oci minivmm-oci-init minivmm-oci-mkinitrd bench/oci_image_bench; do
+		minivmm-oci minivmm-oci-init minivmm-oci-mkinitrd bench/oci_image_bench minivmm-blkd; do
 		[[ -e $build/$f ]] || bench_die "BENCH_PREBUILT: $build/$f is missing"
 	done
 else
@@ -64,7 +64,7 @@ else
 	cmake -S . -B "$build" -DVMM_BUILD_TESTS=OFF >/dev/null
 	cmake --build "$build" -j"$(nproc)" --target minivmm wiring_bench footprint_preload \
 		footprint_exec devbench minivmm-oci minivmm-oci-init minivmm-oci-mkinitrd \
-		oci_image_bench >/dev/null
+		oci_image_bench minivmm-blkd >/dev/null
 fi
 tests/rig/mkguest.sh --quiet
 mapfile -t guest < <(tests/rig/mkguest.sh)
@@ -113,6 +113,17 @@ BENCH_OUT=$out bench/oci_bench.sh "$mode" "$build" || oci_rc=$?
 if [[ -s $out/oci.json ]]; then
 	jq -c '.[] | del(.date, .run_mode, .git_commit)' "$out/oci.json" >>"$records" ||
 		bench_log "oci.json is not a JSON array; not merged"
+fi
+
+# vhost-user back ends: minivmm-blkd vs qemu-storage-daemon under QEMU (its
+# own rig run; vhost.json, vhost.md, vhost_iops.png).
+vhost_rc=0
+bench_log "vhost-user-blk back ends: bench/vhost_bench.sh $mode"
+BENCH_OUT=$out BENCH_PREBUILT=1 bench/vhost_bench.sh "$mode" "$build" || vhost_rc=$?
+[[ $vhost_rc -eq 0 ]] || bench_log "vhost_bench.sh exited $vhost_rc"
+if [[ -s $out/vhost.json ]]; then
+	jq -c '.[] | del(.date, .run_mode, .git_commit)' "$out/vhost.json" >>"$records" ||
+		bench_log "vhost.json is not a JSON array; not merged"
 fi
 
 machine=$(jq -cn --arg kernel "$(uname -r)" \

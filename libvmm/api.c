@@ -603,6 +603,21 @@ int vmm_set_seccomp(struct vmm *vm, int mode)
 	return ret;
 }
 
+int vmm_set_memory_backend(struct vmm *vm, int backend)
+{
+	int ret = vm_lock_config(vm);
+
+	if (ret)
+		return ret;
+	if (backend != VMM_MEMORY_ANON && backend != VMM_MEMORY_MEMFD &&
+	    backend != VMM_MEMORY_HUGETLB)
+		ret = -EINVAL;
+	else
+		vm->mem_backend = backend;
+	pthread_mutex_unlock(&vm->lock);
+	return ret;
+}
+
 int vmm_set_iothread_sched(struct vmm *vm, int sched)
 {
 	int ret = vm_lock_config(vm);

@@ -159,7 +159,7 @@ static int machine_setup_kvm(struct vmm *vm)
 
 static int machine_setup_memory(struct vmm *vm)
 {
-	int ret = guest_mem_init(&vm->mem, vm->ram_size);
+	int ret = guest_mem_init(&vm->mem, vm->ram_size, vm->mem_backend);
 
 	if (ret)
 		return ret;

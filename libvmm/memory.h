@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Guest physical memory.  RAM is one anonymous mapping (memory.c says why
- * not a memfd); guest-physical layout on
+ * Guest physical memory.  RAM is one mapping: anonymous by default, or a
+ * shareable memfd (shmem or hugetlbfs) for a process that must map it too
+ * (memory.c says what each costs); guest-physical layout on
  * x86_64 (like QEMU's pc machine and kvmtool):
  *   [0, min(ram, 3 GiB))           low RAM
  *   [3 GiB, 4 GiB)                 PCI hole (MMIO BARs, IOAPIC, LAPIC)
@@ -20,7 +21,9 @@
 
 #define GUEST_PCI_HOLE_START 0xC0000000ull /* 3 GiB */
 #define GUEST_PCI_HOLE_END 0x100000000ull  /* 4 GiB */
-#define GUEST_MAX_REGIONS 2
+/* A VM's own RAM has at most 2 regions (low, high); a vhost-user back end
+ * (devices/vhost-user/) maps up to 8 from its front end's memory table. */
+#define GUEST_MAX_REGIONS 8
 
 struct guest_region {
 	uint64_t gpa;
@@ -28,18 +31,40 @@ struct guest_region {
 	uint8_t *hva;
 };
 
+/* Backing of guest RAM (guest_mem_init()): the values of enum
+ * vmm_memory_backend (vmm.h), checked in memory.c. */
+#define GUEST_MEM_ANON 0    /* private anonymous memory, THP */
+#define GUEST_MEM_MEMFD 1   /* shared memfd (shmem) */
+#define GUEST_MEM_HUGETLB 2 /* shared memfd on hugetlbfs, 2 MiB pages */
+
 struct guest_mem {
 	uint8_t *base;	/* the whole RAM mapping (low RAM then high RAM) */
 	uint64_t size;	/* bytes of RAM */
 	bool mapped;	/* base was mapped by guest_mem_init() */
+	int fd;		/* the memfd of a shared backend, else -1 (or 0 when
+			   zero-initialised and never mapped) */
+	uint64_t map_size; /* bytes mapped at base (size, or rounded up) */
 	unsigned int nr_regions;
 	struct guest_region regions[GUEST_MAX_REGIONS];
 };
 
-/* Map @size bytes of RAM (anonymous, 2 MiB aligned, huge pages where the
- * kernel allows) and lay out regions.  Returns 0, -EINVAL (size 0 or
- * absurd), -ENOMEM or another -errno of mmap. */
-int guest_mem_init(struct guest_mem *mem, uint64_t size) __must_check;
+/*
+ * Map @size bytes of RAM, 2 MiB aligned, and lay out regions.  @backend:
+ *   GUEST_MEM_ANON     private anonymous memory with MADV_HUGEPAGE;
+ *   GUEST_MEM_MEMFD    a memfd (shmem), sealed against shrinking and
+ *                      growing, mapped shared, MADV_HUGEPAGE (huge pages
+ *                      only where shmem_enabled allows: see memory.c);
+ *   GUEST_MEM_HUGETLB  a memfd on hugetlbfs with 2 MiB pages, sealed,
+ *                      every page reserved at the mmap (@size is rounded
+ *                      up to 2 MiB; the mapping fails, rather than the
+ *                      guest being killed later, when the pool is short).
+ * Returns 0; -EINVAL (size 0 or absurd, unknown backend); -ENOMEM (no
+ * memory, or too few huge pages in the pool); -ENOTSUP (no memfd or no
+ * hugetlbfs memfd on this kernel); another -errno of memfd_create, ftruncate
+ * or mmap.
+ */
+int guest_mem_init(struct guest_mem *mem, uint64_t size, int backend)
+	__must_check;
 /* Lay out regions over caller-provided memory (unit tests). */
 void guest_mem_init_buf(struct guest_mem *mem, void *buf, uint64_t size);
 void guest_mem_destroy(struct guest_mem *mem);

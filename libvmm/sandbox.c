@@ -183,6 +183,26 @@ static const unsigned long control_ioctls[] = {
 	KVM_SIGNAL_MSI, TCGETS, TCSETS, TCSETSW, TCSETSF,
 };
 
+/*
+ * A vhost-user back end's control thread (minivmm-blkd): accept the front
+ * end's connection, receive its messages with their file descriptors and
+ * reply, map the guest RAM regions it sends (fstat checks their size) and
+ * unmap them, close the eventfds it replaces; start and stop rings on the
+ * I/O threads (eventfd write + futex wait); at exit, unlock the image
+ * (fcntl) and join the I/O threads.  No open(), no socket(), no ioctl:
+ * the listening socket, the image and the signalfd exist before.
+ */
+static const struct rule vhost_rules[] = {
+	{ SCMP_SYS(accept4), ARG_ANY },
+	{ SCMP_SYS(recvmsg), ARG_ANY },
+	{ SCMP_SYS(sendmsg), ARG_ANY },
+	{ SCMP_SYS(poll), ARG_ANY },
+	{ SCMP_SYS(ppoll), ARG_ANY },
+	{ SCMP_SYS(fstat), ARG_ANY },
+	{ SCMP_SYS(newfstatat), ARG_FD_ONLY }, /* glibc's fstat() */
+	{ SCMP_SYS(fcntl), ARG_FCNTL },	       /* image unlock at exit */
+};
+
 struct class_def {
 	const char *name;
 	const struct rule *rules;
@@ -202,6 +222,8 @@ static const struct class_def classes[SANDBOX_CLASS_NR] = {
 	[SANDBOX_CLASS_CONTROL] = { "control", control_rules,
 				    ARRAY_LEN(control_rules), control_ioctls,
 				    ARRAY_LEN(control_ioctls) },
+	[SANDBOX_CLASS_VHOST] = { "vhost", vhost_rules, ARRAY_LEN(vhost_rules),
+				  NULL, 0 },
 };
 
 struct sandbox {
@@ -365,6 +387,15 @@ static int build_class(const struct class_def *c, uint32_t deny,
 
 int sandbox_build(int mode, struct sandbox **out)
 {
+	return sandbox_build_classes(mode,
+				     (1u << SANDBOX_CLASS_VCPU) | (1u << SANDBOX_CLASS_IO) |
+					     (1u << SANDBOX_CLASS_CONSOLE) |
+					     (1u << SANDBOX_CLASS_CONTROL),
+				     out);
+}
+
+int sandbox_build_classes(int mode, unsigned int mask, struct sandbox **out)
+{
 	struct sandbox *f;
 	uint32_t deny;
 	int ret = 0;
@@ -383,7 +414,8 @@ int sandbox_build(int mode, struct sandbox **out)
 	if (!f)
 		return -ENOMEM;
 	for (unsigned int i = 0; i < SANDBOX_CLASS_NR && !ret; i++)
-		ret = build_class(&classes[i], deny, &f->prog[i]);
+		if (mask & (1u << i))
+			ret = build_class(&classes[i], deny, &f->prog[i]);
 	if (ret) {
 		sandbox_free(f);
 		return ret;
@@ -407,7 +439,7 @@ int sandbox_install(const struct sandbox *f, enum sandbox_class cls)
 
 	if (!f)
 		return 0;
-	if (cls >= SANDBOX_CLASS_NR)
+	if (cls >= SANDBOX_CLASS_NR || !f->prog[cls].filter)
 		return -EINVAL;
 	/* Last unconfined moment of this thread: what glibc would otherwise
 	 * initialise under the filter (sandbox_warm.c), and the record the

@@ -13,6 +13,9 @@
  *   console  in the console-input thread, before its loop
  *   control  only when the embedder asks, on its own thread
  *            (vmm_seccomp_confine_current_thread()); minivmm does it
+ *   vhost    not a VM's: the control thread of a vhost-user back end
+ *            (minivmm-blkd), which serves the front end's socket and maps
+ *            the guest RAM it is given; built on request only
  * A filter is per thread and irreversible; the kernel copies the program,
  * so the built set may be freed once the threads have installed it.
  */
@@ -30,27 +33,33 @@ enum sandbox_class {
 	SANDBOX_CLASS_IO,
 	SANDBOX_CLASS_CONSOLE,
 	SANDBOX_CLASS_CONTROL,
+	SANDBOX_CLASS_VHOST,
 	SANDBOX_CLASS_NR,
 };
 
 struct sandbox;
 
 /*
- * Build every class's filter for @mode (VMM_SECCOMP_KILL: end the process
- * on a call outside the list, after a line on stderr naming it when SIGSYS
- * is ours to handle, see sandbox_trap.c; VMM_SECCOMP_ERRNO: fail it with
- * EPERM).  Also warms glibc's lazily initialised state (sandbox_warm.c).
- * Returns 0; -EINVAL for another mode; -ENOMEM; -ENOTSUP if libseccomp
- * cannot build or export a filter on this host.
+ * Build the filters of a VM's classes (vCPU, I/O, console, control) for
+ * @mode (VMM_SECCOMP_KILL: end the process on a call outside the list,
+ * after a line on stderr naming it when SIGSYS is ours to handle, see
+ * sandbox_trap.c; VMM_SECCOMP_ERRNO: fail it with EPERM).  Also warms
+ * glibc's lazily initialised state (sandbox_warm.c).  Returns 0; -EINVAL
+ * for another mode; -ENOMEM; -ENOTSUP if libseccomp cannot build or export
+ * a filter on this host.
  */
 int sandbox_build(int mode, struct sandbox **out) __must_check;
+/* The same for the classes in @mask (bit (1 << class)): each filter costs
+ * a few hundred microseconds to build, so a VM builds only its own. */
+int sandbox_build_classes(int mode, unsigned int mask, struct sandbox **out)
+	__must_check;
 void sandbox_free(struct sandbox *f);
 
 /*
  * Install @cls's filter on the calling thread, after warming its glibc state
  * and recording it for the violation report.  @f NULL: nothing to do, 0.
- * Returns 0; -ENOTSUP if the kernel has no seccomp filters; another -errno
- * from prctl()/seccomp().
+ * Returns 0; -EINVAL if @f has no filter for @cls; -ENOTSUP if the kernel
+ * has no seccomp filters; another -errno from prctl()/seccomp().
  */
 int sandbox_install(const struct sandbox *f, enum sandbox_class cls) __must_check;
 

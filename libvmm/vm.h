@@ -63,6 +63,7 @@ struct vmm {
 	vmm_start_hook_fn start_hook; /* vmm_set_start_hook(), or NULL */
 	void *start_hook_opaque;
 	int iothread_sched; /* enum vmm_iothread_sched */
+	int mem_backend; /* enum vmm_memory_backend (= GUEST_MEM_*) */
 
 	/* KVM. */
 	struct kvm_sys kvm;

@@ -33,7 +33,7 @@ while [[ $# -gt 0 ]]; do
 done
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] ||
-	targets=(fuzz_virtqueue_blk fuzz_virtio_pci fuzz_bzimage fuzz_cli)
+	targets=(fuzz_virtqueue_blk fuzz_virtio_pci fuzz_bzimage fuzz_cli fuzz_vhost_user)
 
 if ! command -v clang >/dev/null; then
 	echo "fuzz.sh: clang not found (scripts/deps.sh installs it)" >&2

@@ -29,6 +29,9 @@ struct vblk_dev_queue {
 	struct iothread_hook retry;
 	struct iothread_poller poller;
 	bool attached;
+	/* Detaching with in-flight requests left to finish (stop_queue()
+	 * with cancel false): their batches still interrupt the driver. */
+	bool draining;
 	bool pushed; /* used entries pushed since the last notify decision */
 	/* Written by the queue's I/O thread, read by stats readers (relaxed). */
 	uint64_t kicks, doorbells, interrupts, suppressed;
@@ -50,11 +53,6 @@ struct vblk_dev {
 
 #define INC(x) __atomic_store_n(&(x), (x) + 1, __ATOMIC_RELAXED)
 
-static struct virtio_transport *queue_transport(struct vblk_dev_queue *q)
-{
-	return q->vq->t;
-}
-
 static void queue_interrupt(struct vblk_dev_queue *q)
 {
 	INC(q->interrupts);
@@ -72,8 +70,7 @@ static void queue_process(struct vblk_dev_queue *q)
 		return;
 	r = vblk_process_queue(q->d->blk, q->index, &q->vq->vq, q->eng, &notify);
 	if (r == -EPROTO) {
-		virtio_transport_needs_reset(queue_transport(q),
-					     "virtio-blk: malformed virtqueue");
+		virtio_queue_needs_reset(q->vq, "virtio-blk: malformed virtqueue");
 		return;
 	}
 	if (vblk_queue_parked(q->d->blk, q->index))
@@ -128,8 +125,11 @@ static void queue_batch_end(void *opaque)
 	struct vblk_dev_queue *q = opaque;
 
 	if (!q->attached) {
-		/* Detached (reset): the ring may be gone, the guest is not
-		 * waiting for an interrupt any more. */
+		/* Detached for a reset: the ring may be gone, the guest is not
+		 * waiting for an interrupt any more.  Draining for a ring stop
+		 * (vhost-user): the driver still waits for these. */
+		if (q->draining && q->pushed && virtq_should_notify(&q->vq->vq))
+			queue_interrupt(q);
 		q->pushed = false;
 		return;
 	}
@@ -218,14 +218,16 @@ static int queue_attach(void *opaque)
  * not wait for up to queue-size requests of VBLK_MAX_REQ_BYTES each on a
  * slow or stuck backend, while the transport lock is held and, for a
  * stop, SIGTERM waits).  Only what the kernel is already running finishes
- * on its own.
+ * on its own.  Except with q->draining (stop_queue() without cancel): the
+ * requests finish normally, and a chain popped but parked (never started)
+ * goes back to the avail ring.
  */
 static int queue_detach(void *opaque)
 {
 	struct vblk_dev_queue *q = opaque;
 
 	q->attached = false;
-	if (!q->d->sync_engine)
+	if (!q->d->sync_engine && !q->draining)
 		blk_uring_engine_cancel(q->eng);
 	iothread_unwatch_fd(q->io, &q->kick);
 	if (q->poller.poll_us)
@@ -240,7 +242,22 @@ static int queue_detach(void *opaque)
 	iothread_undefer(q->io, &q->retry);
 	iothread_undefer(q->io, &q->hook);
 	q->pushed = false;
+	/* The parked chain is the last one popped (popping stops at it). */
+	if (q->draining && vblk_queue_parked(q->d->blk, q->index))
+		virtq_unpop(&q->vq->vq);
+	q->draining = false;
 	vblk_queue_reset(q->d->blk, q->index);
+	return 0;
+}
+
+/* Context: the queue's I/O thread: stop_queue()'s detach, which also lets
+ * go of the kick eventfd (the transport closes it next). */
+static int queue_detach_release(void *opaque)
+{
+	struct vblk_dev_queue *q = opaque;
+
+	queue_detach(q);
+	iothread_file_put(q->io, &q->kick_file);
 	return 0;
 }
 
@@ -257,28 +274,61 @@ static void vblk_dev_stop(void *dev)
 	}
 }
 
+/* Attach queue @vq->index to its I/O thread.  Context: transport. */
+static int vblk_dev_start_one(struct vblk_dev *d, struct virtio_queue *vq)
+{
+	struct vblk_dev_queue *q = &d->qs[vq->index];
+	int ret;
+
+	q->vq = vq;
+	q->io = d->iothreads[vq->index % d->nr_iothreads];
+	ret = iothread_call_sync(q->io, queue_attach, q);
+	if (ret) /* guest-triggerable (a reset loop on a bad ring) */
+		log_limited(&d->start_log, VMM_LOG_ERROR, "virtio-blk",
+			    "attaching queue %u to I/O thread %u: %s", vq->index,
+			    iothread_index(q->io), strerror(-ret));
+	return ret;
+}
+
 static int vblk_dev_start(void *dev, struct virtio_queue *queues, unsigned int nr)
 {
 	struct vblk_dev *d = dev;
 	int ret;
 
 	for (unsigned int i = 0; i < nr && i < d->nr_queues; i++) {
-		struct vblk_dev_queue *q = &d->qs[i];
-
 		if (!queues[i].enabled)
 			continue;
-		q->vq = &queues[i];
-		q->io = d->iothreads[i % d->nr_iothreads];
-		ret = iothread_call_sync(q->io, queue_attach, q);
+		ret = vblk_dev_start_one(d, &queues[i]);
 		if (ret) {
-			log_limited(&d->start_log, VMM_LOG_ERROR, "virtio-blk",
-				    "attaching queue %u to I/O thread %u: %s", i,
-				    iothread_index(q->io), strerror(-ret));
 			vblk_dev_stop(d);
 			return ret;
 		}
 	}
 	return 0;
+}
+
+static int vblk_dev_start_queue(void *dev, struct virtio_queue *vq)
+{
+	struct vblk_dev *d = dev;
+
+	if (vq->index >= d->nr_queues || d->qs[vq->index].attached)
+		return -EINVAL;
+	return vblk_dev_start_one(d, vq);
+}
+
+static void vblk_dev_stop_queue(void *dev, unsigned int index, bool cancel)
+{
+	struct vblk_dev *d = dev;
+	struct vblk_dev_queue *q;
+
+	if (index >= d->nr_queues)
+		return;
+	q = &d->qs[index];
+	if (q->attached) {
+		q->draining = !cancel;
+		iothread_call_sync(q->io, queue_detach_release, q);
+	}
+	q->vq = NULL;
 }
 
 static uint64_t vblk_dev_features(void *dev)
@@ -313,6 +363,8 @@ static const struct virtio_device_ops vblk_dev_ops_table = {
 	.config_write = vblk_dev_config_write,
 	.start = vblk_dev_start,
 	.stop = vblk_dev_stop,
+	.start_queue = vblk_dev_start_queue,
+	.stop_queue = vblk_dev_stop_queue,
 };
 
 const struct virtio_device_ops *vblk_dev_ops(void)

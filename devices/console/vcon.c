@@ -320,8 +320,8 @@ static void thread_tx(struct vcon_thread *t)
 	}
 	if (r < 0) {
 		t->tx_broken = true;
-		virtio_transport_needs_reset(t->txq->t,
-					     "virtio-console: malformed transmit queue");
+		virtio_queue_needs_reset(t->txq,
+					 "virtio-console: malformed transmit queue");
 	}
 	if (pushed && virtq_should_notify(&t->txq->vq))
 		virtio_queue_notify(t->txq);
@@ -382,8 +382,8 @@ static void thread_rx(struct vcon_thread *t)
 	}
 	if (r < 0) {
 		t->rx_broken = true;
-		virtio_transport_needs_reset(t->rxq->t,
-					     "virtio-console: malformed receive queue");
+		virtio_queue_needs_reset(t->rxq,
+					 "virtio-console: malformed receive queue");
 	}
 	if (pushed && virtq_should_notify(&t->rxq->vq))
 		virtio_queue_notify(t->rxq);

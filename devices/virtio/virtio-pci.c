@@ -428,7 +428,7 @@ static void vpci_lazy_flush(struct virtio_transport *t, struct vpci_vec *v)
  * marked dirty only after the unmask store: an interrupt in that window
  * uses the old message.)
  */
-void virtio_queue_notify(struct virtio_queue *q)
+static void vpci_queue_notify(struct virtio_queue *q)
 {
 	struct virtio_transport *t = q->t;
 	unsigned int vec = q->vector;
@@ -450,6 +450,17 @@ void virtio_queue_notify(struct virtio_queue *q)
 	stat_add(&t->st.interrupts, 1);
 	stat_add(&t->vqs[q->index].interrupts, 1);
 }
+
+static void vpci_queue_needs_reset(struct virtio_queue *q, const char *why)
+{
+	vpci_set_needs_reset(q->t, why);
+}
+
+/* What the device calls through its queues (virtio.h). */
+static const struct virtio_transport_ops vpci_transport_ops = {
+	.queue_notify = vpci_queue_notify,
+	.needs_reset = vpci_queue_needs_reset,
+};
 
 /* ---- wiring -------------------------------------------------------------- */
 
@@ -1462,6 +1473,7 @@ int vpci_create(const struct vpci_params *p, struct virtio_transport **out)
 	}
 	for (unsigned int i = 0; i < t->nq; i++) {
 		t->queues[i].t = t;
+		t->queues[i].t_ops = &vpci_transport_ops;
 		t->queues[i].index = i;
 		t->queues[i].kick_fd = t->queues[i].call_fd = -1;
 		t->vqs[i].kick_addr = VPCI_UNWIRED;

@@ -169,6 +169,13 @@ uint64_t vpci_queue_interrupts(struct virtio_transport *t, unsigned int q);
  */
 void vpci_config_changed(struct virtio_transport *t);
 
+/*
+ * Set DEVICE_NEEDS_RESET and send a configuration-change interrupt (logged
+ * once until reset): what virtio_queue_needs_reset() does on this
+ * transport.  Context: any thread; lock-free.
+ */
+void virtio_transport_needs_reset(struct virtio_transport *t, const char *why);
+
 /* The PCI function (for tests and for the machine to find its slot). */
 struct pci_device *vpci_pci_device(struct virtio_transport *t);
 

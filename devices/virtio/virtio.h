@@ -19,6 +19,21 @@
 #define VIRTIO_NO_VECTOR 0xffff
 
 struct virtio_transport;
+struct virtio_queue;
+
+/*
+ * What a device calls on its transport (virtio-pci, or the vhost-user back
+ * end in devices/vhost-user/), through the queue it serves: the transport
+ * sets virtio_queue.t_ops next to .t.  Context: the thread serving the
+ * queue (its I/O thread); neither may block on a lock that a thread
+ * waiting for that I/O thread holds.
+ */
+struct virtio_transport_ops {
+	/* Interrupt the driver for @q (see virtio_queue_notify()). */
+	void (*queue_notify)(struct virtio_queue *q);
+	/* The driver broke the protocol on @q (virtio_queue_needs_reset()). */
+	void (*needs_reset)(struct virtio_queue *q, const char *why);
+};
 
 /*
  * One virtqueue as configured by the driver, handed to the device when the
@@ -28,6 +43,7 @@ struct virtio_transport;
  */
 struct virtio_queue {
 	struct virtio_transport *t;
+	const struct virtio_transport_ops *t_ops;
 	unsigned int index;
 	struct virtq vq;
 	bool enabled;	    /* queue_enable was written 1 */
@@ -70,21 +86,53 @@ struct virtio_device_ops {
 	 * thread.
 	 */
 	void (*stop)(void *dev);
+	/*
+	 * Optional: for a transport that starts and stops queues one at a
+	 * time instead of the whole device at DRIVER_OK and reset (vhost-user:
+	 * a ring starts once the front end has handed over everything it
+	 * needs, and stops at SET_VRING_ENABLE 0, GET_VRING_BASE or a
+	 * disconnect).  Context: the transport's thread.
+	 *
+	 * start_queue: serve @q, as start() does each enabled queue; the
+	 * ring state in @q->vq is validated and started.  Returns 0 or -errno.
+	 *
+	 * stop_queue: quiesce queue @index (a no-op if it is not started):
+	 * nothing new is popped; what is in flight completes to the used ring,
+	 * left to finish (@cancel false: a front end stopping a ring may only
+	 * be pausing the VM, and the driver is interrupted as usual for what
+	 * completes meanwhile; a chain popped but never started is given back
+	 * to the avail ring) or cancelled (@cancel true, as stop() does: the
+	 * front end is gone or resets the device).  Returns once the queue
+	 * touches neither guest memory, kick_fd nor call_fd any more: the
+	 * transport may then close those and unmap guest RAM, and hand a new
+	 * kick_fd to the next start_queue().
+	 */
+	int (*start_queue)(void *dev, struct virtio_queue *q);
+	void (*stop_queue)(void *dev, unsigned int index, bool cancel);
 };
 
 /*
  * Context: the thread serving @q (its I/O thread).  Interrupt the driver for
- * @q: writes call_fd unless the MSI-X vector is masked (then the PBA bit is
- * set and the interrupt is sent when the guest unmasks it).  A no-op for a
- * queue without a vector (poll queue).
+ * @q.  virtio-pci: writes call_fd unless the MSI-X vector is masked (then
+ * the PBA bit is set and the interrupt is sent when the guest unmasks it);
+ * a no-op for a queue without a vector (poll queue).  vhost-user: writes
+ * the front end's call eventfd, if it gave one.
  */
-void virtio_queue_notify(struct virtio_queue *q);
+static inline void virtio_queue_notify(struct virtio_queue *q)
+{
+	q->t_ops->queue_notify(q);
+}
 
 /*
  * Context: any device thread.  The driver broke the protocol (malformed
- * ring): set DEVICE_NEEDS_RESET and send a configuration-change interrupt;
- * the device must stop processing @q until reset.  Logged once.
+ * ring) on @q: virtio-pci sets DEVICE_NEEDS_RESET and sends a
+ * configuration-change interrupt; vhost-user signals the ring's error
+ * eventfd.  The device must stop processing @q until reset.  Logged once.
  */
-void virtio_transport_needs_reset(struct virtio_transport *t, const char *why);
+static inline void virtio_queue_needs_reset(struct virtio_queue *q,
+					    const char *why)
+{
+	q->t_ops->needs_reset(q, why);
+}
 
 #endif

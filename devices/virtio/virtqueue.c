@@ -68,9 +68,10 @@ static inline void store_avail_event(struct virtq *vq, uint16_t v)
 	WRITE_ONCE(*avail_event_ptr(vq), htole16(v));
 }
 
-int virtq_start(struct virtq *vq, const struct guest_mem *mem, uint16_t size,
-		uint64_t desc, uint64_t avail, uint64_t used, bool event_idx,
-		bool indirect)
+/* Validate and map the rings; @vq is left untouched on failure. */
+static int virtq_map(struct virtq *vq, const struct guest_mem *mem,
+		     uint16_t size, uint64_t desc, uint64_t avail, uint64_t used,
+		     bool event_idx, bool indirect)
 {
 	uint64_t desc_len = 16ull * size;
 	uint64_t avail_len = 6ull + 2ull * size; /* incl. used_event */
@@ -88,6 +89,12 @@ int virtq_start(struct virtq *vq, const struct guest_mem *mem, uint16_t size,
 	u = guest_mem_ptr(mem, used, used_len);
 	if (!d || !a || !u)
 		return -EINVAL;
+	/* And in host memory (the rings are accessed as aligned 16/32-bit
+	 * fields): holds whenever guest RAM regions are page aligned in both
+	 * spaces (virtio-pci always; vhost-user: vu-mem.c checks), so this
+	 * only guards against a transport that gets it wrong. */
+	if (((uintptr_t)d & 15) || ((uintptr_t)a & 1) || ((uintptr_t)u & 3))
+		return -EINVAL;
 
 	memset(vq, 0, sizeof(*vq));
 	vq->mem = mem;
@@ -100,6 +107,18 @@ int virtq_start(struct virtq *vq, const struct guest_mem *mem, uint16_t size,
 	vq->desc = d;
 	vq->avail = a;
 	vq->used = u;
+	return 0;
+}
+
+int virtq_start(struct virtq *vq, const struct guest_mem *mem, uint16_t size,
+		uint64_t desc, uint64_t avail, uint64_t used, bool event_idx,
+		bool indirect)
+{
+	int ret = virtq_map(vq, mem, size, desc, avail, used, event_idx,
+			    indirect);
+
+	if (ret)
+		return ret;
 	/* The driver zeroes the used ring before enabling the queue, but we do
 	 * not rely on it: we are the only writer of used->idx/flags. */
 	WRITE_ONCE(vq->used->idx, htole16(0));
@@ -108,6 +127,35 @@ int virtq_start(struct virtq *vq, const struct guest_mem *mem, uint16_t size,
 		store_avail_event(vq, 0);
 	vq->ready = true;
 	return 0;
+}
+
+int virtq_resume(struct virtq *vq, const struct guest_mem *mem, uint16_t size,
+		 uint64_t desc, uint64_t avail, uint64_t used, bool event_idx,
+		 bool indirect, uint16_t last_avail_idx)
+{
+	int ret = virtq_map(vq, mem, size, desc, avail, used, event_idx,
+			    indirect);
+
+	if (ret)
+		return ret;
+	vq->last_avail_idx = last_avail_idx;
+	/*
+	 * Guest-controlled: used->idx is the device's field, but in guest
+	 * RAM.  We only ever use our shadow modulo the ring size (where the
+	 * next used entry goes) and in EVENT_IDX arithmetic, so a bad value
+	 * breaks this ring for its driver and nothing else.  No write to the
+	 * used ring: the driver may be reading it right now.
+	 */
+	vq->used_idx = le16toh(READ_ONCE(vq->used->idx));
+	if (event_idx)
+		store_avail_event(vq, last_avail_idx); /* kicks enabled */
+	vq->ready = true;
+	return 0;
+}
+
+void virtq_unpop(struct virtq *vq)
+{
+	vq->last_avail_idx--;
 }
 
 void virtq_reset(struct virtq *vq)

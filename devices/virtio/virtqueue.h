@@ -61,6 +61,23 @@ struct virtq_chain {
 int virtq_start(struct virtq *vq, const struct guest_mem *mem, uint16_t size,
 		uint64_t desc, uint64_t avail, uint64_t used, bool event_idx,
 		bool indirect) __must_check;
+/*
+ * virtq_resume - virtq_start() for a ring that already has a history, as a
+ * vhost-user front end hands it over (SET_VRING_BASE after a pause, a
+ * reconnect, a memory-table change): popping continues at
+ * @last_avail_idx, pushing at the ring's own used->idx, and nothing but
+ * avail_event (EVENT_IDX) is written.  Returns 0 or -EINVAL.
+ */
+int virtq_resume(struct virtq *vq, const struct guest_mem *mem, uint16_t size,
+		 uint64_t desc, uint64_t avail, uint64_t used, bool event_idx,
+		 bool indirect, uint16_t last_avail_idx) __must_check;
+/*
+ * Give back the chain popped last (never pushed): the next virtq_pop()
+ * returns it again.  For a ring stopped with a chain the device popped
+ * but could not start (vhost-user's GET_VRING_BASE then reports it as not
+ * consumed).
+ */
+void virtq_unpop(struct virtq *vq);
 /* Forget all state (device reset / queue reset). */
 void virtq_reset(struct virtq *vq);
 

@@ -16,6 +16,7 @@ enum {
 	OPT_NO_SECCOMP,
 	OPT_USER,
 	OPT_IO_SCHED,
+	OPT_MEM_BACKEND,
 };
 
 static const struct option long_opts[] = {
@@ -31,6 +32,7 @@ static const struct option long_opts[] = {
 	{ "no-seccomp", no_argument, NULL, OPT_NO_SECCOMP },
 	{ "user", required_argument, NULL, OPT_USER },
 	{ "io-sched", required_argument, NULL, OPT_IO_SCHED },
+	{ "mem-backend", required_argument, NULL, OPT_MEM_BACKEND },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -47,6 +49,11 @@ void cli_usage(const char *prog, void *file)
 		"  -c, --smp N          number of vCPUs (default 1, max %d)\n"
 		"  -m, --mem SIZE       guest RAM: 512M, 2G, or a number of MiB\n"
 		"                       (default 256M)\n"
+		"      --mem-backend B  guest RAM: anon (default: private, huge\n"
+		"                       pages), memfd (shareable; huge pages only\n"
+		"                       if shmem THP is enabled) or hugetlb (a\n"
+		"                       hugetlbfs memfd, 2 MiB pages reserved at\n"
+		"                       start from /proc/sys/vm/nr_hugepages)\n"
 		"  -k, --kernel FILE    Linux bzImage (boot protocol >= 2.06, 64-bit),\n"
 		"                       a regular file\n"
 		"  -i, --initrd FILE    initrd / initramfs, a regular file\n"
@@ -461,6 +468,18 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
 			cli_free_user(&o->user);
 			if (cli_parse_user(optarg, &o->user, err, errlen))
 				return -1;
+			break;
+		case OPT_MEM_BACKEND:
+			if (!strcmp(optarg, "anon"))
+				o->mem_backend = VMM_MEMORY_ANON;
+			else if (!strcmp(optarg, "memfd"))
+				o->mem_backend = VMM_MEMORY_MEMFD;
+			else if (!strcmp(optarg, "hugetlb"))
+				o->mem_backend = VMM_MEMORY_HUGETLB;
+			else
+				return fail(err, errlen,
+					    "--mem-backend must be anon, memfd or hugetlb, got '%s'",
+					    optarg);
 			break;
 		case OPT_IO_SCHED:
 			if (!strcmp(optarg, "batch"))

@@ -42,6 +42,7 @@ struct cli_opts {
 	bool no_seccomp; /* --no-seccomp: seccomp is on by default */
 	struct cli_user user; /* --user */
 	int io_sched;	 /* --io-sched: enum vmm_iothread_sched */
+	int mem_backend; /* --mem-backend: enum vmm_memory_backend */
 	int log_level;
 	bool help, version;
 };

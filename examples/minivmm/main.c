@@ -141,6 +141,10 @@ static int run(const struct cli_opts *o, struct drop *drop)
 		fprintf(stderr, "minivmm: --user: %s\n", strerror(-ret));
 		goto out;
 	}
+	if ((ret = vmm_set_memory_backend(vm, o->mem_backend))) {
+		fprintf(stderr, "minivmm: --mem-backend: %s\n", strerror(-ret));
+		goto out;
+	}
 	if ((ret = vmm_set_iothread_sched(vm, o->io_sched))) {
 		fprintf(stderr, "minivmm: --io-sched: %s\n", strerror(-ret));
 		goto out;

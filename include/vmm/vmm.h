@@ -208,6 +208,37 @@ int vmm_set_vcpus(struct vmm *vm, unsigned int nr_vcpus);
  */
 int vmm_set_memory(struct vmm *vm, uint64_t ram_bytes);
 
+/* What guest RAM is made of: vmm_set_memory_backend(). */
+enum vmm_memory_backend {
+	VMM_MEMORY_ANON = 0,	/* private anonymous memory (default) */
+	VMM_MEMORY_MEMFD = 1,	/* a shareable memfd (shmem) */
+	VMM_MEMORY_HUGETLB = 2, /* a shareable memfd on hugetlbfs, 2 MiB pages */
+};
+
+/**
+ * vmm_set_memory_backend() - what guest RAM is made of.
+ * @vm:      VM in state CONFIG
+ * @backend: enum vmm_memory_backend
+ *
+ * VMM_MEMORY_ANON (the default): private anonymous memory with
+ * MADV_HUGEPAGE, so transparent huge pages under the usual THP settings.
+ * VMM_MEMORY_MEMFD: a memfd mapped shared, which another process (a
+ * vhost-user back end) can map; sealed against resizing.  It gets huge
+ * pages only where /sys/kernel/mm/transparent_hugepage/shmem_enabled is
+ * "advise" or "always" (distributions ship "never"): otherwise every page
+ * the guest touches first costs a host page fault and an EPT/NPT exit
+ * (see the README, "Guest RAM backends", for the measured cost).
+ * VMM_MEMORY_HUGETLB: a memfd on hugetlbfs with 2 MiB pages, RAM rounded
+ * up to 2 MiB; every page is reserved from the pool
+ * (/proc/sys/vm/nr_hugepages) when vmm_start() maps it, so a short pool
+ * fails the start (-ENOMEM) rather than the guest later.
+ *
+ * Returns: 0; -EINVAL for NULL @vm or an unknown @backend; -EBUSY if not
+ * in CONFIG.  vmm_start() then fails with -ENOMEM (no memory, too few huge
+ * pages) or -ENOTSUP (the kernel has no such memfd).
+ */
+int vmm_set_memory_backend(struct vmm *vm, int backend);
+
 /**
  * vmm_set_kernel() - Linux bzImage to boot directly (64-bit boot protocol).
  * @vm:      VM in state CONFIG

@@ -26,6 +26,7 @@ int fuzz_virtqueue_blk(const uint8_t *data, size_t size);
 int fuzz_virtio_pci(const uint8_t *data, size_t size);
 int fuzz_bzimage(const uint8_t *data, size_t size);
 int fuzz_cli(const uint8_t *data, size_t size);
+int fuzz_vhost_user(const uint8_t *data, size_t size);
 
 #ifdef VMM_FUZZ_LIBFUZZER
 #define FUZZ_TARGET(fn)                                                    \

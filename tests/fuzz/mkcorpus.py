@@ -166,3 +166,74 @@ write(CLI, 'short_cluster', argv('-vvq', '-kbz', '-m2G', '-dimg', '-p', 'root=/d
 write(CLI, 'errors', argv('--disk', 'path=x,queue-size=3', '--mem', '17179869184T'))
 write(CLI, 'help', argv('-h', '--version', 'extra'))
 write(CLI, 'sizes', argv('1024K', '2GiB', '300', '99999999999999999999G', 'x=y,z'))
+
+# ---- fuzz_vhost_user -----------------------------------------------------------
+VU = 'fuzz_vhost_user'
+(GET_FEATURES, SET_FEATURES, SET_OWNER, RESET_OWNER, SET_MEM_TABLE, SET_VRING_NUM,
+ SET_VRING_ADDR, SET_VRING_BASE, GET_VRING_BASE, SET_VRING_KICK, SET_VRING_CALL,
+ SET_VRING_ERR, GET_PROTOCOL_FEATURES, SET_PROTOCOL_FEATURES, GET_QUEUE_NUM,
+ SET_VRING_ENABLE, GET_CONFIG, SET_CONFIG, GET_INFLIGHT_FD, SET_INFLIGHT_FD,
+ RESET_DEVICE) = range(21)
+ACK = 0x08    # flags byte: NEED_REPLY (version 1 is implied)
+FIX = 0x10    # mode bit: useful memory table / ring addresses
+RAM = 1 << 20
+VIRTIO_FEATURES = (1 << 32) | (1 << 29) | (1 << 28) | (1 << 30)
+
+
+def vu(op, payload=b'', flags=0, fds=0, mode=0, size=None):
+    n = len(payload) if size is None else size
+    return u8(op) + u8(flags) + u16(n) + u8(mode | fds) + payload
+
+
+def vring(idx, num): return u32(idx) + u32(num)
+
+
+def mem_table(*regions):
+    out = u32(len(regions)) + u32(0)
+    for gpa, size, uaddr, off in regions:
+        out += u64(gpa) + u64(size) + u64(uaddr) + u64(off)
+    return out
+
+
+def ring_up(i, desc, avail, used, num=64):
+    return (vu(SET_VRING_NUM, vring(i, num), ACK) +
+            vu(SET_VRING_BASE, vring(i, 0), ACK) +
+            vu(SET_VRING_ADDR, u32(i) + u32(0) + u64(desc) + u64(used) + u64(avail) +
+               u64(0), ACK, mode=FIX) +
+            vu(SET_VRING_KICK, u64(i), ACK, fds=1) +
+            vu(SET_VRING_CALL, u64(i), ACK, fds=1) +
+            vu(SET_VRING_ENABLE, vring(i, 1), ACK))
+
+
+QEMU_INIT = (vu(SET_OWNER) + vu(GET_FEATURES) + vu(GET_PROTOCOL_FEATURES) +
+             vu(SET_PROTOCOL_FEATURES, u64(0x2209)) + vu(GET_QUEUE_NUM) +
+             vu(GET_CONFIG, u32(0) + u32(60) + u32(0) + bytes(60)) +
+             vu(SET_FEATURES, u64(VIRTIO_FEATURES), ACK) +
+             vu(SET_MEM_TABLE, mem_table((0, RAM - 1, 0, 0)), ACK, fds=1, mode=FIX))
+write(VU, 'qemu_start_stop',
+      QEMU_INIT + ring_up(0, 0x1000, 0x2000, 0x3000) + ring_up(1, 0x4000, 0x5000, 0x6000) +
+      vu(SET_VRING_ENABLE, vring(0, 0), ACK) + vu(GET_VRING_BASE, vring(0, 0)) +
+      vu(GET_VRING_BASE, vring(1, 0)) + vu(RESET_DEVICE, flags=ACK))
+write(VU, 'remap_and_swap',
+      QEMU_INIT + ring_up(0, 0x1000, 0x2000, 0x3000) +
+      vu(SET_VRING_CALL, u64(0), ACK, fds=1) + vu(SET_VRING_ERR, u64(0), ACK, fds=1) +
+      vu(SET_VRING_CALL, u64(0x100), ACK) +
+      vu(SET_MEM_TABLE, mem_table((0, RAM - 1, 0, 0), (RAM, 4096, 0, 0)), ACK, fds=2,
+         mode=FIX) +
+      vu(SET_VRING_ADDR, u32(0) + u32(0) + u64(0x8000) + u64(0xa000) + u64(0x9000) +
+         u64(0), ACK, mode=FIX) +
+      vu(SET_CONFIG, u32(32) + u32(1) + u32(0) + b'\0', ACK) +
+      vu(SET_VRING_KICK, u64(0), ACK, fds=1))
+write(VU, 'malformed',
+      vu(GET_FEATURES, flags=0x03) + vu(SET_FEATURES, u32(1)) +
+      vu(SET_MEM_TABLE, mem_table((0, RAM, 0, 0)), fds=2) +
+      vu(0x80, u8(99)) + vu(SET_VRING_KICK, u64(0)) + vu(GET_QUEUE_NUM, fds=1) +
+      vu(GET_CONFIG, u32(0) + u32(300) + u32(0)) + vu(GET_FEATURES, fds=9) +
+      vu(SET_OWNER, size=299))
+write(VU, 'refused_values',
+      QEMU_INIT + vu(SET_VRING_NUM, vring(5, 64), ACK) + vu(SET_VRING_NUM, vring(0, 100), ACK) +
+      vu(SET_VRING_BASE, vring(0, 70000), ACK) +
+      vu(SET_VRING_ADDR, u32(0) + u32(1) + u64(0) + u64(0) + u64(0) + u64(0), ACK) +
+      vu(SET_VRING_KICK, u64(0x100), ACK) + vu(GET_INFLIGHT_FD, bytes(24), ACK) +
+      vu(SET_MEM_TABLE, mem_table((0, 2 * RAM, 0, 0)), ACK, fds=1) +
+      vu(SET_PROTOCOL_FEATURES, u64(1 << 12), ACK))

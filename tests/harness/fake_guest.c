@@ -3,6 +3,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <string.h>
 
@@ -14,6 +15,7 @@
 int fg_init(struct fake_guest *g, uint64_t ram_size)
 {
 	memset(g, 0, sizeof(*g));
+	g->fd = -1;
 	if (posix_memalign(&g->ram, 4096, ram_size))
 		return -ENOMEM;
 	memset(g->ram, 0, ram_size);
@@ -23,10 +25,42 @@ int fg_init(struct fake_guest *g, uint64_t ram_size)
 	return 0;
 }
 
+int fg_init_memfd(struct fake_guest *g, uint64_t ram_size)
+{
+	int err;
+
+	memset(g, 0, sizeof(*g));
+	g->fd = memfd_create("fake-guest-ram", MFD_CLOEXEC);
+	if (g->fd < 0)
+		return -errno;
+	if (ftruncate(g->fd, (off_t)ram_size) < 0)
+		goto fail;
+	g->ram = mmap(NULL, ram_size, PROT_READ | PROT_WRITE, MAP_SHARED, g->fd, 0);
+	if (g->ram == MAP_FAILED)
+		goto fail;
+	g->ram_size = ram_size;
+	g->bump = FG_RAM_BASE_ALLOC;
+	g->shared = true;
+	guest_mem_init_buf(&g->mem, g->ram, ram_size);
+	return 0;
+fail:
+	err = errno;
+	close(g->fd);
+	memset(g, 0, sizeof(*g));
+	g->fd = -1;
+	return -err;
+}
+
 void fg_destroy(struct fake_guest *g)
 {
-	free(g->ram);
+	if (g->shared) {
+		munmap(g->ram, g->ram_size);
+		close(g->fd);
+	} else {
+		free(g->ram);
+	}
 	memset(g, 0, sizeof(*g));
+	g->fd = -1;
 }
 
 uint64_t fg_alloc(struct fake_guest *g, uint64_t len, uint64_t align)

@@ -29,12 +29,17 @@
 struct fake_guest {
 	struct guest_mem mem;
 	void *ram;
+	bool shared; /* fg_init_memfd(): RAM is the memfd @fd, mapped shared */
+	int fd;
 	uint64_t ram_size;
 	uint64_t bump; /* next free gpa */
 };
 
 /* Allocate @ram_size bytes of zeroed, page-aligned guest RAM at gpa 0. */
 int fg_init(struct fake_guest *g, uint64_t ram_size);
+/* The same in a memfd mapped shared (g->fd), as a vhost-user front end's
+ * guest RAM that the back end maps too. */
+int fg_init_memfd(struct fake_guest *g, uint64_t ram_size);
 void fg_destroy(struct fake_guest *g);
 /* Bump-allocate @len bytes aligned to @align (power of two); 0 on failure. */
 uint64_t fg_alloc(struct fake_guest *g, uint64_t len, uint64_t align);

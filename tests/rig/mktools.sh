@@ -33,7 +33,7 @@ done
 rig_need cpio ldd sha256sum fio gcc flock
 hostile_src="$RIG_REPO/tests/guest/hostile/hostile.c"
 
-bins=(fio)
+bins=(fio blkdiscard)
 files=()
 for b in "${bins[@]}"; do
 	p=$(command -v "$b")

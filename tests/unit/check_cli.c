@@ -98,6 +98,34 @@ START_TEST(io_sched)
 }
 END_TEST
 
+START_TEST(mem_backend)
+{
+	static const struct {
+		const char *arg;
+		int backend;
+	} ok[] = {
+		{ "anon", VMM_MEMORY_ANON },
+		{ "memfd", VMM_MEMORY_MEMFD },
+		{ "hugetlb", VMM_MEMORY_HUGETLB },
+	};
+	struct cli_opts o;
+	char err[256];
+
+	ck_assert_int_eq(parse(&o, err, 2, "--kernel", "bz"), 0);
+	ck_assert_int_eq(o.mem_backend, VMM_MEMORY_ANON);
+	cli_free(&o);
+	for (unsigned int i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		ck_assert_int_eq(parse(&o, err, 4, "--kernel", "bz", "--mem-backend",
+				       ok[i].arg), 0);
+		ck_assert_int_eq(o.mem_backend, ok[i].backend);
+		cli_free(&o);
+	}
+	ck_assert_int_eq(parse(&o, err, 4, "--kernel", "bz", "--mem-backend", "shm"), -1);
+	ck_assert_str_eq(err, "--mem-backend must be anon, memfd or hugetlb, got 'shm'");
+	cli_free(&o);
+}
+END_TEST
+
 START_TEST(usage_errors)
 {
 	static const char *const bad[][3] = {
@@ -291,6 +319,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, disk_lock);
 	tcase_add_test(tc, io_sched);
 	tcase_add_test(tc, disk_limits);
+	tcase_add_test(tc, mem_backend);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -107,6 +107,12 @@ START_TEST(cli)
 }
 END_TEST
 
+START_TEST(vhost_user)
+{
+	replay("fuzz_vhost_user", fuzz_vhost_user);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fuzz_regressions");
@@ -118,6 +124,7 @@ int main(void)
 	tcase_add_test(tc, virtio_pci);
 	tcase_add_test(tc, bzimage);
 	tcase_add_test(tc, cli);
+	tcase_add_test(tc, vhost_user);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <linux/kvm.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -105,7 +106,7 @@ static int run_confined(enum sandbox_class cls, int mode,
 
 		close(p[0]);
 		report_fd = p[1];
-		ret = sandbox_build(mode, &j.sb);
+		ret = sandbox_build_classes(mode, (1u << SANDBOX_CLASS_NR) - 1, &j.sb);
 		CHILD_CHECK(ret == 0, "sandbox_build: %s", strerror(-ret));
 		CHILD_CHECK(pthread_create(&t, NULL, job_thread, &j) == 0,
 			    "pthread_create");
@@ -287,11 +288,44 @@ static void control_body(const struct job *j)
 	}
 }
 
+/* vhost-user back end's control thread (minivmm-blkd). */
+static void vhost_body(const struct job *j)
+{
+	struct msghdr mh = { 0 };
+	struct pollfd pfd = { .fd = report_fd, .events = POLLOUT };
+	struct stat st;
+	void *p;
+
+	common_allowed();
+	/* Socket calls reach the kernel (a pipe is no socket). */
+	CHILD_CHECK(accept4(report_fd, NULL, NULL, SOCK_CLOEXEC) == -1 &&
+			    errno == ENOTSOCK,
+		    "accept4 filtered: %s", strerror(errno));
+	CHILD_CHECK(recvmsg(report_fd, &mh, MSG_DONTWAIT) == -1 && errno == ENOTSOCK,
+		    "recvmsg filtered: %s", strerror(errno));
+	CHILD_CHECK(sendmsg(report_fd, &mh, MSG_NOSIGNAL) == -1 && errno == ENOTSOCK,
+		    "sendmsg filtered: %s", strerror(errno));
+	CHILD_CHECK(poll(&pfd, 1, 0) == 1, "poll: %s", strerror(errno));
+	CHILD_CHECK(fstat(report_fd, &st) == 0, "fstat: %s", strerror(errno));
+	/* A shared mapping of a received fd (a pipe cannot be mapped). */
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, report_fd, 0);
+	CHILD_CHECK(p == MAP_FAILED && errno != EPERM, "mmap MAP_SHARED filtered");
+	if (j->mode == VMM_SECCOMP_ERRNO) {
+		common_refused();
+		EXPECT_EPERM(syscall(SYS_io_uring_enter, -1, 0, 0, 0, NULL, 0),
+			     "io_uring_enter");
+		EXPECT_EPERM(syscall(SYS_memfd_create, "x", 0), "memfd_create");
+		EXPECT_EPERM(syscall(SYS_connect, report_fd, NULL, 0), "connect");
+		EXPECT_EPERM(ioctl(report_fd, KVM_IRQFD, NULL), "KVM_IRQFD");
+	}
+}
+
 static void (*const bodies[SANDBOX_CLASS_NR])(const struct job *j) = {
 	[SANDBOX_CLASS_VCPU] = vcpu_body,
 	[SANDBOX_CLASS_IO] = io_body,
 	[SANDBOX_CLASS_CONSOLE] = console_body,
 	[SANDBOX_CLASS_CONTROL] = control_body,
+	[SANDBOX_CLASS_VHOST] = vhost_body,
 };
 
 /* ERRNO mode: what the class needs works, the rest fails with EPERM. */
@@ -355,6 +389,8 @@ START_TEST(build_and_counts)
 	ck_assert_int_eq(sandbox_install(NULL, SANDBOX_CLASS_VCPU), 0);
 	ck_assert_int_eq(sandbox_build(VMM_SECCOMP_KILL, &sb), 0);
 	ck_assert_int_eq(sandbox_install(sb, SANDBOX_CLASS_NR), -EINVAL);
+	/* A VM builds only its own classes. */
+	ck_assert_int_eq(sandbox_install(sb, SANDBOX_CLASS_VHOST), -EINVAL);
 	sandbox_free(sb);
 	for (int c = 0; c < SANDBOX_CLASS_NR; c++) {
 		unsigned int n = sandbox_class_nr_syscalls((enum sandbox_class)c);

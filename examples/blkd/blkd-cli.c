@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+
+#include "blkd-cli.h"
+
+enum {
+	OPT_SOCKET = 256,
+	OPT_DISK,
+	OPT_IOTHREADS,
+	OPT_IO_SCHED,
+	OPT_NO_SECCOMP,
+	OPT_STATS_JSON,
+};
+
+static const struct option long_opts[] = {
+	{ "socket", required_argument, NULL, OPT_SOCKET },
+	{ "disk", required_argument, NULL, OPT_DISK },
+	{ "iothreads", required_argument, NULL, OPT_IOTHREADS },
+	{ "io-sched", required_argument, NULL, OPT_IO_SCHED },
+	{ "no-seccomp", no_argument, NULL, OPT_NO_SECCOMP },
+	{ "stats-json", no_argument, NULL, OPT_STATS_JSON },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+void blkd_usage(const char *prog, void *file)
+{
+	fprintf(file,
+		"Usage: %s --socket PATH --disk SPEC [options]\n"
+		"Serve a disk image as a vhost-user-blk back end (libvmm %s): the\n"
+		"virtio-blk device and I/O threads of minivmm, driven by a vhost-user\n"
+		"front end such as QEMU's vhost-user-blk-pci.\n"
+		"\n"
+		"      --socket PATH    listen on this Unix socket (a stale socket\n"
+		"                       at PATH is replaced; the file stays after exit)\n"
+		"      --disk SPEC      the disk, as minivmm's --disk: IMG or\n"
+		"                       path=IMG[,num-queues=N][,queue-size=N][,ro=on]\n"
+		"                       [,serial=S][,direct=on][,poll-us=N]\n"
+		"                       [,cache=writeback|unsafe][,event-idx=off]\n"
+		"                       [,lock=off]\n"
+		"                       num-queues: the most the front end may use\n"
+		"                       (default: the host's online CPUs);\n"
+		"                       queue-size: the largest ring it may set\n"
+		"                       (default 256)\n"
+		"      --iothreads N    I/O threads; queue i is served by thread\n"
+		"                       i mod N (default: one per queue)\n"
+		"      --io-sched P     I/O threads' scheduling policy: batch\n"
+		"                       (default) or normal, as minivmm's\n"
+		"      --no-seccomp     do not confine the threads with seccomp-bpf\n"
+		"                       allow-lists (on by default)\n"
+		"      --stats-json     when a front end disconnects, print the\n"
+		"                       device's counters so far (requests,\n"
+		"                       doorbells, kicks, interrupts, per queue) as\n"
+		"                       one JSON line on stdout\n"
+		"  -v, --verbose        more log messages (repeat for debug)\n"
+		"  -q, --quiet          errors only\n"
+		"  -h, --help           this text\n"
+		"  -V, --version        print the version\n"
+		"\n"
+		"One front end at a time; when it disconnects (or is killed) the\n"
+		"back end stops its rings and waits for the next.  SIGINT or SIGTERM\n"
+		"stop the daemon (exit status 0).  Exit status: 0 stopped by a\n"
+		"signal, 1 failure, 2 usage error.\n",
+		prog, VMM_VERSION_STRING);
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static int parse_count(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v < 1 || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int blkd_parse(int argc, char **argv, unsigned int ncpus, struct blkd_opts *o,
+	       char *err, size_t errlen)
+{
+	struct sockaddr_un sa;
+	unsigned long n;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->log_level = VMM_LOG_WARN;
+	optind = 0; /* see cli_parse() */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":vqhV", long_opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_SOCKET:
+			if (!*optarg)
+				return fail(err, errlen, "--socket needs a path");
+			if (strlen(optarg) >= sizeof(sa.sun_path))
+				return fail(err, errlen,
+					    "--socket: path longer than %zu bytes",
+					    sizeof(sa.sun_path) - 1);
+			o->socket = optarg;
+			break;
+		case OPT_DISK:
+			if (o->has_disk)
+				return fail(err, errlen,
+					    "one --disk per daemon (run one per disk)");
+			o->has_disk = true;
+			if (cli_parse_disk(optarg, &o->disk, err, errlen))
+				return -1;
+			break;
+		case OPT_IOTHREADS:
+			if (parse_count(optarg, 1024, &n))
+				return fail(err, errlen,
+					    "--iothreads must be a number from 1 to 1024, got '%s'",
+					    optarg);
+			o->iothreads = (unsigned int)n;
+			break;
+		case OPT_IO_SCHED:
+			if (!strcmp(optarg, "batch"))
+				o->io_sched = VMM_IOTHREAD_SCHED_BATCH;
+			else if (!strcmp(optarg, "normal"))
+				o->io_sched = VMM_IOTHREAD_SCHED_NORMAL;
+			else
+				return fail(err, errlen,
+					    "--io-sched must be batch or normal, got '%s'",
+					    optarg);
+			break;
+		case OPT_NO_SECCOMP:
+			o->no_seccomp = true;
+			break;
+		case OPT_STATS_JSON:
+			o->stats_json = true;
+			break;
+		case 'v':
+			if (o->log_level < VMM_LOG_DEBUG)
+				o->log_level++;
+			break;
+		case 'q':
+			o->log_level = VMM_LOG_ERROR;
+			break;
+		case 'h':
+			o->help = true;
+			return 0;
+		case 'V':
+			o->version = true;
+			return 0;
+		case ':':
+			return fail(err, errlen, "option '%s' needs a value",
+				    argv[optind - 1]);
+		default:
+			return fail(err, errlen, "unknown option '%s'",
+				    argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return fail(err, errlen, "unexpected argument '%s'", argv[optind]);
+	if (!o->socket)
+		return fail(err, errlen, "--socket is required");
+	if (!o->has_disk)
+		return fail(err, errlen, "--disk is required");
+	if (!o->disk.cfg.num_queues)
+		o->disk.cfg.num_queues = (uint16_t)(ncpus < 1 ? 1 :
+						    ncpus > 1024 ? 1024 : ncpus);
+	if (!o->iothreads)
+		o->iothreads = o->disk.cfg.num_queues;
+	if (o->iothreads > o->disk.cfg.num_queues)
+		return fail(err, errlen,
+			    "--iothreads %u: more I/O threads than queues (%u)",
+			    o->iothreads, o->disk.cfg.num_queues);
+	return 0;
+}
+
+void blkd_free(struct blkd_opts *o)
+{
+	free(o->disk.spec);
+	o->disk.spec = NULL;
+}
