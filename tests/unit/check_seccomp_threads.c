@@ -178,7 +178,8 @@ static void child(const char *locale, bool raise_trim, int err_fd)
 	if (locale && !setlocale(LC_ALL, locale))
 		_exit(5);
 	vmm_set_log(NULL, NULL, VMM_LOG_ERROR);
-	ret = sandbox_build(VMM_SECCOMP_KILL, &sb);
+	/* Every class, minivmm-blkd's vhost-user one included. */
+	ret = sandbox_build_classes(VMM_SECCOMP_KILL, (1u << SANDBOX_CLASS_NR) - 1, &sb);
 	if (ret)
 		_exit(6);
 	if (pthread_barrier_init(&all_confined, NULL, NR_THREADS))
