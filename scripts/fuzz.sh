@@ -35,6 +35,9 @@ targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] ||
 	targets=(fuzz_virtqueue_blk fuzz_virtio_pci fuzz_bzimage fuzz_cli fuzz_vhost_user)
 
+# The OCI runtime's guest-facing parsers (virtio-console, proto.c).
+[[ $# -gt 0 ]] || targets+=(fuzz_vcon fuzz_oci_proto)
+
 if ! command -v clang >/dev/null; then
 	echo "fuzz.sh: clang not found (scripts/deps.sh installs it)" >&2
 	exit 1

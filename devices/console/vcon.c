@@ -85,6 +85,7 @@ struct vcon {
 	struct vcon_thread ctl;
 	struct ctl_msg *pending, **pending_tail;
 	unsigned int nr_pending;
+	bool threaded; /* vcon_start_threads() ran; else vcon_poll() serves */
 	bool pending_overflow_logged;
 	/* Messages the guest can cause over and over (a reset re-arms
 	 * pending_overflow_logged): rate-limited, own lock (log.h). */
@@ -535,6 +536,40 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
+/* One non-blocking turn of a device thread's loop, on the caller's thread. */
+static void thread_turn(struct vcon_thread *t)
+{
+	struct vcon_port *p = t->port;
+
+	if (!thread_sync(t) || !t->active)
+		return;
+	thread_tx(t);
+	thread_rx(t);
+	if (p && p->buf_off >= p->buf_len && p->in_fd >= 0 && !p->in_eof &&
+	    queue_usable(t->rxq, t->rx_broken)) {
+		struct pollfd pfd = { .fd = p->in_fd, .events = POLLIN };
+
+		if (poll(&pfd, 1, 0) == 1) {
+			port_read_input(p);
+			thread_rx(t);
+		}
+	}
+}
+
+int vcon_poll(struct vcon *c)
+{
+	if (c->threaded)
+		return -EBUSY;
+	/* Control first (the guest's PORT_READY queues the name), then the
+	 * ports (EOF queues PORT_OPEN 0), then control again to deliver
+	 * what they queued. */
+	thread_turn(&c->ctl);
+	for (unsigned int i = 0; i < c->nr_ports; i++)
+		thread_turn(&c->ports[i].th);
+	thread_turn(&c->ctl);
+	return 0;
+}
+
 /* ---- virtio_device_ops --------------------------------------------------- */
 
 static uint64_t vcon_features(void *dev)
@@ -617,6 +652,13 @@ static void vcon_stop(void *dev)
 	pthread_mutex_lock(&c->lock);
 	c->running = false;
 	pthread_mutex_unlock(&c->lock);
+	if (!c->threaded) {
+		/* Polled (vcon_poll()): nobody else will let go of the
+		 * queues; do what the threads do when they see the stop. */
+		thread_sync(&c->ctl);
+		for (unsigned int i = 0; i < c->nr_ports; i++)
+			thread_sync(&c->ports[i].th);
+	}
 	vcon_wake_all(c);
 	pthread_mutex_lock(&c->lock);
 	while (any_active(c))
@@ -771,7 +813,10 @@ static int thread_start(struct vcon *c, struct vcon_thread *t)
 
 int vcon_start_threads(struct vcon *c)
 {
-	int ret = thread_start(c, &c->ctl);
+	int ret;
+
+	c->threaded = true;
+	ret = thread_start(c, &c->ctl);
 
 	for (unsigned int i = 0; i < c->nr_ports && !ret; i++)
 		ret = thread_start(c, &c->ports[i].th);

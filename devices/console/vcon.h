@@ -31,6 +31,8 @@
  * or the VM's end through vpci_quiesce()) is written out first: everything
  * the guest wrote before it stopped reaches out_fd.  The threads block
  * SIGPIPE for themselves, so a closed pipe is an EPIPE, not a signal.
+ * Without vcon_start_threads(), vcon_poll() does the threads' work on the
+ * caller's thread (tests, fuzzing).
  *
  * Guest-controlled values (validated where used): the control messages'
  * id/event/value (vcon.c: ctl_handle), descriptor chains (virtq_pop; a
@@ -82,6 +84,19 @@ const struct virtio_device_ops *vcon_dev_ops(void);
 
 /* Start the device threads.  0 or -errno (then none runs). */
 int vcon_start_threads(struct vcon *c) __must_check;
+
+/*
+ * vcon_poll - serve the device on the calling thread instead of the device
+ * threads (an embedder that polls; fuzz_vcon and its replay in
+ * check_fuzz_regressions, where it makes every run reproducible): one non-blocking turn of each thread's
+ * loop -- take the queues if the device started, handle what the transmit
+ * queues hold, read a port's in_fd if it is readable, fill receive
+ * buffers.  Writes to out_fd block as they do on the threads, and the
+ * caller must ignore or block SIGPIPE.  Without the threads, ops->stop
+ * writes out queued output and lets go of the queues itself.  Returns 0,
+ * or -EBUSY once vcon_start_threads() ran.
+ */
+int vcon_poll(struct vcon *c);
 
 /* Stop and join the threads (after vpci_quiesce()/vpci_destroy() stopped
  * the device), close the fds and free.  NULL-safe. */

@@ -159,3 +159,15 @@ void proto_reader_free(struct proto_reader *r)
 	free(r->frame);
 	r->frame = NULL;
 }
+
+void proto_text(char *dst, size_t cap, const uint8_t *p, uint32_t len)
+{
+	size_t n = 0;
+
+	if (len > PROTO_MAX_TEXT)
+		len = PROTO_MAX_TEXT;
+	/* Every byte read is inside the payload: @len is the frame's. */
+	for (; n + 1 < cap && n < len && p[n]; n++)
+		dst[n] = p[n] < 0x20 || p[n] == 0x7f ? ' ' : (char)p[n];
+	dst[n] = '\0';
+}

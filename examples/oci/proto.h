@@ -109,6 +109,16 @@ size_t proto_reader_feed(struct proto_reader *r, const uint8_t *p, size_t n,
 			 uint32_t *len);
 void proto_reader_free(struct proto_reader *r);
 
+/*
+ * The text of a guest ERROR frame made fit to log and to hand to the
+ * `start` caller (a terminal): the payload (guest-controlled, any bytes,
+ * not NUL-terminated) up to its first NUL and at most PROTO_MAX_TEXT
+ * bytes, control characters (below 0x20, and DEL) replaced by spaces,
+ * NUL-terminated in @dst of @cap bytes (@cap > 0; truncated to fit).
+ */
+#define PROTO_MAX_TEXT 500u
+void proto_text(char *dst, size_t cap, const uint8_t *p, uint32_t len);
+
 static inline uint32_t proto_get_u32(const uint8_t *v)
 {
 	return (uint32_t)v[0] | (uint32_t)v[1] << 8 | (uint32_t)v[2] << 16 |

@@ -151,11 +151,7 @@ static void guest_frame(struct shim *s, uint8_t type, const uint8_t *p,
 		reply_clients(s, "ok\n");
 		break;
 	case PROTO_MSG_ERROR:
-		snprintf(s->guest_error, sizeof(s->guest_error), "%.*s",
-			 (int)(len < 500 ? len : 500), (const char *)p);
-		for (char *c = s->guest_error; *c; c++)
-			if (*c == '\n' || (unsigned char)*c < 0x20)
-				*c = ' ';
+		proto_text(s->guest_error, sizeof(s->guest_error), p, len);
 		oci_err("guest: %s", s->guest_error);
 		break;
 	default:

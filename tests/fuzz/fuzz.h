@@ -7,7 +7,7 @@
  * behaviour (a memfd, a RAM buffer).  FUZZ_TARGET() turns it into
  * LLVMFuzzerTestOneInput() only when the file is built for libFuzzer
  * (VMM_FUZZ=ON defines VMM_FUZZ_LIBFUZZER); the regression unit test
- * (tests/unit/check_fuzz_regressions.c) links all four targets into one
+ * (tests/unit/check_fuzz_regressions.c) links all the targets into one
  * program and calls the entry points directly, with any compiler.
  *
  * Inputs are decoded as action records, the shape of QEMU's
@@ -27,6 +27,8 @@ int fuzz_virtio_pci(const uint8_t *data, size_t size);
 int fuzz_bzimage(const uint8_t *data, size_t size);
 int fuzz_cli(const uint8_t *data, size_t size);
 int fuzz_vhost_user(const uint8_t *data, size_t size);
+int fuzz_vcon(const uint8_t *data, size_t size);
+int fuzz_oci_proto(const uint8_t *data, size_t size);
 
 #ifdef VMM_FUZZ_LIBFUZZER
 #define FUZZ_TARGET(fn)                                                    \

@@ -237,3 +237,101 @@ write(VU, 'refused_values',
       vu(SET_VRING_KICK, u64(0x100), ACK) + vu(GET_INFLIGHT_FD, bytes(24), ACK) +
       vu(SET_MEM_TABLE, mem_table((0, 2 * RAM, 0, 0)), ACK, fds=1) +
       vu(SET_PROTOCOL_FEATURES, u64(1 << 12), ACK))
+# ---- fuzz_vcon -----------------------------------------------------------------
+V_CTL, V_RXBUF, V_TX, V_CHAIN, V_KICK, V_HOST_IN, V_RESET, V_RAM, V_AVAIL, \
+    V_CFG = range(10)
+DEV_READY, PORT_ADD, PORT_REMOVE, PORT_READY, CONSOLE_PORT, RESIZE, \
+    PORT_OPEN, PORT_NAME = range(8)
+VC = 'fuzz_vcon'
+
+
+def vctl(isel, ev, val=1, shape=0, extra=b''):
+    return u8(V_CTL) + u8(isel) + u8(ev) + u8(val) + u8(shape) + extra
+
+
+def vrx(qsel, n=4, lsel=11): return u8(V_RXBUF) + u8(qsel) + u8(n - 1) + u8(lsel)
+def vkick(q=0xff): return u8(V_KICK) + u8(q)
+def vhost(data): return u8(V_HOST_IN) + u8(len(data)) + data
+
+
+def vtx(port, *segs):
+    out = u8(V_TX) + u8(port) + u8(len(segs) - 1)
+    for s in segs:
+        out += u8(len(s)) + s
+    return out
+
+
+# 2 ports: the Linux handshake, data both ways, the host's EOF.
+write(VC, 'handshake_data_eof', u8(1) + u8(0) +
+      vrx(0) + vctl(2, DEV_READY) + vkick() + vrx(0) +
+      vctl(0, PORT_READY) + vctl(1, PORT_READY) + vrx(0x80, 4, 8) + vkick() +
+      vhost(b'hello\0\xff\x80 world\n') + vkick() +
+      vtx(0, b'abcde', b'xyz') + vtx(1, b'to a dead pipe') + vkick() +
+      vctl(0, PORT_OPEN) + vkick() + vrx(0) +
+      vhost(b'') + vrx(0x80, 2, 11) + vkick() + vrx(0) + vkick())
+# 4 ports: every malformed control message shape and value.
+write(VC, 'malformed_control', u8(2) + u8(0) + vrx(0) + vrx(0) +
+      vctl(4, DEV_READY, 1, 1 | 3 << 3) + vctl(0, PORT_READY, 1, 2 | 5 << 3) +
+      vctl(1, PORT_READY, 1, 3 | 20 << 3) + vctl(2, PORT_READY, 1, 4) +
+      vctl(3, PORT_READY, 1, 5) + vctl(0, PORT_READY, 1, 6 | 2 << 3) +
+      vkick() +
+      vctl(5, PORT_READY) + vctl(0xf0, PORT_READY, 1, 0, u32(0x80000000)) +
+      vctl(0, 9) + vctl(1, 0xf0, 1, 0, u16(0xffff)) + vctl(2, PORT_READY, 0) +
+      vctl(3, PORT_OPEN, 0x80, 0, u16(2)) + vctl(0, DEV_READY, 0) +
+      vctl(1, RESIZE) + vctl(1, CONSOLE_PORT) + vctl(1, PORT_REMOVE) +
+      vkick() + vrx(0) + vkick())
+# A 127-byte name into control buffers of 0, 1, 7, 8, 9, 135, 136 bytes.
+write(VC, 'small_control_buffers', u8(0x11) + u8(0) +
+      vrx(0, 4, 0) + vrx(0, 4, 4) + vrx(0, 2, 9) + vctl(2, DEV_READY) + vkick() +
+      vctl(1, PORT_READY) + vctl(0, PORT_READY) + vkick() + vrx(0, 4, 9) + vkick())
+# 31 ports: DEVICE_READY over and over with no buffers (pending bounded).
+write(VC, 'max_ports_pending_flood', u8(3) + u8(0) +
+      b''.join(vctl(31, DEV_READY) for _ in range(12)) + vkick(3) +
+      vrx(0, 4, 8) + vctl(30, PORT_READY) + vctl(32, PORT_READY) + vkick() +
+      vtx(30, b'port 30') + vkick())
+
+
+def vchain(q, descs):
+    out = u8(V_CHAIN) + u8(q) + u8(len(descs) - 1)
+    for addr, ln, fl, nxt in descs:
+        out += u32(addr) + u32(ln) + u8(fl)
+        if fl & 0x80:
+            out += u8(nxt)
+    return out
+
+
+# Raw chains, a loop, a jump of avail->idx, indirect, resets.
+write(VC, 'raw_chains_resets', u8(1) + u8(0) + vrx(0) + vctl(2, DEV_READY) +
+      vkick() +
+      vchain(1, [(0x8000, 16, 0x81, 1), (0x8100, 4, 0x81, 0)]) + vkick(1) +
+      u8(V_RESET) + u8(0) + vrx(0) + vctl(2, DEV_READY) + vkick() +
+      vchain(0, [(0x8000, 64, 0x01, 0), ((2 << 30) | 5, 4096, 0x01, 0)]) +
+      vhost(b'data') + vkick(0) +
+      u8(V_AVAIL) + u8(3) + u8(40) + vkick(3) +
+      vctl(0, PORT_READY, 1, 0xc7) + vkick(3) +
+      u8(V_RESET) + u8(1) + vkick() +
+      u8(V_RESET) + u8(2 | 2 << 3) + vrx(0) + vctl(2, DEV_READY) + vkick() +
+      u8(V_RESET) + u8(4) + vkick() +
+      u8(V_CFG) + u8(4) + u8(2) + u32(0) + u8(V_CFG) + u8(0) + u8(6) + u32(7) +
+      u8(V_RAM) + u16(0x9000) + u8(8) + b'\x01' * 8)
+
+# ---- fuzz_oci_proto ---------------------------------------------------------------
+OP = 'fuzz_oci_proto'
+READY, CONFIG, STARTED, ERROR = 1, 2, 3, 4
+
+
+def frame(t, payload=b''): return u32(len(payload) + 1) + u8(t) + payload
+def rec(t, v): return u16(t) + u32(len(v)) + v
+
+
+write(OP, 'ready_started', u8(0x0c) + frame(READY) + frame(STARTED))
+write(OP, 'error_text_split', u8(0x00) + frame(READY) +
+      frame(ERROR, b'exec "/bin/x": no such file\n\x1b[31mred\x7f\x9b\0after'))
+write(OP, 'config_records', u8(0x03) + frame(CONFIG, rec(1, b'/bin/sh') +
+      rec(2, b'PATH=/bin') + rec(5, u32(1000)) + rec(11, b'/tmp\0tmpfs\0tmpfs\0') +
+      u16(1) + u32(1000) + b'short'))
+write(OP, 'zero_length_breaks', u8(0x02) + frame(READY) + u32(0) + frame(STARTED))
+write(OP, 'max_length_then_over', u8(0x0c) + u32(4 << 20) + u8(ERROR) + b'x' * 100)
+write(OP, 'over_max_length', u8(0x01) + frame(READY) + u32((4 << 20) + 1) +
+      frame(STARTED))
+write(OP, 'long_error', u8(0x08) + frame(ERROR, bytes(range(1, 256)) * 3))

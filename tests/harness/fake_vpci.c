@@ -95,13 +95,15 @@ static void kvm_ioeventfd(struct fv_kvm *k, struct kvm_ioeventfd *a)
 	} else {
 		FV_CHECK(!k->ioev[a->fd]);
 		/* KVM refuses two ioeventfds on one address. */
-		for (int f = 0; f < FV_MAX_FD; f++)
+		for (int f = 0; f < k->ioev_end; f++)
 			if (k->ioev[f] && k->ioev_addr[f] == a->addr)
 				fv_fail("two ioeventfds at 0x%llx",
 					(unsigned long long)a->addr);
 		k->ioev[a->fd] = true;
 		k->ioev_addr[a->fd] = a->addr;
 		k->ioev_len[a->fd] = a->len;
+		if (a->fd >= k->ioev_end)
+			k->ioev_end = a->fd + 1;
 		k->live_ioev++;
 	}
 }
@@ -142,7 +144,7 @@ int fv_kvm_kick_fd(struct fv_kvm *k, uint64_t addr)
 	int ret = -1;
 
 	pthread_mutex_lock(&k->lock);
-	for (int f = 0; f < FV_MAX_FD; f++) {
+	for (int f = 0; f < k->ioev_end; f++) {
 		if (k->ioev[f] && k->ioev_addr[f] == addr) {
 			FV_CHECK(ret == -1); /* one per address */
 			ret = f;

@@ -56,6 +56,7 @@ struct fv_kvm {
 	bool ioev[FV_MAX_FD];
 	uint64_t ioev_addr[FV_MAX_FD];
 	uint32_t ioev_len[FV_MAX_FD];
+	int ioev_end; /* above the highest fd ever assigned: scans stop here */
 	/* KVM_IRQFD, per eventfd: its GSI, -1 when none. */
 	int irqfd_gsi[FV_MAX_FD];
 	unsigned int live_ioev, live_irqfd;

@@ -113,6 +113,18 @@ START_TEST(vhost_user)
 }
 END_TEST
 
+START_TEST(vcon)
+{
+	replay("fuzz_vcon", fuzz_vcon);
+}
+END_TEST
+
+START_TEST(oci_proto)
+{
+	replay("fuzz_oci_proto", fuzz_oci_proto);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fuzz_regressions");
@@ -125,6 +137,8 @@ int main(void)
 	tcase_add_test(tc, bzimage);
 	tcase_add_test(tc, cli);
 	tcase_add_test(tc, vhost_user);
+	tcase_add_test(tc, vcon);
+	tcase_add_test(tc, oci_proto);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
