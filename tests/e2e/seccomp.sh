@@ -34,9 +34,9 @@ for ((i = 0; i < nd; i++)); do
 	truncate -s 1M "$dir/d$i.img"
 	extra+=(--disk "path=$dir/d$i.img,serial=d$i")
 done
-# A 32-vCPU guest is slow in the rig (one TCG L1 CPU for 32 vCPUs): 10-12
-# minutes for this test on a 2-core host at load 8-10, about half of it
-# the guest's boot (in-rig.sh's E2E_RIG_TIMEOUT must stay above this).
+# A 32-vCPU guest is slow in the rig (one TCG L1 CPU for 32 vCPUs): about
+# 8 minutes for this test on a 2-core host at load 10, two thirds of it the
+# guest's boot (in-rig.sh's E2E_RIG_TIMEOUT must stay above this).
 # Beyond 4 vCPUs blk-mq skips its randread phase (timings only) and its
 # 4 MiB request-limits phase (asserted at 2 vCPUs here and by blk_mq.sh).
 timeout=$((300 + n * 35 + nd * 10))
