@@ -96,12 +96,16 @@ samples=$dir/samples
 window=pre
 while kill -0 "$pid" 2>/dev/null; do
 	hwm='' thr=''
+	# One read(2) of the whole file: bash's `read` seeks back after each
+	# line of a seekable file and /proc regenerates status at every read,
+	# so lines could shift (see user_drop.sh).
+	st=$(<"/proc/$pid/status") 2>/dev/null || break
 	while read -r k v _; do
 		case $k in
 		VmHWM:) hwm=$v ;;
 		Threads:) thr=$v ;;
 		esac
-	done <"/proc/$pid/status" 2>/dev/null || break
+	done <<<"$st"
 	mem=$(awk -v g=$((mem_mib * 1024)) '
 		$1 == "Size:" { sz = $2 }
 		$1 == "Rss:" { if (sz == g) gr += $2; else own += $2 }

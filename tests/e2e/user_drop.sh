@@ -52,10 +52,16 @@ pid=$!
 # thread: the rig has one slow CPU).  A thread that ends meanwhile is left
 # out.
 snap() {
-	local t comm line uid gid grp cp ce
+	local t comm line uid gid grp cp ce status
 	for t in /proc/"$1"/task/*; do
 		{ read -r comm <"$t/comm"; } 2>/dev/null || continue
 		uid='' gid='' grp='' cp='' ce=''
+		# The whole file in one read(2): bash's `read` on a seekable
+		# file reads 128 bytes and seeks back after each line, and
+		# /proc regenerates status at every read, so a field changing
+		# width meanwhile (Threads, SigQ) shifted the text and a line
+		# went missing (CI: CapPrm empty, CapEff read).
+		status=$(<"$t/status") 2>/dev/null || continue
 		while IFS= read -r line; do
 			# shellcheck disable=SC2086 # word splitting normalises blanks
 			case "$line" in
@@ -65,10 +71,10 @@ snap() {
 			CapPrm:*) set -- ${line#CapPrm:}; cp=$* ;;
 			CapEff:*) set -- ${line#CapEff:}; ce=$* ;;
 			esac
-		done 2>/dev/null <"$t/status" || continue
-		# A thread ending while its status is read cuts the read short
-		# (seen: Uid read, then nothing): CapEff is the last field read,
-		# so without it the thread is treated as ended and left out.
+		done <<<"$status"
+		# A thread that ended before its status was read leaves an
+		# empty or partial file: without CapEff (the last field used)
+		# it is left out.
 		[[ -n "$uid" && -n "$ce" ]] || continue
 		echo "$comm uid=[$uid] gid=[$gid] groups=[$grp] capprm=$cp capeff=$ce"
 	done
