@@ -21,6 +21,19 @@ bench_emit() {
 	printf 'BENCH-JSON %s\n' "$1"
 }
 
+# bench_records FILE...: the BENCH-JSON records of rig runs' logs, without
+# the prefix.  Where tests/rig/rig-run retried a stalled L1 ("rig: L1
+# stalled: RETRYING", the whole command again from the start), only the
+# records after the last retry count: the stalled attempt's are partial.
+bench_records() {
+	local f
+	for f in "$@"; do
+		awk '/^rig: L1 stalled: RETRYING/ { n = 0; next }
+			/^BENCH-JSON / { rec[++n] = substr($0, 12) }
+			END { for (i = 1; i <= n; i++) print rec[i] }' "$f"
+	done
+}
+
 # bench_kv LINE KEY: value of KEY=VALUE in a line of words.
 bench_kv() {
 	local w

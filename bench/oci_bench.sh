@@ -85,7 +85,7 @@ else
 	set -e
 fi
 grep -v '^BENCH-JSON ' "$out/oci-run.log" | tail -20 >&2
-sed -n 's/^BENCH-JSON //p' "$out/oci-run.log" >>"$records"
+bench_records "$out/oci-run.log" >>"$records"
 date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 jq -s --arg date "$date" --arg mode "${mode#--}" \
 	--arg commit "$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)" \

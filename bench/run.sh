@@ -19,7 +19,9 @@
 # and its summary is bench/results/oci.md.
 #
 # The KVM benchmarks (wiring, guest boot/IO, footprint) run in ONE
-# tests/rig/rig-run call (bench/guest_bench.sh); the KVM-free device
+# tests/rig/rig-run call (bench/guest_bench.sh; an L1 stall runs it once
+# more from the start, as for the e2e tests: RIG_STALL_RETRIES, default 1,
+# and only the last attempt's records count); the KVM-free device
 # benchmark bench/devbench.sh runs here when it exists and its records
 # (bench/results/devbench.json) are merged.  Builds what it needs in
 # $BENCH_BUILD_DIR (default build-bench).  Counts (ioctls, exits, kicks,
@@ -79,7 +81,7 @@ timeout=900
 [[ $mode == --full ]] && timeout=2400
 bench_log "KVM benchmarks ($mode) through the rig"
 set +e
-tests/rig/rig-run --timeout "$timeout" -- \
+tests/rig/rig-run --timeout "$timeout" --stall-retries "${RIG_STALL_RETRIES:-1}" -- \
 	bench/guest_bench.sh "$mode" "$build" "${guest[0]}" "${guest[1]}" "$tools" \
 	>"$out/kvm-run.log" 2>&1 &
 rig_pid=$!
@@ -91,7 +93,7 @@ set -e
 
 records=$(mktemp)
 trap 'rm -f "$records"' EXIT
-sed -n 's/^BENCH-JSON //p' "$out/native-run.log" "$out/kvm-run.log" | jq -c . >"$records" || true
+bench_records "$out/native-run.log" "$out/kvm-run.log" | jq -c . >"$records" || true
 
 dev_rc=0
 if [[ -x bench/devbench.sh ]]; then

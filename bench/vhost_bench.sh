@@ -50,13 +50,13 @@ timeout=900
 [[ $mode == --full ]] && timeout=9000
 bench_log "vhost-user back ends ($mode) through the rig"
 rc=0
-tests/rig/rig-run --timeout "$timeout" -- \
+tests/rig/rig-run --timeout "$timeout" --stall-retries "${RIG_STALL_RETRIES:-1}" -- \
 	bench/vhost_guest_bench.sh "$mode" "$build" "${guest[0]}" "${guest[1]}" "$tools" \
 	>"$out/vhost-run.log" 2>&1 || rc=$?
 grep -v '^BENCH-JSON ' "$out/vhost-run.log" | grep -E '^bench:|rig:' >&2 || true
 [[ $rc -eq 0 ]] || bench_log "the rig run exited $rc (results so far are kept)"
 
-sed -n 's/^BENCH-JSON //p' "$out/vhost-run.log" |
+bench_records "$out/vhost-run.log" |
 	jq -s --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg m "${mode#--}" \
 		--arg c "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
 		'map(. + {date:$date, run_mode:$m, git_commit:$c})' >"$out/vhost.json"
@@ -83,7 +83,9 @@ jq -r "$BENCH_JQ_DEFS"'
 	"",
 	"Targets (issue 11): IOPS blkd/qsd >= 1.5 at QD32 with num-queues = vCPUs (qn, QD 32);",
 	"(kicks + interrupts)/request <= 0.1 at QD32 (last column, qn QD 32: the back end'\''s own doorbells, i.e. the guest'\''s kicks, and interrupts for that boot);",
-	"QD1 latency no worse than qsd (latency ratio <= 1 at QD 1)."
+	"QD1 latency no worse than qsd (latency ratio <= 1 at QD 1).",
+	"",
+	"Failed boots (each retried once; vhost-run.log has the guest console): \([.[] | select(.bench == "vhost_error")] | if length == 0 then "none" else map("\(.backend) qd\(.qd) round \(.round)") | join(", ") end)."
 ' "$out/vhost.json" >"$out/vhost.md"
 
 # Plot: median IOPS per (disk, QD), the two back ends side by side.

@@ -23,7 +23,10 @@
 # per boot, so they belong to that QD).  Sparse images: reads of holes,
 # the request path rather than L1's emulated disk.
 #
-# Prints "BENCH-JSON {...}" records on stdout, progress on stderr.
+# Prints "BENCH-JSON {...}" records on stdout, progress on stderr.  A boot
+# that fails (QEMU's status or the payload's) prints its guest console and
+# back-end stderr tails as "bench: | " lines, leaves a vhost_error record
+# and is run once more; a second failure makes the exit status 1.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
@@ -166,8 +169,15 @@ boot() {
 	for p in $pid_q1 $pid_qn; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
 	bpids=()
 	if [[ $rc != 0 || $payload_rc != 0 ]]; then
-		bench_log "$kind qd$qd round $round failed (QEMU $rc, payload ${payload_rc:-none})"
-		tail -n 30 "$log" >&2
+		# The log lines carry "bench: " so that vhost_bench.sh's filter
+		# keeps them: a failure in CI must be diagnosable from its output.
+		bench_log "$kind qd$qd round $round failed (QEMU $rc, payload ${payload_rc:-none}); guest console tail:"
+		tail -n 40 "$log" | sed 's/^/bench: | /' >&2
+		for d in q1 qn; do
+			[[ -s $work/$d.log ]] || continue
+			bench_log "$kind $d back end's stderr:"
+			tail -n 10 "$work/$d.log" | sed 's/^/bench: | /' >&2
+		done
 		bench_emit "$(jq -cn --arg b "$kind" --argjson qd "$qd" --argjson r "$round" \
 			'{bench:"vhost_error", backend:$b, qd:$qd, round:$r}')"
 		return 1
@@ -220,6 +230,11 @@ for ((r = 1; r <= rounds; r++)); do
 		order=$backends
 		((r % 2 == 0)) && order=$(echo "$backends" | tr ' ' '\n' | tac | tr '\n' ' ')
 		for b in $order; do
+			boot "$b" "$qd" "$r" && continue
+			# One failed boot (its console shown above, a vhost_error
+			# record kept) is run again once, loudly: L2 guests in
+			# the TCG rig occasionally die for the emulator's reasons.
+			bench_log "RETRYING $b qd$qd round $r once (the failure above stays in the records)"
 			boot "$b" "$qd" "$r" || fail=1
 		done
 	done
