@@ -1,7 +1,7 @@
 #!/bin/bash
 # rig-summary.sh [LOG]: sums up a rig log (RIG_LOG of tests/rig/rig-run, one
 # line per L1 boot; default build/rig-runs.log), e.g.
-#   rig: 17 runs (18 L1 boots), 1 L1 stall (1 retried, 0 gave up), 0 timeouts, 0 rig errors; heartbeat max gap 7.6 s
+#   rig: 17 runs (18 L1 boots), 1 L1 stall (1 retried: 1 recovered), 2 NMIs sent to a stuck L1 (1 moved again), 0 timeouts, 0 rig errors; heartbeat max gap 7.6 s
 # and lists the stalls with their kept state directories (BUILD/rig-stalls/).
 set -euo pipefail
 log=${1:-build/rig-runs.log}
@@ -19,13 +19,15 @@ awk '
 	  else if (r == "timeout") timeouts++
 	  else if (r == "rig-error") errors++
 	  if (v["result"] == "stalled" && v["attempt"] > 1) again++
+	  nmi += v["nmi_sent"]; nmi_ok += v["nmi_resumed"]
 	  if (v["hb_max_gap"] + 0 > gap) gap = v["hb_max_gap"] + 0
 	  delete v }
 	END {
 	  # A stalled attempt followed by another attempt was retried; runs that
 	  # ended stalled gave up.
-	  printf "rig: %d runs (%d L1 boots), %d L1 stall%s (%d retried: %d recovered), %d timeout%s, %d rig error%s; heartbeat max gap %.1f s\n",
+	  printf "rig: %d runs (%d L1 boots), %d L1 stall%s (%d retried: %d recovered), %d NMI%s sent to a stuck L1 (%d moved again), %d timeout%s, %d rig error%s; heartbeat max gap %.1f s\n",
 	    runs, boots, stalls, stalls == 1 ? "" : "s", boots - runs, recovered,
+	    nmi, nmi == 1 ? "" : "s", nmi_ok,
 	    timeouts, timeouts == 1 ? "" : "s", errors, errors == 1 ? "" : "s", gap
 	}' "$log"
 if grep -q ' result=stalled ' "$log"; then

@@ -13,9 +13,15 @@
 #  * keep, per attempt, a directory beside RIG_LOG (rig-stalls/) with the
 #    QEMU monitor's answers (registers of the vCPU, among others), the L1
 #    console and a stall.txt.
+# Before each of those verdicts rig-run sends the stuck L1 one NMI
+# (announced) and waits RIG_STALL_NUDGE_SECONDS: neither L1 moves again.
 # Then the other kind: an L1 hung asleep (heartbeat loop stopped, console
 # off, the command sleeping: qemu idle and not starved of host CPU) must be
 # declared stalled too, once, with no retry allowed (exit 124).
+# Last, an L1 that is stuck until it gets an NMI (heartbeat stopped, the
+# command waiting for the NMI count in /proc/interrupts to move, then
+# restarting the heartbeat): the run must go on and end with the command's
+# status 0, "rig: L1 resumed" said and nmi_resumed=1 in RIG_LOG.
 # Needs qemu-system-x86_64 (no KVM).  Takes ~3 x (L1 boot + 30 s).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,6 +30,18 @@ if [[ "${1:-}" == --in-l1 ]]; then
 	dmesg -n 1 # no console output from here on
 	echo -1 >/proc/sys/kernel/sched_rt_runtime_us
 	exec chrt -f 99 sh -c 'while :; do :; done'
+fi
+if [[ "${1:-}" == --in-l1-until-nmi ]]; then
+	echo "STALL-TEST-UNTIL-NMI"
+	dmesg -n 1
+	nmis() { awk '$1 == "NMI:" { print $2 }' /proc/interrupts; }
+	n0=$(nmis)
+	pkill -STOP -f rig-heartbeat || { echo "no heartbeat loop to stop"; exit 3; }
+	while [ "$(nmis)" = "$n0" ]; do sleep 1; done
+	pkill -CONT -f rig-heartbeat
+	sleep 6 # a heartbeat or two: rig-run sees L1 move before it ends
+	echo "STALL-TEST-NMI-SEEN $n0 -> $(nmis)"
+	exit 0
 fi
 if [[ "${1:-}" == --in-l1-asleep ]]; then
 	echo "STALL-TEST-ASLEEP"
@@ -42,7 +60,7 @@ fail() {
 }
 
 rc=0
-RIG_LOG=$tmp/rig.log RIG_HEARTBEAT_SECONDS=2 "$here/rig-run" --l1 --timeout 900 \
+RIG_LOG=$tmp/rig.log RIG_HEARTBEAT_SECONDS=2 RIG_STALL_NUDGE_SECONDS=10 "$here/rig-run" --l1 --timeout 900 \
 	--stall-seconds 30 --stall-retries 1 -- "$here/test-stall.sh" --in-l1 \
 	>"$tmp/out" 2>&1 || rc=$?
 cat "$tmp/out"
@@ -50,6 +68,8 @@ cat "$tmp/out"
 [[ $(grep -c '^rig: L1 stalled: no progress' "$tmp/out") -eq 2 ]] || fail "want two 'rig: L1 stalled' reports"
 grep -q '^rig: L1 stalled: RETRYING the whole command (attempt 2 of 2' "$tmp/out" || fail "the retry is not announced"
 grep -q '^rig: L1 stalled in 2 of 2 attempts; giving up' "$tmp/out" || fail "no final verdict"
+[[ $(grep -c '^rig: L1 not moving for .* sending it an NMI' "$tmp/out") -eq 2 ]] || fail "want one NMI per attempt, announced"
+! grep -q '^rig: L1 resumed' "$tmp/out" || fail "a busy-looping L1 'resumed'"
 [[ $(grep -c '^STALL-TEST-START' "$tmp/out") -eq 2 ]] || fail "the command did not run twice"
 [[ $(grep -c ' result=stalled status=124 ' "$tmp/rig.log") -eq 2 ]] || fail "RIG_LOG: $(cat "$tmp/rig.log")"
 n=0
@@ -59,13 +79,15 @@ for d in "$tmp"/rig-stalls/*/; do
 	grep -q '^RIP=' "$d/monitor.txt" || fail "$d/monitor.txt has no registers"
 	grep -q '^(qemu) info lapic' "$d/monitor.txt" || fail "$d/monitor.txt has no lapic state"
 	grep -q 'no L1 progress for' "$d/stall.txt" || fail "$d/stall.txt incomplete"
+	grep -q '^== before an NMI' "$d/stall.txt" || fail "$d/stall.txt: no state from before the NMI"
+	grep -q '^== stalled (the NMI did not help)' "$d/stall.txt" || fail "$d/stall.txt: no final state"
 	grep -q RIG-L1-INIT "$d/console.log" || fail "$d/console.log is not the L1 console"
 done
 [[ $n -eq 2 ]] || fail "$n kept stall directories, want 2"
 
 # An L1 hung asleep.
 rc=0
-RIG_LOG=$tmp/rig2.log RIG_HEARTBEAT_SECONDS=2 "$here/rig-run" --l1 --timeout 900 \
+RIG_LOG=$tmp/rig2.log RIG_HEARTBEAT_SECONDS=2 RIG_STALL_NUDGE_SECONDS=10 "$here/rig-run" --l1 --timeout 900 \
 	--stall-seconds 30 --stall-retries 0 -- "$here/test-stall.sh" --in-l1-asleep \
 	>"$tmp/out" 2>&1 || rc=$?
 cat "$tmp/out"
@@ -73,4 +95,17 @@ cat "$tmp/out"
 grep -q '^STALL-TEST-ASLEEP' "$tmp/out" || fail "asleep: the command did not run"
 [[ $(grep -c '^rig: L1 stalled: no progress' "$tmp/out") -eq 1 ]] || fail "asleep: want one 'rig: L1 stalled' report"
 [[ $(grep -c ' result=stalled status=124 ' "$tmp/rig2.log") -eq 1 ]] || fail "asleep: RIG_LOG: $(cat "$tmp/rig2.log")"
+
+# An L1 that only an NMI gets moving again.
+rc=0
+RIG_LOG=$tmp/rig3.log RIG_HEARTBEAT_SECONDS=2 RIG_STALL_NUDGE_SECONDS=20 "$here/rig-run" --l1 --timeout 900 \
+	--stall-seconds 30 --stall-retries 0 -- "$here/test-stall.sh" --in-l1-until-nmi \
+	>"$tmp/out" 2>&1 || rc=$?
+cat "$tmp/out"
+[[ $rc -eq 0 ]] || fail "until-nmi: rig-run exited $rc, want 0 (L1 moved again after the NMI)"
+grep -q '^STALL-TEST-NMI-SEEN' "$tmp/out" || fail "until-nmi: the command saw no NMI"
+grep -q '^rig: L1 not moving for .* sending it an NMI' "$tmp/out" || fail "until-nmi: no NMI announced"
+grep -q '^rig: L1 resumed .* after the NMI' "$tmp/out" || fail "until-nmi: the resumption is not reported"
+! grep -q '^rig: L1 stalled' "$tmp/out" || fail "until-nmi: declared stalled"
+grep -q ' result=ok status=0 nmi_sent=1 nmi_resumed=1 ' "$tmp/rig3.log" || fail "until-nmi: RIG_LOG: $(cat "$tmp/rig3.log")"
 echo "test-stall.sh: OK"
