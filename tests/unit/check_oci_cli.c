@@ -169,7 +169,9 @@ START_TEST(test_state_machine)
 	child = fork();
 	if (!child)
 		_exit(0);
-	usleep(100000);
+	/* Until it has exited, without reaping it (no timing involved). */
+	siginfo_t si;
+	ck_assert_int_eq(waitid(P_PID, (id_t)child, &si, WEXITED | WNOWAIT), 0);
 	st.pid = child;
 	st.starttime = oci_proc_starttime(child);
 	ck_assert_int_eq(oci_state_status(&st), OCI_STOPPED);
