@@ -643,6 +643,25 @@ static bool any_active(struct vcon *c)
 	return false;
 }
 
+/* Context: vcon_stop, after running went false.  @t's own thread touches
+ * the queues only while active, and cannot become active any more; when it
+ * is not, do its last thread_tx() here (what thread_sync() would have). */
+static void stop_flush_idle(struct vcon *c, struct vcon_thread *t)
+{
+	bool idle;
+
+	pthread_mutex_lock(&c->lock);
+	idle = !t->active && c->queues;
+	pthread_mutex_unlock(&c->lock);
+	if (!idle)
+		return;
+	t->rxq = &c->queues[t->rx_index];
+	t->txq = &c->queues[t->tx_index];
+	t->rx_broken = t->tx_broken = false;
+	thread_tx(t);
+	t->rxq = t->txq = NULL;
+}
+
 /* Context: vCPU thread (reset) or the API thread (vpci_quiesce/destroy);
  * transport lock held.  Returns once no thread touches the queues. */
 static void vcon_stop(void *dev)
@@ -658,6 +677,14 @@ static void vcon_stop(void *dev)
 		thread_sync(&c->ctl);
 		for (unsigned int i = 0; i < c->nr_ports; i++)
 			thread_sync(&c->ports[i].th);
+	} else {
+		/* A thread that had not yet taken the queues since the start
+		 * (woken, not yet run) can no longer take them: running is
+		 * false.  Write out what the guest queued on its behalf, or a
+		 * start quickly followed by a stop would lose that output. */
+		stop_flush_idle(c, &c->ctl);
+		for (unsigned int i = 0; i < c->nr_ports; i++)
+			stop_flush_idle(c, &c->ports[i].th);
 	}
 	vcon_wake_all(c);
 	pthread_mutex_lock(&c->lock);
