@@ -423,6 +423,14 @@ static void port_read_input(struct vcon_port *p)
 	p->buf_len = (size_t)n;
 }
 
+/* Points @t at its two queues of the current start, as yet unbroken. */
+static void thread_take_queues(struct vcon_thread *t)
+{
+	t->rxq = &t->c->queues[t->rx_index];
+	t->txq = &t->c->queues[t->tx_index];
+	t->rx_broken = t->tx_broken = false;
+}
+
 /*
  * Context: a device thread, at the top of its loop.  Takes the queues when
  * the device started, gives them back (after writing out what the guest
@@ -437,9 +445,7 @@ static bool thread_sync(struct vcon_thread *t)
 	running = c->running;
 	quit = c->quit;
 	if (running && !quit && !t->active) {
-		t->rxq = &c->queues[t->rx_index];
-		t->txq = &c->queues[t->tx_index];
-		t->rx_broken = t->tx_broken = false;
+		thread_take_queues(t);
 		t->active = true;
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -655,9 +661,7 @@ static void stop_flush_idle(struct vcon *c, struct vcon_thread *t)
 	pthread_mutex_unlock(&c->lock);
 	if (!idle)
 		return;
-	t->rxq = &c->queues[t->rx_index];
-	t->txq = &c->queues[t->tx_index];
-	t->rx_broken = t->tx_broken = false;
+	thread_take_queues(t);
 	thread_tx(t);
 	t->rxq = t->txq = NULL;
 }
