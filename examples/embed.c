@@ -15,7 +15,8 @@ int main(int argc, char **argv)
 	vmm_set_memory(vm, 512ull << 20);
 	vmm_set_kernel(vm, argv[1], argv[2], "console=ttyS0 reboot=k panic=-1");
 	if ((ret = vmm_start(vm)) == 0)
-		vmm_wait(vm, &reason); /* returns when the guest reboots */
+		vmm_wait(vm, &reason); /* until the guest powers off or reboots */
 	vmm_destroy(vm);
-	return ret ? 1 : reason == VMM_EXIT_GUEST_RESET ? 0 : 1;
+	return ret ? 1 : (reason == VMM_EXIT_GUEST_RESET ||
+			  reason == VMM_EXIT_POWEROFF) ? 0 : 1;
 }

@@ -39,6 +39,7 @@ const char *vmm_exit_reason_str(int reason)
 		[VMM_EXIT_STOPPED] = "stopped",
 		[VMM_EXIT_ERROR] = "error",
 		[VMM_EXIT_GUEST_STATUS] = "guest exit status",
+		[VMM_EXIT_POWEROFF] = "guest power-off",
 	};
 
 	if (reason < 0 || (size_t)reason >= sizeof(names) / sizeof(names[0]))
@@ -308,8 +309,9 @@ int vmm_add_disk(struct vmm *vm, const struct vmm_disk_config *cfg,
 	/* Fields past what the caller's struct has stay zero (defaults). */
 	memcpy(&d.cfg, cfg, MIN((size_t)cfg->struct_size, sizeof(d.cfg)));
 	d.cfg.struct_size = sizeof(d.cfg);
-	if (vm->nr_disks >= VMM_MAX_DISKS) { /* PCI slots 1..31 */
-		vmm_err("disk: at most %d disks (PCI slots)", VMM_MAX_DISKS);
+	if (vm->nr_disks >= VMM_MAX_DISKS) { /* PCI functions (vmm.h) */
+		vmm_err("disk: at most %d disks (PCI slots and functions)",
+			VMM_MAX_DISKS);
 		ret = -ENOSPC;
 		goto out;
 	}

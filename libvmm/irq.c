@@ -109,14 +109,34 @@ void irq_gsi_free(struct vm_irq *irq, uint32_t gsi)
 	pthread_mutex_unlock(&irq->lock);
 }
 
+/*
+ * The MSI address as KVM wants it.  A guest told KVM_FEATURE_MSI_EXT_DEST_ID
+ * (cpuid.h) puts bits 8-14 of the destination APIC ID in address bits 11:5,
+ * which real hardware reserves ("extended destination ID").  KVM reads them
+ * from address_hi bits 14:8 instead (its x2APIC format, KVM_CAP_X2APIC_API),
+ * and would otherwise send vCPU 300's completion to APIC ID 300 & 0xff.
+ * QEMU translates the same way.  Addresses without those bits (every
+ * destination below 256) are unchanged.
+ */
+static void irq_msi_address(uint64_t addr, uint32_t *lo, uint32_t *hi)
+{
+	uint32_t ext = ((uint32_t)addr >> 5) & 0x7f;
+
+	*lo = (uint32_t)addr;
+	*hi = (uint32_t)(addr >> 32);
+	if (ext && *hi == 0 && (*lo & 0xfff00000u) == 0xfee00000u) {
+		*lo &= ~(0x7fu << 5);
+		*hi = ext << 8;
+	}
+}
+
 int irq_signal_msi(struct vm_irq *irq, uint64_t addr, uint32_t data)
 {
-	struct kvm_msi msi = {
-		.address_lo = (uint32_t)addr,
-		.address_hi = (uint32_t)(addr >> 32),
-		.data = data,
-	};
-	int r = irq->ioctl_fn(irq->ioctl_opaque, irq->vm_fd, KVM_SIGNAL_MSI, &msi);
+	struct kvm_msi msi = { .data = data };
+	int r;
+
+	irq_msi_address(addr, &msi.address_lo, &msi.address_hi);
+	r = irq->ioctl_fn(irq->ioctl_opaque, irq->vm_fd, KVM_SIGNAL_MSI, &msi);
 
 	/* KVM_SIGNAL_MSI returns >0 when delivered, 0 when the guest
 	 * blocked it: both are fine. */
@@ -162,13 +182,14 @@ static int irq_push_table(struct vm_irq *irq)
 
 		if (!r->valid)
 			continue;
-		e[n++] = (struct kvm_irq_routing_entry){
+		e[n] = (struct kvm_irq_routing_entry){
 			.gsi = g,
 			.type = KVM_IRQ_ROUTING_MSI,
-			.u.msi = { .address_lo = (uint32_t)r->addr,
-				   .address_hi = (uint32_t)(r->addr >> 32),
-				   .data = r->data },
+			.u.msi = { .data = r->data },
 		};
+		irq_msi_address(r->addr, &e[n].u.msi.address_lo,
+				&e[n].u.msi.address_hi);
+		n++;
 		irq->st.msi_routes++;
 	}
 	/* 40 irqchip routes (IRQ_CHIP_ROUTES) + at most IRQ_MAX_MSI_ROUTES

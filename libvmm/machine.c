@@ -1,16 +1,28 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * x86 machine assembly (see machine.h).  Platform, as in kvmtool and
- * Firecracker: in-kernel LAPIC/IOAPIC/PIC and PIT, no ACPI, an MP table for
- * SMP, an e820 map in boot_params, COM1, an i8042 for `reboot=k`, a CMOS
- * RTC, and a PCI bus (configuration mechanism #1) for virtio devices.
+ * Firecracker: in-kernel LAPIC/IOAPIC/PIC and PIT, ACPI tables (MADT for
+ * SMP, up to 1024 vCPUs with x2APIC; a DSDT with the PCI host bridge and
+ * COM1; a full FADT whose PM1 registers power the VM off) and, for guests
+ * booted with acpi=off, an MP table (up to 254 vCPUs); an e820 map in
+ * boot_params, COM1, an i8042 for `reboot=k`, a CMOS RTC, and a PCI bus
+ * (configuration mechanism #1) for virtio devices.
+ *
+ * Why a full FADT and not a hardware-reduced one: hardware-reduced ACPI
+ * makes Linux drop the PIT as a timer and the 8259 PIC, and take ISA IRQs
+ * (COM1's) through a dynamic domain; with PM1 blocks the legacy platform
+ * stays exactly what the MP-table boot has, and power-off is two more
+ * registers (devices/legacy/acpipm.h).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kvm.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,6 +33,7 @@
 #include "irq.h"
 #include "iothread.h"
 #include "kvm.h"
+#include "legacy/acpipm.h"
 #include "legacy/i8042.h"
 #include "legacy/pvexit.h"
 #include "legacy/rtc.h"
@@ -33,12 +46,20 @@
 #include "virtio/virtio-pci.h"
 #include "vcpu.h"
 #include "vm.h"
+#include "x86/acpi.h"
 #include "x86/boot.h"
 #include "x86/loader.h"
+#include "x86/mptable.h"
 #include "x86/cpuid.h"
 
 #define COM1_BASE 0x3f8
 #define COM1_IRQ 4
+/* ACPI PM1a event (4 bytes) and control (2 bytes) blocks, where QEMU's
+ * ICH9 has them, and the SCI's ISA IRQ (never raised: no ACPI events). */
+#define ACPI_PM_BASE 0x600
+#define ACPI_SCI_IRQ 9
+#define ACPI_RESET_PORT 0xcf9 /* the host bridge's RST_CNT (pci.h) */
+#define ACPI_RESET_VALUE 0x06 /* SYS_RST | RST_CPU: hard reset */
 /* KVM needs three pages for the TSS (VMX real-mode emulation) and one for
  * the EPT identity map, below 4 GiB and outside RAM: the top of the PCI
  * hole, under the BIOS ROM area, as QEMU and kvmtool place them. */
@@ -57,6 +78,12 @@ _Static_assert(VMM_MAX_DISK_QUEUES <= VPCI_MAX_QUEUES &&
 	       "per-disk queue cap");
 _Static_assert(VPCI_MSI_ROUTES(VMM_MAX_QUEUES) == IRQ_MAX_MSI_ROUTES,
 	       "VMM_MAX_QUEUES is what KVM's route table leaves");
+_Static_assert(VMM_MAX_VCPUS <= ACPI_MAX_CPUS &&
+		       VMM_MAX_MPTABLE_VCPUS == MPTABLE_MAX_CPUS,
+	       "vCPU limits of vmm.h and the firmware tables");
+_Static_assert(VMM_MAX_DISKS < (PCI_MAX_SLOTS - 1) * PCI_MAX_FUNCTIONS,
+	       "a PCI function for every disk and the console device");
+
 /* io_uring entries per I/O thread (CQ is 4x): room for a few queues' worth
  * of requests per submit batch. */
 #define IOTHREAD_RING_ENTRIES 512u
@@ -86,6 +113,7 @@ struct machine {
 	struct i8042 *kbd;
 	struct rtc *rtc;
 	struct pvexit *pvexit;
+	struct acpipm *pm;
 	struct pci_bus *pci;
 	/* Host side of COM1: the console fds and the "vmm-console" thread. */
 	struct console *console;
@@ -110,6 +138,13 @@ static void machine_guest_reset(void *opaque)
 	vm_request_exit(opaque, VMM_EXIT_GUEST_RESET);
 }
 
+/* Context: vCPU thread.  ACPI S5. */
+static void machine_guest_poweroff(void *opaque)
+{
+	vmm_info("guest powered off");
+	vm_request_exit(opaque, VMM_EXIT_POWEROFF);
+}
+
 /* Context: vCPU thread.  The guest wrote its exit status (guest-controlled,
  * any value: only stored and reported). */
 static void machine_guest_exit(void *opaque, uint32_t status)
@@ -126,15 +161,115 @@ static void machine_guest_exit(void *opaque, uint32_t status)
 	vm_request_exit(vm, VMM_EXIT_GUEST_STATUS);
 }
 
+/* The ACPI tables at ACPI_TABLES_GPA, describing this machine. */
+static int machine_write_acpi(struct vmm *vm)
+{
+	const struct acpi_config ac = {
+		.nr_cpus = vm->nr_vcpus,
+		.pm1a_evt_port = ACPI_PM_BASE + ACPIPM_PM1_STS,
+		.pm1a_cnt_port = ACPI_PM_BASE + ACPIPM_PM1_CNT,
+		.sci_irq = ACPI_SCI_IRQ,
+		.reset_port = ACPI_RESET_PORT,
+		.reset_value = ACPI_RESET_VALUE,
+		.ioapic_addr = MPTABLE_IOAPIC_ADDR,
+		.lapic_addr = MPTABLE_LAPIC_ADDR,
+		.mmio32_base = PCI_MMIO32_BASE,
+		.mmio32_size = PCI_MMIO32_SIZE,
+		.com1_port = COM1_BASE,
+		.com1_irq = COM1_IRQ,
+	};
+	void *p = guest_mem_ptr(&vm->mem, ACPI_TABLES_GPA, ACPI_TABLES_ROOM);
+	long n;
+
+	if (!p) {
+		vmm_err("no guest RAM for the ACPI tables at 0x%x", ACPI_TABLES_GPA);
+		return -EINVAL;
+	}
+	n = acpi_write(p, ACPI_TABLES_ROOM, ACPI_TABLES_GPA, &ac);
+	if (n < 0) {
+		vmm_err("cannot write the ACPI tables: %s", strerror((int)-n));
+		return (int)n;
+	}
+	return 0;
+}
+
+/*
+ * KVM's in-kernel IOAPIC has 8-bit destinations, so a legacy interrupt
+ * (COM1, the RTC, the PIT) whose affinity lands on an APIC ID >= 255 would
+ * reach the wrong CPU, or all of them (255 is the broadcast).  Linux spreads IRQs over all CPUs by
+ * default; irqaffinity=0 keeps the non-managed ones on CPU 0 (per-queue
+ * MSI-X vectors are managed and still follow their queue's CPU).  Added
+ * unless the command line sets irqaffinity itself.  *@out: NULL when the
+ * command line stays as it is, else a string to free.
+ */
+static int machine_cmdline(struct vmm *vm, char **out)
+{
+	static const char extra[] = " irqaffinity=0";
+	const char *c = vm->cmdline ? vm->cmdline : "";
+
+	*out = NULL;
+	if (vm->nr_vcpus <= VCPU_MAX_XAPIC_VCPUS || strstr(c, "irqaffinity="))
+		return 0;
+	if (strlen(c) + sizeof(extra) - 1 > VMM_MAX_CMDLINE) {
+		vmm_err("the command line has no room for \"%s\" (needed "
+			"with more than 255 vCPUs)", extra + 1);
+		return -EINVAL;
+	}
+	if (asprintf(out, "%s%s", c, extra) < 0) {
+		*out = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 static int machine_load_boot(struct vmm *vm, struct x86_boot_entry *entry)
 {
-	return x86_load_files(&vm->mem, vm->kernel_path, vm->initrd_path,
-			      vm->cmdline, vm->nr_vcpus, entry);
+	char *cmdline;
+	int ret;
+
+	ret = machine_write_acpi(vm);
+	if (ret)
+		return ret;
+	ret = machine_cmdline(vm, &cmdline);
+	if (ret)
+		return ret;
+	ret = x86_load_files(&vm->mem, vm->kernel_path, vm->initrd_path,
+			     cmdline ? cmdline : vm->cmdline, vm->nr_vcpus,
+			     ACPI_TABLES_GPA, entry);
+	free(cmdline);
+	return ret;
+}
+
+/*
+ * More than 255 vCPUs: APIC IDs need 32 bits in KVM's MSI routes and
+ * KVM_SIGNAL_MSI (the destination's high bits in address_hi, irq.c), and a
+ * broadcast is 0xffffffff in x2APIC mode, not 0xff.  Before any vCPU
+ * exists (KVM refuses it afterwards).
+ */
+static int machine_enable_x2apic_api(struct vmm *vm)
+{
+	struct kvm_enable_cap cap = {
+		.cap = KVM_CAP_X2APIC_API,
+		.args[0] = KVM_X2APIC_API_USE_32BIT_IDS |
+			   KVM_X2APIC_API_DISABLE_BROADCAST_QUIRK,
+	};
+
+	if (vm->nr_vcpus <= VCPU_MAX_XAPIC_VCPUS)
+		return 0;
+	if (ioctl(vm->vm_fd, KVM_ENABLE_CAP, &cap) < 0) {
+		int ret = -errno;
+
+		vmm_err("%u vCPUs need KVM_CAP_X2APIC_API: %s", vm->nr_vcpus,
+			strerror(-ret));
+		return ret == -EINVAL ? -ENOTSUP : ret;
+	}
+	return 0;
 }
 
 static int machine_setup_kvm(struct vmm *vm)
 {
 	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
+	int ret;
 
 	if (ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, (unsigned long)KVM_TSS_GPA) < 0) {
 		vmm_err("KVM_SET_TSS_ADDR: %s", strerror(errno));
@@ -146,6 +281,9 @@ static int machine_setup_kvm(struct vmm *vm)
 		if (ioctl(vm->vm_fd, KVM_SET_IDENTITY_MAP_ADDR, &idmap) < 0)
 			vmm_dbg("KVM_SET_IDENTITY_MAP_ADDR: %s", strerror(errno));
 	}
+	ret = machine_enable_x2apic_api(vm);
+	if (ret)
+		return ret;
 	if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0) {
 		vmm_err("KVM_CREATE_IRQCHIP: %s", strerror(errno));
 		return -EIO;
@@ -324,7 +462,15 @@ static int machine_setup_devices(struct vmm *vm, struct machine *m)
 	if (ret)
 		return ret;
 	pci_bus_set_reset_handler(m->pci, machine_guest_reset, vm);
-	return 0;
+	/* Up to 31 devices: one slot each, as always; more fill the slots
+	 * 8 functions at a time, in the order they are added. */
+	if (vm->nr_disks + (vm->nr_ports ? 1u : 0u) > PCI_MAX_SLOTS - 1) {
+		ret = pci_bus_set_functions_per_slot(m->pci, PCI_MAX_FUNCTIONS);
+		if (ret)
+			return ret;
+	}
+	return acpipm_create(&vm->pio, ACPI_PM_BASE, ACPI_SLP_TYP_S5,
+			     machine_guest_poweroff, vm, &m->pm);
 }
 
 /*
@@ -402,6 +548,50 @@ static int machine_check_queues(struct vmm *vm, unsigned int *budget)
 		return -ENOSPC;
 	}
 	return 0;
+}
+
+/* Descriptors this process has open now, or 0 when /proc cannot say. */
+static unsigned int machine_open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	unsigned int n = 0;
+
+	if (!d)
+		return 0;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n > 3 ? n - 3 : 0; /* ".", ".." and the DIR's own fd */
+}
+
+/*
+ * Every queue holds two eventfds (kick, interrupt), every vCPU two fds
+ * (its own, its statistics), every I/O thread three (io_uring, two
+ * eventfds).  Without room for them a disk would fail at the guest's
+ * DRIVER_OK ("out of eventfds", a device reset in the middle of its boot):
+ * say so now.  An estimate with some slack, compared with RLIMIT_NOFILE's
+ * soft limit (minivmm raises it to the hard one).
+ */
+static int machine_check_fds(struct vmm *vm)
+{
+	unsigned long long need = 64, queues = 0;
+	struct rlimit rl;
+	unsigned int open;
+
+	for (unsigned int i = 0; i < vm->nr_disks; i++)
+		queues += disk_num_queues(vm, i);
+	need += 2 * queues + 5ull * vm->nr_vcpus + 2ull * vm->nr_disks;
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return 0;
+	open = machine_open_fds();
+	if (open + need <= rl.rlim_cur)
+		return 0;
+	vmm_err("%u vCPUs and %u disks (%llu queues, two eventfds each) need "
+		"about %llu more file descriptors; %u are open and "
+		"RLIMIT_NOFILE is %llu: raise it (ulimit -n) or lower "
+		"num_queues", vm->nr_vcpus, vm->nr_disks, queues, need, open,
+		(unsigned long long)rl.rlim_cur);
+	return -EMFILE;
 }
 
 static int machine_setup_disks(struct vmm *vm, struct machine *m,
@@ -608,6 +798,8 @@ int machine_start(struct vmm *vm)
 	vm->machine = m;
 
 	ret = machine_check_queues(vm, &budget);
+	if (!ret)
+		ret = machine_check_fds(vm);
 	if (ret)
 		goto err;
 
@@ -717,6 +909,7 @@ void machine_destroy(struct vmm *vm)
 			i8042_destroy(m->kbd);
 		rtc_destroy(m->rtc);
 		pvexit_destroy(m->pvexit);
+		acpipm_destroy(m->pm);
 		if (m->uart)
 			uart8250_destroy(m->uart);
 		console_destroy(m->console);

@@ -72,6 +72,31 @@ static int vcpu_setup_cpuid(struct vcpu *vcpu, const struct kvm_cpuid2 *base)
 	return ret;
 }
 
+/*
+ * Start in x2APIC mode, as firmware leaves a machine with APIC IDs of 255
+ * and more: an xAPIC ID has 8 bits (and 255 is its broadcast), and Linux
+ * takes the MADT's x2APIC entries for IDs >= 255 only when x2APIC is
+ * already on at boot ("x2apic: enabled by BIOS").  An INIT keeps the mode,
+ * so the APs wake into it too.  KVM derives the x2APIC ID from the vCPU
+ * id (KVM_CAP_X2APIC_API, enabled in machine.c).
+ */
+static int vcpu_enable_x2apic(struct vcpu *vcpu)
+{
+	struct kvm_sregs sregs;
+
+	if (ioctl(vcpu->fd, KVM_GET_SREGS, &sregs) < 0)
+		return -errno;
+	sregs.apic_base |= VCPU_APIC_BASE_ENABLE | VCPU_APIC_BASE_X2APIC;
+	if (ioctl(vcpu->fd, KVM_SET_SREGS, &sregs) < 0) {
+		int ret = -errno;
+
+		vmm_err("vCPU %u: cannot enable x2APIC mode: %s", vcpu->index,
+			strerror(-ret));
+		return ret;
+	}
+	return 0;
+}
+
 int vcpu_create(struct vmm *vm, unsigned int index,
 		const struct kvm_cpuid2 *cpuid, struct vcpu *vcpu)
 {
@@ -124,6 +149,11 @@ int vcpu_create(struct vmm *vm, unsigned int index,
 	lapic_set_lvt_mode(&lapic, APIC_LVT1, APIC_MODE_NMI);
 	if (ioctl(vcpu->fd, KVM_SET_LAPIC, &lapic) < 0)
 		goto err_errno;
+	if (vm->nr_vcpus > VCPU_MAX_XAPIC_VCPUS) {
+		ret = vcpu_enable_x2apic(vcpu);
+		if (ret)
+			goto err;
+	}
 	/* Statistics are optional (Linux 5.14+): without them only the
 	 * exit-count figures are missing. */
 	if (kvmstats_open(&vcpu->stats, vcpu->fd, stat_names, VCPU_STAT_NR))

@@ -36,6 +36,12 @@
 #include "kvmstats.h"
 #include "util/compiler.h"
 
+/* More vCPUs than this: APIC IDs reach 255 (xAPIC's broadcast), so every
+ * vCPU starts in x2APIC mode (vcpu_create()). */
+#define VCPU_MAX_XAPIC_VCPUS 255u
+#define VCPU_APIC_BASE_X2APIC (1ull << 10) /* IA32_APIC_BASE.EXTD */
+#define VCPU_APIC_BASE_ENABLE (1ull << 11) /* IA32_APIC_BASE.EN */
+
 struct vmm;
 
 /* Counters read from each vCPU's KVM stats fd (struct vmm_kvm_stats). */

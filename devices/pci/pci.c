@@ -41,7 +41,9 @@ struct pci_bus {
 	uint8_t rst_cnt;
 	void (*reset)(void *opaque);
 	void *reset_opaque;
-	struct pci_device *devs[PCI_MAX_SLOTS];
+	/* Indexed by devfn (slot << 3 | function). */
+	struct pci_device *devs[PCI_MAX_DEVFNS];
+	unsigned int fns_per_slot; /* 1..8: pci_bus_set_functions_per_slot() */
 	struct pci_device host_bridge;
 	/* BARs the guest placed where they cannot be mapped: its choice, as
 	 * often as it likes, so rate-limited (own lock; log.h). */
@@ -233,9 +235,9 @@ static uint64_t pci_bar_wanted(const struct pci_device *dev, unsigned int i)
  */
 static void pci_sync_bars(struct pci_bus *bus)
 {
-	uint64_t old[PCI_MAX_SLOTS][PCI_NUM_BARS];
+	uint64_t old[PCI_MAX_DEVFNS][PCI_NUM_BARS];
 
-	for (unsigned int s = 0; s < PCI_MAX_SLOTS; s++) {
+	for (unsigned int s = 0; s < PCI_MAX_DEVFNS; s++) {
 		struct pci_device *dev = bus->devs[s];
 
 		for (unsigned int i = 0; dev && i < PCI_NUM_BARS; i++) {
@@ -249,7 +251,7 @@ static void pci_sync_bars(struct pci_bus *bus)
 			b->mapped_gpa = PCI_BAR_UNMAPPED;
 		}
 	}
-	for (unsigned int s = 0; s < PCI_MAX_SLOTS; s++) {
+	for (unsigned int s = 0; s < PCI_MAX_DEVFNS; s++) {
 		struct pci_device *dev = bus->devs[s];
 
 		for (unsigned int i = 0; dev && i < PCI_NUM_BARS; i++) {
@@ -273,7 +275,8 @@ static void pci_sync_bars(struct pci_bus *bus)
 				char subject[16];
 
 				b->failed_gpa = want;
-				snprintf(subject, sizeof(subject), "pci 00:%02x.0", s);
+				snprintf(subject, sizeof(subject), "pci 00:%02x.%u", s >> 3,
+					 s & 7);
 				log_limited(&bus->bar_log, VMM_LOG_WARN, subject,
 					    "BAR%u at 0x%llx+0x%llx overlaps "
 					    "another range (%d); left unmapped",
@@ -282,7 +285,7 @@ static void pci_sync_bars(struct pci_bus *bus)
 			}
 		}
 	}
-	for (unsigned int s = 0; s < PCI_MAX_SLOTS; s++) {
+	for (unsigned int s = 0; s < PCI_MAX_DEVFNS; s++) {
 		struct pci_device *dev = bus->devs[s];
 
 		for (unsigned int i = 0; dev && i < PCI_NUM_BARS; i++) {
@@ -317,7 +320,7 @@ static uint64_t pci_alloc(struct pci_bus *bus, uint64_t size, bool is64)
 		bool conflict = false;
 		uint64_t next = 0;
 
-		for (unsigned int s = 0; s < PCI_MAX_SLOTS && !conflict; s++) {
+		for (unsigned int s = 0; s < PCI_MAX_DEVFNS && !conflict; s++) {
 			struct pci_device *dev = bus->devs[s];
 
 			for (unsigned int i = 0; dev && i < PCI_NUM_BARS; i++) {
@@ -354,12 +357,12 @@ static void pci_config_access(struct pci_bus *bus, uint32_t cfa,
 {
 	unsigned int busno = (cfa >> 16) & 0xff, slot = (cfa >> 11) & 0x1f;
 	unsigned int fn = (cfa >> 8) & 0x7, reg = (cfa & 0xfc) + byte;
-	struct pci_device *dev = bus->devs[slot];
+	struct pci_device *dev = bus->devs[PCI_DEVFN(slot, fn)];
 	bool bars_touched;
 	uint32_t val = 0;
 
-	/* Only bus 0, function 0 exists: everything else is master abort. */
-	if (!(cfa & CFA_ENABLE) || busno || fn || !dev) {
+	/* Only bus 0 exists: everything else is master abort. */
+	if (!(cfa & CFA_ENABLE) || busno || !dev) {
 		if (!is_write)
 			memset(data, 0xff, len);
 		return;
@@ -466,6 +469,7 @@ int pci_bus_create(struct iobus *pio, struct iobus *mmio, uint64_t mmio32_base,
 	bus->host_bridge.bus = bus;
 	bus->host_bridge.slot = 0;
 	bus->devs[0] = &bus->host_bridge;
+	bus->fns_per_slot = 1;
 	ret = iobus_register(pio, PCI_CONFIG_ADDRESS, PCI_IO_LEN, pci_pio, bus);
 	if (ret)
 		goto err_mutex;
@@ -485,7 +489,7 @@ void pci_bus_destroy(struct pci_bus *bus)
 	if (!bus)
 		return;
 	iobus_unregister(bus->pio, PCI_CONFIG_ADDRESS);
-	for (unsigned int s = 1; s < PCI_MAX_SLOTS; s++) {
+	for (unsigned int s = 1; s < PCI_MAX_DEVFNS; s++) {
 		struct pci_device *dev = bus->devs[s];
 
 		for (unsigned int i = 0; dev && i < PCI_NUM_BARS; i++) {
@@ -513,6 +517,16 @@ int pci_bus_set_mmio64_window(struct pci_bus *bus, uint64_t base, uint64_t size)
 	return 0;
 }
 
+int pci_bus_set_functions_per_slot(struct pci_bus *bus, unsigned int n)
+{
+	if (!bus || n < 1 || n > PCI_MAX_FUNCTIONS)
+		return -EINVAL;
+	pthread_mutex_lock(&bus->lock);
+	bus->fns_per_slot = n;
+	pthread_mutex_unlock(&bus->lock);
+	return 0;
+}
+
 void pci_bus_set_reset_handler(struct pci_bus *bus, void (*fn)(void *opaque),
 			       void *opaque)
 {
@@ -524,14 +538,25 @@ void pci_bus_set_reset_handler(struct pci_bus *bus, void (*fn)(void *opaque),
 
 int pci_register_device(struct pci_bus *bus, struct pci_device *dev)
 {
-	unsigned int slot, i;
+	unsigned int slot, fn = 0, devfn, i;
 	int ret = 0;
 
 	if (!bus || !dev || dev->bus)
 		return -EINVAL;
 	pthread_mutex_lock(&bus->lock);
-	for (slot = 1; slot < PCI_MAX_SLOTS && bus->devs[slot]; slot++)
-		;
+	/*
+	 * Slot-major: devices registered in order get ascending devfns, the
+	 * order a guest enumerates (and names) them in.  Function 0 is tried
+	 * first, so a function > 0 is only used beside a function 0 (a guest
+	 * scans the others only when function 0 says it is multi-function).
+	 */
+	for (slot = 1; slot < PCI_MAX_SLOTS; slot++) {
+		for (fn = 0; fn < bus->fns_per_slot; fn++)
+			if (!bus->devs[PCI_DEVFN(slot, fn)])
+				break;
+		if (fn < bus->fns_per_slot)
+			break;
+	}
 	if (slot == PCI_MAX_SLOTS) {
 		ret = -ENOSPC;
 		goto out;
@@ -541,7 +566,8 @@ int pci_register_device(struct pci_bus *bus, struct pci_device *dev)
 	for (i = 0; i < PCI_NUM_BARS; i++)
 		if (dev->bars[i].size)
 			pci_set_bar_addr(dev, i, 0);
-	bus->devs[slot] = dev;
+	devfn = PCI_DEVFN(slot, fn);
+	bus->devs[devfn] = dev;
 	for (i = 0; i < PCI_NUM_BARS; i++) {
 		struct pci_bar *b = &dev->bars[i];
 		uint64_t gpa;
@@ -570,6 +596,14 @@ int pci_register_device(struct pci_bus *bus, struct pci_device *dev)
 	}
 	dev->bus = bus;
 	dev->slot = slot;
+	dev->fn = fn;
+	/* HEADER_TYPE bit 7 of function 0: "look at functions 1-7".  Set
+	 * before the guest runs (devices register at start). */
+	if (fn)
+		pci_cfg_set8(bus->devs[PCI_DEVFN(slot, 0)], PCI_CFG_HEADER_TYPE,
+			     pci_cfg_get8(bus->devs[PCI_DEVFN(slot, 0)],
+					  PCI_CFG_HEADER_TYPE) |
+				     PCI_HEADER_MULTI_FUNCTION);
 	/* Firmware's job, done here for direct kernel boot: decode and bus
 	 * mastering on (Linux's drivers set MASTER themselves anyway; a
 	 * device's owner may act on later changes: virtio-pci.c). */
@@ -592,7 +626,7 @@ err_slot:
 	for (i = 0; i < PCI_NUM_BARS; i++)
 		if (dev->bars[i].size)
 			pci_set_bar_addr(dev, i, 0);
-	bus->devs[slot] = NULL;
+	bus->devs[devfn] = NULL;
 out:
 	pthread_mutex_unlock(&bus->lock);
 	return ret;
@@ -603,7 +637,8 @@ int pci_unregister_device(struct pci_bus *bus, struct pci_device *dev)
 	if (!bus || !dev)
 		return -ENOENT;
 	pthread_mutex_lock(&bus->lock);
-	if (dev->bus != bus || dev->slot == 0 || bus->devs[dev->slot] != dev) {
+	if (dev->bus != bus || dev->slot == 0 ||
+	    bus->devs[PCI_DEVFN(dev->slot, dev->fn)] != dev) {
 		pthread_mutex_unlock(&bus->lock);
 		return -ENOENT;
 	}
@@ -617,9 +652,10 @@ int pci_unregister_device(struct pci_bus *bus, struct pci_device *dev)
 		if (dev->ops && dev->ops->bar_moved)
 			dev->ops->bar_moved(dev, i, old, PCI_BAR_UNMAPPED);
 	}
-	bus->devs[dev->slot] = NULL;
+	bus->devs[PCI_DEVFN(dev->slot, dev->fn)] = NULL;
 	dev->bus = NULL;
 	dev->slot = 0;
+	dev->fn = 0;
 	pthread_mutex_unlock(&bus->lock);
 	return 0;
 }

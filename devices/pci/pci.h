@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * PCI bus 0 with configuration mechanism #1 (ports 0xCF8-0xCFF), a host
- * bridge at 00.0, up to 31 more single-function devices, and a generic type-0
+ * bridge at 00.0, up to 31 more slots of up to 8 functions each
+ * (pci_bus_set_functions_per_slot()), and a generic type-0
  * configuration space that devices reuse: 256 bytes + per-bit write masks,
  * a capability list, memory BARs (32/64-bit, prefetchable) that the bus
  * allocates in an MMIO window and maps on the MMIO iobus while
- * COMMAND.MEM is set.  I/O BARs, multi-function devices, bridges, INTx
+ * COMMAND.MEM is set.  I/O BARs, bridges, INTx
  * routing and ECAM are not implemented.
  *
  * The host bridge also owns the reset control register at 0xCF9 (a byte
@@ -35,6 +36,10 @@
 #include "util/compiler.h"
 
 #define PCI_MAX_SLOTS 32 /* slot 0 is the host bridge */
+#define PCI_MAX_FUNCTIONS 8
+#define PCI_MAX_DEVFNS (PCI_MAX_SLOTS * PCI_MAX_FUNCTIONS)
+#define PCI_DEVFN(slot, fn) ((slot) << 3 | (fn))
+#define PCI_HEADER_MULTI_FUNCTION 0x80 /* HEADER_TYPE bit 7, function 0 */
 #define PCI_NUM_BARS 6
 #define PCI_CFG_SIZE 256
 #define PCI_CAP_START 0x40 /* first byte after the type-0 header */
@@ -141,6 +146,7 @@ struct pci_device {
 	/* Set by the bus. */
 	struct pci_bus *bus;
 	unsigned int slot;
+	unsigned int fn; /* function in the slot */
 	unsigned int cap_end; /* next free config byte for capabilities */
 	unsigned int cap_last; /* offset of the last capability, 0 if none */
 };
@@ -169,6 +175,16 @@ void pci_bus_destroy(struct pci_bus *bus);
  */
 int pci_bus_set_mmio64_window(struct pci_bus *bus, uint64_t base,
 			      uint64_t size);
+
+/*
+ * pci_bus_set_functions_per_slot - how many functions pci_register_device()
+ * fills in a slot before it takes the next one: 1 (the default: one device
+ * per slot, 31 at most) up to 8 (248 devices; function 0 of a slot that
+ * gets more is marked multi-function).  A machine that knows it has more
+ * devices than slots packs them; fewer keep the one-per-slot layout.  Call
+ * before registering devices.  Returns 0, -EINVAL (NULL, n out of 1..8).
+ */
+int pci_bus_set_functions_per_slot(struct pci_bus *bus, unsigned int n);
 
 /* The 0xCF9 reset handler (called on a vCPU thread without the bus lock;
  * must be idempotent).  NULL disables reset through 0xCF9. */
@@ -204,11 +220,12 @@ int pci_add_capability(struct pci_device *dev, uint8_t cap_id,
 		       unsigned int size, unsigned int *offset);
 
 /*
- * pci_register_device - put @dev in the lowest free slot, allocate its BARs
+ * pci_register_device - put @dev in the lowest free slot (or function:
+ * pci_bus_set_functions_per_slot()), allocate its BARs
  * (naturally aligned) in the bus windows, set COMMAND.MEM and
  * COMMAND.MASTER (firmware's job for a direct kernel boot) and map them
  * (bar_moved is called for each).
- * Returns 0, -EINVAL (NULL, already registered), -ENOSPC (all 32 slots used
+ * Returns 0, -EINVAL (NULL, already registered), -ENOSPC (every slot used
  * or no room in the window), -ENOMEM, -EEXIST (a BAR collided with a non-PCI
  * range on the MMIO bus).
  */

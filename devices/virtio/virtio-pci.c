@@ -209,7 +209,8 @@ static void vpci_log(struct virtio_transport *t, struct log_limit *l,
 	char subject[32];
 	va_list ap;
 
-	snprintf(subject, sizeof(subject), "virtio-pci 00:%02x.0", t->pci.slot);
+	snprintf(subject, sizeof(subject), "virtio-pci 00:%02x.%u", t->pci.slot,
+		 t->pci.fn);
 	va_start(ap, fmt);
 	log_vlimited(l, level, subject, fmt, ap);
 	va_end(ap);

@@ -92,8 +92,8 @@ void cli_usage(const char *prog, void *file)
 		"  -V, --version        print the version\n"
 		"\n"
 		"The guest's serial console (COM1) is this terminal.  The VM ends\n"
-		"when the guest reboots (Linux: `reboot -f`; the default command\n"
-		"line has reboot=k) or on SIGINT/SIGTERM.\n"
+		"when the guest powers off (`poweroff`, through ACPI) or reboots\n"
+		"(`reboot`), or on SIGINT/SIGTERM.\n"
 		"Exit status: 0 guest shut down, 1 VMM or guest failure, 2 usage\n"
 		"error, 128+N stopped by signal N; N & 255 when the guest wrote N\n"
 		"to the exit port (I/O port 0xf4, see vmm.h VMM_EXIT_PORT).\n",

@@ -11,8 +11,8 @@
 
 #define CLI_MAX_DISKS VMM_MAX_DISKS
 #define CLI_DEFAULT_CMDLINE                                                   \
-	"console=ttyS0 reboot=k panic=-1 pci=conf1 acpi=off i8042.noaux "      \
-	"i8042.nopnp i8042.dumbkbd"
+	"console=ttyS0 reboot=k panic=-1 pci=conf1 i8042.noaux i8042.nopnp "   \
+	"i8042.dumbkbd"
 
 struct cli_disk {
 	struct vmm_disk_config cfg; /* path/serial point into the spec copy */

@@ -207,6 +207,7 @@ static int run(const struct cli_opts *o, struct drop *drop)
 		return 128 + sig;
 	switch (reason) {
 	case VMM_EXIT_GUEST_RESET:
+	case VMM_EXIT_POWEROFF:
 		return 0;
 	case VMM_EXIT_GUEST_STATUS:
 		/* The exit port (VMM_EXIT_PORT): the guest's status, as a

@@ -81,10 +81,19 @@ extern "C" {
 #define VMM_KICK_SIGNAL SIGUSR1
 
 /* Limits of this release. */
-#define VMM_MAX_VCPUS 254 /* MP table (no ACPI): APIC IDs 0..253, 0xff broadcast */
+/* vCPU i has APIC ID i.  Up to 255 vCPUs run in xAPIC mode; with more they
+ * start in x2APIC mode and the guest reaches IDs >= 256 through the ACPI
+ * MADT and KVM_FEATURE_MSI_EXT_DEST_ID (no IOMMU needed).  The MP table, for
+ * guests booted with acpi=off, describes at most 254 (IDs 0..253).  Also
+ * capped by the host's KVM_CAP_MAX_VCPUS. */
+#define VMM_MAX_VCPUS 1024
+#define VMM_MAX_MPTABLE_VCPUS 254
 #define VMM_MIN_MEMORY (16ull << 20)
 #define VMM_MAX_CMDLINE 2047 /* incl. what the library adds; NUL excluded */
-#define VMM_MAX_DISKS 31 /* PCI slots 1..31 */
+/* PCI bus 0: slots 1..31 of 8 functions, one function kept for the
+ * virtio-console device.  Up to 31 disks get a slot each; with more, they
+ * fill the slots 8 functions at a time (multi-function slots), in order. */
+#define VMM_MAX_DISKS 247
 #define VMM_MAX_DISK_QUEUES 1024 /* request queues of one disk (virtio-pci's
 				    1024 queues, 2048 MSI-X vectors) */
 /* Request queues of all disks together: each has its own MSI-X vector and
@@ -127,6 +136,8 @@ enum vmm_exit_reason {
 				      error); see the log for the reason */
 	VMM_EXIT_GUEST_STATUS = 5, /* the guest wrote an exit status to the
 				      exit port: vmm_get_guest_status() */
+	VMM_EXIT_POWEROFF = 6,	   /* the guest powered off: ACPI S5 (Linux
+				      `poweroff`, `poweroff -f`, halt -p) */
 };
 
 /*
@@ -609,8 +620,11 @@ int vmm_set_start_hook(struct vmm *vm, vmm_start_hook_fn fn, void *opaque);
  * cannot be opened; -EIO if one shrank while it was read; -ENOSPC if the
  * disks' queues need more KVM MSI routes than this host's KVM has
  * (KVM_CAP_IRQ_ROUTING, less the 40 of the PIC and IOAPIC and the
- * virtio-console's 2 x (ports + 1) queues);
- * -ENOTSUP if KVM lacks a needed feature; -ENOMEM; -EIO if a KVM call
+ * virtio-console's 2 x (ports + 1) queues); -EMFILE if RLIMIT_NOFILE
+ * leaves no room for the eventfds of every queue (two each: 101 disks of
+ * 32 queues need about 6,700 descriptors; raise the limit);
+ * -ENOTSUP if KVM lacks a needed feature (more than 255 vCPUs need
+ * KVM_CAP_X2APIC_API); -ENOMEM; -EIO if a KVM call
  * fails; -EBUSY if not in CONFIG, or if a disk image is locked by another
  * user (see VMM_DISK_NO_LOCK; the log names the image); the start hook's
  * error (vmm_set_start_hook()).

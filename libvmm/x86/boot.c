@@ -184,7 +184,8 @@ static int write_cmdline(struct guest_mem *mem, const struct bzimage *bz,
 }
 
 static int write_zero_page(struct guest_mem *mem, const struct bzimage *bz,
-			   uint64_t initrd_gpa, size_t initrd_size)
+			   uint64_t initrd_gpa, size_t initrd_size,
+			   uint64_t acpi_rsdp)
 {
 	struct boot_params *bp;
 	size_t hdr_end, copy;
@@ -219,6 +220,9 @@ static int write_zero_page(struct guest_mem *mem, const struct bzimage *bz,
 	/* place_initrd() keeps the initrd below 3 GiB: 32 bits suffice. */
 	bp->hdr.ramdisk_image = (uint32_t)initrd_gpa;
 	bp->hdr.ramdisk_size = (uint32_t)initrd_size;
+	/* Boot protocol 2.14: the guest need not scan for the RSDP (it still
+	 * finds it at 0xe0000 if it does: older kernels, acpi_rsdp=...). */
+	bp->acpi_rsdp_addr = acpi_rsdp;
 
 	n = e820_build(mem->size, bp->e820_table, E820_MAX_ENTRIES_ZEROPAGE);
 	if (n < 0) {
@@ -255,9 +259,10 @@ int x86_boot_setup_files(struct guest_mem *mem,
 		return -EINVAL;
 	}
 	bz = cfg->kernel;
-	if (cfg->nr_vcpus < 1 || cfg->nr_vcpus > MPTABLE_MAX_CPUS) {
-		vmm_err("x86 boot: %u vCPUs (the MP table allows 1..%u)",
-			cfg->nr_vcpus, MPTABLE_MAX_CPUS);
+	if (cfg->nr_vcpus < 1 || cfg->nr_vcpus > X86_BOOT_MAX_VCPUS ||
+	    (!cfg->acpi_rsdp && cfg->nr_vcpus > MPTABLE_MAX_CPUS)) {
+		vmm_err("x86 boot: %u vCPUs (1..%u; %u without ACPI tables)",
+			cfg->nr_vcpus, X86_BOOT_MAX_VCPUS, MPTABLE_MAX_CPUS);
 		return -EINVAL;
 	}
 	if (cfg->initrd_size && (files ? files->initrd_fd < 0 : !cfg->initrd)) {
@@ -286,7 +291,8 @@ int x86_boot_setup_files(struct guest_mem *mem,
 
 	ret = write_cmdline(mem, bz, cfg->cmdline);
 	if (!ret)
-		ret = write_zero_page(mem, bz, initrd_gpa, initrd_size);
+		ret = write_zero_page(mem, bz, initrd_gpa, initrd_size,
+				      cfg->acpi_rsdp);
 	if (!ret)
 		ret = write_gdt(mem);
 	if (!ret)
@@ -294,14 +300,19 @@ int x86_boot_setup_files(struct guest_mem *mem,
 	if (ret)
 		return ret;
 
-	p = gmem(mem, MPTABLE_GPA, E820_HIGH_MEM - MPTABLE_GPA, "MP table");
-	if (!p)
-		return -EINVAL;
-	mp = mptable_write(p, E820_HIGH_MEM - MPTABLE_GPA, MPTABLE_GPA,
-			   cfg->nr_vcpus);
-	if (mp < 0) {
-		vmm_err("x86 boot: cannot write the MP table (%ld)", mp);
-		return -EINVAL;
+	/* Beside the ACPI tables too, for guests booted with acpi=off; it
+	 * cannot describe more than MPTABLE_MAX_CPUS. */
+	if (cfg->nr_vcpus <= MPTABLE_MAX_CPUS) {
+		p = gmem(mem, MPTABLE_GPA, E820_HIGH_MEM - MPTABLE_GPA,
+			 "MP table");
+		if (!p)
+			return -EINVAL;
+		mp = mptable_write(p, E820_HIGH_MEM - MPTABLE_GPA, MPTABLE_GPA,
+				   cfg->nr_vcpus);
+		if (mp < 0) {
+			vmm_err("x86 boot: cannot write the MP table (%ld)", mp);
+			return -EINVAL;
+		}
 	}
 
 	p = gmem(mem, kernel_gpa, bz->kernel_size, "kernel");

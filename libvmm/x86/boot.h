@@ -12,7 +12,8 @@
  *   0x08ff0  initial stack pointer (grows down towards 0x8000)
  *   0x09000  PML4, 0x0a000 PDPT, 0x0b000..0x0efff four PDs (4 GiB, 2 MiB pages)
  *   0x20000  command line
- *   0xf0000  MP tables (MPTABLE_GPA)
+ *   0xe0000  ACPI tables, written by the caller (x86/acpi.h)
+ *   0xf0000  MP tables (MPTABLE_GPA), for up to MPTABLE_MAX_CPUS vCPUs
  *   pref_address (usually 16 MiB)  kernel
  *   top of low RAM                 initrd
  */
@@ -33,6 +34,7 @@
 #define X86_BOOT_PDPT_GPA 0xa000ull
 #define X86_BOOT_PD_GPA 0xb000ull	/* 4 pages */
 #define X86_BOOT_CMDLINE_GPA 0x20000ull
+#define X86_BOOT_MAX_VCPUS 32768u	/* x2APIC IDs with extended MSI ids */
 
 /* GDT selectors, matching Linux's __BOOT_CS / __BOOT_DS. */
 #define X86_BOOT_CS 0x10
@@ -60,6 +62,7 @@ struct x86_boot_config {
 	size_t initrd_size;
 	const char *cmdline;		/* may be NULL */
 	unsigned int nr_vcpus;
+	uint64_t acpi_rsdp;		/* RSDP written by the caller; 0: none */
 };
 
 /* The BSP's entry state, computed by x86_boot_setup(). */
@@ -78,18 +81,21 @@ struct x86_boot_entry {
  * x86_boot_setup() - lay a Linux kernel into guest RAM
  * @mem: guest RAM (layout of memory.h); must be at least 1 MiB
  * @cfg: kernel (parsed with bzimage_parse()), optional initrd and command
- *       line, number of vCPUs (for the MP table)
+ *       line, number of vCPUs (for the MP table), the RSDP address of ACPI
+ *       tables already in guest RAM (boot_params.acpi_rsdp_addr)
  * @entry: filled with the BSP entry state on success
  *
  * Writes the GDT, zero page (setup header copied from the image, e820 map,
  * command line and initrd pointers), identity page tables for the first
- * 4 GiB, the MP table, the kernel at its preferred (aligned) address and
+ * 4 GiB, the MP table (up to MPTABLE_MAX_CPUS vCPUs), the kernel at its
+ * preferred (aligned) address and
  * the initrd page-aligned at the top of low RAM.  Every write goes through
  * guest_mem_ptr().  On failure guest RAM may be partly written.
  *
  * Returns: 0; -EINVAL (after a vmm_err() message) if an argument is NULL,
  * the command line is longer than the kernel accepts, the kernel or initrd
- * does not fit in guest RAM, or @cfg->nr_vcpus is out of MP table range.
+ * does not fit in guest RAM, or @cfg->nr_vcpus is 0, above
+ * X86_BOOT_MAX_VCPUS, or above MPTABLE_MAX_CPUS without ACPI tables.
  */
 int x86_boot_setup(struct guest_mem *mem, const struct x86_boot_config *cfg,
 		   struct x86_boot_entry *entry);

@@ -33,7 +33,10 @@
 #define LEVEL_TYPE_SMT 1
 #define LEVEL_TYPE_CORE 2
 
-#define CPUID_MAX_VCPUS 255	/* leaf 1 carries an 8-bit APIC id */
+/* APIC IDs a guest can address with KVM_FEATURE_MSI_EXT_DEST_ID: 15 bits. */
+#define CPUID_MAX_VCPUS 32768u
+#define CPUID_KVM_FEATURES 0x40000001u
+#define KVM_FEATURE_MSI_EXT_DEST_ID_BIT (1u << 15)
 
 /* ceil(log2(n)) for n >= 1: bits needed for ids 0..n-1. */
 static unsigned int id_order(unsigned int n)
@@ -71,6 +74,22 @@ static bool vendor_is_amd(const struct kvm_cpuid2 *cpuid)
 }
 
 /* Deterministic cache parameters: leaf 4 (Intel) and 0x8000001D (AMD). */
+static bool has_kvm_signature(const struct kvm_cpuid2 *cpuid)
+{
+	for (uint32_t i = 0; i < cpuid->nent; i++) {
+		const struct kvm_cpuid_entry2 *e = &cpuid->entries[i];
+		char v[12];
+
+		if (e->function != 0x40000000u)
+			continue;
+		memcpy(v, &e->ebx, 4);
+		memcpy(v + 4, &e->ecx, 4);
+		memcpy(v + 8, &e->edx, 4);
+		return !memcmp(v, "KVMKVMKVM\0\0\0", 12);
+	}
+	return false;
+}
+
 static void fix_cache_leaf(struct kvm_cpuid_entry2 *e, unsigned int pkg_ids,
 			   bool cores_field)
 {
@@ -121,7 +140,7 @@ int cpuid_fixup(struct kvm_cpuid2 *cpuid, unsigned int vcpu_index,
 		unsigned int nr_vcpus)
 {
 	unsigned int order, pkg_ids;
-	bool amd;
+	bool amd, kvm_leaves;
 
 	if (!cpuid || nr_vcpus == 0 || nr_vcpus > CPUID_MAX_VCPUS ||
 	    vcpu_index >= nr_vcpus)
@@ -130,14 +149,17 @@ int cpuid_fixup(struct kvm_cpuid2 *cpuid, unsigned int vcpu_index,
 	order = id_order(nr_vcpus);
 	pkg_ids = 1u << order;	/* APIC ids reserved for the package */
 	amd = vendor_is_amd(cpuid);
+	kvm_leaves = has_kvm_signature(cpuid);
 
 	for (uint32_t i = 0; i < cpuid->nent; i++) {
 		struct kvm_cpuid_entry2 *e = &cpuid->entries[i];
 
 		switch (e->function) {
 		case 1:
+			/* 8 bits: the low byte of an x2APIC id, as on
+			 * hardware; leaf 0xB has it whole. */
 			e->ebx = set_field(e->ebx, CPUID_1_EBX_APIC_ID_SHIFT, 8,
-					   vcpu_index);
+					   vcpu_index & 0xff);
 			/*
 			 * Addressable logical processor ids in the package:
 			 * a power of two like the APIC id space, capped to
@@ -164,8 +186,20 @@ int cpuid_fixup(struct kvm_cpuid2 *cpuid, unsigned int vcpu_index,
 			if (!amd)
 				break;
 			/* NC: cores - 1; ApicIdCoreIdSize: id bits for cores. */
-			e->ecx = set_field(e->ecx, 0, 8, nr_vcpus - 1);
+			e->ecx = set_field(e->ecx, 0, 8, MIN(nr_vcpus - 1, 255u));
 			e->ecx = set_field(e->ecx, 12, 4, order);
+			break;
+		case CPUID_KVM_FEATURES:
+			/*
+			 * KVM does not report it (it is the VMM's promise):
+			 * MSI addresses may carry destination bits 8-14 in
+			 * bits 11:5, which irq.c moves to where KVM reads
+			 * them.  Linux then uses APIC ids up to 32767 without
+			 * an IOMMU.  Only KVM's own leaf, found by its
+			 * signature in 0x40000000, is touched.
+			 */
+			if (kvm_leaves)
+				e->eax |= KVM_FEATURE_MSI_EXT_DEST_ID_BIT;
 			break;
 		case 0x8000001d:
 			if (amd)

@@ -10,18 +10,21 @@
  * @cpuid: table from KVM_GET_SUPPORTED_CPUID, edited in place (entries are
  *         changed, never added or removed)
  * @vcpu_index: this vCPU; it becomes its (x2)APIC id
- * @nr_vcpus: vCPUs in the VM, 1..255
+ * @nr_vcpus: vCPUs in the VM, 1..32768
  *
  * Topology model: one package with @nr_vcpus cores of one thread each.
  * Leaf 1 gets the APIC id, the logical processor count, HTT and the
  * HYPERVISOR bit; leaves 0xB/0x1F the x2APIC topology (only the subleaves
  * present in @cpuid: 0 = SMT, 1 = core, the rest are marked invalid);
  * leaf 4 and AMD leaf 0x8000001D the cache sharing counts; AMD leaves
- * 0x80000008 and 0x8000001E the core count and ids.
+ * 0x80000008 and 0x8000001E the core count and ids; KVM's feature leaf
+ * (0x40000001, when 0x40000000 has KVM's signature) the
+ * KVM_FEATURE_MSI_EXT_DEST_ID bit, which this VMM honours (irq.c).  Leaf 1
+ * holds the low 8 bits of an APIC id above 255.
  *
  * Pure function: no KVM calls.
  *
- * Returns: 0; -EINVAL if @cpuid is NULL, @nr_vcpus is 0 or above 255, or
+ * Returns: 0; -EINVAL if @cpuid is NULL, @nr_vcpus is 0 or above 32768, or
  * @vcpu_index >= @nr_vcpus.
  */
 int cpuid_fixup(struct kvm_cpuid2 *cpuid, unsigned int vcpu_index,

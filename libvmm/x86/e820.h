@@ -13,7 +13,7 @@
 /* Legacy areas that are backed by RAM but not offered to the guest as RAM. */
 #define E820_EBDA_START 0x9fc00ull	/* extended BIOS data area, 1 KiB */
 #define E820_LEGACY_HOLE 0xa0000ull	/* VGA window + option ROMs */
-#define E820_BIOS_START 0xf0000ull	/* BIOS area (holds the MP table) */
+#define E820_BIOS_START 0xe0000ull	/* BIOS area: ACPI tables, MP table */
 #define E820_HIGH_MEM 0x100000ull	/* 1 MiB */
 
 /**
@@ -24,9 +24,10 @@
  * @max: entries available in @tab
  *
  * The map, sorted by address: [0, 0x9fc00) RAM, [0x9fc00, 0xa0000) reserved
- * (EBDA), [0xf0000, 0x100000) reserved (BIOS area, MP table),
+ * (EBDA), [0xe0000, 0x100000) reserved (BIOS area: ACPI tables at
+ * 0xe0000, MP table at 0xf0000),
  * [0x100000, low_end) RAM, and [4 GiB, 4 GiB + high) RAM when
- * @ram_size > 3 GiB.  [0xa0000, 0xf0000) is left out, as on a PC.
+ * @ram_size > 3 GiB.  [0xa0000, 0xe0000) is left out, as on a PC.
  *
  * Returns: the number of entries written; -EINVAL if @tab is NULL or
  * @ram_size is below 1 MiB (the fixed legacy layout does not fit);

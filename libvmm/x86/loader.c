@@ -64,7 +64,8 @@ err:
  */
 int x86_load_files(struct guest_mem *mem, const char *kernel,
 		   const char *initrd, const char *cmdline,
-		   unsigned int nr_vcpus, struct x86_boot_entry *entry)
+		   unsigned int nr_vcpus, uint64_t acpi_rsdp,
+		   struct x86_boot_entry *entry)
 {
 	struct x86_boot_files files = { .kernel_fd = -1, .initrd_fd = -1 };
 	struct x86_boot_config bc = { 0 };
@@ -109,6 +110,7 @@ int x86_load_files(struct guest_mem *mem, const char *kernel,
 	bc.initrd_size = (size_t)ilen;
 	bc.cmdline = cmdline;
 	bc.nr_vcpus = nr_vcpus;
+	bc.acpi_rsdp = acpi_rsdp;
 	ret = x86_boot_setup_files(mem, &bc, &files, entry);
 out:
 	free(head);

@@ -22,7 +22,8 @@
 
 /*
  * x86_load_files() - x86_boot_setup_files() from paths.
- * @kernel: bzImage path; @initrd: path or NULL; @cmdline: may be NULL
+ * @kernel: bzImage path; @initrd: path or NULL; @cmdline: may be NULL;
+ * @acpi_rsdp: x86_boot_config.acpi_rsdp (0: no ACPI tables)
  *
  * Returns: 0; -EINVAL (not a regular file, not a bootable bzImage, does
  * not fit: see x86_boot_setup()); open()'s -errno (-ENOENT, -EACCES, ...);
@@ -31,7 +32,7 @@
  */
 int x86_load_files(struct guest_mem *mem, const char *kernel,
 		   const char *initrd, const char *cmdline,
-		   unsigned int nr_vcpus, struct x86_boot_entry *entry)
-	__must_check;
+		   unsigned int nr_vcpus, uint64_t acpi_rsdp,
+		   struct x86_boot_entry *entry) __must_check;
 
 #endif

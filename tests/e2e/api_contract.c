@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <vmm/vmm.h>
@@ -97,6 +98,39 @@ static void queue_limits(const char *img)
 	vmm_destroy(vm);
 	printf("limits: num_queues > %d -EINVAL, > %d in all -ENOSPC, defaults "
 	       "shrink to fit: ok\n", VMM_MAX_DISK_QUEUES, VMM_MAX_QUEUES);
+}
+
+/* Too few file descriptors for the queues' eventfds: vmm_start() says
+ * -EMFILE before anything runs (not a device reset at the guest's
+ * DRIVER_OK), and the VM can start once the limit is raised. */
+static void fd_limit(const char *img)
+{
+	struct rlimit old, low;
+	struct vmm *vm = new_vm(4);
+	int ret;
+
+	CHECK(getrlimit(RLIMIT_NOFILE, &old) == 0, "getrlimit");
+	for (int i = 0; i < 8; i++)
+		CHECK(add_disk(vm, img, 64, VMM_DISK_READONLY) == 0, "disk %d", i);
+	CHECK(vmm_set_kernel(vm, kernel, initrd, "console=ttyS0") == 0, "kernel");
+	low = old;
+	low.rlim_cur = 512; /* 8 x 64 queues need over 1,000 */
+	CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0, "setrlimit");
+	ret = vmm_start(vm);
+	CHECK(ret == -EMFILE, "512 descriptors for 512 queues: %d, not -EMFILE", ret);
+	CHECK(setrlimit(RLIMIT_NOFILE, &old) == 0, "setrlimit back");
+	if (old.rlim_cur >= 2048) {
+		ret = vmm_start(vm);
+		CHECK(ret == 0, "start after raising the limit: %d", ret);
+		if (!ret) {
+			int reason;
+
+			CHECK(vmm_stop(vm) == 0, "stop");
+			CHECK(vmm_wait(vm, &reason) == 0, "wait");
+		}
+	}
+	vmm_destroy(vm);
+	printf("fd limit: -EMFILE at vmm_start, then a start: ok\n");
 }
 
 static void on_alarm(int sig)
@@ -269,6 +303,7 @@ int main(int argc, char **argv)
 	close(fd);
 
 	queue_limits(img);
+	fd_limit(img);
 	fifos(img);
 	boot_and_stats(img);
 

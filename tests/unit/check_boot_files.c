@@ -132,7 +132,7 @@ START_TEST(loads_kernel_and_initrd)
 	struct x86_boot_entry e;
 	const uint8_t *p;
 
-	ck_assert_int_eq(x86_load_files(&mem, kpath, ipath, "console=ttyS0", 2, &e), 0);
+	ck_assert_int_eq(x86_load_files(&mem, kpath, ipath, "console=ttyS0", 2, 0, &e), 0);
 	ck_assert_uint_eq(e.kernel_gpa, KERNEL_GPA);
 	p = guest_mem_ptr(&mem, e.kernel_gpa, PAYLOAD);
 	ck_assert_mem_eq(p, image + SETUP, PAYLOAD);
@@ -141,7 +141,7 @@ START_TEST(loads_kernel_and_initrd)
 	for (size_t i = 0; i < INITRD_LEN; i++)
 		ck_assert_uint_eq(p[i], (uint8_t)(i * 7 + 3));
 	/* No initrd at all. */
-	ck_assert_int_eq(x86_load_files(&mem, kpath, NULL, NULL, 1, &e), 0);
+	ck_assert_int_eq(x86_load_files(&mem, kpath, NULL, NULL, 1, 0, &e), 0);
 	ck_assert_uint_eq(e.initrd_gpa, 0);
 }
 END_TEST
@@ -152,13 +152,13 @@ START_TEST(non_regular_files_refused)
 {
 	struct x86_boot_entry e;
 
-	ck_assert_int_eq(x86_load_files(&mem, fifo, NULL, NULL, 1, &e), -EINVAL);
-	ck_assert_int_eq(x86_load_files(&mem, kpath, fifo, NULL, 1, &e), -EINVAL);
-	ck_assert_int_eq(x86_load_files(&mem, "/dev/null", NULL, NULL, 1, &e), -EINVAL);
-	ck_assert_int_eq(x86_load_files(&mem, kpath, "/dev/zero", NULL, 1, &e), -EINVAL);
-	ck_assert_int_eq(x86_load_files(&mem, dir, NULL, NULL, 1, &e), -EINVAL);
-	ck_assert_int_eq(x86_load_files(&mem, kpath, dir, NULL, 1, &e), -EINVAL);
-	ck_assert_int_eq(x86_load_files(&mem, "/nonexistent/bz", NULL, NULL, 1, &e),
+	ck_assert_int_eq(x86_load_files(&mem, fifo, NULL, NULL, 1, 0, &e), -EINVAL);
+	ck_assert_int_eq(x86_load_files(&mem, kpath, fifo, NULL, 1, 0, &e), -EINVAL);
+	ck_assert_int_eq(x86_load_files(&mem, "/dev/null", NULL, NULL, 1, 0, &e), -EINVAL);
+	ck_assert_int_eq(x86_load_files(&mem, kpath, "/dev/zero", NULL, 1, 0, &e), -EINVAL);
+	ck_assert_int_eq(x86_load_files(&mem, dir, NULL, NULL, 1, 0, &e), -EINVAL);
+	ck_assert_int_eq(x86_load_files(&mem, kpath, dir, NULL, 1, 0, &e), -EINVAL);
+	ck_assert_int_eq(x86_load_files(&mem, "/nonexistent/bz", NULL, NULL, 1, 0, &e),
 			 -ENOENT);
 }
 END_TEST
@@ -169,11 +169,11 @@ START_TEST(truncated_kernel_refused)
 	struct x86_boot_entry e;
 
 	ck_assert_int_eq(truncate(kpath, SETUP + PAYLOAD / 2), 0);
-	ck_assert_int_eq(x86_load_files(&mem, kpath, NULL, NULL, 1, &e), -EINVAL);
+	ck_assert_int_eq(x86_load_files(&mem, kpath, NULL, NULL, 1, 0, &e), -EINVAL);
 	ck_assert_int_eq(truncate(kpath, 300), 0); /* not even a header */
-	ck_assert_int_eq(x86_load_files(&mem, kpath, NULL, NULL, 1, &e), -EINVAL);
+	ck_assert_int_eq(x86_load_files(&mem, kpath, NULL, NULL, 1, 0, &e), -EINVAL);
 	ck_assert_int_eq(truncate(kpath, 0), 0);
-	ck_assert_int_eq(x86_load_files(&mem, kpath, NULL, NULL, 1, &e), -EINVAL);
+	ck_assert_int_eq(x86_load_files(&mem, kpath, NULL, NULL, 1, 0, &e), -EINVAL);
 }
 END_TEST
 
@@ -205,7 +205,7 @@ START_TEST(kernel_truncated_while_loading)
 	stop_churn = 0;
 	ck_assert_int_eq(pthread_create(&th, NULL, churn, NULL), 0);
 	for (unsigned int i = 0; i < 2000; i++) {
-		int ret = x86_load_files(&mem, kpath, NULL, NULL, 1, &e);
+		int ret = x86_load_files(&mem, kpath, NULL, NULL, 1, 0, &e);
 
 		if (ret == 0)
 			ok++;

@@ -129,7 +129,7 @@ END_TEST
 START_TEST(usage_errors)
 {
 	static const char *const bad[][3] = {
-		{ "--smp", "0", NULL },	     { "--smp", "255", NULL },
+		{ "--smp", "0", NULL },	     { "--smp", "1025", NULL },
 		{ "--smp", "x", NULL },	     { "--smp", "-3", NULL },
 		{ "--mem", "1M", NULL },     { "--mem", "lots", NULL },
 		{ "--bogus", NULL, NULL },   { "--disk", "path=", NULL },
@@ -251,7 +251,8 @@ static int parse_argv(struct cli_opts *o, char *err, char **argv, int argc)
 
 START_TEST(disk_limits)
 {
-	char *argv[2 + 2 * 40 + 1], spec[40][64], err[256];
+	char *argv[3 + 2 * (VMM_MAX_DISKS + 1) + 1], spec[VMM_MAX_DISKS + 1][64],
+		err[256];
 	struct cli_opts o;
 	int n;
 
@@ -263,18 +264,18 @@ START_TEST(disk_limits)
 	argv[0] = (char *)"minivmm";
 	argv[1] = (char *)"--kernel";
 	argv[2] = (char *)"bz";
-	/* 32 disks: one too many. */
+	/* VMM_MAX_DISKS + 1 disks: one too many. */
 	n = 3;
-	for (int i = 0; i < 32; i++) {
+	for (int i = 0; i < VMM_MAX_DISKS + 1; i++) {
 		snprintf(spec[i], sizeof(spec[i]), "path=d%d", i);
 		argv[n++] = (char *)"--disk";
 		argv[n++] = spec[i];
 	}
 	argv[n] = NULL;
 	ck_assert_int_eq(parse_argv(&o, err, argv, n), -1);
-	ck_assert_str_eq(err, "at most 31 disks");
+	ck_assert_str_eq(err, "at most 247 disks");
 	cli_free(&o);
-	ck_assert_int_eq(parse_argv(&o, err, argv, n - 2), 0); /* 31 */
+	ck_assert_int_eq(parse_argv(&o, err, argv, n - 2), 0); /* 247 */
 	cli_free(&o);
 
 	/* 4 x 1024 queues: 40 more than the routes allow. */

@@ -199,7 +199,8 @@ END_TEST
 START_TEST(test_counts)
 {
 	/* Odd and large counts: ids stay in range, counts are powers of two. */
-	static const unsigned int nrs[] = { 2, 3, 5, 64, 65, 128, 129, 254, 255 };
+	static const unsigned int nrs[] = { 2, 3, 5, 64, 65, 128, 129, 254, 255,
+					    256, 300, 384, 1024 };
 
 	for (size_t i = 0; i < sizeof(nrs) / sizeof(nrs[0]); i++) {
 		unsigned int nr = nrs[i], vcpu = nr - 1;
@@ -209,9 +210,10 @@ START_TEST(test_counts)
 
 		ck_assert_int_eq(cpuid_fixup(c, vcpu, nr), 0);
 		e = find(c, 1, 0);
-		ck_assert_uint_eq(e->ebx >> 24, vcpu);
+		/* Leaf 1: the low byte of the id; 0xB has it whole. */
+		ck_assert_uint_eq(e->ebx >> 24, vcpu & 0xff);
 		logical = (e->ebx >> 16) & 0xff;
-		ck_assert_uint_ge(logical, nr);
+		ck_assert_uint_ge(logical, MIN(nr, 255u));
 		ck_assert(logical == 255 || (logical & (logical - 1)) == 0);
 		ck_assert(e->edx & HTT);
 		e = find(c, 4, 0);
@@ -283,9 +285,35 @@ START_TEST(test_errors)
 	ck_assert_int_eq(cpuid_fixup(NULL, 0, 1), -EINVAL);
 	ck_assert_int_eq(cpuid_fixup(c, 0, 0), -EINVAL);
 	ck_assert_int_eq(cpuid_fixup(c, 8, 8), -EINVAL);
-	ck_assert_int_eq(cpuid_fixup(c, 0, 256), -EINVAL);
+	ck_assert_int_eq(cpuid_fixup(c, 0, 32769), -EINVAL);
 	/* Errors leave the table alone. */
 	ck_assert_uint_eq(find(c, 1, 0)->ebx, 0x2a200800);
+	free(c);
+}
+END_TEST
+
+/* KVM's feature leaf gets MSI_EXT_DEST_ID (bit 15), only under KVM's
+ * signature: another hypervisor's 0x40000001 means something else. */
+START_TEST(test_msi_ext_dest_id)
+{
+	struct kvm_cpuid2 *c = intel_host();
+	uint32_t b, cx, d;
+
+	memcpy(&b, "KVMK", 4);
+	memcpy(&cx, "VMKV", 4);
+	memcpy(&d, "M\0\0\0", 4);
+	add(c, 0x40000000, 0, 0x40000001, b, cx, d);
+	add(c, 0x40000001, 0, 0x01000089, 0, 0, 0);
+	ck_assert_int_eq(cpuid_fixup(c, 299, 300), 0);
+	ck_assert_uint_eq(find(c, 0x40000001, 0)->eax, 0x01000089u | (1u << 15));
+	free(c);
+
+	c = intel_host();
+	memcpy(&b, "Micr", 4);
+	add(c, 0x40000000, 0, 0x40000001, b, cx, d);
+	add(c, 0x40000001, 0, 0x1234, 0, 0, 0);
+	ck_assert_int_eq(cpuid_fixup(c, 0, 4), 0);
+	ck_assert_uint_eq(find(c, 0x40000001, 0)->eax, 0x1234u);
 	free(c);
 }
 END_TEST
@@ -311,6 +339,7 @@ static Suite *cpuid_suite(void)
 	tcase_add_test(tc, test_tsc_deadline);
 	tcase_add_test(tc, test_errors);
 	tcase_add_test(tc, test_empty_table);
+	tcase_add_test(tc, test_msi_ext_dest_id);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -54,7 +54,7 @@ START_TEST(test_layout)
 	ck_assert_uint_eq(total, ram - (E820_HIGH_MEM - E820_EBDA_START));
 	ck_assert(has(t, n, 0, 0x9fc00, E820_TYPE_RAM));
 	ck_assert(has(t, n, 0x9fc00, 0x400, E820_TYPE_RESERVED));
-	ck_assert(has(t, n, 0xf0000, 0x10000, E820_TYPE_RESERVED));
+	ck_assert(has(t, n, 0xe0000, 0x20000, E820_TYPE_RESERVED));
 	if (ram > MiB)
 		ck_assert(has(t, n, MiB, MIN(ram, 3 * GiB) - MiB, E820_TYPE_RAM));
 	if (ram > 3 * GiB)

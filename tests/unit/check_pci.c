@@ -501,6 +501,72 @@ START_TEST(test_slots_full)
 }
 END_TEST
 
+static uint32_t cfg_read_fn(unsigned int slot, unsigned int fn,
+			    unsigned int reg, uint32_t len)
+{
+	uint32_t v = 0;
+
+	set_cfa(cfa(0, slot, fn, reg));
+	ck_assert_int_eq(iobus_dispatch(&pio, 0xcfc + (reg & 3), &v, len,
+					false),
+			 0);
+	return v;
+}
+
+/* More devices than slots: 8 functions a slot, in registration order
+ * (slot-major), function 0 marked multi-function once a slot has more;
+ * each function's config space and BARs its own; 248 in all. */
+START_TEST(test_multifunction)
+{
+	static struct tdev d[PCI_MAX_DEVFNS];
+	const unsigned int n = (PCI_MAX_SLOTS - 1) * PCI_MAX_FUNCTIONS;
+
+	ck_assert_int_eq(pci_bus_set_functions_per_slot(bus, 0), -EINVAL);
+	ck_assert_int_eq(pci_bus_set_functions_per_slot(bus, 9), -EINVAL);
+	ck_assert_int_eq(pci_bus_set_functions_per_slot(NULL, 8), -EINVAL);
+	ck_assert_int_eq(pci_bus_set_functions_per_slot(bus, 8), 0);
+	for (unsigned int i = 0; i < n; i++) {
+		tdev_init(&d[i], (uint16_t)i);
+		ck_assert_int_eq(pci_device_set_bar(&d[i].pci, 0, 0x1000, 0,
+						    tdev_mmio, &d[i]),
+				 0);
+		ck_assert_int_eq(pci_register_device(bus, &d[i].pci), 0);
+		ck_assert_uint_eq(d[i].pci.slot, 1 + i / 8);
+		ck_assert_uint_eq(d[i].pci.fn, i % 8);
+	}
+	tdev_init(&d[n], 999);
+	ck_assert_int_eq(pci_register_device(bus, &d[n].pci), -ENOSPC);
+	for (unsigned int i = 0; i < n; i++) {
+		unsigned int slot = 1 + i / 8, fn = i % 8;
+		uint32_t bar = cfg_read_fn(slot, fn, PCI_CFG_BAR0, 4);
+
+		/* device id = i (tdev_init), vendor 0x1af4 */
+		ck_assert_uint_eq(cfg_read_fn(slot, fn, 0, 4),
+				  (uint32_t)i << 16 | 0x1af4);
+		ck_assert_uint_eq(cfg_read_fn(slot, fn, PCI_CFG_HEADER_TYPE, 1),
+				  fn == 0 ? PCI_HEADER_MULTI_FUNCTION : 0);
+		ck_assert(mmio_hits(bar & ~0xfu));
+	}
+	/* Unregistered functions vanish; back to one device a slot, function 0
+	 * is single-function again. */
+	for (unsigned int i = n; i-- > n - 7;)
+		ck_assert_int_eq(pci_unregister_device(bus, &d[i].pci), 0);
+	ck_assert_uint_eq(cfg_read_fn(31, 1, 0, 4), 0xffffffff);
+	for (unsigned int i = 0; i < n - 7; i++)
+		ck_assert_int_eq(pci_unregister_device(bus, &d[i].pci), 0);
+	ck_assert_int_eq(pci_bus_set_functions_per_slot(bus, 1), 0);
+	tdev_init(&d[0], 1);
+	ck_assert_int_eq(pci_register_device(bus, &d[0].pci), 0);
+	tdev_init(&d[1], 2);
+	ck_assert_int_eq(pci_register_device(bus, &d[1].pci), 0);
+	ck_assert_uint_eq(d[1].pci.slot, 2);
+	ck_assert_uint_eq(d[1].pci.fn, 0);
+	ck_assert_uint_eq(cfg_read_fn(1, 0, PCI_CFG_HEADER_TYPE, 1), 0);
+	ck_assert_int_eq(pci_unregister_device(bus, &d[0].pci), 0);
+	ck_assert_int_eq(pci_unregister_device(bus, &d[1].pci), 0);
+}
+END_TEST
+
 START_TEST(test_window_full)
 {
 	struct tdev a, b, c;
@@ -680,6 +746,7 @@ static Suite *pci_suite(void)
 	tcase_add_test(tc, test_command_mem);
 	tcase_add_test(tc, test_overlap_rejected);
 	tcase_add_test(tc, test_slots_full);
+	tcase_add_test(tc, test_multifunction);
 	tcase_add_test(tc, test_window_full);
 	tcase_add_test(tc, test_mmio64_window);
 	tcase_add_test(tc, test_set_bar_errors);
