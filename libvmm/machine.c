@@ -726,12 +726,14 @@ static int machine_setup_ports(struct vmm *vm, struct machine *m)
 	return ret;
 }
 
-/* Stop every disk (drain in-flight I/O) and then the I/O threads. */
+/* Stop every disk (drain in-flight I/O) and then the I/O threads.  The
+ * VM fd goes next (machine_join() is never followed by another run of
+ * it): its KVM wiring is left for KVM to drop (vpci_shutdown()). */
 static void machine_stop_disks(struct vmm *vm, struct machine *m)
 {
 	for (unsigned int i = 0; m->disks && i < vm->nr_disks; i++)
 		if (m->disks[i].transport)
-			vpci_quiesce(m->disks[i].transport);
+			vpci_shutdown(m->disks[i].transport);
 	for (unsigned int i = 0; i < m->nr_iothreads; i++)
 		iothread_stop(m->iothreads[i]);
 }

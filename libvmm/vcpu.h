@@ -78,7 +78,8 @@ struct vcpu {
 /*
  * KVM_CREATE_VCPU, mmap of kvm_run, CPUID (@cpuid from
  * KVM_GET_SUPPORTED_CPUID, fixed up here for this vCPU's APIC id), FPU and
- * LAPIC LINT0/LINT1 set up as the MP table describes.  Returns 0 or -errno.
+ * LAPIC LINT0/LINT1 set up as the MP table and the MADT describe; with more
+ * than VCPU_MAX_XAPIC_VCPUS vCPUs, x2APIC mode on.  Returns 0 or -errno.
  */
 struct kvm_cpuid2;
 int vcpu_create(struct vmm *vm, unsigned int index,

@@ -1586,6 +1586,31 @@ void vpci_destroy(struct virtio_transport *t)
 	free(t);
 }
 
+void vpci_shutdown(struct virtio_transport *t)
+{
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->lock);
+	if (t->started)
+		t->ops->stop(t->dev); /* drains; no device thread runs after */
+	t->started = false;
+	/*
+	 * Forget the registrations instead of undoing them: the VM fd they
+	 * live in is closed next (vmm_destroy(), or a failed start's fresh
+	 * VM), and KVM drops every irqfd (one workqueue flush for all of
+	 * them) and ioeventfd with it.  Deassigned one by one they cost an
+	 * SRCU grace period per ioeventfd and a workqueue flush per irqfd:
+	 * seconds at 384 queues.  vpci_release() (from vpci_destroy()) then
+	 * closes the call eventfds, which KVM still references until then.
+	 */
+	for (unsigned int i = 0; i < t->nq; i++) {
+		t->vqs[i].kick_addr = VPCI_UNWIRED;
+		t->vqs[i].irq_wired = false;
+	}
+	t->live = false;
+	pthread_mutex_unlock(&t->lock);
+}
+
 void vpci_quiesce(struct virtio_transport *t)
 {
 	if (!t)

@@ -156,6 +156,15 @@ void vpci_destroy(struct virtio_transport *t);
  */
 void vpci_quiesce(struct virtio_transport *t);
 
+/*
+ * vpci_shutdown - vpci_quiesce() for the end of the VM: the device is
+ * stopped the same way, but its KVM wiring is not removed call by call; it
+ * is forgotten, and goes with the VM fd, which the caller closes before
+ * the KVM VM is used again (if ever).  Only vpci_destroy() may follow.
+ * Context: API thread, vCPUs stopped.
+ */
+void vpci_shutdown(struct virtio_transport *t);
+
 /* Counters since creation (each read atomically; not a snapshot). */
 void vpci_get_stats(struct virtio_transport *t, struct vpci_stats *st);
 

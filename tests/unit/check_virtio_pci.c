@@ -524,6 +524,35 @@ START_TEST(reset_unwires_and_clears)
 }
 END_TEST
 
+/* The VM's end: the device stops as with a reset, but no KVM ioctl undoes
+ * its wiring, neither then nor at vpci_destroy() (KVM drops it with the VM
+ * fd). */
+START_TEST(shutdown_leaves_wiring_to_kvm)
+{
+	unsigned int routing, irqfd, ioev;
+
+	create(4);
+	drv_up(4);
+	routing = kvm->routing_calls;
+	irqfd = kvm->irqfd_calls;
+	ioev = kvm->ioeventfd_calls;
+	vpci_shutdown(V.t);
+	ck_assert_uint_eq(fdev.stop_calls, 1);
+	vpci_shutdown(V.t); /* idempotent */
+	ck_assert_uint_eq(fdev.stop_calls, 1);
+	vpci_destroy(V.t);
+	V.t = NULL;
+	ck_assert_uint_eq(fdev.stop_calls, 1);
+	ck_assert_uint_eq(kvm->routing_calls, routing);
+	ck_assert_uint_eq(kvm->irqfd_calls, irqfd);
+	ck_assert_uint_eq(kvm->ioeventfd_calls, ioev);
+	/* Still registered in the (fake) VM, as they would be in KVM until
+	 * its fd closes. */
+	ck_assert_uint_eq(kvm->live_ioev, 4);
+	ck_assert_uint_eq(kvm->live_irqfd, 4);
+}
+END_TEST
+
 START_TEST(features_ok_refused)
 {
 	create(1);
@@ -996,6 +1025,7 @@ static Suite *vpci_suite(void)
 	tcase_add_test(tc, notify_masked_pending_unmask);
 	tcase_add_test(tc, poll_queue_has_no_irqfd);
 	tcase_add_test(tc, reset_unwires_and_clears);
+	tcase_add_test(tc, shutdown_leaves_wiring_to_kvm);
 	tcase_add_test(tc, features_ok_refused);
 	tcase_add_test(tc, bad_queue_size);
 	tcase_add_test(tc, msix_vector_out_of_range);

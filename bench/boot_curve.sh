@@ -1,0 +1,179 @@
+#!/bin/bash
+# bench/boot_curve.sh [--quick|--full] [--counts "1 8 32"] [--rounds R]
+#
+# Guest boot time against the vCPU count, the shape of seed 004 (issue 9,
+# item 7a): launch to the guest's init marker (MINIVMM-GUEST-UP) for
+#   minivmm-qn   one disk with one queue per vCPU (the default)
+#   minivmm-q1   the same disk with one queue
+#   qemu-qn      QEMU (-machine q35,kernel-irqchip=split -cpu host), the
+#                same kernel, initramfs, command line, memory and disk,
+#                virtio-blk-pci num-queues = vCPUs (QEMU 7.2's q35 stops
+#                at 288 vCPUs: larger counts are minivmm only)
+# alternated within each round (A B C A B C ...), inside the nested-KVM rig
+# (one tests/rig/rig-run call; an L1 stall reruns it, only the last
+# attempt's records count).  Not measured here: minivmm with per-vector
+# wiring forced (the library has no such knob; bench/wiring_bench.c
+# measures that difference on the wiring alone).
+#
+#   --quick  1, 8, 32 vCPUs, 1 round (~5 minutes)
+#   --full   1, 8, 32, 64, 128, 255, 288, 384 vCPUs, 3 rounds (hours in
+#            the rig: a 300-vCPU guest alone boots in ~8 minutes there)
+#
+# Writes $BENCH_OUT (default bench/results): boot.json (one record per
+# boot), boot.md (medians, ratios), boot_curve.png, boot-run.log (raw).
+# Timings are reported, never asserted.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
+
+if [[ ${1:-} == --inner ]]; then
+	# ---------------------------------------------------------- in L1
+	shift
+	vmm=$1 kernel=$2 initrd=$3 rounds=$4
+	shift 4
+	counts=("$@")
+	qemu=$(command -v qemu-system-x86_64 || true)
+	[[ -r /dev/kvm && -w /dev/kvm ]] || bench_die "no usable /dev/kvm"
+	work=$(mktemp -d "${RIG_SCRATCH:-/var/tmp}/boot_curve.XXXXXX")
+	trap 'rm -rf "$work"' EXIT
+	truncate -s 64M "$work/data.img"
+	ulimit -n 65536 2>/dev/null || true
+	cmdline="console=ttyS0 reboot=k panic=-1 pci=conf1 i8042.noaux i8042.nopnp i8042.dumbkbd quiet"
+	bench_emit "$(jq -cn --arg k "$(uname -r)" --arg q "$([[ -n $qemu ]] && "$qemu" --version | head -1)" \
+		'{bench:"machine_boot_curve", kvm_host_kernel:$k, qemu_version:$q, nested_rig:true}')"
+
+	# boot MODE N ROUND: one boot; emits its record.
+	boot() {
+		local mode=$1 n=$2 round=$3 mem cmd=() t0 up="" rc log=$work/log
+		mem=$((512 + 4 * n))
+		case $mode in
+		minivmm-qn | minivmm-q1)
+			local nq=$n
+			[[ $mode == minivmm-q1 ]] && nq=1
+			cmd=("$vmm" --smp "$n" --mem "${mem}M" --kernel "$kernel" --initrd "$initrd"
+				--cmdline "$cmdline" --disk "path=$work/data.img,num-queues=$nq,serial=data,lock=off")
+			;;
+		qemu-qn)
+			cmd=("$qemu" -enable-kvm -machine q35,kernel-irqchip=split -cpu host
+				-smp "$n" -m "${mem}M" -nographic -nodefaults -no-user-config
+				-serial stdio -no-reboot -kernel "$kernel" -initrd "$initrd"
+				-append "$cmdline"
+				-drive "file=$work/data.img,if=none,id=d,format=raw,cache=none,file.locking=off"
+				-device "virtio-blk-pci,drive=d,num-queues=$n,serial=data")
+			;;
+		esac
+		t0=$(bench_now_ns)
+		set +e
+		timeout --kill-after=10 3000 "${cmd[@]}" </dev/null 2>&1 |
+			while IFS= read -r line; do
+				if [[ $line == *MINIVMM-GUEST-UP* ]]; then
+					echo "UP $(($(bench_now_ns) - t0)) ${line##*cpus=}"
+				fi
+			done >"$log"
+		rc=${PIPESTATUS[0]}
+		set -e
+		up=$(awk '/^UP/ { print $2; exit }' "$log")
+		local cpus
+		cpus=$(awk '/^UP/ { print $3; exit }' "$log")
+		bench_log "round $round: $mode --smp $n: ${up:+$((up / 1000000)) ms}${up:-no init marker} (exit $rc)"
+		bench_emit "$(jq -cn --arg mode "$mode" --argjson n "$n" --argjson round "$round" \
+			--arg up "$up" --arg cpus "$cpus" --argjson rc "$rc" \
+			'{bench:"boot_curve", mode:$mode, vcpus:$n, round:$round,
+			  boot_to_init_ms:(if $up == "" then null else ($up | tonumber) / 1e6 end),
+			  cpus_online:(if $cpus == "" then null else ($cpus | tonumber) end),
+			  exit_status:$rc,
+			  method:"launch to the MINIVMM-GUEST-UP console line (the guest then reboots itself)"}')"
+	}
+
+	for ((r = 1; r <= rounds; r++)); do
+		for n in "${counts[@]}"; do
+			modes=(minivmm-qn minivmm-q1)
+			[[ -n $qemu && $n -le 288 ]] && modes+=(qemu-qn)
+			# Rotate the order each round so no mode always goes first.
+			for ((k = 0; k < ${#modes[@]}; k++)); do
+				boot "${modes[(k + r - 1) % ${#modes[@]}]}" "$n" "$r"
+			done
+		done
+	done
+	exit 0
+fi
+
+# -------------------------------------------------------------- outside
+cd "$here/.."
+mode=--quick counts="" rounds=""
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--quick | --full) mode=$1; shift ;;
+	--counts) counts=$2; shift 2 ;;
+	--rounds) rounds=$2; shift 2 ;;
+	-h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d'; exit 0 ;;
+	*) bench_die "unknown option $1" ;;
+	esac
+done
+if [[ $mode == --full ]]; then
+	counts=${counts:-1 8 32 64 128 255 288 384} rounds=${rounds:-3}
+else
+	counts=${counts:-1 8 32} rounds=${rounds:-1}
+fi
+out=${BENCH_OUT:-bench/results}
+build=${BENCH_BUILD_DIR:-build}
+mkdir -p "$out"
+for t in jq gnuplot cmake; do
+	command -v "$t" >/dev/null || bench_die "$t is missing (scripts/deps.sh installs it)"
+done
+cmake --build "$build" --target minivmm >/dev/null
+mapfile -t guest < <(tests/rig/mkguest.sh)
+date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+bench_log "boot curve: vCPUs $counts, $rounds round(s), in the rig"
+# shellcheck disable=SC2086 # counts is a word list
+tests/rig/rig-run --mem "${BENCH_L1_MEM:-8G}" --timeout "${BENCH_TIMEOUT:-36000}" \
+	--stall-retries "${RIG_STALL_RETRIES:-1}" -- \
+	"$PWD/bench/boot_curve.sh" --inner "$PWD/$build/minivmm" "${guest[0]}" "${guest[1]}" \
+	"$rounds" $counts 2>&1 | tee "$out/boot-run.log" | grep -v '^BENCH-JSON ' >&2 || true
+bench_records "$out/boot-run.log" | jq -c --arg date "$date" '. + {date:$date}' >"$out/boot.json"
+[[ -s $out/boot.json ]] || bench_die "no records (see $out/boot-run.log)"
+
+# Medians per mode and count; ratios against minivmm-qn.
+jq -rs "$BENCH_JQ_DEFS"'
+	[.[] | select(.bench == "boot_curve")] as $b |
+	($b | map(.vcpus) | unique) as $ns |
+	def med(m; n): [$b[] | select(.mode == m and .vcpus == n) | .boot_to_init_ms] | median;
+	"| vCPUs | minivmm, 1 queue/vCPU (ms) | minivmm, 1 queue (ms) | QEMU 7.2, 1 queue/vCPU (ms) | qn / q1 | minivmm / QEMU | boots |",
+	"|---|---|---|---|---|---|---|",
+	($ns[] as $n | [med("minivmm-qn"; $n), med("minivmm-q1"; $n), med("qemu-qn"; $n)] as $m |
+	 "| \($n) | \($m[0] | r(0)) | \($m[1] | r(0)) | \($m[2] | r(0) // "-") | " +
+	 "\(if $m[0] and $m[1] then ($m[0] / $m[1] | r(2)) else "-" end) | " +
+	 "\(if $m[0] and $m[2] then ($m[0] / $m[2] | r(2)) else "-" end) | " +
+	 "\([$b[] | select(.vcpus == $n)] | length) |")
+' "$out/boot.json" >"$out/boot-table.md"
+{
+	echo "# Guest boot time vs vCPUs (bench/boot_curve.sh $mode, $date)"
+	echo
+	echo "Launch to the guest's init marker, medians of $rounds round(s), in the"
+	echo "nested-KVM rig (L1 under TCG, one CPU): absolute times are the rig's,"
+	echo "ratios are what carries over.  Failed boots have no time and count in"
+	echo "\"boots\"."
+	echo
+	cat "$out/boot-table.md"
+} >"$out/boot.md"
+rm -f "$out/boot-table.md"
+
+for m in minivmm-qn minivmm-q1 qemu-qn; do
+	jq -r --arg m "$m" 'select(.bench == "boot_curve" and .mode == $m and .boot_to_init_ms != null) |
+		"\(.vcpus) \(.boot_to_init_ms / 1000)"' "$out/boot.json" | sort -n >"$out/.boot.$m.dat"
+done
+gnuplot <<EOF
+set terminal pngcairo size 900,560
+set output "$out/boot_curve.png"
+set title "Guest boot (launch to init) vs vCPUs, nested-KVM rig"
+set xlabel "vCPUs"
+set ylabel "seconds"
+set key left top
+set grid
+plot "$out/.boot.minivmm-qn.dat" using 1:2 with linespoints title "minivmm, 1 queue/vCPU", \
+     "$out/.boot.minivmm-q1.dat" using 1:2 with linespoints title "minivmm, 1 queue", \
+     "$out/.boot.qemu-qn.dat" using 1:2 with linespoints title "QEMU 7.2 q35, 1 queue/vCPU"
+EOF
+rm -f "$out"/.boot.*.dat
+cat "$out/boot.md"
