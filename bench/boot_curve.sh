@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/boot_curve.sh [--quick|--full] [--counts "1 8 32"] [--rounds R]
+# bench/boot_curve.sh [--quick|--full] [--counts "1 8 32"] [--rounds R] [--report]
 #
 # Guest boot time against the vCPU count, the shape of seed 004 (issue 9,
 # item 7a): launch to the guest's init marker (MINIVMM-GUEST-UP) for
@@ -21,6 +21,7 @@
 #
 # Writes $BENCH_OUT (default bench/results): boot.json (one record per
 # boot), boot.md (medians, ratios), boot_curve.png, boot-run.log (raw).
+# --report makes the JSON, table and plot again from boot-run.log only.
 # Timings are reported, never asserted.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -76,7 +77,11 @@ if [[ ${1:-} == --inner ]]; then
 		up=$(awk '/^UP/ { print $2; exit }' "$log")
 		local cpus
 		cpus=$(awk '/^UP/ { print $3; exit }' "$log")
-		bench_log "round $round: $mode --smp $n: ${up:+$((up / 1000000)) ms}${up:-no init marker} (exit $rc)"
+		if [[ -n $up ]]; then
+			bench_log "round $round: $mode --smp $n: $((up / 1000000)) ms (exit $rc)"
+		else
+			bench_log "round $round: $mode --smp $n: no init marker (exit $rc)"
+		fi
 		bench_emit "$(jq -cn --arg mode "$mode" --argjson n "$n" --argjson round "$round" \
 			--arg up "$up" --arg cpus "$cpus" --argjson rc "$rc" \
 			'{bench:"boot_curve", mode:$mode, vcpus:$n, round:$round,
@@ -101,10 +106,11 @@ fi
 
 # -------------------------------------------------------------- outside
 cd "$here/.."
-mode=--quick counts="" rounds=""
+mode=--quick counts="" rounds="" report=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--quick | --full) mode=$1; shift ;;
+	--report) report=1; shift ;;
 	--counts) counts=$2; shift 2 ;;
 	--rounds) rounds=$2; shift 2 ;;
 	-h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d'; exit 0 ;;
@@ -122,15 +128,19 @@ mkdir -p "$out"
 for t in jq gnuplot cmake; do
 	command -v "$t" >/dev/null || bench_die "$t is missing (scripts/deps.sh installs it)"
 done
-cmake --build "$build" --target minivmm >/dev/null
-mapfile -t guest < <(tests/rig/mkguest.sh)
 date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-bench_log "boot curve: vCPUs $counts, $rounds round(s), in the rig"
-# shellcheck disable=SC2086 # counts is a word list
-tests/rig/rig-run --mem "${BENCH_L1_MEM:-8G}" --timeout "${BENCH_TIMEOUT:-36000}" \
-	--stall-retries "${RIG_STALL_RETRIES:-1}" -- \
-	"$PWD/bench/boot_curve.sh" --inner "$PWD/$build/minivmm" "${guest[0]}" "${guest[1]}" \
-	"$rounds" $counts 2>&1 | tee "$out/boot-run.log" | grep -v '^BENCH-JSON ' >&2 || true
+if [[ $report == 0 ]]; then
+	cmake --build "$build" --target minivmm >/dev/null
+	mapfile -t guest < <(tests/rig/mkguest.sh)
+	bench_log "boot curve: vCPUs $counts, $rounds round(s), in the rig"
+	# shellcheck disable=SC2086 # counts is a word list
+	tests/rig/rig-run --mem "${BENCH_L1_MEM:-8G}" --timeout "${BENCH_TIMEOUT:-36000}" \
+		--stall-retries "${RIG_STALL_RETRIES:-1}" -- \
+		"$PWD/bench/boot_curve.sh" --inner "$PWD/$build/minivmm" "${guest[0]}" "${guest[1]}" \
+		"$rounds" $counts 2>&1 | tee "$out/boot-run.log" | grep -v '^BENCH-JSON ' >&2 || true
+else
+	date=$(stat -c %y "$out/boot-run.log" | cut -d. -f1)
+fi
 bench_records "$out/boot-run.log" | jq -c --arg date "$date" '. + {date:$date}' >"$out/boot.json"
 [[ -s $out/boot.json ]] || bench_die "no records (see $out/boot-run.log)"
 
