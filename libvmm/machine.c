@@ -14,13 +14,13 @@
  * stays exactly what the MP-table boot has, and power-off is two more
  * registers (devices/legacy/acpipm.h).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kvm.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -196,11 +196,12 @@ static int machine_write_acpi(struct vmm *vm)
 /*
  * KVM's in-kernel IOAPIC has 8-bit destinations, so a legacy interrupt
  * (COM1, the RTC, the PIT) whose affinity lands on an APIC ID >= 255 would
- * reach the wrong CPU, or all of them (255 is the broadcast).  Linux spreads IRQs over all CPUs by
- * default; irqaffinity=0 keeps the non-managed ones on CPU 0 (per-queue
- * MSI-X vectors are managed and still follow their queue's CPU).  Added
- * unless the command line sets irqaffinity itself.  *@out: NULL when the
- * command line stays as it is, else a string to free.
+ * reach the wrong CPU, or all of them (255 is the broadcast).  Linux
+ * spreads IRQs over all CPUs by default; irqaffinity=0 keeps the
+ * non-managed ones on CPU 0 (per-queue MSI-X vectors are managed and still
+ * follow their queue's CPU).  Added unless the command line sets
+ * irqaffinity itself.  *@out: NULL when the command line stays as it is,
+ * else a string to free.
  */
 static int machine_cmdline(struct vmm *vm, char **out)
 {

@@ -83,13 +83,13 @@ static int vcpu_setup_cpuid(struct vcpu *vcpu, const struct kvm_cpuid2 *base)
 static int vcpu_enable_x2apic(struct vcpu *vcpu)
 {
 	struct kvm_sregs sregs;
+	int ret = vcpu_get_sregs(vcpu, &sregs);
 
-	if (ioctl(vcpu->fd, KVM_GET_SREGS, &sregs) < 0)
-		return -errno;
+	if (ret)
+		return ret;
 	sregs.apic_base |= VCPU_APIC_BASE_ENABLE | VCPU_APIC_BASE_X2APIC;
 	if (ioctl(vcpu->fd, KVM_SET_SREGS, &sregs) < 0) {
-		int ret = -errno;
-
+		ret = -errno;
 		vmm_err("vCPU %u: cannot enable x2APIC mode: %s", vcpu->index,
 			strerror(-ret));
 		return ret;

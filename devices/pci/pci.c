@@ -599,11 +599,13 @@ int pci_register_device(struct pci_bus *bus, struct pci_device *dev)
 	dev->fn = fn;
 	/* HEADER_TYPE bit 7 of function 0: "look at functions 1-7".  Set
 	 * before the guest runs (devices register at start). */
-	if (fn)
-		pci_cfg_set8(bus->devs[PCI_DEVFN(slot, 0)], PCI_CFG_HEADER_TYPE,
-			     pci_cfg_get8(bus->devs[PCI_DEVFN(slot, 0)],
-					  PCI_CFG_HEADER_TYPE) |
+	if (fn) {
+		struct pci_device *fn0 = bus->devs[PCI_DEVFN(slot, 0)];
+
+		pci_cfg_set8(fn0, PCI_CFG_HEADER_TYPE,
+			     pci_cfg_get8(fn0, PCI_CFG_HEADER_TYPE) |
 				     PCI_HEADER_MULTI_FUNCTION);
+	}
 	/* Firmware's job, done here for direct kernel boot: decode and bus
 	 * mastering on (Linux's drivers set MASTER themselves anyway; a
 	 * device's owner may act on later changes: virtio-pci.c). */

@@ -27,6 +27,7 @@
 
 #include "util/compiler.h"
 #include "x86/acpi.h"
+#include "x86/fwtable.h"
 #include "x86/aml.h"
 
 /* Tables are assembled in packed host structs: the host must be x86's
@@ -444,23 +445,6 @@ static size_t madt_size(unsigned int nr_cpus)
 	       (x2apic ? sizeof(struct madt_x2apic_nmi) : 0);
 }
 
-/* Value that makes the @len bytes at @p sum to 0 (mod 256) once stored in
- * a byte of @p that is 0 now. */
-static uint8_t acpi_checksum(const uint8_t *p, size_t len)
-{
-	uint8_t sum = 0;
-
-	while (len--)
-		sum += *p++;
-	return (uint8_t)-sum;
-}
-
-static uint8_t *put(uint8_t *pos, const void *entry, size_t size)
-{
-	memcpy(pos, entry, size);
-	return pos + size;
-}
-
 static void sdt_header(struct acpi_sdt_header *h, const char *sig,
 		       size_t len, uint8_t rev)
 {
@@ -480,7 +464,7 @@ static void sdt_header(struct acpi_sdt_header *h, const char *sig,
 static void sdt_checksum(uint8_t *table, size_t len)
 {
 	table[offsetof(struct acpi_sdt_header, checksum)] =
-		acpi_checksum(table, len);
+		fwtable_checksum(table, len);
 }
 
 static void write_facs(uint8_t *dst)
@@ -493,7 +477,7 @@ static void write_facs(uint8_t *dst)
 	memcpy(facs.signature, "FACS", 4);
 	facs.length = sizeof(facs);
 	facs.version = FACS_VERSION;
-	put(dst, &facs, sizeof(facs));
+	fwtable_put(dst, &facs, sizeof(facs));
 }
 
 static struct acpi_gas gas_io(uint8_t bit_width, uint8_t access_size,
@@ -554,7 +538,7 @@ static void write_fadt(uint8_t *dst, uint32_t gpa, const struct acpi_config *cfg
 				  cfg->pm1a_evt_port);
 	f.x_pm1a_cnt_blk = gas_io(PM1_CNT_LEN * 8, GAS_ACCESS_UNDEFINED,
 				  cfg->pm1a_cnt_port);
-	put(dst, &f, sizeof(f));
+	fwtable_put(dst, &f, sizeof(f));
 	sdt_checksum(dst, sizeof(f));
 }
 
@@ -564,7 +548,7 @@ static void write_dsdt(uint8_t *dst, const uint8_t *aml, size_t len)
 
 	memcpy(dst, aml, len);
 	sdt_header(&h, "DSDT", len, DSDT_REVISION);
-	put(dst, &h, sizeof(h));
+	fwtable_put(dst, &h, sizeof(h));
 	sdt_checksum(dst, len);
 }
 
@@ -586,7 +570,7 @@ static void write_madt(uint8_t *dst, const struct acpi_config *cfg)
 				.flags = MADT_ENABLED,
 			};
 
-			pos = put(pos, &e, sizeof(e));
+			pos = fwtable_put(pos, &e, sizeof(e));
 		} else {
 			struct madt_x2apic e = {
 				.type = MADT_X2APIC,
@@ -596,7 +580,7 @@ static void write_madt(uint8_t *dst, const struct acpi_config *cfg)
 				.uid = i,
 			};
 
-			pos = put(pos, &e, sizeof(e));
+			pos = fwtable_put(pos, &e, sizeof(e));
 		}
 	}
 
@@ -610,7 +594,7 @@ static void write_madt(uint8_t *dst, const struct acpi_config *cfg)
 			.gsi_base = 0,
 		};
 
-		pos = put(pos, &e, sizeof(e));
+		pos = fwtable_put(pos, &e, sizeof(e));
 	}
 	{
 		struct madt_iso e = {
@@ -622,7 +606,7 @@ static void write_madt(uint8_t *dst, const struct acpi_config *cfg)
 			.flags = MADT_INTI_HIGH_LEVEL,
 		};
 
-		pos = put(pos, &e, sizeof(e));
+		pos = fwtable_put(pos, &e, sizeof(e));
 	}
 	{
 		struct madt_lapic_nmi e = {
@@ -633,7 +617,7 @@ static void write_madt(uint8_t *dst, const struct acpi_config *cfg)
 			.lint = MADT_NMI_LINT,
 		};
 
-		pos = put(pos, &e, sizeof(e));
+		pos = fwtable_put(pos, &e, sizeof(e));
 	}
 	/* The x2APIC processors need their own NMI entry: the xAPIC one's
 	 * 8-bit UID cannot name them. */
@@ -646,14 +630,14 @@ static void write_madt(uint8_t *dst, const struct acpi_config *cfg)
 			.lint = MADT_NMI_LINT,
 		};
 
-		pos = put(pos, &e, sizeof(e));
+		pos = fwtable_put(pos, &e, sizeof(e));
 	}
 
 	memset(&madt, 0, sizeof(madt));
 	sdt_header(&madt.h, "APIC", size, MADT_REVISION);
 	madt.lapic_addr = cfg->lapic_addr;
 	madt.flags = MADT_PCAT_COMPAT;
-	put(dst, &madt, sizeof(madt));
+	fwtable_put(dst, &madt, sizeof(madt));
 	sdt_checksum(dst, size);
 }
 
@@ -663,9 +647,9 @@ static void write_xsdt(uint8_t *dst, uint64_t fadt, uint64_t madt)
 	uint8_t *pos;
 
 	sdt_header(&h, "XSDT", XSDT_SIZE, 1);
-	pos = put(dst, &h, sizeof(h));
-	pos = put(pos, &fadt, sizeof(fadt));
-	put(pos, &madt, sizeof(madt));
+	pos = fwtable_put(dst, &h, sizeof(h));
+	pos = fwtable_put(pos, &fadt, sizeof(fadt));
+	fwtable_put(pos, &madt, sizeof(madt));
 	sdt_checksum(dst, XSDT_SIZE);
 }
 
@@ -680,10 +664,9 @@ static void write_rsdp(uint8_t *dst, uint64_t xsdt)
 	r.rsdt_address = 0;		/* XSDT only */
 	r.length = sizeof(r);
 	r.xsdt_address = xsdt;
-	r.checksum = acpi_checksum((const uint8_t *)&r,
-				   offsetof(struct acpi_rsdp, length));
-	r.ext_checksum = acpi_checksum((const uint8_t *)&r, sizeof(r));
-	put(dst, &r, sizeof(r));
+	r.checksum = fwtable_checksum(&r, offsetof(struct acpi_rsdp, length));
+	r.ext_checksum = fwtable_checksum(&r, sizeof(r));
+	fwtable_put(dst, &r, sizeof(r));
 }
 
 static bool config_valid(const struct acpi_config *cfg)

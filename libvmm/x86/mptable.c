@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "util/compiler.h"
+#include "x86/fwtable.h"
 #include "x86/mptable.h"
 
 #define MPC_SPEC_REV 4			/* MP spec 1.4 */
@@ -122,33 +123,12 @@ size_t mptable_size(unsigned int nr_cpus)
 	       MP_NR_LINTS * sizeof(struct mpc_intsrc);
 }
 
-/* Value that makes the @len bytes at @p sum to 0 (mod 256) once stored. */
-static uint8_t mp_checksum(const void *p, size_t len)
-{
-	const uint8_t *b = p;
-	uint8_t sum = 0;
-
-	while (len--)
-		sum += *b++;
-	return (uint8_t)-sum;
-}
-
-/*
- * Entries are built in local structs and copied with memcpy, so @dst needs
- * no particular alignment.
- */
-static uint8_t *put(uint8_t *pos, const void *entry, size_t size)
-{
-	memcpy(pos, entry, size);
-	return pos + size;
-}
-
 static uint8_t *put_bus(uint8_t *pos, uint8_t id, const char type[6])
 {
 	struct mpc_bus bus = { .type = MP_BUS, .busid = id };
 
 	memcpy(bus.bustype, type, sizeof(bus.bustype));
-	return put(pos, &bus, sizeof(bus));
+	return fwtable_put(pos, &bus, sizeof(bus));
 }
 
 static uint8_t *put_src(uint8_t *pos, uint8_t type, uint8_t irqtype,
@@ -164,7 +144,7 @@ static uint8_t *put_src(uint8_t *pos, uint8_t type, uint8_t irqtype,
 		.dstirq = dstirq,
 	};
 
-	return put(pos, &src, sizeof(src));
+	return fwtable_put(pos, &src, sizeof(src));
 }
 
 long mptable_write(void *dst, size_t room, uint32_t gpa, unsigned int nr_cpus)
@@ -194,7 +174,7 @@ long mptable_write(void *dst, size_t room, uint32_t gpa, unsigned int nr_cpus)
 			.featureflag = MP_CPU_FEATURES,
 		};
 
-		pos = put(pos, &cpu, sizeof(cpu));
+		pos = fwtable_put(pos, &cpu, sizeof(cpu));
 		entries++;
 	}
 
@@ -211,7 +191,7 @@ long mptable_write(void *dst, size_t room, uint32_t gpa, unsigned int nr_cpus)
 			.apicaddr = MPTABLE_IOAPIC_ADDR,
 		};
 
-		pos = put(pos, &io, sizeof(io));
+		pos = fwtable_put(pos, &io, sizeof(io));
 		entries++;
 	}
 
@@ -233,18 +213,18 @@ long mptable_write(void *dst, size_t room, uint32_t gpa, unsigned int nr_cpus)
 	memcpy(mpc.productid, "000000000000", sizeof(mpc.productid));
 	mpc.oemcount = entries;
 	mpc.lapic = MPTABLE_LAPIC_ADDR;
-	put(base + sizeof(mpf), &mpc, sizeof(mpc));
+	fwtable_put(base + sizeof(mpf), &mpc, sizeof(mpc));
 	/* The checksum covers the whole base table, entries included. */
-	mpc.checksum = mp_checksum(base + sizeof(mpf), mpc.length);
-	put(base + sizeof(mpf), &mpc, sizeof(mpc));
+	mpc.checksum = fwtable_checksum(base + sizeof(mpf), mpc.length);
+	fwtable_put(base + sizeof(mpf), &mpc, sizeof(mpc));
 
 	memset(&mpf, 0, sizeof(mpf));
 	memcpy(mpf.signature, "_MP_", 4);
 	mpf.physptr = gpa + (uint32_t)sizeof(mpf);
 	mpf.length = 1;
 	mpf.specification = MPC_SPEC_REV;
-	mpf.checksum = mp_checksum(&mpf, sizeof(mpf));
-	put(base, &mpf, sizeof(mpf));
+	mpf.checksum = fwtable_checksum(&mpf, sizeof(mpf));
+	fwtable_put(base, &mpf, sizeof(mpf));
 
 	return (long)(pos - base);
 }
