@@ -22,12 +22,16 @@ check() { # DESCRIPTION JQ-EXPRESSION (true when fine)
 [[ -s $r ]] || { echo "FAIL: no $r" >&2; exit 1; }
 check "results.json is an array with a date and machine on every record" \
 	'type == "array" and length > 0 and all(.[]; .date and .machine and .run_mode == "smoke")'
-for mode in batched pervector; do
+for mode in batched pervector driverok; do
 	check "wiring $mode: N = 1 .. 384 and the 16x24 shape, ioctls counted" \
 		"[.[] | select(.bench == \"wiring\" and .mode == \"$mode\")] as \$w |
 		 ([\"n1\", \"n384\", \"d16q24\"] - [\$w[].shape] | length == 0) and
 		 all(\$w[]; .setup_ioctls > 0 and .setup_ns > 0 and .teardown_ioctls > 0)"
 done
+check "driverok wiring: no ioeventfd at DRIVER_OK, all placed before" \
+	'[.[] | select(.bench == "wiring" and .mode == "driverok")] |
+	 all(.[]; .setup_ioeventfd == 0 and .placement_ioeventfd == .n and
+		  .setup_set_gsi_routing == .setup_commits)'
 check "batched wiring: one KVM_SET_GSI_ROUTING per commit, at N=384 too" \
 	'[.[] | select(.bench == "wiring" and .mode == "batched")] |
 	 all(.[]; .one_set_gsi_routing_per_commit) and

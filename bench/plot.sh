@@ -13,14 +13,18 @@ J() { jq -r "$BENCH_JQ_DEFS $1" "$res"; }
 
 # ------------------------------------------------------------------ data
 # wiring: N, batched ms, pervector ms, batched ioctls, pervector ioctls,
-# batched SET_GSI_ROUTING, pervector SET_GSI_ROUTING (medians over rounds)
+# batched SET_GSI_ROUTING, pervector SET_GSI_ROUTING, routing ms (2),
+# teardown ms (2), driverok ms (DRIVER_OK with the ioeventfds placed
+# before), driverok placement ms (medians over rounds)
 J '[.[] | select(.bench == "wiring" and .devices == 1)] | group_by(.n)[] |
 	def m(mode; f): map(select(.mode == mode) | f) | median;
 	[.[0].n, m("batched"; .setup_ns / 1e6), m("pervector"; .setup_ns / 1e6),
 	 m("batched"; .setup_ioctls), m("pervector"; .setup_ioctls),
 	 m("batched"; .setup_set_gsi_routing), m("pervector"; .setup_set_gsi_routing),
 	 m("batched"; .setup_routing_ns / 1e6), m("pervector"; .setup_routing_ns / 1e6),
-	 m("batched"; .teardown_ns / 1e6), m("pervector"; .teardown_ns / 1e6)] | @tsv' >"$tmp/wiring.dat"
+	 m("batched"; .teardown_ns / 1e6), m("pervector"; .teardown_ns / 1e6),
+	 m("driverok"; .setup_ns / 1e6), m("driverok"; .placement_ns / 1e6)] |
+	map(. // "NaN") | @tsv' >"$tmp/wiring.dat"
 
 if [[ -s $tmp/wiring.dat ]]; then
 	gnuplot <<EOF
@@ -31,7 +35,9 @@ set xlabel "queues (N)"; set ylabel "ms"; set logscale xy; set grid; set key lef
 plot "$tmp/wiring.dat" u 1:2 w lp lw 2 t "libvmm batched (1 transaction)", \
      "$tmp/wiring.dat" u 1:3 w lp lw 2 t "per vector (full table resent, kvmtool/CH/Firecracker way)", \
      "$tmp/wiring.dat" u 1:8 w lp dt 2 t "batched: inside KVM_SET_GSI_ROUTING", \
-     "$tmp/wiring.dat" u 1:9 w lp dt 2 t "per vector: inside KVM_SET_GSI_ROUTING"
+     "$tmp/wiring.dat" u 1:9 w lp dt 2 t "per vector: inside KVM_SET_GSI_ROUTING", \
+     "$tmp/wiring.dat" u 1:12 w lp lw 2 t "libvmm DRIVER_OK (routes + irqfds; ioeventfds placed before)", \
+     "$tmp/wiring.dat" u 1:13 w lp dt 3 t "libvmm ioeventfd placement (at start, before the guest runs)"
 set output "$out/wiring_ioctls.png"
 set title "Wiring N queues: KVM ioctls"
 set ylabel "ioctls"
@@ -84,6 +90,8 @@ med(.bench == "wiring" and .shape == "n384" and .mode == "batched"; .setup_ns / 
 med(.bench == "wiring" and .shape == "n384" and .mode == "pervector"; .setup_ns / 1e6) as $wp |
 med(.bench == "wiring" and .shape == "n384" and .mode == "batched"; .setup_routing_ns / 1e6) as $wrb |
 med(.bench == "wiring" and .shape == "n384" and .mode == "pervector"; .setup_routing_ns / 1e6) as $wrp |
+med(.bench == "wiring" and .shape == "n384" and .mode == "driverok"; .setup_ns / 1e6) as $wd |
+med(.bench == "wiring" and .shape == "n384" and .mode == "driverok"; .placement_ns / 1e6) as $wdp |
 ([.[] | select(.bench == "wiring" and .mode == "batched") | .one_set_gsi_routing_per_commit] | all) as $one |
 ([.[] | select(.bench == "wiring" and .mode == "batched" and .devices == 1)] | length) as $nwb |
 # linearity: batched ms per queue at N=384 vs at N=64
@@ -130,6 +138,7 @@ def ok(c): if c == null then "n/a" elif c then "met" else "**missed**" end;
 "|---|---|---|---|",
 "| 1 | wiring 384 queues: batched >= 10x faster than per-vector | \(pct(ratio($wp; $wb))) (\($wb | f(2)) ms vs \($wp | f(2)) ms; inside KVM_SET_GSI_ROUTING alone: \(pct(ratio($wrp; $wrb)))) | \(ok(if ratio($wp; $wb) == null then null else ratio($wp; $wb) >= 10 end)) |",
 "| 1 | exactly one KVM_SET_GSI_ROUTING per transaction | \(if $nwb == 0 then "n/a" elif $one then "yes, in every batched transaction" else "NO" end) | \(ok(if $nwb == 0 then null else $one end)) |",
+"| 1 | DRIVER_OK wiring stall at 384 queues <= 10 ms (ioeventfds placed with the BAR) | \($wd | f(2)) ms (routes + irqfds; everything in one transaction: \($wb | f(2)) ms; the placement before the guest runs: \($wdp | f(2)) ms) | \(ok(if $wd == null then null else $wd <= 10 end)) |",
 "| 1 | linear growth (batched) | \($per64 * 1000 | f(1)) us/queue at N=64, \($per384 * 1000 | f(1)) us/queue at N=384 | \(ok(if $per64 == null or $per384 == null then null else $per384 <= 2 * $per64 end)) |",
 "| 2 | (kicks + interrupts) per request <= 0.1 at QD 32 with EVENT_IDX | \($nq_on | f(3)) (num-queues=smp), \($n1_on | f(3)) (1 queue); without EVENT_IDX \($nq_off | f(3)) | \(ok(if $nq_on == null then null else ($nq_on <= 0.1) end)) |",
 "| 2 | KVM exits per request, EVENT_IDX on vs off (num-queues=smp) | \($x_on | f(3)) vs \($x_off | f(3)) (debugfs; see the note below) | |",
@@ -143,13 +152,13 @@ def ok(c): if c == null then "n/a" elif c then "met" else "**missed**" end;
 "",
 "## 1. Wiring N queues into KVM (`bench/wiring_bench.c`)",
 "",
-"Fresh VM with an in-kernel irqchip per measurement; N eventfd pairs, N MSI GSIs; N MSI routes + N irqfds + N ioeventfds (MMIO, 4 bytes apart). *batched*: libvmm, one transaction; *per vector*: one transaction per vector, each resending the whole route table (what kvmtool, Cloud Hypervisor and Firecracker do). ioctls counted by a hook in front of ioctl(2) and cross-checked with libvmm'"'"'s statistics.",
+"Fresh VM with an in-kernel irqchip per measurement; N eventfd pairs, N MSI GSIs; N MSI routes + N irqfds + N ioeventfds (MMIO, 4 bytes apart). *batched*: one transaction for everything; *per vector*: one transaction per vector, each resending the whole route table (what kvmtool, Cloud Hypervisor and Firecracker do); *DRIVER_OK*: what libvmm does at a driver'"'"'s DRIVER_OK now -- the routes and irqfds in one transaction, the ioeventfds having been placed with the BAR before the guest ran (*placement*). ioctls counted by a hook in front of ioctl(2) and cross-checked with libvmm'"'"'s statistics.",
 "",
-"| N | batched ms | per-vector ms | ratio | batched ioctls (SET_GSI_ROUTING) | per-vector ioctls (SET_GSI_ROUTING) | routing ms batched / per-vector | teardown ms batched / per-vector |",
-"|---|---|---|---|---|---|---|---|",
+"| N | batched ms | per-vector ms | ratio | batched ioctls (SET_GSI_ROUTING) | per-vector ioctls (SET_GSI_ROUTING) | routing ms batched / per-vector | teardown ms batched / per-vector | DRIVER_OK ms (placement ms) |",
+"|---|---|---|---|---|---|---|---|---|",
 ([.[] | select(.bench == "wiring")] | group_by(.shape) | sort_by(.[0].n, .[0].devices) | .[] |
 	def m(mode; f): map(select(.mode == mode) | f) | median;
-	"| \(.[0].shape | if startswith("n") then .[1:] else . + " (" + (.[1:] | sub("q"; " devices x ")) + " queues)" end) | \(m("batched"; .setup_ns / 1e6) | f(3)) | \(m("pervector"; .setup_ns / 1e6) | f(3)) | \(pct(ratio(m("pervector"; .setup_ns); m("batched"; .setup_ns)))) | \(m("batched"; .setup_ioctls) | f(0)) (\(m("batched"; .setup_set_gsi_routing) | f(0))) | \(m("pervector"; .setup_ioctls) | f(0)) (\(m("pervector"; .setup_set_gsi_routing) | f(0))) | \(m("batched"; .setup_routing_ns / 1e6) | f(3)) / \(m("pervector"; .setup_routing_ns / 1e6) | f(3)) | \(m("batched"; .teardown_ns / 1e6) | f(1)) / \(m("pervector"; .teardown_ns / 1e6) | f(1)) |"),
+	"| \(.[0].shape | if startswith("n") then .[1:] else . + " (" + (.[1:] | sub("q"; " devices x ")) + " queues)" end) | \(m("batched"; .setup_ns / 1e6) | f(3)) | \(m("pervector"; .setup_ns / 1e6) | f(3)) | \(pct(ratio(m("pervector"; .setup_ns); m("batched"; .setup_ns)))) | \(m("batched"; .setup_ioctls) | f(0)) (\(m("batched"; .setup_set_gsi_routing) | f(0))) | \(m("pervector"; .setup_ioctls) | f(0)) (\(m("pervector"; .setup_set_gsi_routing) | f(0))) | \(m("batched"; .setup_routing_ns / 1e6) | f(3)) / \(m("pervector"; .setup_routing_ns / 1e6) | f(3)) | \(m("batched"; .teardown_ns / 1e6) | f(1)) / \(m("pervector"; .teardown_ns / 1e6) | f(1)) | \(m("driverok"; .setup_ns / 1e6) | f(3)) (\(m("driverok"; .placement_ns / 1e6) | f(3))) |"),
 "",
 "![wiring time](wiring_time.png) ![wiring ioctls](wiring_ioctls.png)",
 "",

@@ -24,7 +24,7 @@
  * keeps the huge-page gains whatever the THP settings.  Both are sealed
  * (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL): a process given the fd can
  * trust its size, and no mapping of it can SIGBUS on a truncation.  What
- * the memfd costs is measured in bench/memfd_bench.sh (README, "Guest RAM
+ * the memfd costs is measured in bench/guest_ram_bench.sh (README, "Guest RAM
  * backends").
  */
 #include <errno.h>

@@ -113,6 +113,7 @@ void pci_device_init(struct pci_device *dev, uint16_t vendor, uint16_t device,
 	for (unsigned int i = 0; i < PCI_NUM_BARS; i++) {
 		dev->bars[i].mapped_gpa = PCI_BAR_UNMAPPED;
 		dev->bars[i].failed_gpa = PCI_BAR_UNMAPPED;
+		dev->bars[i].parked_gpa = PCI_BAR_UNMAPPED;
 	}
 }
 
@@ -228,6 +229,32 @@ static uint64_t pci_bar_wanted(const struct pci_device *dev, unsigned int i)
 }
 
 /*
+ * [@gpa, @gpa + @size) has just been mapped for @self: tell every unmapped
+ * BAR last mapped over it that its parked range is taken (pci.h,
+ * bar_range_taken).  A linear scan, only when a BAR is (re)mapped.  Caller
+ * holds the lock.
+ */
+static void pci_take_parked(struct pci_bus *bus, const struct pci_bar *self,
+			    uint64_t gpa, uint64_t size)
+{
+	for (unsigned int s = 0; s < PCI_MAX_DEVFNS; s++) {
+		struct pci_device *dev = bus->devs[s];
+
+		for (unsigned int i = 0; dev && i < PCI_NUM_BARS; i++) {
+			struct pci_bar *b = &dev->bars[i];
+			uint64_t p = b->parked_gpa;
+
+			if (b == self || p == PCI_BAR_UNMAPPED ||
+			    p >= gpa + size || gpa >= p + b->size)
+				continue;
+			b->parked_gpa = PCI_BAR_UNMAPPED;
+			if (dev->ops && dev->ops->bar_range_taken)
+				dev->ops->bar_range_taken(dev, i, p);
+		}
+	}
+}
+
+/*
  * Bring every BAR's MMIO registration in line with the config registers.
  * All devices are visited, not only the one written: a BAR left unmapped
  * because it overlapped another may become mappable when that one moves.
@@ -248,6 +275,7 @@ static void pci_sync_bars(struct pci_bus *bus)
 			    b->mapped_gpa == pci_bar_wanted(dev, i))
 				continue;
 			iobus_unregister(bus->mmio, b->mapped_gpa);
+			b->parked_gpa = b->mapped_gpa;
 			b->mapped_gpa = PCI_BAR_UNMAPPED;
 		}
 	}
@@ -268,6 +296,8 @@ static void pci_sync_bars(struct pci_bus *bus)
 			if (!ret) {
 				b->mapped_gpa = want;
 				b->failed_gpa = PCI_BAR_UNMAPPED;
+				b->parked_gpa = PCI_BAR_UNMAPPED;
+				pci_take_parked(bus, b, want, b->size);
 			} else if (b->failed_gpa != want) {
 				/* Guest-chosen address: refuse, don't crash.
 				 * Logged once per address, and rate-limited
@@ -593,6 +623,7 @@ int pci_register_device(struct pci_bus *bus, struct pci_device *dev)
 		if (ret)
 			goto err_unmap;
 		b->mapped_gpa = pci_bar_addr(dev, i);
+		pci_take_parked(bus, b, b->mapped_gpa, b->size);
 	}
 	dev->bus = bus;
 	dev->slot = slot;
@@ -647,6 +678,7 @@ int pci_unregister_device(struct pci_bus *bus, struct pci_device *dev)
 	for (unsigned int i = 0; i < PCI_NUM_BARS; i++) {
 		uint64_t old = dev->bars[i].mapped_gpa;
 
+		dev->bars[i].parked_gpa = PCI_BAR_UNMAPPED; /* owner's job */
 		if (old == PCI_BAR_UNMAPPED)
 			continue;
 		iobus_unregister(bus->mmio, old);

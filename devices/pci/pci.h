@@ -119,6 +119,17 @@ struct pci_device_ops {
 	 */
 	void (*bar_moved)(struct pci_device *dev, unsigned int bar,
 			  uint64_t old_gpa, uint64_t new_gpa);
+	/*
+	 * Optional.  BAR @bar is unmapped (its decoding is off) and another
+	 * BAR has just been mapped over @gpa, where @bar was last mapped:
+	 * anything the device left registered there for a quick return (the
+	 * virtio transport's notify ioeventfds, "parked" while Linux sizes
+	 * BARs with decoding off) must go now, before the new owner's
+	 * bar_moved() runs.  Called at most once per parking.  Same context
+	 * as bar_moved.
+	 */
+	void (*bar_range_taken)(struct pci_device *dev, unsigned int bar,
+				uint64_t gpa);
 };
 
 struct pci_bar {
@@ -130,6 +141,10 @@ struct pci_bar {
 	/* Owned by the bus (bus lock). */
 	uint64_t mapped_gpa; /* PCI_BAR_UNMAPPED when not on the MMIO bus */
 	uint64_t failed_gpa; /* last address that could not be mapped */
+	/* Where the BAR was last mapped while it is unmapped, until another
+	 * BAR is mapped over it (bar_range_taken) or it is mapped again;
+	 * else PCI_BAR_UNMAPPED. */
+	uint64_t parked_gpa;
 };
 
 /*

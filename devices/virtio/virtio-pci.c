@@ -114,7 +114,8 @@ struct vpci_vq {
 	uint16_t size;
 	uint64_t desc, avail, used;
 	/* Wiring (t->lock). */
-	uint64_t kick_addr; /* where kick_fd is an ioeventfd, or VPCI_UNWIRED */
+	uint64_t kick_addr; /* where kick_fd is an ioeventfd, or VPCI_UNWIRED
+			       (see "Notify ioeventfds" above vpci_place_kicks()) */
 	bool irq_wired;	    /* route + irqfd installed for gsi/call_fd */
 	uint64_t interrupts; /* __atomic only */
 };
@@ -493,9 +494,9 @@ static int vpci_commit(struct virtio_transport *t, struct wiring_txn *txn)
 
 /*
  * Close the call eventfds, free the GSIs (unless their routes may still be
- * installed: @keep_gsis) and reset the rings.  Nothing may be registered
+ * installed: @keep_gsis) and reset the rings.  No irqfd may be registered
  * with KVM any more (or, after a failed teardown, it is leaked there).
- * The kick eventfds stay (virtio-pci.h): vpci_destroy() closes them.
+ * The kick eventfds and their ioeventfds stay (virtio-pci.h).
  * Context: t->lock held, device stopped.
  */
 static void vpci_release(struct virtio_transport *t, bool keep_gsis)
@@ -510,8 +511,7 @@ static void vpci_release(struct virtio_transport *t, bool keep_gsis)
 		if (q->gsi_valid && !keep_gsis)
 			irq_gsi_free(t->irq, q->gsi);
 		q->gsi_valid = false;
-		vq->kick_addr = VPCI_UNWIRED;
-		vq->irq_wired = false;
+		vq->irq_wired = false; /* kick_addr: the ioeventfds stay */
 		virtq_reset(&q->vq);
 	}
 	for (unsigned int v = 0; v < t->nv; v++) {
@@ -525,8 +525,9 @@ static void vpci_release(struct virtio_transport *t, bool keep_gsis)
 	t->live = false;
 }
 
-/* Stage the removal of every ioeventfd and irqfd, and of the MSI routes
- * if @routes.  Returns whether anything was staged.  t->lock held. */
+/* Stage the removal of every irqfd, and of the MSI routes if @routes
+ * (the ioeventfds follow the BAR, not the driver).  Returns whether
+ * anything was staged.  t->lock held. */
 static bool vpci_stage_unwire(struct virtio_transport *t,
 			      struct wiring_txn *txn, bool routes)
 {
@@ -536,11 +537,6 @@ static bool vpci_stage_unwire(struct virtio_transport *t,
 		struct virtio_queue *q = &t->queues[i];
 		struct vpci_vq *vq = &t->vqs[i];
 
-		if (vq->kick_addr != VPCI_UNWIRED) {
-			wiring_ioeventfd(txn, q->kick_fd, vq->kick_addr,
-					 vpci_kick_len(t), false, false);
-			any = true;
-		}
 		if (vq->irq_wired) {
 			wiring_irqfd(txn, q->call_fd, q->gsi, false);
 			if (routes)
@@ -551,8 +547,8 @@ static bool vpci_stage_unwire(struct virtio_transport *t,
 	return any;
 }
 
-/* Remove every ioeventfd, irqfd and route in one transaction, then
- * release.  Context: t->lock held, device stopped. */
+/* Remove every irqfd and route in one transaction, then release.
+ * Context: t->lock held, device stopped. */
 static void vpci_unwire(struct virtio_transport *t)
 {
 	struct wiring_txn txn;
@@ -566,17 +562,16 @@ static void vpci_unwire(struct virtio_transport *t)
 	if (ret) {
 		/*
 		 * The route update failed (KVM_SET_GSI_ROUTING: -ENOMEM) and
-		 * the commit rolled the fd deassigns back.  Deassigning alone
-		 * cannot fail for fds KVM holds: do it, so no ioeventfd stays
-		 * on the notify addresses (the next DRIVER_OK could never wire
-		 * them again: -EEXIST) and no irqfd on an eventfd we close.
-		 * Only the routes stay (found by tests/fuzz/fuzz_virtio_pci).
+		 * the commit rolled the irqfd deassigns back.  Deassigning
+		 * alone cannot fail for fds KVM holds: do it, so no irqfd
+		 * stays on an eventfd we close.  Only the routes stay (found
+		 * by tests/fuzz/fuzz_virtio_pci).
 		 */
 		wiring_begin(&txn, t->irq);
 		vpci_stage_unwire(t, &txn, false);
 		if (vpci_commit(t, &txn))
 			vpci_log(t, &t->log_kvm, VMM_LOG_ERROR,
-				 "removing the KVM ioeventfds/irqfds failed");
+				 "removing the KVM irqfds failed");
 		vpci_log(t, &t->log_kvm, VMM_LOG_ERROR,
 			 "removing the KVM routes failed (%s); their GSIs are "
 			 "leaked until the VM is destroyed", strerror(-ret));
@@ -584,10 +579,15 @@ static void vpci_unwire(struct virtio_transport *t)
 	vpci_release(t, ret != 0);
 }
 
+static void vpci_place_kicks(struct virtio_transport *t);
+
 /*
- * DRIVER_OK: start the rings, wire every enabled queue in one transaction,
- * start the device.  On failure nothing is left wired.  Returns 0 or
- * -errno, with *why set for the log.  Context: vCPU thread, t->lock held.
+ * DRIVER_OK: start the rings, wire every enabled queue's interrupt (route
+ * + irqfd) in one transaction, start the device.  The notify ioeventfds
+ * are already in place (vpci_place_kicks()), so this is one
+ * KVM_SET_GSI_ROUTING and an irqfd per vectored queue.  On failure no
+ * interrupt is left wired.  Returns 0 or -errno, with *why set for the
+ * log.  Context: vCPU thread, t->lock held.
  */
 static int vpci_go_live(struct virtio_transport *t, const char **why)
 {
@@ -616,16 +616,6 @@ static int vpci_go_live(struct virtio_transport *t, const char **why)
 			*why = "ring address outside guest RAM or misaligned";
 			goto err_release;
 		}
-		/* Created at the queue's first DRIVER_OK, then the same file
-		 * until vpci_destroy(): a device may register it (e.g. with an
-		 * io_uring file table) once for the transport's life. */
-		if (q->kick_fd < 0)
-			q->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		if (q->kick_fd < 0) {
-			ret = -errno;
-			*why = "out of eventfds";
-			goto err_release;
-		}
 		if (q->vector == VIRTIO_NO_VECTOR)
 			continue; /* poll queue: no GSI, no irqfd */
 		q->call_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -642,17 +632,15 @@ static int vpci_go_live(struct virtio_transport *t, const char **why)
 		q->gsi_valid = true;
 	}
 
+	/* Only if an earlier placement failed (kicks then take the MMIO
+	 * path, which works): try again, outside this transaction. */
+	vpci_place_kicks(t);
 	wiring_begin(&txn, t->irq);
 	for (unsigned int i = 0; i < t->nq; i++) {
 		struct virtio_queue *q = &t->queues[i];
 		struct vpci_vec *v;
 
-		if (!q->enabled)
-			continue;
-		if (t->bar_gpa != PCI_BAR_UNMAPPED)
-			wiring_ioeventfd(&txn, q->kick_fd, vpci_notify_addr(t, i),
-					 vpci_kick_len(t), false, true);
-		if (!q->gsi_valid)
+		if (!q->enabled || !q->gsi_valid)
 			continue;
 		v = &t->vecs[q->vector];
 		if (!v->users++) {
@@ -670,11 +658,8 @@ static int vpci_go_live(struct virtio_transport *t, const char **why)
 	for (unsigned int i = 0; i < t->nq; i++) {
 		struct virtio_queue *q = &t->queues[i];
 
-		if (!q->enabled)
-			continue;
-		if (t->bar_gpa != PCI_BAR_UNMAPPED)
-			t->vqs[i].kick_addr = vpci_notify_addr(t, i);
-		t->vqs[i].irq_wired = q->gsi_valid;
+		if (q->enabled)
+			t->vqs[i].irq_wired = q->gsi_valid;
 	}
 	t->live = true;
 	/* Bus mastering off: the device may not touch guest memory yet; it
@@ -806,26 +791,93 @@ static void vpci_vector_changed(void *opaque, unsigned int vec)
 	pthread_mutex_unlock(&t->lock);
 }
 
-/* Move the notify ioeventfds after a BAR move.  Context: t->lock held. */
-static void vpci_move_kicks(struct virtio_transport *t)
+/*
+ * Notify ioeventfds.  Every queue's kick eventfd exists from vpci_create()
+ * and is registered with KVM (KVM_IOEVENTFD) on its notify address as soon
+ * as the BAR is mapped -- at pci_register_device(), before the guest runs
+ * -- enabled or not, whatever the driver does.  Each registration copies
+ * KVM's I/O bus and waits for an SRCU grace period (~0.2 ms each in the
+ * rig: 72 ms at 384 queues), which made up nearly all of a DRIVER_OK;
+ * done before the vCPUs run, the grace periods have no reader to wait for,
+ * and DRIVER_OK only commits routes and irqfds.  A kick that arrives while
+ * the queue is not running just counts up in its eventfd: the device reads
+ * it as one spurious notification when it starts (harmless in virtio).
+ *
+ * They move only when the BAR really moves.  Linux clears COMMAND.MEM
+ * around the sizing of every BAR slot of every function at enumeration
+ * (7 times per function) and then restores the same address: undoing and
+ * redoing the registrations each time would cost 14 per queue.  So an
+ * unmapped BAR leaves them "parked" where they are; remapped at the same
+ * address nothing happens, elsewhere one transaction moves them.  A
+ * parked range must not swallow another device's accesses: the PCI bus
+ * calls vpci_bar_range_taken() when any other BAR is mapped over it, and
+ * they are dropped first.  While parked they can only catch writes to an
+ * address nothing decodes (discarded on real hardware): at worst a
+ * spurious notification.
+ */
+
+/* Stage the deregistration of every registered notify ioeventfd.  Returns
+ * whether anything was staged.  t->lock held. */
+static bool vpci_stage_drop_kicks(struct virtio_transport *t,
+				  struct wiring_txn *txn)
+{
+	bool any = false;
+
+	for (unsigned int i = 0; i < t->nq; i++) {
+		if (t->vqs[i].kick_addr == VPCI_UNWIRED)
+			continue;
+		wiring_ioeventfd(txn, t->queues[i].kick_fd, t->vqs[i].kick_addr,
+				 vpci_kick_len(t), false, false);
+		any = true;
+	}
+	return any;
+}
+
+/* Deregister every notify ioeventfd (cannot fail for fds KVM holds).
+ * Context: t->lock held. */
+static void vpci_drop_kicks(struct virtio_transport *t)
+{
+	struct wiring_txn txn;
+
+	wiring_begin(&txn, t->irq);
+	if (!vpci_stage_drop_kicks(t, &txn)) {
+		wiring_abort(&txn);
+		return;
+	}
+	if (vpci_commit(t, &txn))
+		vpci_log(t, &t->log_kvm, VMM_LOG_ERROR,
+			 "removing the notify ioeventfds failed");
+	for (unsigned int i = 0; i < t->nq; i++)
+		t->vqs[i].kick_addr = VPCI_UNWIRED;
+}
+
+/*
+ * Bring the notify ioeventfds to the BAR's address, in one transaction
+ * (deregistrations first, so a move onto an overlapping range works).  An
+ * unmapped BAR parks them (above).  If KVM refuses, none is left anywhere:
+ * kicks then take the MMIO path (vpci_bar_access(), slower but complete)
+ * and the next DRIVER_OK tries again.  Context: t->lock held.
+ */
+static void vpci_place_kicks(struct virtio_transport *t)
 {
 	struct wiring_txn txn;
 	bool any = false;
 	int ret;
 
+	if (t->bar_gpa == PCI_BAR_UNMAPPED)
+		return;
 	wiring_begin(&txn, t->irq);
 	for (unsigned int i = 0; i < t->nq; i++) {
-		struct virtio_queue *q = &t->queues[i];
 		struct vpci_vq *vq = &t->vqs[i];
+		int fd = t->queues[i].kick_fd;
 
-		if (!q->enabled)
+		if (vq->kick_addr == vpci_notify_addr(t, i))
 			continue;
 		if (vq->kick_addr != VPCI_UNWIRED)
-			wiring_ioeventfd(&txn, q->kick_fd, vq->kick_addr,
+			wiring_ioeventfd(&txn, fd, vq->kick_addr,
 					 vpci_kick_len(t), false, false);
-		if (t->bar_gpa != PCI_BAR_UNMAPPED)
-			wiring_ioeventfd(&txn, q->kick_fd, vpci_notify_addr(t, i),
-					 vpci_kick_len(t), false, true);
+		wiring_ioeventfd(&txn, fd, vpci_notify_addr(t, i),
+				 vpci_kick_len(t), false, true);
 		any = true;
 	}
 	if (!any) {
@@ -834,19 +886,15 @@ static void vpci_move_kicks(struct virtio_transport *t)
 	}
 	ret = vpci_commit(t, &txn);
 	if (ret) {
-		/* Kicks at the new address still work, through the MMIO
-		 * handler (slower). */
 		vpci_log(t, &t->log_kvm, VMM_LOG_WARN,
-			 "moving notify ioeventfds to 0x%llx failed (%s); kicks "
+			 "placing notify ioeventfds at 0x%llx failed (%s); kicks "
 			 "take the slow path", (unsigned long long)t->bar_gpa,
 			 strerror(-ret));
+		vpci_drop_kicks(t); /* none left on an old address */
 		return;
 	}
 	for (unsigned int i = 0; i < t->nq; i++)
-		if (t->queues[i].enabled)
-			t->vqs[i].kick_addr = t->bar_gpa != PCI_BAR_UNMAPPED ?
-						      vpci_notify_addr(t, i) :
-						      VPCI_UNWIRED;
+		t->vqs[i].kick_addr = vpci_notify_addr(t, i);
 }
 
 /* ---- state machine ----------------------------------------------------- */
@@ -1211,8 +1259,8 @@ static void vpci_bar_access(void *opaque, uint64_t off, void *data,
 			t->ops->config_read(t->dev, (uint32_t)c, data, len);
 		pthread_mutex_unlock(&t->lock);
 	} else if (off < VPCI_NOTIFY_OFF + t->notify_len && is_write) {
-		/* A kick KVM did not catch (not live yet, any width other
-		 * than the ioeventfd's, BAR just moved): forward it. */
+		/* A kick KVM did not catch (a width other than the
+		 * ioeventfd's, or KVM refused the ioeventfds): forward it. */
 		/* < nq: @off is inside the notify area (checked above). */
 		uint64_t i = (off - VPCI_NOTIFY_OFF) / VPCI_NOTIFY_MULT;
 
@@ -1354,8 +1402,23 @@ static void vpci_bar_moved(struct pci_device *pdev, unsigned int bar,
 		return;
 	pthread_mutex_lock(&t->lock);
 	t->bar_gpa = new_gpa;
-	if (t->live)
-		vpci_move_kicks(t);
+	vpci_place_kicks(t); /* parks them if unmapped */
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* Another BAR was mapped over our parked notify ioeventfds.  Context: as
+ * vpci_bar_moved(). */
+static void vpci_bar_range_taken(struct pci_device *pdev, unsigned int bar,
+				 uint64_t gpa)
+{
+	struct virtio_transport *t = pdev->priv;
+
+	(void)gpa;
+	if (bar != VPCI_BAR)
+		return;
+	pthread_mutex_lock(&t->lock);
+	if (t->bar_gpa == PCI_BAR_UNMAPPED)
+		vpci_drop_kicks(t);
 	pthread_mutex_unlock(&t->lock);
 }
 
@@ -1363,6 +1426,7 @@ static const struct pci_device_ops vpci_pci_ops = {
 	.cfg_write = vpci_cfg_write,
 	.cfg_read = vpci_cfg_read,
 	.bar_moved = vpci_bar_moved,
+	.bar_range_taken = vpci_bar_range_taken,
 };
 
 /* ---- create / destroy ------------------------------------------------- */
@@ -1483,10 +1547,20 @@ int vpci_create(const struct vpci_params *p, struct virtio_transport **out)
 		t->vecs[v].fire_fd = -1;
 		t->vecs[v].seen_masked = true; /* msix_init() masks them all */
 	}
+	/* The same file for the transport's life: its ioeventfd is placed
+	 * with the BAR, and a device may register it (e.g. with an io_uring
+	 * file table) once. */
+	for (unsigned int i = 0; i < t->nq; i++) {
+		t->queues[i].kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (t->queues[i].kick_fd < 0) {
+			ret = -errno;
+			goto err_fds;
+		}
+	}
 	vpci_queue_defaults(t);
 	ret = -pthread_mutex_init(&t->lock, NULL);
 	if (ret)
-		goto err_free;
+		goto err_fds;
 
 	/* BAR layout: see virtio-pci.h. */
 	t->notify_len = t->nq * VPCI_NOTIFY_MULT;
@@ -1555,6 +1629,10 @@ err_msix:
 	msix_exit(&t->msix);
 err_mutex:
 	pthread_mutex_destroy(&t->lock);
+err_fds:
+	for (unsigned int i = 0; i < t->nq; i++)
+		if (t->queues[i].kick_fd >= 0)
+			close(t->queues[i].kick_fd);
 err_free:
 	vpci_logs_destroy(t);
 	free(t->queues);
@@ -1568,11 +1646,12 @@ void vpci_destroy(struct virtio_transport *t)
 {
 	if (!t)
 		return;
-	/* First off the bus (no more guest accesses; bar_moved deassigns
-	 * the notify ioeventfds), then stop and unwire the rest. */
+	/* First off the bus (no more guest accesses; the notify ioeventfds
+	 * are parked by bar_moved), then stop, unwire and drop them. */
 	pci_unregister_device(t->bus, &t->pci);
 	pthread_mutex_lock(&t->lock);
 	vpci_stop(t);
+	vpci_drop_kicks(t);
 	pthread_mutex_unlock(&t->lock);
 	for (unsigned int i = 0; i < t->nq; i++)
 		if (t->queues[i].kick_fd >= 0)
@@ -1637,6 +1716,11 @@ void vpci_get_stats(struct virtio_transport *t, struct vpci_stats *st)
 		__atomic_load_n(&t->st.route_flushes_lazy, __ATOMIC_RELAXED);
 	st->resets = __atomic_load_n(&t->st.resets, __ATOMIC_RELAXED);
 	st->needs_reset = __atomic_load_n(&t->st.needs_reset, __ATOMIC_RELAXED);
+}
+
+int vpci_kick_fd(struct virtio_transport *t, unsigned int q)
+{
+	return q < t->nq ? t->queues[q].kick_fd : -1;
 }
 
 uint64_t vpci_queue_interrupts(struct virtio_transport *t, unsigned int q)

@@ -10,14 +10,17 @@
  * nothing of the device type: the device model plugs in through
  * struct virtio_device_ops (virtio/virtio.h).
  *
- * Wiring.  Nothing is registered with KVM until the driver sets DRIVER_OK.
- * Then, in ONE wiring transaction (one KVM_SET_GSI_ROUTING), every enabled
- * queue gets an ioeventfd on its own 4-byte notify address (kick_fd) and,
- * if it has an MSI-X vector, a GSI with an MSI route plus an irqfd
- * (call_fd); then ops->start() runs.  A device reset (status 0) calls
- * ops->stop() and undoes all of it in one transaction.  A queue's kick_fd
- * is created at its first DRIVER_OK and stays the same open file across
- * resets until vpci_destroy() (call_fd is recreated each time).  Later MSI-X message
+ * Wiring.  Every queue's kick eventfd (kick_fd) is created by vpci_create()
+ * and stays the same open file until vpci_destroy(); it is registered with
+ * KVM as an ioeventfd on the queue's own 4-byte notify address as soon as
+ * the BAR is mapped (at pci_register_device(), before the guest runs),
+ * and moved only when the guest really moves the BAR (virtio-pci.c,
+ * "Notify ioeventfds").  When the driver sets DRIVER_OK, ONE wiring
+ * transaction (one KVM_SET_GSI_ROUTING) gives every enabled queue that
+ * has an MSI-X vector a GSI with an MSI route plus an irqfd (call_fd);
+ * then ops->start() runs.  A device reset (status 0) calls ops->stop()
+ * and undoes the interrupt wiring in one transaction (call_fd is
+ * recreated each time).  Later MSI-X message
  * changes are batched: one routing update per unmask, whatever the number
  * of vectors rewritten while masked; a vector rewritten while unmasked
  * sends its interrupts with KVM_SIGNAL_MSI and the live message until its
@@ -131,11 +134,14 @@ struct vpci_stats {
 
 /*
  * vpci_create - build the PCI function (IDs, capabilities, BAR, MSI-X with
- * num_queues + 1 vectors) and register it on @p->bus.
+ * num_queues + 1 vectors), create the queues' kick eventfds and register
+ * it on @p->bus, which places the notify ioeventfds with the BAR (if KVM
+ * refuses them, kicks take the MMIO path and the error is only logged).
  * Returns 0, -EINVAL (NULL pointer, num_queues 0 or > VPCI_MAX_QUEUES,
  * bad max_queue_size, device id > 0x3f, config_size > VPCI_DEVCFG_MAX,
  * missing start/stop or config ops, features without VIRTIO_F_VERSION_1),
- * -ENOMEM, or pci_register_device()'s -ENOSPC/-EEXIST.
+ * -ENOMEM, -EMFILE/-ENFILE (eventfds), or pci_register_device()'s
+ * -ENOSPC/-EEXIST.
  */
 int vpci_create(const struct vpci_params *p, struct virtio_transport **out)
 	__must_check;
@@ -149,8 +155,9 @@ void vpci_destroy(struct virtio_transport *t);
 
 /*
  * vpci_quiesce - stop the device (ops->stop(): in-flight requests drained,
- * no device thread touches the queues afterwards) and remove its KVM
- * wiring, if it is live; the register state stays as the guest left it.
+ * no device thread touches the queues afterwards) and remove its interrupt
+ * wiring, if it is live; the register state stays as the guest left it, and
+ * the notify ioeventfds stay with the BAR.
  * For VM shutdown, before the I/O threads are stopped.  Idempotent;
  * vpci_destroy() does it too.  Context: API thread, vCPUs stopped.
  */
@@ -167,6 +174,10 @@ void vpci_shutdown(struct virtio_transport *t);
 
 /* Counters since creation (each read atomically; not a snapshot). */
 void vpci_get_stats(struct virtio_transport *t, struct vpci_stats *st);
+
+/* Queue @q's kick eventfd (the same file for the transport's life), or -1
+ * if out of range. */
+int vpci_kick_fd(struct virtio_transport *t, unsigned int q);
 
 /* Interrupts sent for queue @q (0 if out of range). */
 uint64_t vpci_queue_interrupts(struct virtio_transport *t, unsigned int q);

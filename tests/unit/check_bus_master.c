@@ -280,7 +280,7 @@ START_TEST(driver_ok_while_master_off)
 	FV_COMMON_WR(&V, STATUS, 0, 1);
 	ck_assert_uint_eq(fv_status(&V), 0);
 	ck_assert_uint_eq(fdev.stop_calls, 1);
-	ck_assert_uint_eq(V.kvm->live_ioev, 0);
+	ck_assert_uint_eq(V.kvm->live_ioev, TQ); /* they stay with the BAR */
 	ck_assert_uint_eq(V.kvm->live_irqfd, 0);
 	command(CMD_ON);
 	ck_assert_uint_eq(fdev.start_calls, 1);

@@ -288,12 +288,30 @@ static bool eventfd_fired(int fd)
 	return eventfd_read(fd, &v) == 0 && v > 0;
 }
 
-/* Everything KVM holds for this device is gone. */
+/* Queue @q's notify address with the BAR at @bar (notify_off == q). */
+static uint64_t notify_at(uint64_t bar, unsigned int q)
+{
+	return bar + V.notify + (uint64_t)q * V.mult;
+}
+
+/* Every queue's kick eventfd is an ioeventfd on its notify address. */
+static void assert_kicks_placed(void)
+{
+	ck_assert_uint_eq(kvm->live_ioev, V.nq);
+	for (unsigned int q = 0; q < V.nq; q++) {
+		int fd = vpci_kick_fd(V.t, q);
+
+		ck_assert(kvm->ioev[fd]);
+		ck_assert_uint_eq(kvm->ioev_addr[fd], fv_notify_addr(&V, q));
+	}
+}
+
+/* No interrupt wiring is left; the notify ioeventfds stay with the BAR. */
 static void assert_unwired(void)
 {
-	ck_assert_uint_eq(kvm->live_ioev, 0);
 	ck_assert_uint_eq(kvm->live_irqfd, 0);
 	ck_assert_uint_eq(kvm->nr_msi, 0);
+	assert_kicks_placed();
 }
 
 /* ---- tests --------------------------------------------------------------- */
@@ -343,15 +361,20 @@ END_TEST
 
 START_TEST(driver_ok_wires_in_one_transaction)
 {
-	struct vpci_stats st;
+	struct vpci_stats st0, st;
 
 	create(4);
+	/* The notify ioeventfds come with the BAR, before any driver. */
+	assert_kicks_placed();
+	ck_assert_uint_eq(kvm->calls, 4);
+	ck_assert_uint_eq(kvm->ioeventfd_calls, 4);
 	ck_assert(drv_begin(DRV_FEATURES));
 	ck_assert_uint_eq(fdev.set_features_calls, 1);
 	ck_assert_uint_eq(fdev.accepted, DRV_FEATURES);
 	for (unsigned int q = 0; q < 4; q++)
 		drv_queue(q, (uint16_t)(q + 1));
-	ck_assert_uint_eq(kvm->calls, 0); /* nothing before DRIVER_OK */
+	ck_assert_uint_eq(kvm->calls, 4); /* nothing else before DRIVER_OK */
+	vpci_get_stats(V.t, &st0);
 	status_add(VIRTIO_CONFIG_S_DRIVER_OK);
 	ck_assert(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK);
 	ck_assert(!(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET));
@@ -360,7 +383,9 @@ START_TEST(driver_ok_wires_in_one_transaction)
 	ck_assert_uint_eq(kvm->live_ioev, 4);
 	ck_assert_uint_eq(kvm->live_irqfd, 4);
 	ck_assert_uint_eq(kvm->nr_msi, 4);
-	ck_assert_uint_eq(kvm->calls, 1 + 4 + 4);
+	/* DRIVER_OK: one routing update and the irqfds, no ioeventfd. */
+	ck_assert_uint_eq(kvm->calls, 4 + 1 + 4);
+	ck_assert_uint_eq(kvm->ioeventfd_calls, 4);
 	ck_assert_uint_eq(fdev.start_calls, 1);
 	ck_assert_uint_eq(fdev.nr, 4);
 	ck_assert_uint_eq(fdev.started_enabled, 4);
@@ -381,8 +406,8 @@ START_TEST(driver_ok_wires_in_one_transaction)
 		ck_assert_uint_eq(vq->vq.desc_gpa, ring_gpa(q));
 	}
 	vpci_get_stats(V.t, &st);
-	ck_assert_uint_eq(st.wiring_commits, 1);
-	ck_assert_uint_eq(st.wiring_ioctls, 9);
+	ck_assert_uint_eq(st.wiring_commits, st0.wiring_commits + 1);
+	ck_assert_uint_eq(st.wiring_ioctls, st0.wiring_ioctls + 5);
 
 	/* A kick KVM did not catch (here: every kick, the fake KVM does not
 	 * intercept MMIO) reaches kick_fd through the MMIO handler. */
@@ -494,7 +519,8 @@ START_TEST(reset_unwires_and_clears)
 	ck_assert_uint_eq(kvm->routing_calls, 2); /* one teardown commit */
 	vpci_get_stats(V.t, &st);
 	ck_assert_uint_eq(st.resets, 2); /* drv_begin's reset too */
-	ck_assert_uint_eq(st.wiring_commits, 2);
+	/* Placing the kicks, DRIVER_OK, the reset. */
+	ck_assert_uint_eq(st.wiring_commits, 3);
 
 	/* State is back to the defaults. */
 	ck_assert_uint_eq(COMMON_RD(MSIX, 2), VIRTIO_NO_VECTOR);
@@ -516,11 +542,13 @@ START_TEST(reset_unwires_and_clears)
 	ck_assert_uint_eq(kvm->live_irqfd, 4);
 	ck_assert_uint_eq(kvm->routing_calls, 3);
 
-	/* Destroy of a live device stops and unwires it. */
+	/* Destroy of a live device stops and unwires it, kicks included. */
 	vpci_destroy(V.t);
 	V.t = NULL;
 	ck_assert_uint_eq(fdev.stop_calls, 2);
-	assert_unwired();
+	ck_assert_uint_eq(kvm->live_ioev, 0);
+	ck_assert_uint_eq(kvm->live_irqfd, 0);
+	ck_assert_uint_eq(kvm->nr_msi, 0);
 }
 END_TEST
 
@@ -580,7 +608,9 @@ START_TEST(features_ok_refused)
 	ck_assert(!(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK));
 	ck_assert(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET);
 	ck_assert_uint_eq(fdev.start_calls, 0);
-	ck_assert_uint_eq(kvm->calls, 0);
+	/* Nothing but the ioeventfds placed with the BAR. */
+	ck_assert_uint_eq(kvm->calls, kvm->ioeventfd_calls);
+	ck_assert_uint_eq(kvm->ioeventfd_calls, 1);
 }
 END_TEST
 
@@ -652,7 +682,9 @@ START_TEST(ring_outside_ram)
 	ck_assert(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET);
 	ck_assert_uint_eq(fdev.start_calls, 0);
 	assert_unwired();
-	ck_assert_uint_eq(kvm->calls, 1); /* only the config MSI */
+	/* Only the config MSI, after the ioeventfds placed at creation. */
+	ck_assert_uint_eq(kvm->calls, kvm->ioeventfd_calls + 1);
+	ck_assert_uint_eq(kvm->ioeventfd_calls, 2);
 	vpci_get_stats(V.t, &st);
 	ck_assert_uint_eq(st.needs_reset, 1);
 
@@ -673,7 +705,7 @@ END_TEST
 
 START_TEST(kvm_failure_rolls_back)
 {
-	const unsigned int nq = 2, total = 1 + 2 * nq;
+	const unsigned int nq = 2, total = 1 + nq; /* routing + irqfds */
 
 	create(nq);
 	for (unsigned int fail = 1; fail <= total; fail++) {
@@ -704,6 +736,35 @@ START_TEST(kvm_failure_rolls_back)
 	ck_assert(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET);
 	ck_assert(!(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK));
 	assert_unwired();
+}
+END_TEST
+
+/* KVM refusing the notify ioeventfds costs speed, never a kick: they
+ * go through the MMIO handler, and the next DRIVER_OK tries again.  A
+ * refused move leaves none behind on the old address. */
+START_TEST(kick_placement_failure_falls_back)
+{
+	struct vpci_params p = params(2);
+	uint64_t nbar = FV_MMIO_BASE + 0x10000000;
+	uint16_t idx = 0;
+
+	kvm->fail_at = 2; /* the second ioeventfd of the first placement */
+	ck_assert_int_eq(fv_create(&V, &p), 0);
+	kvm->fail_at = 0;
+	ck_assert_uint_eq(kvm->live_ioev, 0);
+	drv_up(2);
+	ck_assert(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK);
+	assert_kicks_placed(); /* placed again at DRIVER_OK */
+
+	kvm->fail_at = kvm->calls + 3; /* the move: 2 deassigns, then 2 */
+	cfg_wr(PCI_CFG_BAR0, (uint32_t)nbar, 4);
+	kvm->fail_at = 0;
+	V.bar = nbar;
+	ck_assert_uint_eq(kvm->live_ioev, 0);
+	ck_assert(!eventfd_fired(fdev.queues[1].kick_fd));
+	ck_assert_int_eq(iobus_dispatch(&V.mmio, notify_addr(1), &idx, 2, true), 0);
+	ck_assert(eventfd_fired(fdev.queues[1].kick_fd));
+	ck_assert(!(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET));
 }
 END_TEST
 
@@ -741,16 +802,86 @@ START_TEST(bar_move_moves_ioeventfds)
 				 -ENOENT);
 	}
 
-	/* Decode off (COMMAND.MEM clear) removes them, on again restores. */
+	/* Decode off (COMMAND.MEM clear) and on again at the same address,
+	 * as Linux does around the sizing of each BAR slot: the ioeventfds
+	 * stay parked, no KVM call at all. */
+	calls = kvm->calls;
+	for (unsigned int slot = 0; slot < 7; slot++) {
+		cfg_wr(PCI_CFG_COMMAND, 0, 2);
+		cfg_wr(PCI_CFG_BAR0, 0xffffffffu, 4); /* sizing */
+		cfg_wr(PCI_CFG_BAR0, (uint32_t)nbar, 4);
+		cfg_wr(PCI_CFG_COMMAND, PCI_CMD_MEM, 2);
+	}
+	ck_assert_uint_eq(kvm->calls, calls);
+	assert_kicks_placed();
+
+	/* Moved while decoding is off: one transaction when it comes on. */
 	cfg_wr(PCI_CFG_COMMAND, 0, 2);
-	ck_assert_uint_eq(kvm->live_ioev, 0);
+	cfg_wr(PCI_CFG_BAR0, (uint32_t)old, 4);
+	ck_assert_uint_eq(kvm->calls, calls);
 	cfg_wr(PCI_CFG_COMMAND, PCI_CMD_MEM, 2);
-	ck_assert_uint_eq(kvm->live_ioev, 3);
+	V.bar = old;
+	ck_assert_uint_eq(kvm->calls, calls + 2 * 3);
+	assert_kicks_placed();
 	ck_assert_uint_eq(kvm->routing_calls, 1); /* routes untouched */
 
-	/* Reset after a move deassigns at the current addresses. */
+	/* Reset after a move: interrupts unwired, kicks where they are. */
 	COMMON_WR(STATUS, 0, 1);
 	assert_unwired();
+}
+END_TEST
+
+/* Parked ioeventfds never swallow another device's accesses: a BAR mapped
+ * over them makes them go first (the fake KVM aborts on two ioeventfds at
+ * one address), and the device places them again when its own BAR comes
+ * back somewhere free. */
+START_TEST(parked_kicks_yield_to_another_bar)
+{
+	struct vpci_params p = params(3);
+	struct virtio_transport *b;
+	unsigned int bslot;
+	uint64_t a_bar, b_bar, free_bar = FV_MMIO_BASE + 0x10000000;
+	uint32_t v;
+
+	create(3);
+	a_bar = V.bar;
+	ck_assert_int_eq(vpci_create(&p, &b), 0);
+	ck_assert_uint_eq(kvm->live_ioev, 6);
+	bslot = vpci_pci_device(b)->slot;
+	ck_assert_int_eq(fv_cfg_access(&V, bslot, PCI_CFG_BAR0, &v, 4, false), 0);
+	b_bar = v & ~0xfu;
+	ck_assert_uint_ne(a_bar, b_bar);
+
+	/* A's decoding off: parked at a_bar.  B moves onto a_bar. */
+	cfg_wr(PCI_CFG_COMMAND, 0, 2);
+	ck_assert_uint_eq(kvm->live_ioev, 6);
+	v = (uint32_t)a_bar;
+	ck_assert_int_eq(fv_cfg_access(&V, bslot, PCI_CFG_BAR0, &v, 4, true), 0);
+	ck_assert_uint_eq(kvm->live_ioev, 3); /* A's went first */
+	for (unsigned int q = 0; q < 3; q++) {
+		int fd = vpci_kick_fd(b, q);
+
+		ck_assert_uint_eq(kvm->ioev_addr[fd], notify_at(a_bar, q));
+		ck_assert_int_eq(fv_kvm_kick_fd(kvm, notify_at(a_bar, q)), fd);
+	}
+
+	/* A on again at a_bar: overlaps B, left unmapped, nothing placed. */
+	cfg_wr(PCI_CFG_COMMAND, PCI_CMD_MEM, 2);
+	ck_assert_uint_eq(kvm->live_ioev, 3);
+	/* A moved somewhere free: mapped, its kicks placed there. */
+	cfg_wr(PCI_CFG_BAR0, (uint32_t)free_bar, 4);
+	V.bar = free_bar;
+	ck_assert_uint_eq(kvm->live_ioev, 6);
+	for (unsigned int q = 0; q < 3; q++)
+		ck_assert_uint_eq(kvm->ioev_addr[vpci_kick_fd(V.t, q)],
+				  notify_at(free_bar, q));
+	ck_assert_uint_eq(COMMON_RD(NUMQ, 2), 3); /* and answers there */
+
+	vpci_destroy(b);
+	ck_assert_uint_eq(kvm->live_ioev, 3);
+	vpci_destroy(V.t);
+	V.t = NULL;
+	ck_assert_uint_eq(kvm->live_ioev, 0);
 }
 END_TEST
 
@@ -813,10 +944,14 @@ END_TEST
 START_TEST(many_queues_one_routing_call)
 {
 	const unsigned int nq = VPCI_MAX_QUEUES;
-	struct vpci_stats st;
+	struct vpci_stats st0, st;
 
 	create(nq);
 	ck_assert_uint_eq(V.nr_vectors, nq + 1);
+	/* The ioeventfds: one transaction at registration. */
+	vpci_get_stats(V.t, &st0);
+	ck_assert_uint_eq(st0.wiring_commits, 1);
+	ck_assert_uint_eq(st0.wiring_ioctls, nq);
 	drv_up(nq);
 	ck_assert(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK);
 	ck_assert_uint_eq(kvm->routing_calls, 1);
@@ -824,9 +959,10 @@ START_TEST(many_queues_one_routing_call)
 	ck_assert_uint_eq(kvm->live_irqfd, nq);
 	ck_assert_uint_eq(kvm->nr_msi, nq);
 	ck_assert_uint_eq(fdev.started_enabled, nq);
+	/* DRIVER_OK: one transaction, the routes and irqfds only. */
 	vpci_get_stats(V.t, &st);
-	ck_assert_uint_eq(st.wiring_commits, 1);
-	ck_assert_uint_eq(st.wiring_ioctls, 1 + 2 * nq);
+	ck_assert_uint_eq(st.wiring_commits, 2);
+	ck_assert_uint_eq(st.wiring_ioctls, nq + 1 + nq);
 	COMMON_WR(STATUS, 0, 1);
 	assert_unwired();
 	ck_assert_uint_eq(kvm->routing_calls, 2);
@@ -1032,6 +1168,8 @@ static Suite *vpci_suite(void)
 	tcase_add_test(tc, ring_outside_ram);
 	tcase_add_test(tc, kvm_failure_rolls_back);
 	tcase_add_test(tc, bar_move_moves_ioeventfds);
+	tcase_add_test(tc, kick_placement_failure_falls_back);
+	tcase_add_test(tc, parked_kicks_yield_to_another_bar);
 	tcase_add_test(tc, msix_rewrite_coalesced);
 	tcase_add_test(tc, many_queues_one_routing_call);
 	tcase_add_test(tc, needs_reset_config_interrupt);
