@@ -115,7 +115,9 @@ struct vhost_user_config {
 };
 #define VHOST_USER_CONFIG_HDR_SIZE 12u
 
-/* GET/SET_INFLIGHT_FD: the shared buffer tracking in-flight requests. */
+/* GET/SET_INFLIGHT_FD: the shared buffer tracking in-flight requests
+ * (layout: struct virtq_inflight_region in virtio/virtqueue.h; QEMU sends
+ * num_queues and queue_size in GET, all four in SET). */
 struct vhost_user_inflight {
 	uint64_t mmap_size;
 	uint64_t mmap_offset;

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* vhost-user back end: requests, rings, memory (see vu-backend.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <linux/virtio_config.h>
@@ -16,13 +19,14 @@
 
 #define BIT(n) (1ull << (n))
 
-/* What we offer: no migration logging, no shared inflight buffer, no
- * back-end-initiated messages.  (REPLY_ACK and CONFIG are what QEMU's
- * vhost-user-blk needs for sizes and acknowledgements, MQ for queues,
- * RESET_DEVICE for a guest's device reset.) */
+/* What we offer: no migration logging, no back-end-initiated messages.
+ * (REPLY_ACK and CONFIG are what QEMU's vhost-user-blk needs for sizes and
+ * acknowledgements, MQ for queues, RESET_DEVICE for a guest's device
+ * reset, INFLIGHT_SHMFD for requests that survive a back-end restart.) */
 #define VU_PROTOCOL_FEATURES                                              \
 	(BIT(VHOST_USER_PROTOCOL_F_MQ) | BIT(VHOST_USER_PROTOCOL_F_REPLY_ACK) | \
 	 BIT(VHOST_USER_PROTOCOL_F_CONFIG) |                              \
+	 BIT(VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD) |                      \
 	 BIT(VHOST_USER_PROTOCOL_F_RESET_DEVICE))
 
 struct vu_ring {
@@ -48,6 +52,9 @@ struct vu_ring {
 	pthread_mutex_t fd_lock;
 	int call_fd, err_fd;	 /* -1: none */
 	bool broken_logged;	 /* needs_reset logged (fd_lock) */
+	/* The ring's in-flight tracker while it runs on the front end's
+	 * buffer (SET_INFLIGHT_FD): r->q.vq.inflight points here. */
+	struct virtq_inflight trk;
 };
 
 struct vu_backend {
@@ -63,6 +70,21 @@ struct vu_backend {
 	bool features_set;
 	uint64_t acked_protocol;   /* SET_PROTOCOL_FEATURES */
 	struct vu_mem mem;
+	/* SET_INFLIGHT_FD: the front end's in-flight buffer, mapped (NULL:
+	 * none; the rings then run untracked).  The fd is closed at once:
+	 * the mapping keeps the file, the front end keeps its own fd. */
+	uint8_t *inflight;
+	size_t inflight_len;
+	uint16_t inflight_nq, inflight_qsize;
+	/* What GET_INFLIGHT_FD hands out: one sealed memfd for nq regions of
+	 * max_qsize entries, made at create (before minivmm-blkd confines
+	 * this thread: its seccomp class has no memfd_create/ftruncate),
+	 * zeroed at each GET.  One is enough: one front end at a time, and
+	 * a front end asks again only after it let go of its buffer (QEMU:
+	 * at a device reset).  -1 / NULL: none (GET answers size 0). */
+	int own_fd;
+	uint8_t *own_buf;
+	size_t own_len;
 	struct vu_ring *rings;
 	struct vu_backend_stats st;
 };
@@ -141,17 +163,67 @@ static bool protocol_features_acked(const struct vu_backend *b)
 	return b->acked & BIT(VHOST_USER_F_PROTOCOL_FEATURES);
 }
 
+static bool inflight_acked(const struct vu_backend *b)
+{
+	return b->acked_protocol & BIT(VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD);
+}
+
 /* Stop @r if it runs.  @cancel: see virtio_device_ops.stop_queue. */
 static void ring_stop(struct vu_ring *r, bool cancel)
 {
 	if (!r->started)
 		return;
+	/* Tracked, what is cancelled stays in flight in the front end's
+	 * buffer instead of failing to the driver: the next back end
+	 * resubmits it (a disconnect is a restart, as far as we know). */
+	if (cancel)
+		virtq_inflight_freeze(&r->q.vq);
 	r->b->ops->stop_queue(r->b->dev, r->q.index, cancel);
 	/* Every chain popped has been pushed (or given back): the next
 	 * avail index to serve is where the ring stands. */
 	r->next_avail = r->q.vq.last_avail_idx;
 	r->started = false;
 	r->b->st.ring_stops++;
+}
+
+/*
+ * Track @r (resumed, not yet started) in its region of the in-flight
+ * buffer: a fresh region is initialised, one a previous back end left is
+ * recovered and its heads in flight are resubmitted first (see
+ * virtq_inflight_attach()).  Returns 0 or -EINVAL (logged).
+ */
+static int ring_track(struct vu_ring *r)
+{
+	struct vu_backend *b = r->b;
+	struct virtq_inflight_region *reg;
+	int n, ret;
+
+	if (r->q.index >= b->inflight_nq || r->num > b->inflight_qsize) {
+		vmm_err("vhost-user %s: ring %u of %u entries has no region in the in-flight buffer (%u queues of %u)",
+			b->name, r->q.index, r->num, b->inflight_nq, b->inflight_qsize);
+		return -EINVAL;
+	}
+	reg = (struct virtq_inflight_region *)(b->inflight +
+		r->q.index * virtq_inflight_region_size(b->inflight_qsize));
+	ret = virtq_inflight_attach(&r->q.vq, &r->trk, reg, b->inflight_qsize, &n);
+	if (ret) {
+		vmm_err("vhost-user %s: ring %u: the in-flight buffer is not one this back end can use",
+			b->name, r->q.index);
+		return ret;
+	}
+	if (n < 0)
+		return 0; /* fresh */
+	if (n)
+		vmm_info("vhost-user %s: ring %u: %d requests left in flight by the previous back end, resubmitted",
+			 b->name, r->q.index, n);
+	/* The previous back end may have published a used entry and died
+	 * before it interrupted the driver: one interrupt too many is
+	 * harmless, one too few can hang it. */
+	pthread_mutex_lock(&r->fd_lock);
+	if (r->call_fd >= 0)
+		write_eventfd(r->call_fd);
+	pthread_mutex_unlock(&r->fd_lock);
+	return 0;
 }
 
 /*
@@ -188,6 +260,13 @@ static int ring_try_start(struct vu_ring *r)
 		vmm_err("vhost-user %s: ring %u: misaligned ring addresses", b->name,
 			r->q.index);
 		return ret;
+	}
+	if (b->inflight && inflight_acked(b)) {
+		ret = ring_track(r);
+		if (ret) {
+			virtq_reset(&r->q.vq);
+			return ret;
+		}
 	}
 	r->q.enabled = true;
 	r->q.kick_fd = r->kick_fd;
@@ -226,13 +305,24 @@ static void ring_forget(struct vu_ring *r)
 	r->q.enabled = false;
 }
 
-/* Device reset: rings, features and memory go; the owner and the
- * protocol features stay. */
+static void inflight_unmap(struct vu_backend *b)
+{
+	if (b->inflight)
+		munmap(b->inflight, b->inflight_len);
+	b->inflight = NULL;
+	b->inflight_len = 0;
+	b->inflight_nq = b->inflight_qsize = 0;
+}
+
+/* Device reset: rings, features, memory and the in-flight buffer (our
+ * mapping; the front end keeps it) go; the owner and the protocol
+ * features stay. */
 static void device_reset(struct vu_backend *b)
 {
 	for (unsigned int i = 0; i < b->nq; i++)
 		ring_forget(&b->rings[i]);
 	vu_mem_unmap(&b->mem);
+	inflight_unmap(b);
 	b->acked = 0;
 	b->features_set = false;
 }
@@ -251,6 +341,7 @@ struct vu_reply {
 	union vhost_user_payload p;
 	uint32_t size;
 	bool send; /* the request has a reply of its own */
+	int fd;	   /* sent with it (stays ours); -1: none */
 };
 
 static struct vu_ring *ring_arg(struct vu_backend *b, uint64_t index)
@@ -359,6 +450,124 @@ static int set_config(struct vu_backend *b, const struct vu_msg *m)
 	 * is writable), as on PCI. */
 	if (c->size)
 		b->ops->config_write(b->dev, c->offset, c->region, c->size);
+	return 0;
+}
+
+/* The buffer GET_INFLIGHT_FD / SET_INFLIGHT_FD describe: within our
+ * limits?  Returns its size, or 0 (logged). */
+static uint64_t inflight_size(struct vu_backend *b, const char *req,
+			      const struct vhost_user_inflight *in)
+{
+	if (!inflight_acked(b)) {
+		vmm_err("vhost-user %s: %s without INFLIGHT_SHMFD negotiated", b->name, req);
+		return 0;
+	}
+	if (!in->num_queues || in->num_queues > b->nq || !in->queue_size ||
+	    in->queue_size > b->max_qsize) {
+		vmm_err("vhost-user %s: %s for %u queues of %u entries (at most %u of %u)",
+			b->name, req, in->num_queues, in->queue_size, b->nq, b->max_qsize);
+		return 0;
+	}
+	/* At most 65535 x 16 KiB + 64: no overflow. */
+	return in->num_queues * virtq_inflight_region_size(in->queue_size);
+}
+
+/*
+ * GET_INFLIGHT_FD: a zeroed buffer for @num_queues regions of @queue_size
+ * entries (our own memfd, sealed against shrinking and growing, so that no
+ * mapping of it can fault), which the front end keeps and gives back with
+ * SET_INFLIGHT_FD, now and after every reconnect, to this back end or the
+ * next.  Values beyond our limits, or a ring running (it may be tracked in
+ * this very buffer), get mmap_size 0 and no fd: the front end carries on
+ * untracked, as QEMU does.  Without INFLIGHT_SHMFD negotiated the request
+ * fails.
+ */
+static int get_inflight_fd(struct vu_backend *b, const struct vu_msg *m,
+			   struct vu_reply *rep)
+{
+	const struct vhost_user_inflight *in = &m->p.inflight;
+	uint64_t size;
+
+	rep->p.inflight = (struct vhost_user_inflight){
+		.num_queues = in->num_queues, .queue_size = in->queue_size,
+	};
+	rep->size = sizeof(rep->p.inflight);
+	rep->send = true; /* a failure closes the connection, never an ack */
+	size = inflight_size(b, "GET_INFLIGHT_FD", in);
+	if (!inflight_acked(b))
+		return -EINVAL;
+	if (!size)
+		return 0;
+	for (unsigned int i = 0; i < b->nq; i++)
+		if (b->rings[i].started) {
+			vmm_err("vhost-user %s: GET_INFLIGHT_FD while ring %u runs", b->name, i);
+			return 0;
+		}
+	if (!b->own_buf || size > b->own_len) {
+		vmm_err("vhost-user %s: GET_INFLIGHT_FD: no buffer (see the start-up warning)",
+			b->name);
+		return 0;
+	}
+	memset(b->own_buf, 0, (size_t)size);
+	rep->p.inflight.mmap_size = size;
+	rep->fd = b->own_fd;
+	return 0;
+}
+
+/*
+ * SET_INFLIGHT_FD: map the buffer (ours from GET_INFLIGHT_FD, or one a
+ * previous back end made) for the rings that start from now on.  Checked
+ * first: our limits, the size against the queues and against the file, a
+ * page-aligned offset.  Not while a ring runs on the old one.
+ */
+static int set_inflight_fd(struct vu_backend *b, const struct vu_msg *m)
+{
+	const struct vhost_user_inflight *in = &m->p.inflight;
+	uint64_t need = inflight_size(b, "SET_INFLIGHT_FD", in);
+	const char *why = NULL;
+	struct stat st;
+	void *p;
+
+	if (!need)
+		return -EINVAL;
+	for (unsigned int i = 0; i < b->nq; i++)
+		if (b->rings[i].started) {
+			vmm_err("vhost-user %s: SET_INFLIGHT_FD while ring %u runs", b->name, i);
+			return -EBUSY;
+		}
+	if (in->mmap_size < need)
+		why = "smaller than its queues' regions";
+	else if (in->mmap_offset & 4095)
+		why = "offset not 4 KiB aligned";
+	else if (in->mmap_offset > UINT64_MAX - in->mmap_size ||
+		 in->mmap_offset + in->mmap_size > (uint64_t)INT64_MAX)
+		why = "offset + size overflows";
+	else if (fstat(m->fds[0], &st) < 0 || !S_ISREG(st.st_mode))
+		why = "its file descriptor is not a memfd";
+	else if ((uint64_t)st.st_size < in->mmap_offset + in->mmap_size)
+		why = "it ends beyond the end of its file";
+	/* As for guest RAM (vu-mem.c): the size is checked, not the seals
+	 * (minivmm-blkd's seccomp class has no F_GET_SEALS).  Ours are sealed;
+	 * a front end that shrinks its own file under us is one that could
+	 * as well shrink guest RAM. */
+	if (why) {
+		vmm_err("vhost-user %s: SET_INFLIGHT_FD (%llu bytes at %#llx, %u queues of %u): %s",
+			b->name, (unsigned long long)in->mmap_size,
+			(unsigned long long)in->mmap_offset, in->num_queues,
+			in->queue_size, why);
+		return -EINVAL;
+	}
+	p = mmap(NULL, (size_t)need, PROT_READ | PROT_WRITE, MAP_SHARED, m->fds[0],
+		 (off_t)in->mmap_offset);
+	if (p == MAP_FAILED) {
+		vmm_err("vhost-user %s: SET_INFLIGHT_FD: mmap: %s", b->name, strerror(errno));
+		return -EINVAL;
+	}
+	inflight_unmap(b);
+	b->inflight = p;
+	b->inflight_len = (size_t)need;
+	b->inflight_nq = in->num_queues;
+	b->inflight_qsize = in->queue_size;
 	return 0;
 }
 
@@ -504,9 +713,13 @@ static int handle(struct vu_backend *b, struct vu_msg *m, struct vu_reply *rep)
 		return get_config(b, m, rep);
 	case VHOST_USER_SET_CONFIG:
 		return set_config(b, m);
+	case VHOST_USER_GET_INFLIGHT_FD:
+		return get_inflight_fd(b, m, rep);
+	case VHOST_USER_SET_INFLIGHT_FD:
+		return set_inflight_fd(b, m);
 	default:
 		/* vu_msg_check() let it through, but nothing we offered makes
-		 * it valid (GET/SET_INFLIGHT_FD without INFLIGHT_SHMFD). */
+		 * it valid. */
 		vmm_err("vhost-user %s: request %u not supported", b->name,
 			m->hdr.request);
 		return -ENOTSUP;
@@ -515,7 +728,7 @@ static int handle(struct vu_backend *b, struct vu_msg *m, struct vu_reply *rep)
 
 int vu_backend_handle(struct vu_backend *b, int sock, struct vu_msg *m)
 {
-	struct vu_reply rep = { .send = false };
+	struct vu_reply rep = { .send = false, .fd = -1 };
 	bool ack = (m->hdr.flags & VHOST_USER_NEED_REPLY) &&
 		   (b->acked_protocol & BIT(VHOST_USER_PROTOCOL_F_REPLY_ACK));
 	char nbuf[24];
@@ -530,9 +743,10 @@ int vu_backend_handle(struct vu_backend *b, int sock, struct vu_msg *m)
 	if (rep.send) {
 		/* A request with a reply of its own answers only on success:
 		 * a failed one ends the connection. */
-		if (ret)
-			return ret;
-		return sock < 0 ? 0 : vu_msg_reply(sock, m, &rep.p, rep.size, NULL, 0);
+		if (!ret && sock >= 0)
+			ret = vu_msg_reply(sock, m, &rep.p, rep.size, &rep.fd,
+					   rep.fd >= 0 ? 1 : 0);
+		return ret;
 	}
 	if (ack) {
 		/* REPLY_ACK: 0 for success, non-zero for failure; the
@@ -591,6 +805,30 @@ int vu_backend_serve(struct vu_backend *b, int sock, int stop_fd)
 
 /* ---- life cycle -------------------------------------------------------- */
 
+/* The buffer GET_INFLIGHT_FD hands out.  Without it the back end works,
+ * untracked (GET answers size 0): a warning, not a failure. */
+static void own_buffer_create(struct vu_backend *b)
+{
+	size_t len = b->nq * virtq_inflight_region_size(b->max_qsize);
+	void *p;
+	int fd;
+
+	b->own_fd = -1;
+	fd = memfd_create("vhost-inflight", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0 || ftruncate(fd, (off_t)len) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0 ||
+	    (p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+		vmm_warn("vhost-user %s: no in-flight buffer (%zu bytes): %s; front ends get none",
+			 b->name, len, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	b->own_fd = fd;
+	b->own_buf = p;
+	b->own_len = len;
+}
+
 int vu_backend_create(const struct vu_backend_params *p, struct vu_backend **out)
 {
 	struct vu_backend *b;
@@ -615,6 +853,7 @@ int vu_backend_create(const struct vu_backend_params *p, struct vu_backend **out
 	snprintf(b->name, sizeof(b->name), "%s", p->name ? p->name : "device");
 	b->offered = p->ops->features(p->dev) | BIT(VHOST_USER_F_PROTOCOL_FEATURES);
 	b->mem.gm.fd = -1;
+	own_buffer_create(b);
 	for (unsigned int i = 0; i < b->nq; i++) {
 		struct vu_ring *r = &b->rings[i];
 
@@ -636,6 +875,10 @@ void vu_backend_destroy(struct vu_backend *b)
 	if (!b)
 		return;
 	vu_backend_disconnect(b);
+	if (b->own_buf)
+		munmap(b->own_buf, b->own_len);
+	if (b->own_fd >= 0)
+		close(b->own_fd);
 	for (unsigned int i = 0; i < b->nq; i++)
 		pthread_mutex_destroy(&b->rings[i].fd_lock);
 	free(b->rings);

@@ -29,6 +29,16 @@
  * device).  A new memory table, new ring addresses or a new kick eventfd
  * for a running ring stop it the first way and start it again.
  *
+ * In-flight tracking (INFLIGHT_SHMFD, split rings): GET_INFLIGHT_FD hands
+ * the front end a zeroed buffer (one memfd made at create, re-zeroed at
+ * each GET); SET_INFLIGHT_FD maps the one it keeps.  A ring that starts
+ * with a buffer mapped is tracked in its region (virtq_inflight_attach():
+ * the previous back end's requests still in flight are resubmitted first,
+ * the avail ring resumes after them), and a ring stopped by cancelling
+ * publishes nothing more (virtq_inflight_freeze()): what was in flight
+ * stays there for the next back end.  The mapping goes at a device reset
+ * or disconnect; the front end's buffer survives.
+ *
  * Threads: everything here runs on one control thread (the one that calls
  * vu_backend_serve()), except the two transport callbacks the device makes
  * from its I/O threads (interrupt a ring: write its call eventfd; report

@@ -239,6 +239,20 @@ int vu_msg_check(const struct vu_msg *m, const char **why)
 		     req == VHOST_USER_SET_VRING_ERR) &&
 		    !(m->p.u64 & VHOST_USER_VRING_NOFD_MASK))
 			want_fds = 1;
+		if (req == VHOST_USER_GET_INFLIGHT_FD ||
+		    req == VHOST_USER_SET_INFLIGHT_FD) {
+			const struct vhost_user_inflight *in = &m->p.inflight;
+
+			/* Limits (queues, queue size) are the back end's;
+			 * this is the shape: something to track, and for
+			 * SET a buffer whose end is a file offset. */
+			if (!in->num_queues || !in->queue_size)
+				return bad(why, "in-flight buffer for no queue or queues of size 0");
+			if (req == VHOST_USER_SET_INFLIGHT_FD &&
+			    (!in->mmap_size || in->mmap_offset > UINT64_MAX - in->mmap_size ||
+			     in->mmap_offset + in->mmap_size > (uint64_t)INT64_MAX))
+				return bad(why, "in-flight buffer size 0 or offset + size overflows");
+		}
 		if (req == VHOST_USER_SET_INFLIGHT_FD)
 			want_fds = 1;
 		break;

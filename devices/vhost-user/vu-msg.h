@@ -37,7 +37,9 @@ int vu_msg_recv(int sock, int stop_fd, struct vu_msg *m) __must_check;
  * vu_msg_check - is @m a well-formed request: version 1, not a reply, a
  * request this back end knows, the payload size that request has (for
  * SET_MEM_TABLE and GET/SET_CONFIG, the size its own fields announce), as
- * many fds as it carries and no more.  Pure (no I/O): the fuzz target
+ * many fds as it carries and no more; GET/SET_INFLIGHT_FD for at least one
+ * queue of at least one entry, SET's buffer not empty and its offset +
+ * size a file offset.  Pure (no I/O): the fuzz target
  * tests/fuzz/fuzz_vhost_user.c drives it.  Returns 0 or -EPROTO with a
  * reason in @why.
  */

@@ -9,6 +9,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <linux/virtio_ring.h>
@@ -155,7 +156,16 @@ int virtq_resume(struct virtq *vq, const struct guest_mem *mem, uint16_t size,
 
 void virtq_unpop(struct virtq *vq)
 {
+	struct virtq_inflight *t = vq->inflight;
+
+	if (t && t->last_resubmit) {
+		t->next_resubmit--; /* still in flight: popped again first */
+		return;
+	}
 	vq->last_avail_idx--;
+	/* Back on the avail ring: whoever pops it next records it again. */
+	if (t)
+		WRITE_ONCE(t->r->desc[t->last_head].inflight, 0);
 }
 
 void virtq_reset(struct virtq *vq)
@@ -165,11 +175,16 @@ void virtq_reset(struct virtq *vq)
 
 unsigned int virtq_avail_count(struct virtq *vq)
 {
+	unsigned int n;
+
 	if (!vq->ready)
 		return 0;
 	/* avail->idx is guest-controlled: a value more than size ahead is
 	 * reported as is here and rejected by virtq_pop(). */
-	return (uint16_t)(load_avail_idx(vq) - vq->last_avail_idx);
+	n = (uint16_t)(load_avail_idx(vq) - vq->last_avail_idx);
+	if (unlikely(vq->inflight))
+		n += vq->inflight->nr_resubmit - vq->inflight->next_resubmit;
+	return n;
 }
 
 /* Read descriptor @i of @table once, so later checks see a stable copy. */
@@ -270,7 +285,8 @@ static int walk_chain(struct virtq *vq, uint16_t head, struct virtq_chain *c)
 	}
 }
 
-int virtq_pop(struct virtq *vq, struct virtq_chain *chain)
+/* virtq_pop() from the avail ring. */
+static inline int pop_avail(struct virtq *vq, struct virtq_chain *chain)
 {
 	uint16_t avail_idx, nr, head;
 	int ret;
@@ -309,23 +325,239 @@ int virtq_pop(struct virtq *vq, struct virtq_chain *chain)
 	return 1;
 }
 
-void virtq_push(struct virtq *vq, uint16_t head, uint32_t len)
+/*
+ * The tracked virtq_pop().  About the barriers on the region: its reader
+ * is the next back end, after this one died or let go of the ring (the
+ * front end keeps the buffer, nobody reads it meanwhile), or a test that
+ * watches it from another process.  A process that dies leaves every store
+ * it executed, so what matters is the order in which the stores are
+ * issued; vmm_wmb() gives that order to the compiler and, on weakly
+ * ordered CPUs, to a concurrent reader (which pairs each with a vmm_rmb()
+ * between reading inflight and counter / used->idx and the region).
+ */
+static int pop_tracked(struct virtq *vq, struct virtq_chain *chain)
+{
+	struct virtq_inflight *t = vq->inflight;
+	struct virtq_inflight_desc *d;
+	int ret;
+
+	if (!vq->ready)
+		return 0;
+	if (t->next_resubmit < t->nr_resubmit) {
+		/* Left in flight by the previous back end: its descriptors
+		 * are untouched (the driver waits for the used entry), its
+		 * entry keeps inflight and counter. */
+		uint16_t head = t->resubmit[t->next_resubmit];
+
+		ret = walk_chain(vq, head, chain);
+		if (ret < 0)
+			return ret;
+		t->next_resubmit++;
+		t->last_resubmit = true;
+		t->last_head = head;
+		return 1;
+	}
+	ret = pop_avail(vq, chain);
+	if (ret <= 0)
+		return ret;
+	/* chain->head < vq->size <= t->desc_num (virtq_inflight_attach()). */
+	d = &t->r->desc[chain->head];
+	WRITE_ONCE(d->counter, t->counter++);
+	/* The counter before the flag: an entry marked in flight always has
+	 * this pop's counter, so resubmission keeps the pop order. */
+	vmm_wmb();
+	WRITE_ONCE(d->inflight, 1);
+	/* No barrier before the request starts: if this back end dies before
+	 * the flag is stored, the recovered avail index (used->idx plus the
+	 * heads in flight) does not count this pop, and the next back end
+	 * pops the same avail entry again. */
+	t->last_resubmit = false;
+	t->last_head = chain->head;
+	return 1;
+}
+
+int virtq_pop(struct virtq *vq, struct virtq_chain *chain)
+{
+	if (unlikely(vq->inflight))
+		return pop_tracked(vq, chain);
+	return pop_avail(vq, chain);
+}
+
+/* Publish one used element; false if @head is bad (logged). */
+static inline bool push_used(struct virtq *vq, uint16_t head, uint32_t len)
 {
 	struct virtq_used_elem_raw *e;
 
 	if (unlikely(!vq->ready || head >= vq->size)) {
 		vmm_err("virtq: push of bad head %u (size %u)", head, vq->size);
-		return;
+		return false;
 	}
 	e = &vq->used->ring[vq->used_idx & (vq->size - 1)];
 	WRITE_ONCE(e->id, htole32(head));
 	WRITE_ONCE(e->len, htole32(len));
 	/* The used element and every byte written into the chain's buffers
 	 * must be visible before the new used->idx.  Pairs with the driver's
-	 * virtio_rmb() after reading used->idx (virtqueue_get_buf). */
+	 * virtio_rmb() after reading used->idx (virtqueue_get_buf).  Tracked:
+	 * also orders last_batch_head (push_tracked()) before used->idx. */
 	vmm_wmb();
 	vq->used_idx++;
 	WRITE_ONCE(vq->used->idx, htole16(vq->used_idx));
+	return true;
+}
+
+/*
+ * The tracked virtq_push(), in the specification's order, one push per
+ * batch.  Whenever this back end may die, the region and the used ring
+ * together say whether @head is still in flight:
+ *   before used->idx moves: region used_idx == used->idx, inflight 1:
+ *     resubmitted (the driver has not seen it complete);
+ *   after, before inflight is cleared: region used_idx != used->idx:
+ *     the recovery clears the last batch, last_batch_head, which is @head;
+ *   after inflight is cleared, before used_idx is stored: the same;
+ *   after: consistent.
+ */
+static void push_tracked(struct virtq *vq, uint16_t head, uint32_t len)
+{
+	struct virtq_inflight *t = vq->inflight;
+	struct virtq_inflight_region *r = t->r;
+
+	/* Stopped for a disconnect: what completes now stays in flight and
+	 * the next back end does it again (a block request may be repeated;
+	 * the driver has not seen it complete).  Relaxed: pairs with
+	 * virtq_inflight_freeze(); a push that misses it is a whole one. */
+	if (__atomic_load_n(&t->frozen, __ATOMIC_RELAXED))
+		return;
+	if (unlikely(head >= vq->size)) {
+		(void)push_used(vq, head, len); /* logs it */
+		return;
+	}
+	/* The batch list, one entry long.  Ordered before used->idx by the
+	 * vmm_wmb() in push_used(). */
+	WRITE_ONCE(r->desc[head].next, READ_ONCE(r->last_batch_head));
+	WRITE_ONCE(r->last_batch_head, head);
+	if (!push_used(vq, head, len))
+		return;
+	/* used->idx before inflight = 0: the other order loses @head if we
+	 * die in between (neither in flight nor completed).  The reader
+	 * (virtq_inflight_attach() of the next back end) compares used->idx
+	 * with the region's used_idx. */
+	vmm_wmb();
+	WRITE_ONCE(r->desc[head].inflight, 0);
+	/* inflight = 0 before used_idx: the other order, cut in between,
+	 * looks like a consistent region with @head in flight, completed
+	 * already: a duplicate used entry after the resubmission. */
+	vmm_wmb();
+	WRITE_ONCE(r->used_idx, vq->used_idx);
+}
+
+void virtq_push(struct virtq *vq, uint16_t head, uint32_t len)
+{
+	if (unlikely(vq->inflight)) {
+		push_tracked(vq, head, len);
+		return;
+	}
+	(void)push_used(vq, head, len);
+}
+
+void virtq_inflight_freeze(struct virtq *vq)
+{
+	if (vq->inflight)
+		__atomic_store_n(&vq->inflight->frozen, true, __ATOMIC_RELAXED);
+}
+
+struct inflight_head {
+	uint64_t counter;
+	uint16_t head;
+};
+
+static int cmp_counter(const void *a, const void *b)
+{
+	const struct inflight_head *x = a, *y = b;
+
+	if (x->counter != y->counter)
+		return x->counter < y->counter ? -1 : 1;
+	return x->head < y->head ? -1 : x->head > y->head;
+}
+
+int virtq_inflight_attach(struct virtq *vq, struct virtq_inflight *t,
+			  struct virtq_inflight_region *r, uint16_t desc_num,
+			  int *resubmit)
+{
+	struct inflight_head found[VIRTQ_MAX_SIZE];
+	uint16_t used = vq->used_idx, batch, h;
+	unsigned int n = 0;
+
+	if (!vq->ready || vq->size > desc_num)
+		return -EINVAL;
+	memset(t, 0, sizeof(*t));
+	t->r = r;
+	t->desc_num = desc_num;
+	*resubmit = -1;
+
+	if (READ_ONCE(r->version) == 0) {
+		/* Fresh (the front end's GET_INFLIGHT_FD buffer is zeroed,
+		 * but clear the flags anyway).  used_idx starts at the ring's
+		 * own idx, not 0: a ring with a history must not look like
+		 * one with an unrecorded batch at the next recovery. */
+		WRITE_ONCE(r->features, 0);
+		WRITE_ONCE(r->desc_num, desc_num);
+		WRITE_ONCE(r->last_batch_head, 0);
+		WRITE_ONCE(r->used_idx, used);
+		for (unsigned int i = 0; i < desc_num; i++)
+			WRITE_ONCE(r->desc[i].inflight, 0);
+		/* Initialised before it says so. */
+		vmm_wmb();
+		WRITE_ONCE(r->version, VIRTQ_INFLIGHT_VERSION);
+		vq->inflight = t;
+		return 0;
+	}
+	if (READ_ONCE(r->version) != VIRTQ_INFLIGHT_VERSION ||
+	    READ_ONCE(r->desc_num) != desc_num) {
+		vmm_err("virtq: in-flight region of version %u with %u entries (expected %u, %u)",
+			READ_ONCE(r->version), READ_ONCE(r->desc_num),
+			VIRTQ_INFLIGHT_VERSION, desc_num);
+		return -EINVAL;
+	}
+	/* The last batch was published (used->idx moved) but not recorded:
+	 * its heads are done.  Walk its list, bounded and checked. */
+	batch = (uint16_t)(used - READ_ONCE(r->used_idx));
+	h = READ_ONCE(r->last_batch_head);
+	for (unsigned int i = 0; i < batch && i < desc_num && h < desc_num; i++) {
+		WRITE_ONCE(r->desc[h].inflight, 0);
+		h = READ_ONCE(r->desc[h].next);
+	}
+	/* Cleared before the region says it is consistent again (the same
+	 * order as push_tracked()). */
+	vmm_wmb();
+	WRITE_ONCE(r->used_idx, used);
+
+	for (unsigned int i = 0; i < desc_num; i++) {
+		uint8_t f = READ_ONCE(r->desc[i].inflight);
+		uint64_t c = READ_ONCE(r->desc[i].counter);
+
+		if (!f)
+			continue;
+		if (i >= vq->size || f != 1) {
+			/* Not a head this ring can have: nothing to do. */
+			WRITE_ONCE(r->desc[i].inflight, 0);
+			continue;
+		}
+		found[n].counter = c;
+		found[n].head = (uint16_t)i;
+		if (c >= t->counter)
+			t->counter = c + 1;
+		n++;
+	}
+	qsort(found, n, sizeof(found[0]), cmp_counter);
+	for (unsigned int i = 0; i < n; i++)
+		t->resubmit[i] = found[i].head;
+	t->nr_resubmit = (uint16_t)n;
+	vq->last_avail_idx = (uint16_t)(used + n);
+	if (vq->event_idx)
+		store_avail_event(vq, vq->last_avail_idx);
+	*resubmit = (int)n;
+	vq->inflight = t;
+	return 0;
 }
 
 bool virtq_should_notify(struct virtq *vq)

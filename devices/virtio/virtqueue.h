@@ -27,6 +27,8 @@
 /* Max segments of one chain after indirect expansion (our SEG_MAX + 2). */
 #define VIRTQ_MAX_SEGS 1024u
 
+struct virtq_inflight;
+
 struct virtq {
 	const struct guest_mem *mem;
 	uint16_t size;	     /* power of two, <= VIRTQ_MAX_SIZE */
@@ -43,6 +45,9 @@ struct virtq {
 	uint16_t signalled_used; /* used_idx at the last interrupt (EVENT_IDX) */
 	bool signalled_used_valid;
 	bool notify_disabled;	 /* virtq_disable_notify() in effect */
+	/* In-flight tracking (vhost-user INFLIGHT_SHMFD), NULL by default:
+	 * then pop and push cost one predictable branch each. */
+	struct virtq_inflight *inflight;
 };
 
 /* One descriptor chain, resolved to host memory. */
@@ -75,7 +80,8 @@ int virtq_resume(struct virtq *vq, const struct guest_mem *mem, uint16_t size,
  * Give back the chain popped last (never pushed): the next virtq_pop()
  * returns it again.  For a ring stopped with a chain the device popped
  * but could not start (vhost-user's GET_VRING_BASE then reports it as not
- * consumed).
+ * consumed).  Tracked: it is no longer in flight (or, a resubmitted one,
+ * waits for resubmission again).
  */
 void virtq_unpop(struct virtq *vq);
 /* Forget all state (device reset / queue reset). */
@@ -85,7 +91,9 @@ void virtq_reset(struct virtq *vq);
 unsigned int virtq_avail_count(struct virtq *vq);
 
 /*
- * Pop the next available chain into @chain.
+ * Pop the next available chain into @chain.  Tracked (virtq_inflight_attach()):
+ * the heads left in flight by the previous back end come first, then the
+ * avail ring, each popped head recorded in flight with the next counter.
  * Returns 1 if a chain was popped, 0 if the ring is empty, -EPROTO if the
  * driver broke the protocol (avail idx ran ahead by more than the queue
  * size, head or next out of range, loop, address outside RAM, address+len
@@ -101,6 +109,8 @@ int virtq_pop(struct virtq *vq, struct virtq_chain *chain) __must_check;
  * it sees the new used->idx.  @head must come from virtq_pop() on this queue
  * (an out-of-range value is an internal bug: it is logged and ignored).
  * Notification is separate: call virtq_should_notify() once per batch.
+ * Tracked: recorded as no longer in flight once published (nothing at all
+ * after virtq_inflight_freeze()).
  */
 void virtq_push(struct virtq *vq, uint16_t head, uint32_t len);
 
@@ -139,6 +149,104 @@ bool virtq_enable_notify(struct virtq *vq);
  * While notifications are enabled, virtq_pop() keeps avail_event equal to
  * last_avail_idx (EVENT_IDX), so the driver kicks for the next new entry.
  */
+
+/*
+ * In-flight tracking, split rings (vhost-user's
+ * VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD, specification section "Inflight I/O
+ * tracking").  A buffer shared with the vhost-user front end, which keeps it
+ * across a back-end restart, records which heads were popped and not yet
+ * pushed, so that the next back end resubmits them.  Per queue, one
+ * region laid out as QEMU's front end and libvhost-user expect (host byte
+ * order, not little-endian: the buffer never reaches the guest):
+ *
+ *	QueueRegionSplit { u64 features; u16 version; u16 desc_num;
+ *			   u16 last_batch_head; u16 used_idx;
+ *			   DescStateSplit desc[desc_num]; }
+ *	DescStateSplit	 { u8 inflight; u8 padding[5]; u16 next; u64 counter; }
+ *
+ * and the regions of queues 0..N-1 back to back, each
+ * virtq_inflight_region_size(queue size) bytes (header and entries rounded
+ * up to 64 bytes: QEMU's libvhost-user computes ALIGN_UP(16 * size + 2, 64)
+ * and DPDK ALIGN_UP(16 * size + 16, 64), the same number since 16 * size
+ * is a multiple of 16).
+ */
+struct virtq_inflight_desc {
+	uint8_t inflight;    /* 1: popped and not yet pushed (heads only) */
+	uint8_t padding[5];
+	uint16_t next;	     /* the last batch of pushes, as a list */
+	uint64_t counter;    /* pop order */
+};
+
+struct virtq_inflight_region {
+	uint64_t features;	  /* 0 */
+	uint16_t version;	  /* VIRTQ_INFLIGHT_VERSION; 0: a fresh buffer */
+	uint16_t desc_num;	  /* entries in desc[] */
+	uint16_t last_batch_head; /* the last head pushed */
+	uint16_t used_idx;	  /* used->idx once that push was recorded */
+	struct virtq_inflight_desc desc[];
+};
+
+_Static_assert(sizeof(struct virtq_inflight_desc) == 16, "DescStateSplit");
+_Static_assert(sizeof(struct virtq_inflight_region) == 16, "QueueRegionSplit");
+
+#define VIRTQ_INFLIGHT_VERSION 1
+#define VIRTQ_INFLIGHT_ALIGN 64u
+
+/* Bytes of one queue's region for rings of @queue_size entries. */
+static inline uint64_t virtq_inflight_region_size(uint16_t queue_size)
+{
+	uint64_t n = sizeof(struct virtq_inflight_region) +
+		     sizeof(struct virtq_inflight_desc) * (uint64_t)queue_size;
+
+	return (n + VIRTQ_INFLIGHT_ALIGN - 1) & ~(uint64_t)(VIRTQ_INFLIGHT_ALIGN - 1);
+}
+
+/* The tracker of one ring: owned by the transport, used by the ring's
+ * thread between virtq_inflight_attach() and the ring's reset. */
+struct virtq_inflight {
+	struct virtq_inflight_region *r; /* in the shared buffer */
+	uint16_t desc_num;		 /* r's entries, as the transport knows it */
+	uint64_t counter;		 /* the next pop's counter */
+	bool frozen;			 /* virtq_inflight_freeze() (atomic) */
+	bool last_resubmit;		 /* the last pop was a resubmission */
+	uint16_t last_head;		 /* ... and its head (virtq_unpop()) */
+	/* Heads in flight at attach time, by counter: popped again first. */
+	uint16_t nr_resubmit, next_resubmit;
+	uint16_t resubmit[VIRTQ_MAX_SIZE];
+};
+
+/*
+ * virtq_inflight_attach - track @vq (started or resumed, not yet handed to
+ * the device) in region @r of @desc_num entries (the queue size the front
+ * end gave for the buffer; @vq->size must not exceed it).
+ *
+ * A fresh region (version 0) is initialised: nothing is in flight, popping
+ * continues where virtq_resume() put it.  Otherwise the previous back end's
+ * record is recovered (the specification's rule): if the region's used_idx
+ * is behind the used ring's idx, the last batch was published but not yet
+ * recorded, so its heads are no longer in flight; then every head still
+ * in flight is queued for resubmission in counter order, and popping from
+ * the avail ring continues at used->idx + that number (what was popped is
+ * exactly what was completed plus what is in flight, whatever base the
+ * front end sent: QEMU sends used->idx after a back end died).
+ *
+ * The region is front-end memory: desc_num, heads and the batch list are
+ * checked, never trusted.  Returns 0 (*@resubmit: heads queued, -1 for a
+ * fresh region) or -EINVAL (a region of another version or size).
+ * Context: the transport, before the device serves @vq.
+ */
+int virtq_inflight_attach(struct virtq *vq, struct virtq_inflight *t,
+			  struct virtq_inflight_region *r, uint16_t desc_num,
+			  int *resubmit) __must_check;
+
+/*
+ * From now on, pushes on @vq publish nothing and leave their heads in
+ * flight: for a ring stopped with what is in flight cancelled (the front
+ * end disconnected or this back end is going away), whose requests the
+ * next back end must resubmit instead of the driver seeing them fail.
+ * Any thread; a no-op without a tracker.
+ */
+void virtq_inflight_freeze(struct virtq *vq);
 
 /* vring_need_event() from the virtio spec, exposed for unit tests. */
 static inline bool virtq_need_event(uint16_t event_idx, uint16_t new_idx,

@@ -22,10 +22,17 @@
  *   [mode u8] bits 0-3: fds to attach (0..9; more than 8 is malformed),
  *           bit 4: make the payload useful -- memory tables get regions in
  *           the guest-RAM memfd at front-end addresses 0x10000000 + i MiB,
- *           ring addresses land in the first MiB of that range
+ *           ring addresses land in the first MiB of that range,
+ *           GET/SET_INFLIGHT_FD get queue counts and sizes near the
+ *           limits and a buffer size near what they need;
+ *           bit 5 (SET_INFLIGHT_FD): fill the in-flight buffer with the
+ *           next 256 input bytes, repeated (a previous back end's record,
+ *           or garbage, for the recovery at the next ring start)
  *   [payload: size bytes]
- * Attached fds are dups of a 1 MiB guest-RAM memfd (SET_MEM_TABLE) or new
- * eventfds (anything else).
+ * Attached fds are dups of a 1 MiB guest-RAM memfd (SET_MEM_TABLE), of a
+ * 64 KiB in-flight buffer memfd made for the input (SET_INFLIGHT_FD) or new
+ * eventfds (anything else).  The stub device pops and pushes what the ring
+ * offers at each start, so tracked rings resubmit and record.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -44,6 +51,7 @@
 #define RAM_SIZE (1u << 20)
 #define NQ 2
 #define UADDR_BASE 0x10000000ull
+#define INFLIGHT_SIZE (64u << 10)
 
 static const uint32_t known[] = {
 	VHOST_USER_GET_FEATURES,       VHOST_USER_SET_FEATURES,
@@ -116,6 +124,15 @@ static int stub_start_queue(void *dev, struct virtio_queue *q)
 		sink ^= a[i];
 	for (unsigned int i = 0; i < 6u + 8u * vq->size; i++)
 		u[i] = u[i];
+	/* Serve what is there (resubmissions first when tracked); a
+	 * malformed ring just stops it, as the device's NEEDS_RESET. */
+	for (unsigned int i = 0; i < 2u * vq->size; i++) {
+		static struct virtq_chain c;
+
+		if (virtq_pop(&q->vq, &c) <= 0)
+			break;
+		virtq_push(&q->vq, c.head, 0);
+	}
 	virtio_queue_notify(q); /* writes the call eventfd, if any */
 	s->started[q->index] = true;
 	return 0;
@@ -172,6 +189,34 @@ static int ram_fd(void)
 	return fd;
 }
 
+/* The in-flight buffer a front end would keep: one per input. */
+static int inflight_fd = -1;
+
+static int inflight_buf(void)
+{
+	if (inflight_fd < 0) {
+		inflight_fd = memfd_create("fuzz-vhost-inflight", MFD_CLOEXEC);
+		if (inflight_fd < 0 || ftruncate(inflight_fd, INFLIGHT_SIZE) < 0)
+			abort();
+	}
+	return inflight_fd;
+}
+
+static void inflight_fill(struct fuzz_in *in)
+{
+	uint8_t pat[256];
+	uint8_t *p;
+
+	fi_bytes(in, pat, sizeof(pat));
+	p = mmap(NULL, INFLIGHT_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 inflight_buf(), 0);
+	if (p == MAP_FAILED)
+		abort();
+	for (unsigned int i = 0; i < INFLIGHT_SIZE; i += sizeof(pat))
+		memcpy(p + i, pat, sizeof(pat));
+	munmap(p, INFLIGHT_SIZE);
+}
+
 static int open_fds(void)
 {
 	DIR *d = opendir("/proc/self/fd");
@@ -215,6 +260,16 @@ static void fixup(struct vu_msg *m)
 		a->avail_user_addr = UADDR_BASE + a->avail_user_addr % RAM_SIZE;
 		a->used_user_addr = UADDR_BASE + a->used_user_addr % RAM_SIZE;
 		m->p.addr.index %= NQ + 1;
+	} else if (m->hdr.request == VHOST_USER_GET_INFLIGHT_FD ||
+		   m->hdr.request == VHOST_USER_SET_INFLIGHT_FD) {
+		struct vhost_user_inflight *in = &m->p.inflight;
+		uint64_t need;
+
+		in->num_queues %= NQ + 2;	     /* 0 .. one too many */
+		in->queue_size %= 300;	     /* around max_queue_size 256 */
+		need = in->num_queues * virtq_inflight_region_size(in->queue_size);
+		in->mmap_size = need + in->mmap_size % 3 - 1; /* need - 1 .. + 1 */
+		in->mmap_offset = (in->mmap_offset & 1) ? 4096 : 0;
 	}
 }
 
@@ -255,9 +310,13 @@ int fuzz_vhost_user(const uint8_t *data, size_t size)
 			vu_backend_disconnect(b);
 			continue;
 		}
+		if (m.hdr.request == VHOST_USER_SET_INFLIGHT_FD && (mode & 0x20))
+			inflight_fill(&in);
 		for (unsigned int i = 0; i < nfds; i++) {
 			m.fds[i] = m.hdr.request == VHOST_USER_SET_MEM_TABLE ?
 					   dup(ram_fd()) :
+				   m.hdr.request == VHOST_USER_SET_INFLIGHT_FD ?
+					   dup(inflight_buf()) :
 					   eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 			if (m.fds[i] < 0)
 				abort();
@@ -272,6 +331,9 @@ int fuzz_vhost_user(const uint8_t *data, size_t size)
 			vu_backend_disconnect(b);
 	}
 	vu_backend_destroy(b);
+	if (inflight_fd >= 0)
+		close(inflight_fd);
+	inflight_fd = -1;
 	for (unsigned int i = 0; i < NQ; i++)
 		if (dev.started[i])
 			abort(); /* a ring left running after the disconnect */

@@ -123,6 +123,44 @@ int vuf_recv(struct vuf *f, uint32_t req, void *payload, uint32_t max)
 	return (int)h.size;
 }
 
+int vuf_recv_fd(struct vuf *f, uint32_t req, void *payload, uint32_t max, int *fd)
+{
+	struct vhost_user_hdr h;
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { &h, sizeof(h) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			    .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	uint8_t buf[512];
+	ssize_t n;
+	int ret;
+
+	*fd = -1;
+	do
+		n = recvmsg(f->sock, &m, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if (n == 0)
+		return -ECONNRESET;
+	for (cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+		    cm->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(fd, CMSG_DATA(cm), sizeof(int));
+	if ((size_t)n < sizeof(h) &&
+	    (ret = read_full(f, (uint8_t *)&h + n, sizeof(h) - (size_t)n)))
+		return ret;
+	if (h.request != req || !(h.flags & VHOST_USER_REPLY) || h.size > sizeof(buf)) {
+		fprintf(stderr, "vu_front: bad reply %u (flags %#x size %u) to %u\n",
+			h.request, h.flags, h.size, req);
+		return -EPROTO;
+	}
+	if ((ret = read_full(f, buf, h.size)))
+		return ret;
+	memcpy(payload, buf, h.size < max ? h.size : max);
+	return (int)h.size;
+}
+
 int vuf_get_u64(struct vuf *f, uint32_t req, uint64_t *v)
 {
 	int ret = vuf_send(f, req, VHOST_USER_VERSION, NULL, 0, NULL, 0);

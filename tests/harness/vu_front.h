@@ -42,6 +42,9 @@ int vuf_send(struct vuf *f, uint32_t req, uint32_t flags, const void *payload,
 /* The reply to @req: its payload size (copied up to @max), or -errno
  * (-ECONNRESET: the back end closed the connection; -EPROTO: a bad reply). */
 int vuf_recv(struct vuf *f, uint32_t req, void *payload, uint32_t max);
+/* The same, for a reply that may carry one fd (GET_INFLIGHT_FD): *@fd
+ * gets it, or -1. */
+int vuf_recv_fd(struct vuf *f, uint32_t req, void *payload, uint32_t max, int *fd);
 /* A request without a reply of its own; with REPLY_ACK, waits for the
  * acknowledgement: -EIO if the back end refused it. */
 int vuf_set(struct vuf *f, uint32_t req, const void *payload, uint32_t size,

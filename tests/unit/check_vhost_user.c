@@ -86,6 +86,7 @@ START_TEST(negotiation)
 	ck_assert_uint_eq(pf, BIT(VHOST_USER_PROTOCOL_F_MQ) |
 				      BIT(VHOST_USER_PROTOCOL_F_REPLY_ACK) |
 				      BIT(VHOST_USER_PROTOCOL_F_CONFIG) |
+				      BIT(VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD) |
 				      BIT(VHOST_USER_PROTOCOL_F_RESET_DEVICE));
 	ck_assert_uint_eq(R.f.queue_num, 3);
 	/* Config space as QEMU 7.2 reads it (60 bytes). */
