@@ -5,10 +5,14 @@
 # item 7a): launch to the guest's init marker (MINIVMM-GUEST-UP) for
 #   minivmm-qn   one disk with one queue per vCPU (the default)
 #   minivmm-q1   the same disk with one queue
+#   minivmm-pvh  minivmm-qn booting the uncompressed vmlinux through PVH
+#                (no decompressor) instead of the bzImage
 #   qemu-qn      QEMU (-machine q35,kernel-irqchip=split -cpu host), the
 #                same kernel, initramfs, command line, memory and disk,
 #                virtio-blk-pci num-queues = vCPUs (QEMU 7.2's q35 stops
 #                at 288 vCPUs: larger counts are minivmm only)
+#   qemu-pvh     qemu-qn booting the same vmlinux through PVH (QEMU's
+#                pvh.bin option ROM)
 # alternated within each round (A B C A B C ...), inside the nested-KVM rig
 # (one tests/rig/rig-run call; an L1 stall reruns it, only the last
 # attempt's records count).  Not measured here: minivmm with per-vector
@@ -31,8 +35,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 if [[ ${1:-} == --inner ]]; then
 	# ---------------------------------------------------------- in L1
 	shift
-	vmm=$1 kernel=$2 initrd=$3 rounds=$4
-	shift 4
+	vmm=$1 kernel=$2 initrd=$3 vmlinux=$4 rounds=$5
+	shift 5
 	counts=("$@")
 	qemu=$(command -v qemu-system-x86_64 || true)
 	[[ -r /dev/kvm && -w /dev/kvm ]] || bench_die "no usable /dev/kvm"
@@ -48,17 +52,19 @@ if [[ ${1:-} == --inner ]]; then
 	boot() {
 		local mode=$1 n=$2 round=$3 mem cmd=() t0 up="" rc log=$work/log
 		mem=$((512 + 4 * n))
+		local k=$kernel
+		[[ $mode == *-pvh ]] && k=$vmlinux
 		case $mode in
-		minivmm-qn | minivmm-q1)
+		minivmm-qn | minivmm-q1 | minivmm-pvh)
 			local nq=$n
 			[[ $mode == minivmm-q1 ]] && nq=1
-			cmd=("$vmm" --smp "$n" --mem "${mem}M" --kernel "$kernel" --initrd "$initrd"
+			cmd=("$vmm" --smp "$n" --mem "${mem}M" --kernel "$k" --initrd "$initrd"
 				--cmdline "$cmdline" --disk "path=$work/data.img,num-queues=$nq,serial=data,lock=off")
 			;;
-		qemu-qn)
+		qemu-qn | qemu-pvh)
 			cmd=("$qemu" -enable-kvm -machine q35,kernel-irqchip=split -cpu host
 				-smp "$n" -m "${mem}M" -nographic -nodefaults -no-user-config
-				-serial stdio -no-reboot -kernel "$kernel" -initrd "$initrd"
+				-serial stdio -no-reboot -kernel "$k" -initrd "$initrd"
 				-append "$cmdline"
 				-drive "file=$work/data.img,if=none,id=d,format=raw,cache=none,file.locking=off"
 				-device "virtio-blk-pci,drive=d,num-queues=$n,serial=data")
@@ -94,7 +100,9 @@ if [[ ${1:-} == --inner ]]; then
 	for ((r = 1; r <= rounds; r++)); do
 		for n in "${counts[@]}"; do
 			modes=(minivmm-qn minivmm-q1)
+			[[ -n $vmlinux ]] && modes+=(minivmm-pvh)
 			[[ -n $qemu && $n -le 288 ]] && modes+=(qemu-qn)
+			[[ -n $qemu && -n $vmlinux && $n -le 288 ]] && modes+=(qemu-pvh)
 			# Rotate the order each round so no mode always goes first.
 			for ((k = 0; k < ${#modes[@]}; k++)); do
 				boot "${modes[(k + r - 1) % ${#modes[@]}]}" "$n" "$r"
@@ -132,12 +140,16 @@ date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 if [[ $report == 0 ]]; then
 	cmake --build "$build" --target minivmm >/dev/null
 	mapfile -t guest < <(tests/rig/mkguest.sh)
+	# The uncompressed vmlinux fetch-kernel.sh keeps beside the bzImage
+	# (the rig boots its L1 from it through PVH).
+	vmlinux=$(dirname "$(readlink -f "${guest[0]}")")/vmlinux
+	[[ -r $vmlinux ]] || { bench_log "no $vmlinux: PVH modes skipped"; vmlinux=""; }
 	bench_log "boot curve: vCPUs $counts, $rounds round(s), in the rig"
 	# shellcheck disable=SC2086 # counts is a word list
 	tests/rig/rig-run --mem "${BENCH_L1_MEM:-8G}" --timeout "${BENCH_TIMEOUT:-36000}" \
 		--stall-retries "${RIG_STALL_RETRIES:-1}" -- \
 		"$PWD/bench/boot_curve.sh" --inner "$PWD/$build/minivmm" "${guest[0]}" "${guest[1]}" \
-		"$rounds" $counts 2>&1 | tee "$out/boot-run.log" | grep -v '^BENCH-JSON ' >&2 || true
+		"$vmlinux" "$rounds" $counts 2>&1 | tee "$out/boot-run.log" | grep -v '^BENCH-JSON ' >&2 || true
 else
 	date=$(stat -c %y "$out/boot-run.log" | cut -d. -f1)
 fi
@@ -149,12 +161,13 @@ jq -rs "$BENCH_JQ_DEFS"'
 	[.[] | select(.bench == "boot_curve")] as $b |
 	($b | map(.vcpus) | unique) as $ns |
 	def med(m; n): [$b[] | select(.mode == m and .vcpus == n) | .boot_to_init_ms] | median;
-	"| vCPUs | minivmm, 1 queue/vCPU (ms) | minivmm, 1 queue (ms) | QEMU 7.2, 1 queue/vCPU (ms) | qn / q1 | minivmm / QEMU | boots |",
-	"|---|---|---|---|---|---|---|",
-	($ns[] as $n | [med("minivmm-qn"; $n), med("minivmm-q1"; $n), med("qemu-qn"; $n)] as $m |
-	 "| \($n) | \($m[0] | r(0)) | \($m[1] | r(0)) | \($m[2] | r(0) // "-") | " +
-	 "\(if $m[0] and $m[1] then ($m[0] / $m[1] | r(2)) else "-" end) | " +
-	 "\(if $m[0] and $m[2] then ($m[0] / $m[2] | r(2)) else "-" end) | " +
+	def q(a; b): if a and b then (a / b | r(2)) else "-" end;
+	"| vCPUs | minivmm, 1 queue/vCPU (ms) | minivmm, 1 queue (ms) | minivmm PVH, 1 queue/vCPU (ms) | QEMU 7.2, 1 queue/vCPU (ms) | QEMU 7.2 PVH (ms) | qn / q1 | minivmm / QEMU | minivmm PVH / QEMU | minivmm PVH / QEMU PVH | boots |",
+	"|---|---|---|---|---|---|---|---|---|---|---|",
+	($ns[] as $n | [med("minivmm-qn"; $n), med("minivmm-q1"; $n), med("minivmm-pvh"; $n),
+			 med("qemu-qn"; $n), med("qemu-pvh"; $n)] as $m |
+	 "| \($n) | \($m[0] | r(0)) | \($m[1] | r(0)) | \($m[2] | r(0) // "-") | \($m[3] | r(0) // "-") | \($m[4] | r(0) // "-") | " +
+	 "\(q($m[0]; $m[1])) | \(q($m[0]; $m[3])) | \(q($m[2]; $m[3])) | \(q($m[2]; $m[4])) | " +
 	 "\([$b[] | select(.vcpus == $n)] | length) |")
 ' "$out/boot.json" >"$out/boot-table.md"
 {
@@ -169,7 +182,7 @@ jq -rs "$BENCH_JQ_DEFS"'
 } >"$out/boot.md"
 rm -f "$out/boot-table.md"
 
-for m in minivmm-qn minivmm-q1 qemu-qn; do
+for m in minivmm-qn minivmm-q1 minivmm-pvh qemu-qn qemu-pvh; do
 	jq -r --arg m "$m" 'select(.bench == "boot_curve" and .mode == $m and .boot_to_init_ms != null) |
 		"\(.vcpus) \(.boot_to_init_ms / 1000)"' "$out/boot.json" | sort -n >"$out/.boot.$m.dat"
 done
@@ -183,7 +196,9 @@ set key left top
 set grid
 plot "$out/.boot.minivmm-qn.dat" using 1:2 with linespoints title "minivmm, 1 queue/vCPU", \
      "$out/.boot.minivmm-q1.dat" using 1:2 with linespoints title "minivmm, 1 queue", \
-     "$out/.boot.qemu-qn.dat" using 1:2 with linespoints title "QEMU 7.2 q35, 1 queue/vCPU"
+     "$out/.boot.minivmm-pvh.dat" using 1:2 with linespoints title "minivmm PVH (vmlinux), 1 queue/vCPU", \
+     "$out/.boot.qemu-qn.dat" using 1:2 with linespoints title "QEMU 7.2 q35, 1 queue/vCPU", \
+     "$out/.boot.qemu-pvh.dat" using 1:2 with linespoints title "QEMU 7.2 q35 PVH (vmlinux), 1 queue/vCPU"
 EOF
 rm -f "$out"/.boot.*.dat
 cat "$out/boot.md"

@@ -55,6 +55,8 @@ void cli_usage(const char *prog, void *file)
 		"                       hugetlbfs memfd, 2 MiB pages reserved at\n"
 		"                       start from /proc/sys/vm/nr_hugepages)\n"
 		"  -k, --kernel FILE    Linux bzImage (boot protocol >= 2.06, 64-bit),\n"
+		"                       or an uncompressed vmlinux with a PVH entry\n"
+		"                       (CONFIG_PVH; booted without the decompressor);\n"
 		"                       a regular file\n"
 		"  -i, --initrd FILE    initrd / initramfs, a regular file\n"
 		"  -p, --cmdline S      kernel command line, replacing the default:\n"

@@ -251,10 +251,13 @@ enum vmm_memory_backend {
 int vmm_set_memory_backend(struct vmm *vm, int backend);
 
 /**
- * vmm_set_kernel() - Linux bzImage to boot directly (64-bit boot protocol).
+ * vmm_set_kernel() - Linux kernel to boot directly: a bzImage (64-bit boot
+ * protocol) or an uncompressed vmlinux (PVH).
  * @vm:      VM in state CONFIG
  * @kernel:  path to a bzImage (boot protocol >= 2.06, relocatable or
- *           loadable at its preferred address, 64-bit entry point)
+ *           loadable at its preferred address, 64-bit entry point), or to
+ *           an x86-64 ELF vmlinux with a PVH entry note (CONFIG_PVH):
+ *           told apart by the file's first bytes
  * @initrd:  path to an initrd/initramfs, or NULL
  * @cmdline: kernel command line, or NULL for ""
  *
@@ -616,7 +619,8 @@ int vmm_set_start_hook(struct vmm *vm, vmm_start_hook_fn fn, void *opaque);
  *
  * Returns: 0; -EINVAL if no kernel was set, or the kernel/initrd is not a
  * valid image (not a regular file, not a bzImage, truncated, protocol <
- * 2.06, no 64-bit entry, does not fit in RAM); -ENOENT/-EACCES if a file
+ * 2.06, no 64-bit entry, an ELF file that is no x86-64 vmlinux with a PVH
+ * entry note, does not fit in RAM); -ENOENT/-EACCES if a file
  * cannot be opened; -EIO if one shrank while it was read; -ENOSPC if the
  * disks' queues need more KVM MSI routes than this host's KVM has
  * (KVM_CAP_IRQ_ROUTING, less the 40 of the PIC and IOAPIC and the

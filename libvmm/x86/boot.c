@@ -18,6 +18,7 @@
 #include "x86/boot.h"
 #include "x86/e820.h"
 #include "x86/mptable.h"
+#include "x86/pvh.h"
 
 #define PAGE_SIZE_4K 0x1000ull
 #define PAGE_SIZE_2M 0x200000ull
@@ -54,6 +55,15 @@
 #define GDT_TSS64_LO 0x00008b0000000067ull
 #define GDT_TSS64_HI 0x0ull
 #define TSS_LIMIT 0x67
+/* PVH (32-bit): code G=1, D=1, L=0, type 0xb; TSS type 0xb = busy 32-bit. */
+#define GDT_CODE32 0x00cf9b000000ffffull
+#define GDT_TSS32 0x00008b0000000067ull
+
+/* PVH: hvm_start_info where the zero page goes, then its two tables. */
+#define PVH_START_INFO_GPA X86_BOOT_ZERO_PAGE_GPA
+#define PVH_MODLIST_GPA (X86_BOOT_ZERO_PAGE_GPA + 0x40)
+#define PVH_MEMMAP_GPA (X86_BOOT_ZERO_PAGE_GPA + 0x80)
+#define PVH_CMDLINE_MAX 2047u	/* Linux's COMMAND_LINE_SIZE - 1 */
 
 /* Host pointer for [gpa, gpa + len) or NULL; logs which range failed. */
 static void *gmem(struct guest_mem *mem, uint64_t gpa, uint64_t len,
@@ -73,15 +83,15 @@ static void put_u64(uint8_t *p, unsigned int idx, uint64_t v)
 	memcpy(p + (size_t)idx * sizeof(v), &v, sizeof(v));
 }
 
-static int write_gdt(struct guest_mem *mem)
+static int write_gdt(struct guest_mem *mem, bool pvh)
 {
 	const uint64_t gdt[X86_BOOT_GDT_ENTRIES] = {
 		0,		/* null */
 		0,		/* unused: keeps CS/DS at Linux's 0x10/0x18 */
-		GDT_CODE64,	/* 0x10 __BOOT_CS */
+		pvh ? GDT_CODE32 : GDT_CODE64,	/* 0x10 __BOOT_CS */
 		GDT_DATA,	/* 0x18 __BOOT_DS */
-		GDT_TSS64_LO,	/* 0x20 TR */
-		GDT_TSS64_HI,
+		pvh ? GDT_TSS32 : GDT_TSS64_LO,	/* 0x20 TR */
+		GDT_TSS64_HI,	/* (PVH: an unused null entry) */
 	};
 	uint8_t *p = gmem(mem, X86_BOOT_GDT_GPA, sizeof(gdt), "GDT");
 
@@ -161,7 +171,8 @@ static int place_initrd(const struct bzimage *bz, size_t size, uint64_t low_end,
 	return 0;
 }
 
-static int write_cmdline(struct guest_mem *mem, const struct bzimage *bz,
+/* @max: the longest command line the kernel accepts. */
+static int write_cmdline(struct guest_mem *mem, uint32_t max,
 			 const char *cmdline)
 {
 	/* The command line area ends where the EBDA starts. */
@@ -169,9 +180,9 @@ static int write_cmdline(struct guest_mem *mem, const struct bzimage *bz,
 	size_t len = cmdline ? strlen(cmdline) : 0;
 	char *p;
 
-	if (len > bz->cmdline_size || len + 1 > room) {
+	if (len > max || len + 1 > room) {
 		vmm_err("x86 boot: command line is %zu bytes, the kernel accepts at most %u",
-			len, (unsigned int)MIN((uint64_t)bz->cmdline_size, room - 1));
+			len, (unsigned int)MIN((uint64_t)max, room - 1));
 		return -EINVAL;
 	}
 	p = gmem(mem, X86_BOOT_CMDLINE_GPA, len + 1, "command line");
@@ -233,6 +244,170 @@ static int write_zero_page(struct guest_mem *mem, const struct bzimage *bz,
 	return 0;
 }
 
+/* Beside the ACPI tables too, for guests booted with acpi=off; it cannot
+ * describe more than MPTABLE_MAX_CPUS. */
+static int write_mptable(struct guest_mem *mem, unsigned int nr_vcpus)
+{
+	uint8_t *p;
+	long mp;
+
+	if (nr_vcpus > MPTABLE_MAX_CPUS)
+		return 0;
+	p = gmem(mem, MPTABLE_GPA, E820_HIGH_MEM - MPTABLE_GPA, "MP table");
+	if (!p)
+		return -EINVAL;
+	mp = mptable_write(p, E820_HIGH_MEM - MPTABLE_GPA, MPTABLE_GPA, nr_vcpus);
+	if (mp < 0) {
+		vmm_err("x86 boot: cannot write the MP table (%ld)", mp);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Little-endian stores into guest structures (no alignment assumed). */
+static void put32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+/*
+ * hvm_start_info (56 bytes: magic, version 1, flags, nr_modules,
+ * modlist_paddr, cmdline_paddr, rsdp_paddr, memmap_paddr, memmap_entries,
+ * reserved), the module list (the initrd: paddr, size, cmdline_paddr,
+ * reserved) and the memory map (e820 entries as addr, size, type,
+ * reserved).  Linux turns them back into a zero page
+ * (init_pvh_bootparams()).
+ */
+static int write_start_info(struct guest_mem *mem, uint64_t initrd_gpa,
+			    uint64_t initrd_size, uint64_t acpi_rsdp)
+{
+	struct boot_e820_entry e820[E820_MAX_ENTRIES_ZEROPAGE];
+	uint8_t *si, *mod, *map;
+	int n = e820_build(mem->size, e820, E820_MAX_ENTRIES_ZEROPAGE);
+
+	if (n < 0) {
+		vmm_err("x86 boot: cannot build the e820 map (%d)", n);
+		return -EINVAL;
+	}
+	/* The map must end before the boot stack page (0x8000). */
+	if (PVH_MEMMAP_GPA + (uint64_t)n * PVH_MEMMAP_ENTRY_SIZE > 0x8000) {
+		vmm_err("x86 boot: e820 map too long for PVH (%d entries)", n);
+		return -EINVAL;
+	}
+	si = gmem(mem, PVH_START_INFO_GPA, PVH_START_INFO_SIZE, "start info");
+	mod = gmem(mem, PVH_MODLIST_GPA, PVH_MODLIST_ENTRY_SIZE, "module list");
+	map = gmem(mem, PVH_MEMMAP_GPA, (uint64_t)n * PVH_MEMMAP_ENTRY_SIZE,
+		   "memory map");
+	if (!si || !mod || !map)
+		return -EINVAL;
+	memset(si, 0, PVH_START_INFO_SIZE);
+	put32(si + 0, PVH_START_MAGIC);
+	put32(si + 4, 1);			/* version: has the memmap */
+	put32(si + 12, initrd_size ? 1 : 0);	/* nr_modules */
+	put64(si + 16, initrd_size ? PVH_MODLIST_GPA : 0);
+	put64(si + 24, X86_BOOT_CMDLINE_GPA);
+	put64(si + 32, acpi_rsdp);
+	put64(si + 40, PVH_MEMMAP_GPA);
+	put32(si + 48, (uint32_t)n);
+	memset(mod, 0, PVH_MODLIST_ENTRY_SIZE);
+	put64(mod + 0, initrd_gpa);
+	put64(mod + 8, initrd_size);
+	for (int i = 0; i < n; i++) {
+		uint8_t *e = map + (size_t)i * PVH_MEMMAP_ENTRY_SIZE;
+
+		put64(e + 0, e820[i].addr);
+		put64(e + 8, e820[i].size);
+		put32(e + 16, e820[i].type);
+		put32(e + 20, 0);
+	}
+	return 0;
+}
+
+/* PVH: see x86_boot_setup_files() in boot.h.  @low_end: end of low RAM. */
+static int setup_pvh(struct guest_mem *mem, const struct x86_boot_config *cfg,
+		     const struct x86_boot_files *files, uint64_t low_end,
+		     struct x86_boot_entry *entry)
+{
+	const struct pvh_kernel *k = cfg->pvh;
+	uint64_t initrd_gpa = 0, top = MIN(low_end, 1ull << 32);
+	int ret;
+
+	if (!files || files->kernel_fd < 0) {
+		vmm_err("x86 boot: PVH boot needs the kernel file");
+		return -EINVAL;
+	}
+	if (k->end > low_end) {
+		vmm_err("x86 boot: kernel needs [0x%llx, 0x%llx) but low guest RAM ends at 0x%llx",
+			(unsigned long long)k->start, (unsigned long long)k->end,
+			(unsigned long long)low_end);
+		return -EINVAL;
+	}
+	if (cfg->initrd_size) {
+		if (cfg->initrd_size > top - k->end) {
+			vmm_err("x86 boot: initrd too large for guest RAM (%zu bytes, room 0x%llx-0x%llx)",
+				cfg->initrd_size, (unsigned long long)k->end,
+				(unsigned long long)top);
+			return -EINVAL;
+		}
+		initrd_gpa = ALIGN_DOWN(top - cfg->initrd_size, PAGE_SIZE_4K);
+	}
+	ret = write_cmdline(mem, PVH_CMDLINE_MAX, cfg->cmdline);
+	if (!ret)
+		ret = write_start_info(mem, initrd_gpa, cfg->initrd_size,
+				       cfg->acpi_rsdp);
+	if (!ret)
+		ret = write_gdt(mem, true);
+	if (!ret)
+		ret = write_mptable(mem, cfg->nr_vcpus);
+	for (unsigned int i = 0; !ret && i < k->nr_segs; i++) {
+		const struct pvh_seg *s = &k->segs[i];
+		uint8_t *bss;
+
+		/* The bulk of the start-up cost: see guest_mem_load_fd(). */
+		ret = guest_mem_load_fd(mem, s->paddr, files->kernel_fd,
+					s->offset, s->filesz);
+		if (ret) {
+			vmm_err("x86 boot: loading kernel segment %u: %s", i,
+				strerror(-ret));
+			return ret;
+		}
+		if (s->memsz == s->filesz)
+			continue;
+		bss = gmem(mem, s->paddr + s->filesz, s->memsz - s->filesz,
+			   "kernel segment");
+		if (!bss)
+			return -EINVAL;
+		memset(bss, 0, s->memsz - s->filesz);
+	}
+	if (ret)
+		return ret;
+	if (cfg->initrd_size) {
+		ret = guest_mem_load_fd(mem, initrd_gpa, files->initrd_fd, 0,
+					cfg->initrd_size);
+		if (ret) {
+			vmm_err("x86 boot: loading the initrd: %s", strerror(-ret));
+			return ret;
+		}
+	}
+	memset(entry, 0, sizeof(*entry));
+	entry->pvh = true;
+	entry->rip = k->entry;
+	entry->rbx = PVH_START_INFO_GPA;
+	entry->gdt_base = X86_BOOT_GDT_GPA;
+	entry->gdt_limit = X86_BOOT_GDT_ENTRIES * 8 - 1;
+	entry->initrd_gpa = initrd_gpa;
+	entry->kernel_gpa = k->start;
+	vmm_dbg("x86 boot: PVH kernel [0x%llx, 0x%llx) entry 0x%x, initrd at 0x%llx",
+		(unsigned long long)k->start, (unsigned long long)k->end,
+		k->entry, (unsigned long long)initrd_gpa);
+	return 0;
+}
+
 int x86_boot_setup(struct guest_mem *mem, const struct x86_boot_config *cfg,
 		   struct x86_boot_entry *entry)
 {
@@ -248,13 +423,14 @@ int x86_boot_setup_files(struct guest_mem *mem,
 	uint64_t low_end, kernel_gpa, kernel_end, initrd_gpa = 0;
 	size_t initrd_size = 0;
 	uint8_t *p;
-	long mp;
 	int ret;
 
 	/* From memory, the kernel payload and initrd must be there; from
-	 * files (bzimage_parse_head()), they are read from the fds. */
-	if (!mem || !cfg || !entry || !cfg->kernel || !cfg->kernel->image ||
-	    (!files && !cfg->kernel->kernel)) {
+	 * files (bzimage_parse_head()), they are read from the fds.  PVH:
+	 * files only. */
+	if (!mem || !cfg || !entry || !!cfg->kernel == !!cfg->pvh ||
+	    (cfg->kernel && (!cfg->kernel->image ||
+			     (!files && !cfg->kernel->kernel)))) {
 		vmm_err("x86 boot: invalid arguments");
 		return -EINVAL;
 	}
@@ -277,6 +453,8 @@ int x86_boot_setup_files(struct guest_mem *mem,
 			(unsigned long long)mem->size);
 		return -EINVAL;
 	}
+	if (cfg->pvh)
+		return setup_pvh(mem, cfg, files, low_end, entry);
 
 	ret = place_kernel(bz, low_end, &kernel_gpa, &kernel_end);
 	if (ret)
@@ -289,31 +467,20 @@ int x86_boot_setup_files(struct guest_mem *mem,
 			return ret;
 	}
 
-	ret = write_cmdline(mem, bz, cfg->cmdline);
+	ret = write_cmdline(mem, bz->cmdline_size, cfg->cmdline);
 	if (!ret)
 		ret = write_zero_page(mem, bz, initrd_gpa, initrd_size,
 				      cfg->acpi_rsdp);
 	if (!ret)
-		ret = write_gdt(mem);
+		ret = write_gdt(mem, false);
 	if (!ret)
 		ret = write_page_tables(mem);
 	if (ret)
 		return ret;
 
-	/* Beside the ACPI tables too, for guests booted with acpi=off; it
-	 * cannot describe more than MPTABLE_MAX_CPUS. */
-	if (cfg->nr_vcpus <= MPTABLE_MAX_CPUS) {
-		p = gmem(mem, MPTABLE_GPA, E820_HIGH_MEM - MPTABLE_GPA,
-			 "MP table");
-		if (!p)
-			return -EINVAL;
-		mp = mptable_write(p, E820_HIGH_MEM - MPTABLE_GPA, MPTABLE_GPA,
-				   cfg->nr_vcpus);
-		if (mp < 0) {
-			vmm_err("x86 boot: cannot write the MP table (%ld)", mp);
-			return -EINVAL;
-		}
-	}
+	ret = write_mptable(mem, cfg->nr_vcpus);
+	if (ret)
+		return ret;
 
 	p = gmem(mem, kernel_gpa, bz->kernel_size, "kernel");
 	if (!p)
@@ -373,9 +540,44 @@ static void flat_segment(struct kvm_segment *s, uint16_t selector, uint8_t type,
 	s->db = !code64;	/* L=1 requires D=0 */
 }
 
+/* PVH entry (pvh.h): flat 32-bit protected mode, paging off. */
+static void pvh_regs(const struct x86_boot_entry *e, struct kvm_regs *regs,
+		     struct kvm_sregs *sregs)
+{
+	memset(regs, 0, sizeof(*regs));
+	regs->rip = e->rip;
+	regs->rbx = e->rbx;
+	regs->rflags = X86_RFLAGS_RESERVED;	/* IF, TF, VM clear */
+
+	sregs->cr0 = X86_CR0_PE | X86_CR0_ET | X86_CR0_NE;
+	sregs->cr3 = 0;
+	sregs->cr4 = 0;
+	sregs->efer = 0;
+	flat_segment(&sregs->cs, X86_BOOT_CS, 0xb, false);
+	flat_segment(&sregs->ds, X86_BOOT_DS, 0x3, false);
+	sregs->es = sregs->ds;
+	sregs->fs = sregs->ds;
+	sregs->gs = sregs->ds;
+	sregs->ss = sregs->ds;
+	/* A 32-bit busy TSS, base 0, limit 0x67 (the PVH ABI's TR). */
+	memset(&sregs->tr, 0, sizeof(sregs->tr));
+	sregs->tr.limit = TSS_LIMIT;
+	sregs->tr.selector = X86_BOOT_TSS;
+	sregs->tr.type = 0xb;
+	sregs->tr.present = 1;
+	sregs->gdt.base = e->gdt_base;
+	sregs->gdt.limit = e->gdt_limit;
+	sregs->idt.base = 0;
+	sregs->idt.limit = 0;
+}
+
 void x86_boot_regs(const struct x86_boot_entry *e, struct kvm_regs *regs,
 		   struct kvm_sregs *sregs)
 {
+	if (e->pvh) {
+		pvh_regs(e, regs, sregs);
+		return;
+	}
 	memset(regs, 0, sizeof(*regs));
 	regs->rip = e->rip;
 	regs->rsi = e->rsi;

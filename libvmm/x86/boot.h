@@ -4,11 +4,14 @@
  * (Documentation/arch/x86/boot.rst, "64-bit Boot Protocol"), without
  * firmware: the VMM writes the zero page, page tables, GDT, MP table,
  * command line, kernel and initrd, then starts the BSP in long mode at
- * startup_64.
+ * startup_64.  Or of an uncompressed vmlinux through PVH (x86/pvh.h): the
+ * same layout with hvm_start_info in place of the zero page, no page
+ * tables, and the BSP in 32-bit protected mode at the PVH entry.
  *
  * Guest-physical layout (low memory, like Firecracker):
  *   0x00500  GDT
- *   0x07000  boot_params ("zero page")
+ *   0x07000  boot_params ("zero page"), or PVH: hvm_start_info, then the
+ *            module list (+0x40) and the memory map (+0x80)
  *   0x08ff0  initial stack pointer (grows down towards 0x8000)
  *   0x09000  PML4, 0x0a000 PDPT, 0x0b000..0x0efff four PDs (4 GiB, 2 MiB pages)
  *   0x20000  command line
@@ -20,6 +23,7 @@
 #ifndef VMM_X86_BOOT_H
 #define VMM_X86_BOOT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/kvm.h>
@@ -56,19 +60,25 @@ struct x86_boot_files {
 	int initrd_fd;			/* -1 when there is no initrd */
 };
 
+struct pvh_kernel;
+
 struct x86_boot_config {
-	const struct bzimage *kernel;
+	const struct bzimage *kernel;	/* a bzImage, or @pvh */
 	const void *initrd;		/* may be NULL (always, with files) */
 	size_t initrd_size;
 	const char *cmdline;		/* may be NULL */
 	unsigned int nr_vcpus;
 	uint64_t acpi_rsdp;		/* RSDP written by the caller; 0: none */
+	const struct pvh_kernel *pvh;	/* a vmlinux for PVH (files only) */
 };
 
 /* The BSP's entry state, computed by x86_boot_setup(). */
 struct x86_boot_entry {
-	uint64_t rip;		/* kernel load address + 0x200 (startup_64) */
-	uint64_t rsi;		/* boot_params gpa */
+	bool pvh;		/* 32-bit PVH entry, else 64-bit */
+	uint64_t rip;		/* kernel load address + 0x200 (startup_64),
+				   or the PVH entry */
+	uint64_t rsi;		/* boot_params gpa (64-bit) */
+	uint64_t rbx;		/* hvm_start_info gpa (PVH) */
 	uint64_t rsp;
 	uint64_t cr3;		/* PML4 gpa */
 	uint64_t gdt_base;
@@ -106,6 +116,14 @@ int x86_boot_setup(struct guest_mem *mem, const struct x86_boot_config *cfg,
  * guest_mem_load_fd() instead of from memory; @files NULL: the same as
  * x86_boot_setup().  Also returns -EIO or -errno (after a message) when
  * reading a file fails or it ends before its image does.
+ *
+ * With @cfg->pvh (and @files) instead of @cfg->kernel: PVH boot of a
+ * vmlinux (x86/pvh.h): its load segments at their addresses (the part
+ * beyond a segment's file size zeroed), the initrd page-aligned at the top
+ * of low RAM below 4 GiB, hvm_start_info (command line of at most 2047
+ * bytes, the initrd as module 0, the e820 map, the RSDP), a flat 32-bit
+ * GDT, the MP table; the entry state is for x86_boot_regs().  -EINVAL
+ * (after a message) if a segment or the initrd does not fit in low RAM.
  */
 int x86_boot_setup_files(struct guest_mem *mem,
 			 const struct x86_boot_config *cfg,
@@ -113,13 +131,16 @@ int x86_boot_setup_files(struct guest_mem *mem,
 			 struct x86_boot_entry *entry);
 
 /**
- * x86_boot_regs() - BSP registers for the 64-bit entry
+ * x86_boot_regs() - BSP registers for the 64-bit (or PVH) entry
  * @e: entry state from x86_boot_setup()
- * @regs: overwritten: rip, rsi, rsp/rbp, rflags = 2, everything else 0
+ * @regs: overwritten: rip, rsi, rsp/rbp, rflags = 2, everything else 0;
+ *        PVH: rip, rbx, rflags = 2, everything else 0
  * @sregs: as read with KVM_GET_SREGS; updated for long mode (CR0/CR3/CR4,
  *         EFER, flat CS/DS/ES/FS/GS/SS, busy 64-bit TSS, GDT, empty IDT)
- *         and meant for KVM_SET_SREGS.  APIC base and the interrupt bitmap
- *         are left as they are.
+ *         -- PVH: flat 32-bit protected mode, paging off (CR0 = PE|ET|NE,
+ *         CR3 = CR4 = EFER = 0, busy 32-bit TSS) -- and meant for
+ *         KVM_SET_SREGS.  APIC base and the interrupt bitmap are left as
+ *         they are.
  *
  * Pure function: no KVM calls.
  */

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Loading a Linux bzImage, an optional initrd and the command line from
- * files into guest RAM (direct kernel boot).  The files are untrusted:
+ * Loading a Linux kernel -- a bzImage, or an uncompressed vmlinux (ELF) for
+ * PVH boot (x86/pvh.h), told apart by the file's first bytes -- an
+ * optional initrd and the command line from files into guest RAM (direct
+ * kernel boot).  The files are untrusted:
  * anything may be named (a FIFO, a device, a directory), and a file may be
  * rewritten or truncated while it is read.
  *  - Opened O_RDONLY | O_NONBLOCK | O_NOCTTY, so that opening cannot block
@@ -22,11 +24,13 @@
 
 /*
  * x86_load_files() - x86_boot_setup_files() from paths.
- * @kernel: bzImage path; @initrd: path or NULL; @cmdline: may be NULL;
+ * @kernel: bzImage or PVH vmlinux path; @initrd: path or NULL; @cmdline:
+ *          may be NULL;
  * @acpi_rsdp: x86_boot_config.acpi_rsdp (0: no ACPI tables)
  *
- * Returns: 0; -EINVAL (not a regular file, not a bootable bzImage, does
- * not fit: see x86_boot_setup()); open()'s -errno (-ENOENT, -EACCES, ...);
+ * Returns: 0; -EINVAL (not a regular file, not a bootable bzImage, an ELF
+ * file that is not an x86-64 vmlinux with a PVH entry note, does not fit:
+ * see x86_boot_setup()); open()'s -errno (-ENOENT, -EACCES, ...);
  * -EIO if a file shrank while it was read; -ENOMEM.  Every failure is
  * logged with the file's name.
  */

@@ -1,18 +1,25 @@
 #!/bin/bash
 # in-rig.sh TEST [ARGS...]: how CTest runs an end-to-end test.  Resolves the
 # default guest's kernel and initrd on this host (placeholders @KERNEL@ and
-# @INITRD@ in ARGS, and @TOOLS@ for the tools disk of mktools.sh), then runs TEST through the nested-KVM rig (directly when
-# this host has /dev/kvm).
+# @INITRD@ in ARGS, @VMLINUX@ for the same kernel uncompressed, booted
+# through PVH, and @TOOLS@ for the tools disk of mktools.sh), then runs
+# TEST through the nested-KVM rig (directly when this host has /dev/kvm).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # Building is cached and locked: a no-op when scripts/test.sh already did it.
 mapfile -t paths < <("$here/../rig/mkguest.sh")
 tools=$("$here/../rig/mktools.sh")
+# fetch-kernel.sh keeps the uncompressed vmlinux beside the bzImage.
+vmlinux=$(dirname "$(readlink -f "${paths[0]}")")/vmlinux
 args=()
 for a in "$@"; do
 	a=${a//@KERNEL@/${paths[0]}}
 	a=${a//@INITRD@/${paths[1]}}
 	a=${a//@TOOLS@/$tools}
+	if [[ $a == *@VMLINUX@* ]]; then
+		[[ -r $vmlinux ]] || { echo "in-rig: no $vmlinux (tests/rig/fetch-kernel.sh)" >&2; exit 1; }
+		a=${a//@VMLINUX@/$vmlinux}
+	fi
 	args+=("$a")
 done
 # An L1 stall (rig-run's watchdog, exit 124) is not a test result: the test

@@ -25,6 +25,7 @@
 int fuzz_virtqueue_blk(const uint8_t *data, size_t size);
 int fuzz_virtio_pci(const uint8_t *data, size_t size);
 int fuzz_bzimage(const uint8_t *data, size_t size);
+int fuzz_pvh(const uint8_t *data, size_t size);
 int fuzz_cli(const uint8_t *data, size_t size);
 int fuzz_vhost_user(const uint8_t *data, size_t size);
 int fuzz_vcon(const uint8_t *data, size_t size);

@@ -153,6 +153,43 @@ write(BZ, 'fixups_on_noise', bz_input(255, 0, 4, 0x1f, b'', bytes(range(256)) * 
 write(BZ, 'long_cmdline', bz_input(255, 0, 1, 0, b'x' * 3000,
                                   bzimage(cmdline_size=100)))
 
+# ---- fuzz_pvh ----------------------------------------------------------------
+def vmlinux(entry=0x1000040, paddr=0x1000000, notes=True, text=b'\xf4' * 4096):
+    # ELF64 header, two PT_LOAD (text; data + bss) and a PT_NOTE with the
+    # Xen guest-OS note and XEN_ELFNOTE_PHYS32_ENTRY (18), as in a vmlinux.
+    def note(t, desc):
+        return struct.pack('<III', 4, len(desc), t) + b'Xen\0' + \
+            desc.ljust((len(desc) + 3) // 4 * 4, b'\0')
+    nt = note(6, b'linux\0') + note(18, struct.pack('<I', entry))
+    text_off, data_off, note_off = 0x1000, 0x1000 + len(text), 0x200
+    phnum = 3 if notes else 2
+    eh = b'\x7fELF' + bytes([2, 1, 1]) + bytes(9) + struct.pack(
+        '<HHIQQQIHHHHHH', 2, 62, 1, 0xffffffff81000000, 64, 0, 0, 64, 56,
+        phnum, 64, 0, 0)
+    ph = struct.pack('<IIQQQQQQ', 1, 5, text_off, 0, paddr, len(text), len(text), 0x1000)
+    ph += struct.pack('<IIQQQQQQ', 1, 6, data_off, 0, paddr + 0x100000, 0x100, 0x3000, 0x1000)
+    if notes:
+        ph += struct.pack('<IIQQQQQQ', 4, 4, note_off, 0, 0, len(nt), len(nt), 4)
+    img = bytearray(data_off + 0x100)
+    img[0:len(eh)] = eh
+    img[64:64 + len(ph)] = ph
+    img[note_off:note_off + len(nt)] = nt
+    img[text_off:text_off + len(text)] = text
+    return bytes(img)
+
+
+def pvh_input(ram, fix, initrd, cmdline, image):
+    return u8(ram) + u8(fix) + u16(initrd) + u16(len(cmdline)) + cmdline + image
+
+
+PVH = 'fuzz_pvh'
+write(PVH, 'boot_with_initrd', pvh_input(255, 0, 5000, CL, vmlinux()))
+write(PVH, 'small_ram_no_fit', pvh_input(0, 0, 0, CL, vmlinux(paddr=0x1f00000)))
+write(PVH, 'entry_outside', pvh_input(255, 0, 0, CL, vmlinux(entry=0x800000)))
+write(PVH, 'no_notes', pvh_input(255, 0, 0, CL, vmlinux(notes=False)))
+write(PVH, 'fixups_on_noise', pvh_input(255, 7, 100, b'', bytes(range(256)) * 12))
+write(PVH, 'long_cmdline', pvh_input(255, 0, 0, b'x' * 3000, vmlinux()))
+
 # ---- fuzz_cli ----------------------------------------------------------------
 CLI = 'fuzz_cli'
 def argv(*a): return b'\0'.join(x.encode() for x in a)

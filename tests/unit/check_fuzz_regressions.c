@@ -101,6 +101,12 @@ START_TEST(bzimage)
 }
 END_TEST
 
+START_TEST(pvh)
+{
+	replay("fuzz_pvh", fuzz_pvh);
+}
+END_TEST
+
 START_TEST(cli)
 {
 	replay("fuzz_cli", fuzz_cli);
@@ -135,6 +141,7 @@ int main(void)
 	tcase_add_test(tc, virtqueue_blk);
 	tcase_add_test(tc, virtio_pci);
 	tcase_add_test(tc, bzimage);
+	tcase_add_test(tc, pvh);
 	tcase_add_test(tc, cli);
 	tcase_add_test(tc, vhost_user);
 	tcase_add_test(tc, vcon);

@@ -161,7 +161,7 @@ START_TEST(test_layout)
 		initrd[i] = (uint8_t)(i * 31 + 7);
 	fx_image(&fx, NULL);
 	fx_ram(&fx, RAM_SIZE);
-	cfg = (struct x86_boot_config){ &fx.bz, initrd, initrd_size, cmdline, 4, 0 };
+	cfg = (struct x86_boot_config){ &fx.bz, initrd, initrd_size, cmdline, 4, 0, NULL };
 	ck_assert_int_eq(x86_boot_setup(&fx.mem, &cfg, &e), 0);
 
 	/* Kernel */
@@ -257,7 +257,7 @@ START_TEST(test_no_initrd_no_cmdline)
 
 	fx_image(&fx, NULL);
 	fx_ram(&fx, RAM_SIZE);
-	cfg = (struct x86_boot_config){ &fx.bz, NULL, 0, NULL, 1, 0 };
+	cfg = (struct x86_boot_config){ &fx.bz, NULL, 0, NULL, 1, 0, NULL };
 	ck_assert_int_eq(x86_boot_setup(&fx.mem, &cfg, &e), 0);
 	bp = zero_page(&fx);
 	ck_assert_uint_eq(bp->hdr.ramdisk_image, 0);
@@ -283,7 +283,7 @@ START_TEST(test_acpi_rsdp)
 		fx_image(&fx, NULL);
 		fx_ram(&fx, RAM_SIZE);
 		cfg = (struct x86_boot_config){ &fx.bz, NULL, 0, NULL, counts[i],
-						0xe0000 };
+						0xe0000, NULL };
 		ck_assert_int_eq(x86_boot_setup(&fx.mem, &cfg, &e), 0);
 		ck_assert_uint_eq(zero_page(&fx)->acpi_rsdp_addr, 0xe0000);
 		ck_assert_int_eq(memcmp(fx.ram + MPTABLE_GPA, "_MP_", 4) == 0,
@@ -306,7 +306,7 @@ START_TEST(test_alignment)
 
 	fx_image(&fx, unaligned_pref);
 	fx_ram(&fx, RAM_SIZE);
-	cfg = (struct x86_boot_config){ &fx.bz, NULL, 0, NULL, 1, 0 };
+	cfg = (struct x86_boot_config){ &fx.bz, NULL, 0, NULL, 1, 0, NULL };
 	/* Relocatable: rounded up to kernel_alignment. */
 	ck_assert_int_eq(x86_boot_setup(&fx.mem, &cfg, &e), 0);
 	ck_assert_uint_eq(e.kernel_gpa, KERNEL_GPA + 0x200000);
@@ -333,7 +333,7 @@ START_TEST(test_initrd_addr_max)
 
 	fx_image(&fx, low_initrd_max);
 	fx_ram(&fx, RAM_SIZE);
-	cfg = (struct x86_boot_config){ &fx.bz, rd, sizeof(rd), "", 1, 0 };
+	cfg = (struct x86_boot_config){ &fx.bz, rd, sizeof(rd), "", 1, 0, NULL };
 	ck_assert_int_eq(x86_boot_setup(&fx.mem, &cfg, &e), 0);
 	ck_assert_uint_le(e.initrd_gpa + sizeof(rd), 0x3000000);
 	ck_assert_uint_eq(e.initrd_gpa, 0x3000000 - 8192);
@@ -355,7 +355,7 @@ START_TEST(test_big_ram)
 		free(fx.image);
 		return;
 	}
-	cfg = (struct x86_boot_config){ &fx.bz, rd, sizeof(rd), "x", 2, 0 };
+	cfg = (struct x86_boot_config){ &fx.bz, rd, sizeof(rd), "x", 2, 0, NULL };
 	ck_assert_int_eq(x86_boot_setup(&fx.mem, &cfg, &e), 0);
 	bp = zero_page(&fx);
 	ck_assert_uint_eq(bp->e820_entries, 5);
@@ -380,7 +380,7 @@ START_TEST(test_cmdline_too_long)
 	fx_ram(&fx, RAM_SIZE);
 	memset(cl, 'a', 2047);
 	cl[2047] = '\0';
-	cfg = (struct x86_boot_config){ &fx.bz, NULL, 0, cl, 1, 0 };
+	cfg = (struct x86_boot_config){ &fx.bz, NULL, 0, cl, 1, 0, NULL };
 	ck_assert_int_eq(x86_boot_setup(&fx.mem, &cfg, &e), 0);	/* exactly max */
 	ck_assert_uint_eq(strlen((char *)fx.ram + X86_BOOT_CMDLINE_GPA), 2047);
 	memset(cl, 'a', 2048);
@@ -403,7 +403,7 @@ START_TEST(test_initrd_too_big)
 	ck_assert_ptr_nonnull(rd);
 	fx_image(&fx, NULL);
 	fx_ram(&fx, RAM_SIZE);
-	cfg = (struct x86_boot_config){ &fx.bz, rd, size, NULL, 1, 0 };
+	cfg = (struct x86_boot_config){ &fx.bz, rd, size, NULL, 1, 0, NULL };
 	ck_assert_int_eq(x86_boot_setup(&fx.mem, &cfg, &e), -EINVAL);
 	cfg.initrd_size = 40 * MiB;
 	ck_assert_int_eq(x86_boot_setup(&fx.mem, &cfg, &e), 0);
@@ -426,7 +426,7 @@ START_TEST(test_ram_too_small)
 
 		fx_image(&fx, NULL);
 		fx_ram(&fx, sizes[i]);
-		cfg = (struct x86_boot_config){ &fx.bz, NULL, 0, NULL, 1, 0 };
+		cfg = (struct x86_boot_config){ &fx.bz, NULL, 0, NULL, 1, 0, NULL };
 		ck_assert_int_eq(x86_boot_setup(&fx.mem, &cfg, &e), -EINVAL);
 		fx_free(&fx);
 	}
@@ -437,7 +437,7 @@ START_TEST(test_ram_too_small)
 
 		fx_image(&fx, NULL);
 		fx_ram(&fx, KERNEL_GPA + INIT_SIZE);
-		cfg = (struct x86_boot_config){ &fx.bz, NULL, 0, NULL, 1, 0 };
+		cfg = (struct x86_boot_config){ &fx.bz, NULL, 0, NULL, 1, 0, NULL };
 		ck_assert_int_eq(x86_boot_setup(&fx.mem, &cfg, &e), 0);
 		fx_free(&fx);
 	}
@@ -452,7 +452,7 @@ START_TEST(test_bad_args)
 
 	fx_image(&fx, NULL);
 	fx_ram(&fx, RAM_SIZE);
-	cfg = (struct x86_boot_config){ &fx.bz, NULL, 0, NULL, 0, 0 };
+	cfg = (struct x86_boot_config){ &fx.bz, NULL, 0, NULL, 0, 0, NULL };
 	ck_assert_int_eq(x86_boot_setup(&fx.mem, &cfg, &e), -EINVAL);
 	cfg.nr_vcpus = 255; /* beyond the MP table, and no ACPI tables */
 	ck_assert_int_eq(x86_boot_setup(&fx.mem, &cfg, &e), -EINVAL);
