@@ -568,6 +568,8 @@ static int set_inflight_fd(struct vu_backend *b, const struct vu_msg *m)
 	b->inflight_len = (size_t)need;
 	b->inflight_nq = in->num_queues;
 	b->inflight_qsize = in->queue_size;
+	vmm_info("vhost-user %s: in-flight buffer mapped (%u queues of %u)", b->name,
+		 in->num_queues, in->queue_size);
 	return 0;
 }
 
