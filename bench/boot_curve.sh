@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/boot_curve.sh [--quick|--full] [--counts "1 8 32"] [--rounds R] [--report]
+# bench/boot_curve.sh [--quick|--full] [--counts "1 8 32"] [--rounds R] [--disks N] [--report]
 #
 # Guest boot time against the vCPU count, the shape of seed 004 (issue 9,
 # item 7a): launch to the guest's init marker (MINIVMM-GUEST-UP) for
@@ -13,19 +13,24 @@
 #                at 288 vCPUs: larger counts are minivmm only)
 #   qemu-pvh     qemu-qn booting the same vmlinux through PVH (QEMU's
 #                pvh.bin option ROM)
+#   qemu-q1      QEMU with one queue per disk (with --disks only)
 # alternated within each round (A B C A B C ...), inside the nested-KVM rig
-# (one tests/rig/rig-run call; an L1 stall reruns it, only the last
-# attempt's records count).  Not measured here: minivmm with per-vector
+# (one tests/rig/rig-run call per round and vCPU count; an L1 stall reruns
+# that call, and only its last attempt's records count).  Not measured here: minivmm with per-vector
 # wiring forced (the library has no such knob; bench/wiring_bench.c
 # measures that difference on the wiring alone).
 #
+#   --disks N  N disks instead of one (seeds 000/002's shape: --disks 101
+#            --counts 32); QEMU gets them as multi-function devices, eight
+#            per slot, as minivmm places them.  Results: boot_disksN.*
 #   --quick  1, 8, 32 vCPUs, 1 round (~5 minutes)
 #   --full   1, 8, 32, 64, 128, 255, 288, 384 vCPUs, 3 rounds (hours in
 #            the rig: a 300-vCPU guest alone boots in ~8 minutes there)
 #
 # Writes $BENCH_OUT (default bench/results): boot.json (one record per
-# boot), boot.md (medians, ratios), boot_curve.png, boot-run.log (raw).
-# --report makes the JSON, table and plot again from boot-run.log only.
+# boot), boot.md (medians, ratios), boot_curve.png, boot-run.log (raw);
+# boot_disksN.* with --disks N.  --report makes the JSON, table and plot
+# again from the run log only.
 # Timings are reported, never asserted.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,14 +40,17 @@ here=$(cd "$(dirname "$0")" && pwd)
 if [[ ${1:-} == --inner ]]; then
 	# ---------------------------------------------------------- in L1
 	shift
-	vmm=$1 kernel=$2 initrd=$3 vmlinux=$4 rounds=$5
-	shift 5
+	vmm=$1 kernel=$2 initrd=$3 vmlinux=$4 rounds=$5 disks=$6 round0=$7
+	shift 7
 	counts=("$@")
 	qemu=$(command -v qemu-system-x86_64 || true)
 	[[ -r /dev/kvm && -w /dev/kvm ]] || bench_die "no usable /dev/kvm"
 	work=$(mktemp -d "${RIG_SCRATCH:-/var/tmp}/boot_curve.XXXXXX")
 	trap 'rm -rf "$work"' EXIT
 	truncate -s 64M "$work/data.img"
+	for ((d = 1; d < disks; d++)); do
+		truncate -s 16M "$work/d$d.img"
+	done
 	ulimit -n 65536 2>/dev/null || true
 	cmdline="console=ttyS0 reboot=k panic=-1 pci=conf1 i8042.noaux i8042.nopnp i8042.dumbkbd quiet"
 	bench_emit "$(jq -cn --arg k "$(uname -r)" --arg q "$([[ -n $qemu ]] && "$qemu" --version | head -1)" \
@@ -60,14 +68,33 @@ if [[ ${1:-} == --inner ]]; then
 			[[ $mode == minivmm-q1 ]] && nq=1
 			cmd=("$vmm" --smp "$n" --mem "${mem}M" --kernel "$k" --initrd "$initrd"
 				--cmdline "$cmdline" --disk "path=$work/data.img,num-queues=$nq,serial=data,lock=off")
+			for ((d = 1; d < disks; d++)); do
+				cmd+=(--disk "path=$work/d$d.img,num-queues=$nq,serial=d$d,lock=off")
+			done
 			;;
-		qemu-qn | qemu-pvh)
+		qemu-qn | qemu-q1 | qemu-pvh)
+			local qq=$n
+			[[ $mode == qemu-q1 ]] && qq=1
 			cmd=("$qemu" -enable-kvm -machine q35,kernel-irqchip=split -cpu host
 				-smp "$n" -m "${mem}M" -nographic -nodefaults -no-user-config
 				-serial stdio -no-reboot -kernel "$k" -initrd "$initrd"
 				-append "$cmdline"
-				-drive "file=$work/data.img,if=none,id=d,format=raw,cache=none,file.locking=off"
-				-device "virtio-blk-pci,drive=d,num-queues=$n,serial=data")
+				-drive "file=$work/data.img,if=none,id=d,format=raw,cache=none,file.locking=off")
+			if ((disks == 1)); then
+				cmd+=(-device "virtio-blk-pci,drive=d,num-queues=$qq,serial=data")
+			else
+				# Eight functions per slot from slot 1, like minivmm.
+				local addr id serial
+				for ((d = 0; d < disks; d++)); do
+					addr=$((1 + d / 8)).$((d % 8)) id=d serial=data
+					((d % 8)) || addr+=",multifunction=on"
+					if ((d)); then
+						id=d$d serial=d$d
+						cmd+=(-drive "file=$work/d$d.img,if=none,id=$id,format=raw,cache=none,file.locking=off")
+					fi
+					cmd+=(-device "virtio-blk-pci,drive=$id,num-queues=$qq,serial=$serial,addr=$addr")
+				done
+			fi
 			;;
 		esac
 		t0=$(bench_now_ns)
@@ -89,20 +116,23 @@ if [[ ${1:-} == --inner ]]; then
 			bench_log "round $round: $mode --smp $n: no init marker (exit $rc)"
 		fi
 		bench_emit "$(jq -cn --arg mode "$mode" --argjson n "$n" --argjson round "$round" \
-			--arg up "$up" --arg cpus "$cpus" --argjson rc "$rc" \
-			'{bench:"boot_curve", mode:$mode, vcpus:$n, round:$round,
+			--arg up "$up" --arg cpus "$cpus" --argjson rc "$rc" --argjson disks "$disks" \
+			'{bench:"boot_curve", mode:$mode, vcpus:$n, disks:$disks, round:$round,
 			  boot_to_init_ms:(if $up == "" then null else ($up | tonumber) / 1e6 end),
 			  cpus_online:(if $cpus == "" then null else ($cpus | tonumber) end),
 			  exit_status:$rc,
 			  method:"launch to the MINIVMM-GUEST-UP console line (the guest then reboots itself)"}')"
 	}
 
-	for ((r = 1; r <= rounds; r++)); do
+	for ((r = round0; r < round0 + rounds; r++)); do
 		for n in "${counts[@]}"; do
 			modes=(minivmm-qn minivmm-q1)
-			[[ -n $vmlinux ]] && modes+=(minivmm-pvh)
+			[[ -n $vmlinux && $disks == 1 ]] && modes+=(minivmm-pvh)
 			[[ -n $qemu && $n -le 288 ]] && modes+=(qemu-qn)
-			[[ -n $qemu && -n $vmlinux && $n -le 288 ]] && modes+=(qemu-pvh)
+			# The many-disk shape: QEMU with 1 queue too (seed 002's
+			# before/after); the PVH pair only with one disk.
+			[[ -n $qemu && $n -le 288 && $disks -gt 1 ]] && modes+=(qemu-q1)
+			[[ -n $qemu && -n $vmlinux && $n -le 288 && $disks == 1 ]] && modes+=(qemu-pvh)
 			# Rotate the order each round so no mode always goes first.
 			for ((k = 0; k < ${#modes[@]}; k++)); do
 				boot "${modes[(k + r - 1) % ${#modes[@]}]}" "$n" "$r"
@@ -114,13 +144,14 @@ fi
 
 # -------------------------------------------------------------- outside
 cd "$here/.."
-mode=--quick counts="" rounds="" report=0
+mode=--quick counts="" rounds="" report=0 disks=1
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--quick | --full) mode=$1; shift ;;
 	--report) report=1; shift ;;
 	--counts) counts=$2; shift 2 ;;
 	--rounds) rounds=$2; shift 2 ;;
+	--disks) disks=$2; shift 2 ;;
 	-h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d'; exit 0 ;;
 	*) bench_die "unknown option $1" ;;
 	esac
@@ -130,7 +161,11 @@ if [[ $mode == --full ]]; then
 else
 	counts=${counts:-1 8 32} rounds=${rounds:-1}
 fi
+[[ $disks =~ ^[1-9][0-9]*$ && $disks -le 247 ]] || bench_die "--disks: 1..247"
 out=${BENCH_OUT:-bench/results}
+# Where the results go: boot.* for one disk, boot_disksN.* for N.
+tag=boot
+((disks == 1)) || tag=boot_disks$disks
 build=${BENCH_BUILD_DIR:-build}
 mkdir -p "$out"
 for t in jq gnuplot cmake; do
@@ -145,16 +180,29 @@ if [[ $report == 0 ]]; then
 	vmlinux=$(dirname "$(readlink -f "${guest[0]}")")/vmlinux
 	[[ -r $vmlinux ]] || { bench_log "no $vmlinux: PVH modes skipped"; vmlinux=""; }
 	bench_log "boot curve: vCPUs $counts, $rounds round(s), in the rig"
-	# shellcheck disable=SC2086 # counts is a word list
-	tests/rig/rig-run --mem "${BENCH_L1_MEM:-8G}" --timeout "${BENCH_TIMEOUT:-36000}" \
-		--stall-retries "${RIG_STALL_RETRIES:-1}" -- \
-		"$PWD/bench/boot_curve.sh" --inner "$PWD/$build/minivmm" "${guest[0]}" "${guest[1]}" \
-		"$vmlinux" "$rounds" $counts 2>&1 | tee "$out/boot-run.log" | grep -v '^BENCH-JSON ' >&2 || true
+	# One L1 per round and count: the rig's L1 stalls now and then (about
+	# 1 in 8 big boots; rig-run reruns a stalled one), and a stall then
+	# costs that group of boots, not the whole curve.
+	: >"$out/$tag-run.log"
+	for ((r = 1; r <= rounds; r++)); do
+		for n in $counts; do
+			bench_rig_run_marker "round=$r vcpus=$n" >>"$out/$tag-run.log"
+			tests/rig/rig-run --mem "${BENCH_L1_MEM:-8G}" --timeout "${BENCH_TIMEOUT:-7200}" \
+				--stall-retries "${RIG_STALL_RETRIES:-1}" -- \
+				"$PWD/bench/boot_curve.sh" --inner "$PWD/$build/minivmm" "${guest[0]}" "${guest[1]}" \
+				"$vmlinux" 1 "$disks" "$r" "$n" 2>&1 | tee -a "$out/$tag-run.log" |
+				grep -v '^BENCH-JSON ' >&2 || true
+		done
+	done
 else
-	date=$(stat -c %y "$out/boot-run.log" | cut -d. -f1)
+	date=$(stat -c %y "$out/$tag-run.log" | cut -d. -f1)
 fi
-bench_records "$out/boot-run.log" | jq -c --arg date "$date" '. + {date:$date}' >"$out/boot.json"
-[[ -s $out/boot.json ]] || bench_die "no records (see $out/boot-run.log)"
+bench_records "$out/$tag-run.log" | jq -c --arg date "$date" '. + {date:$date}' >"$out/$tag.json"
+[[ -s $out/$tag.json ]] || bench_die "no records (see $out/$tag-run.log)"
+# What the records cover (also for --report).
+counts=$(jq -r 'select(.bench == "boot_curve") | .vcpus' "$out/$tag.json" | sort -nu | tr '\n' ' ')
+counts=${counts% }
+rounds=$(jq -r 'select(.bench == "boot_curve") | .round' "$out/$tag.json" | sort -nu | tail -1)
 
 # Medians per mode and count; ratios against minivmm-qn.
 jq -rs "$BENCH_JQ_DEFS"'
@@ -162,33 +210,34 @@ jq -rs "$BENCH_JQ_DEFS"'
 	($b | map(.vcpus) | unique) as $ns |
 	def med(m; n): [$b[] | select(.mode == m and .vcpus == n) | .boot_to_init_ms] | median;
 	def q(a; b): if a and b then (a / b | r(2)) else "-" end;
-	"| vCPUs | minivmm, 1 queue/vCPU (ms) | minivmm, 1 queue (ms) | minivmm PVH, 1 queue/vCPU (ms) | QEMU 7.2, 1 queue/vCPU (ms) | QEMU 7.2 PVH (ms) | qn / q1 | minivmm / QEMU | minivmm PVH / QEMU | minivmm PVH / QEMU PVH | boots |",
-	"|---|---|---|---|---|---|---|---|---|---|---|",
+	"| vCPUs | minivmm, 1 queue/vCPU (ms) | minivmm, 1 queue (ms) | minivmm PVH, 1 queue/vCPU (ms) | QEMU 7.2, 1 queue/vCPU (ms) | QEMU 7.2, 1 queue (ms) | QEMU 7.2 PVH (ms) | qn / q1 | QEMU qn / q1 | minivmm / QEMU | minivmm PVH / QEMU | minivmm PVH / QEMU PVH | boots |",
+	"|---|---|---|---|---|---|---|---|---|---|---|---|---|",
 	($ns[] as $n | [med("minivmm-qn"; $n), med("minivmm-q1"; $n), med("minivmm-pvh"; $n),
-			 med("qemu-qn"; $n), med("qemu-pvh"; $n)] as $m |
-	 "| \($n) | \($m[0] | r(0)) | \($m[1] | r(0)) | \($m[2] | r(0) // "-") | \($m[3] | r(0) // "-") | \($m[4] | r(0) // "-") | " +
-	 "\(q($m[0]; $m[1])) | \(q($m[0]; $m[3])) | \(q($m[2]; $m[3])) | \(q($m[2]; $m[4])) | " +
+			 med("qemu-qn"; $n), med("qemu-pvh"; $n), med("qemu-q1"; $n)] as $m |
+	 "| \($n) | \($m[0] | r(0)) | \($m[1] | r(0)) | \($m[2] | r(0) // "-") | \($m[3] | r(0) // "-") | \($m[5] | r(0) // "-") | \($m[4] | r(0) // "-") | " +
+	 "\(q($m[0]; $m[1])) | \(q($m[3]; $m[5])) | \(q($m[0]; $m[3])) | \(q($m[2]; $m[3])) | \(q($m[2]; $m[4])) | " +
 	 "\([$b[] | select(.vcpus == $n)] | length) |")
-' "$out/boot.json" >"$out/boot-table.md"
+' "$out/$tag.json" >"$out/$tag-table.md"
 {
-	echo "# Guest boot time vs vCPUs (bench/boot_curve.sh $mode, $date)"
+	echo "# Guest boot time vs vCPUs, $disks disk(s) (bench/boot_curve.sh --counts \"$counts\" --rounds $rounds, $date)"
 	echo
-	echo "Launch to the guest's init marker, medians of $rounds round(s), in the"
+	echo "Launch to the guest's init marker, medians of up to $rounds round(s), in the"
 	echo "nested-KVM rig (L1 under TCG, one CPU): absolute times are the rig's,"
 	echo "ratios are what carries over.  Failed boots have no time and count in"
-	echo "\"boots\"."
+	echo "\"boots\"; a round whose L1 stalled twice has no boots (see the run log)."
+	echo "Records per mode, count and round: $tag.json."
 	echo
-	cat "$out/boot-table.md"
-} >"$out/boot.md"
-rm -f "$out/boot-table.md"
+	cat "$out/$tag-table.md"
+} >"$out/$tag.md"
+rm -f "$out/$tag-table.md"
 
-for m in minivmm-qn minivmm-q1 minivmm-pvh qemu-qn qemu-pvh; do
+for m in minivmm-qn minivmm-q1 minivmm-pvh qemu-qn qemu-q1 qemu-pvh; do
 	jq -r --arg m "$m" 'select(.bench == "boot_curve" and .mode == $m and .boot_to_init_ms != null) |
-		"\(.vcpus) \(.boot_to_init_ms / 1000)"' "$out/boot.json" | sort -n >"$out/.boot.$m.dat"
+		"\(.vcpus) \(.boot_to_init_ms / 1000)"' "$out/$tag.json" | sort -n >"$out/.boot.$m.dat"
 done
 gnuplot <<EOF
 set terminal pngcairo size 900,560
-set output "$out/boot_curve.png"
+set output "$out/${tag}_curve.png"
 set title "Guest boot (launch to init) vs vCPUs, nested-KVM rig"
 set xlabel "vCPUs"
 set ylabel "seconds"
@@ -198,7 +247,8 @@ plot "$out/.boot.minivmm-qn.dat" using 1:2 with linespoints title "minivmm, 1 qu
      "$out/.boot.minivmm-q1.dat" using 1:2 with linespoints title "minivmm, 1 queue", \
      "$out/.boot.minivmm-pvh.dat" using 1:2 with linespoints title "minivmm PVH (vmlinux), 1 queue/vCPU", \
      "$out/.boot.qemu-qn.dat" using 1:2 with linespoints title "QEMU 7.2 q35, 1 queue/vCPU", \
+     "$out/.boot.qemu-q1.dat" using 1:2 with linespoints title "QEMU 7.2 q35, 1 queue", \
      "$out/.boot.qemu-pvh.dat" using 1:2 with linespoints title "QEMU 7.2 q35 PVH (vmlinux), 1 queue/vCPU"
 EOF
 rm -f "$out"/.boot.*.dat
-cat "$out/boot.md"
+cat "$out/$tag.md"

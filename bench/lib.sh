@@ -25,12 +25,21 @@ bench_emit() {
 # the prefix.  Where tests/rig/rig-run retried a stalled L1 ("rig: L1
 # stalled: RETRYING", the whole command again from the start), only the
 # records after the last retry count: the stalled attempt's are partial.
+# A log holding several rig runs separates them with BENCH_RIG_RUN lines
+# (bench_rig_run_marker): a retry then discards only its own run's records.
+BENCH_RIG_RUN="BENCH-RIG-RUN"
+bench_rig_run_marker() {
+	printf '%s %s\n' "$BENCH_RIG_RUN" "$*"
+}
 bench_records() {
 	local f
 	for f in "$@"; do
-		awk '/^rig: L1 stalled: RETRYING/ { n = 0; next }
+		awk -v mark="^$BENCH_RIG_RUN" '
+			$0 ~ mark { for (i = 1; i <= n; i++) keep[++k] = rec[i]; n = 0; next }
+			/^rig: L1 stalled: RETRYING/ { n = 0; next }
 			/^BENCH-JSON / { rec[++n] = substr($0, 12) }
-			END { for (i = 1; i <= n; i++) print rec[i] }' "$f"
+			END { for (i = 1; i <= k; i++) print keep[i]
+			      for (i = 1; i <= n; i++) print rec[i] }' "$f"
 	done
 }
 
