@@ -17,6 +17,7 @@
 #include "util/compiler.h"
 #include "x86/boot.h"
 #include "x86/e820.h"
+#include "x86/fwtable.h"
 #include "x86/mptable.h"
 #include "x86/pvh.h"
 
@@ -264,66 +265,53 @@ static int write_mptable(struct guest_mem *mem, unsigned int nr_vcpus)
 	return 0;
 }
 
-/* Little-endian stores into guest structures (no alignment assumed). */
-static void put32(uint8_t *p, uint32_t v)
-{
-	memcpy(p, &v, sizeof(v));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	memcpy(p, &v, sizeof(v));
-}
-
 /*
- * hvm_start_info (56 bytes: magic, version 1, flags, nr_modules,
- * modlist_paddr, cmdline_paddr, rsdp_paddr, memmap_paddr, memmap_entries,
- * reserved), the module list (the initrd: paddr, size, cmdline_paddr,
- * reserved) and the memory map (e820 entries as addr, size, type,
- * reserved).  Linux turns them back into a zero page
+ * hvm_start_info, the module list (the initrd) and the memory map (the e820
+ * map, entry by entry), built locally and copied in (fwtable_put(): guest
+ * RAM carries no alignment).  Linux turns them back into a zero page
  * (init_pvh_bootparams()).
  */
 static int write_start_info(struct guest_mem *mem, uint64_t initrd_gpa,
 			    uint64_t initrd_size, uint64_t acpi_rsdp)
 {
 	struct boot_e820_entry e820[E820_MAX_ENTRIES_ZEROPAGE];
-	uint8_t *si, *mod, *map;
 	int n = e820_build(mem->size, e820, E820_MAX_ENTRIES_ZEROPAGE);
+	struct pvh_start_info si = {
+		.magic = PVH_START_MAGIC,
+		.version = 1,
+		.nr_modules = initrd_size ? 1 : 0,
+		.modlist_paddr = initrd_size ? PVH_MODLIST_GPA : 0,
+		.cmdline_paddr = X86_BOOT_CMDLINE_GPA,
+		.rsdp_paddr = acpi_rsdp,
+		.memmap_paddr = PVH_MEMMAP_GPA,
+	};
+	struct pvh_modlist_entry mod = { .paddr = initrd_gpa, .size = initrd_size };
+	uint8_t *psi, *pmod, *pmap;
 
 	if (n < 0) {
 		vmm_err("x86 boot: cannot build the e820 map (%d)", n);
 		return -EINVAL;
 	}
+	si.memmap_entries = (uint32_t)n;
 	/* The map must end before the boot stack page (0x8000). */
-	if (PVH_MEMMAP_GPA + (uint64_t)n * PVH_MEMMAP_ENTRY_SIZE > 0x8000) {
+	if (PVH_MEMMAP_GPA + (uint64_t)n * sizeof(struct pvh_memmap_entry) > 0x8000) {
 		vmm_err("x86 boot: e820 map too long for PVH (%d entries)", n);
 		return -EINVAL;
 	}
-	si = gmem(mem, PVH_START_INFO_GPA, PVH_START_INFO_SIZE, "start info");
-	mod = gmem(mem, PVH_MODLIST_GPA, PVH_MODLIST_ENTRY_SIZE, "module list");
-	map = gmem(mem, PVH_MEMMAP_GPA, (uint64_t)n * PVH_MEMMAP_ENTRY_SIZE,
-		   "memory map");
-	if (!si || !mod || !map)
+	psi = gmem(mem, PVH_START_INFO_GPA, sizeof(si), "start info");
+	pmod = gmem(mem, PVH_MODLIST_GPA, sizeof(mod), "module list");
+	pmap = gmem(mem, PVH_MEMMAP_GPA, (uint64_t)n * sizeof(struct pvh_memmap_entry),
+		    "memory map");
+	if (!psi || !pmod || !pmap)
 		return -EINVAL;
-	memset(si, 0, PVH_START_INFO_SIZE);
-	put32(si + 0, PVH_START_MAGIC);
-	put32(si + 4, 1);			/* version: has the memmap */
-	put32(si + 12, initrd_size ? 1 : 0);	/* nr_modules */
-	put64(si + 16, initrd_size ? PVH_MODLIST_GPA : 0);
-	put64(si + 24, X86_BOOT_CMDLINE_GPA);
-	put64(si + 32, acpi_rsdp);
-	put64(si + 40, PVH_MEMMAP_GPA);
-	put32(si + 48, (uint32_t)n);
-	memset(mod, 0, PVH_MODLIST_ENTRY_SIZE);
-	put64(mod + 0, initrd_gpa);
-	put64(mod + 8, initrd_size);
+	fwtable_put(psi, &si, sizeof(si));
+	fwtable_put(pmod, &mod, sizeof(mod));
 	for (int i = 0; i < n; i++) {
-		uint8_t *e = map + (size_t)i * PVH_MEMMAP_ENTRY_SIZE;
+		struct pvh_memmap_entry e = {
+			.addr = e820[i].addr, .size = e820[i].size, .type = e820[i].type,
+		};
 
-		put64(e + 0, e820[i].addr);
-		put64(e + 8, e820[i].size);
-		put32(e + 16, e820[i].type);
-		put32(e + 20, 0);
+		pmap = fwtable_put(pmap, &e, sizeof(e));
 	}
 	return 0;
 }
@@ -540,62 +528,37 @@ static void flat_segment(struct kvm_segment *s, uint16_t selector, uint8_t type,
 	s->db = !code64;	/* L=1 requires D=0 */
 }
 
-/* PVH entry (pvh.h): flat 32-bit protected mode, paging off. */
-static void pvh_regs(const struct x86_boot_entry *e, struct kvm_regs *regs,
-		     struct kvm_sregs *sregs)
-{
-	memset(regs, 0, sizeof(*regs));
-	regs->rip = e->rip;
-	regs->rbx = e->rbx;
-	regs->rflags = X86_RFLAGS_RESERVED;	/* IF, TF, VM clear */
-
-	sregs->cr0 = X86_CR0_PE | X86_CR0_ET | X86_CR0_NE;
-	sregs->cr3 = 0;
-	sregs->cr4 = 0;
-	sregs->efer = 0;
-	flat_segment(&sregs->cs, X86_BOOT_CS, 0xb, false);
-	flat_segment(&sregs->ds, X86_BOOT_DS, 0x3, false);
-	sregs->es = sregs->ds;
-	sregs->fs = sregs->ds;
-	sregs->gs = sregs->ds;
-	sregs->ss = sregs->ds;
-	/* A 32-bit busy TSS, base 0, limit 0x67 (the PVH ABI's TR). */
-	memset(&sregs->tr, 0, sizeof(sregs->tr));
-	sregs->tr.limit = TSS_LIMIT;
-	sregs->tr.selector = X86_BOOT_TSS;
-	sregs->tr.type = 0xb;
-	sregs->tr.present = 1;
-	sregs->gdt.base = e->gdt_base;
-	sregs->gdt.limit = e->gdt_limit;
-	sregs->idt.base = 0;
-	sregs->idt.limit = 0;
-}
-
 void x86_boot_regs(const struct x86_boot_entry *e, struct kvm_regs *regs,
 		   struct kvm_sregs *sregs)
 {
-	if (e->pvh) {
-		pvh_regs(e, regs, sregs);
-		return;
-	}
 	memset(regs, 0, sizeof(*regs));
 	regs->rip = e->rip;
-	regs->rsi = e->rsi;
-	regs->rsp = e->rsp;
-	regs->rbp = e->rsp;
-	regs->rflags = X86_RFLAGS_RESERVED;	/* interrupts off */
+	regs->rflags = X86_RFLAGS_RESERVED;	/* IF, TF, VM clear */
 
 	/*
 	 * CR0/CR4/EFER are assigned, not OR-ed: the reset value of CR0 has
 	 * CD|NW set, which would leave the guest running with caches off.
 	 * NE: native FPU error reporting, required under VMX.
 	 */
-	sregs->cr0 = X86_CR0_PE | X86_CR0_ET | X86_CR0_NE | X86_CR0_PG;
-	sregs->cr3 = e->cr3;
-	sregs->cr4 = X86_CR4_PAE;
-	sregs->efer = EFER_LME | EFER_LMA;
+	sregs->cr0 = X86_CR0_PE | X86_CR0_ET | X86_CR0_NE;
+	if (e->pvh) {
+		/* PVH ABI (pvh.h): flat 32-bit protected mode, paging off,
+		 * CR4 and EFER clear, %ebx -> hvm_start_info. */
+		regs->rbx = e->rbx;
+		sregs->cr3 = 0;
+		sregs->cr4 = 0;
+		sregs->efer = 0;
+	} else {
+		regs->rsi = e->rsi;
+		regs->rsp = e->rsp;
+		regs->rbp = e->rsp;
+		sregs->cr0 |= X86_CR0_PG;
+		sregs->cr3 = e->cr3;
+		sregs->cr4 = X86_CR4_PAE;
+		sregs->efer = EFER_LME | EFER_LMA;
+	}
 
-	flat_segment(&sregs->cs, X86_BOOT_CS, 0xb, true);
+	flat_segment(&sregs->cs, X86_BOOT_CS, 0xb, !e->pvh);
 	flat_segment(&sregs->ds, X86_BOOT_DS, 0x3, false);
 	sregs->es = sregs->ds;
 	sregs->fs = sregs->ds;
@@ -605,6 +568,8 @@ void x86_boot_regs(const struct x86_boot_entry *e, struct kvm_regs *regs,
 	/*
 	 * VM entry checks want a usable busy TSS in TR even though Linux
 	 * loads its own before it could ever use one; it matches GDT entry 4.
+	 * Type 0xb is a busy TSS both as a 64-bit one and, for PVH (whose
+	 * ABI asks for it: base 0, limit 0x67), as a 32-bit one.
 	 */
 	memset(&sregs->tr, 0, sizeof(sregs->tr));
 	sregs->tr.base = 0;

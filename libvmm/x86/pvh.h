@@ -29,12 +29,37 @@
 #define PVH_MAX_NOTES 4		/* PT_NOTE segments searched */
 #define PVH_MAX_NOTE_SIZE 0x10000u /* bytes read per PT_NOTE segment */
 
-/* hvm_start_info (Xen's public start_info.h, version 1): the PVH ABI. */
+/* hvm_start_info (Xen's public start_info.h, version 1): the PVH ABI.
+ * Little-endian, naturally aligned fields: no padding. */
 #define PVH_START_MAGIC 0x336ec578u
-#define PVH_START_INFO_SIZE 56
-#define PVH_MODLIST_ENTRY_SIZE 32
-#define PVH_MEMMAP_ENTRY_SIZE 24
 #define XEN_ELFNOTE_PHYS32_ENTRY 18
+
+struct pvh_start_info {
+	uint32_t magic;		 /* PVH_START_MAGIC */
+	uint32_t version;	 /* 1: has the memory map */
+	uint32_t flags;
+	uint32_t nr_modules;	 /* the initrd is module 0 */
+	uint64_t modlist_paddr;	 /* struct pvh_modlist_entry[nr_modules] */
+	uint64_t cmdline_paddr;	 /* NUL-terminated */
+	uint64_t rsdp_paddr;	 /* 0: none */
+	uint64_t memmap_paddr;	 /* struct pvh_memmap_entry[memmap_entries] */
+	uint32_t memmap_entries;
+	uint32_t reserved;
+};
+
+struct pvh_modlist_entry {
+	uint64_t paddr, size, cmdline_paddr, reserved;
+};
+
+struct pvh_memmap_entry {
+	uint64_t addr, size;
+	uint32_t type;		 /* e820 types */
+	uint32_t reserved;
+};
+
+_Static_assert(sizeof(struct pvh_start_info) == 56, "hvm_start_info");
+_Static_assert(sizeof(struct pvh_modlist_entry) == 32, "hvm_modlist_entry");
+_Static_assert(sizeof(struct pvh_memmap_entry) == 24, "hvm_memmap_table_entry");
 
 struct pvh_seg {
 	uint64_t offset; /* in the file */
