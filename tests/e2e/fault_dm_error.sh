@@ -13,34 +13,19 @@ here=$(dirname "$0")
 e2e_require_kvm
 
 vmm=$1 kernel=$2 initrd=$3
-skip() { echo "SKIP: $*"; exit 77; }
-for t in dmsetup losetup; do command -v "$t" >/dev/null || skip "no $t"; done
-mods=${VMM_RIG_CACHE:-$HOME/.cache/minivmm-rig}/modules
-if [[ ! -e /dev/mapper/control ]]; then
-	insmod "$mods/kernel/drivers/md/dm-mod.ko" 2>/dev/null ||
-		modprobe dm-mod 2>/dev/null || skip "cannot load dm-mod"
-fi
-if [[ ! -e /dev/loop-control ]]; then
-	insmod "$mods/kernel/drivers/block/loop.ko" 2>/dev/null ||
-		modprobe loop 2>/dev/null || skip "cannot load loop"
-fi
+e2e_dm_modules
 dir=$(mktemp -d "${RIG_SCRATCH:-/var/tmp}/fault_dm.XXXXXX")
 name=minivmm-faulty-$$
-loop=
 cleanup() {
-	dmsetup remove "$name" 2>/dev/null || true
-	[[ -z $loop ]] || losetup -d "$loop" 2>/dev/null || true
+	e2e_dm_remove "$name"
 	rm -rf "$dir"
 }
 trap cleanup EXIT
 truncate -s 16M "$dir/back.img"
-loop=$(losetup -f --show "$dir/back.img") || skip "losetup failed"
-printf '0 2048 linear %s 0\n2048 2048 error\n4096 28672 linear %s 4096\n' \
-	"$loop" "$loop" | dmsetup create --noudevsync "$name" || skip "dmsetup create failed"
-minor=$(dmsetup info -c --noheadings -o minor "$name" | tr -d ' ')
-dev=/dev/dm-$minor
-for _ in 1 2 3 4 5 6 7 8 9 10; do [[ -b $dev ]] && break; sleep 0.2; done
-[[ -b $dev ]] || skip "no $dev node"
+e2e_dm_create "$name" "$dir/back.img" "0 2048 linear @LOOP@ 0
+2048 2048 error
+4096 28672 linear @LOOP@ 4096"
+dev=$E2E_DM_DEV
 echo "dm device $dev: sectors 2048..4095 fail"
 
 e2e_run_vmm "$dir/log" -- "$vmm" --smp 2 --mem 512M --kernel "$kernel" \

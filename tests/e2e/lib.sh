@@ -62,3 +62,45 @@ e2e_find_vmm() {
 	fi
 	echo "$pid"
 }
+
+# Device-mapper test disks (fault_dm_error.sh, vhost_user_reconnect.sh).
+# Each helper prints "SKIP: ..." and exits 77 where the host cannot give
+# one (no dmsetup/losetup, a module that does not load): a missing tool is
+# not a test result.  Needs root.
+#
+# e2e_dm_modules [DM-TARGET-MODULE...]: dm-mod, loop and the named targets
+# (e.g. md/dm-delay), each loaded from the rig's module tree (or with
+# modprobe) unless /sys/module already has it.
+e2e_dm_modules() {
+	local t m n mods=${VMM_RIG_CACHE:-$HOME/.cache/minivmm-rig}/modules
+	for t in dmsetup losetup; do
+		command -v "$t" >/dev/null || { echo "SKIP: no $t"; exit 77; }
+	done
+	for m in md/dm-mod block/loop "$@"; do
+		n=${m#*/}
+		[[ -e /sys/module/${n//-/_} ]] && continue
+		insmod "$mods/kernel/drivers/$m.ko" 2>/dev/null || modprobe "$n" 2>/dev/null ||
+			{ echo "SKIP: cannot load $n"; exit 77; }
+	done
+}
+
+# e2e_dm_create NAME IMG TABLE: a loop device over the file IMG
+# (E2E_DM_LOOP) and a device-mapper device NAME with TABLE, where every
+# @LOOP@ stands for the loop device; sets E2E_DM_DEV (/dev/dm-N, waited
+# for).  e2e_dm_remove NAME undoes it (call it from the EXIT trap).
+E2E_DM_LOOP=
+e2e_dm_create() {
+	local name=$1 img=$2 table=$3 minor
+	E2E_DM_LOOP=$(losetup -f --show "$img") || { echo "SKIP: losetup failed"; exit 77; }
+	printf '%s\n' "${table//@LOOP@/$E2E_DM_LOOP}" | dmsetup create --noudevsync "$name" ||
+		{ echo "SKIP: dmsetup create failed"; exit 77; }
+	minor=$(dmsetup info -c --noheadings -o minor "$name" | tr -d ' ')
+	E2E_DM_DEV=/dev/dm-$minor
+	for _ in 1 2 3 4 5 6 7 8 9 10; do [[ -b $E2E_DM_DEV ]] && break; sleep 0.2; done
+	[[ -b $E2E_DM_DEV ]] || { echo "SKIP: no $E2E_DM_DEV node"; exit 77; }
+}
+
+e2e_dm_remove() {
+	dmsetup remove "$1" 2>/dev/null || true
+	[[ -z $E2E_DM_LOOP ]] || losetup -d "$E2E_DM_LOOP" 2>/dev/null || true
+}

@@ -21,36 +21,21 @@ e2e_require_kvm
 
 blkd=$1 kernel=$2 initrd=$3 tools=$4
 qemu=$(command -v qemu-system-x86_64) || e2e_fail "qemu-system-x86_64 missing (scripts/deps.sh)"
-skip() { echo "SKIP: $*"; exit 77; }
-for t in dmsetup losetup; do command -v "$t" >/dev/null || skip "no $t"; done
-mods=${VMM_RIG_CACHE:-$HOME/.cache/minivmm-rig}/modules
-for m in md/dm-mod block/loop md/dm-delay; do
-	n=${m#*/}
-	grep -q "^${n//-/_} " /proc/modules && continue
-	insmod "$mods/kernel/drivers/$m.ko" 2>/dev/null || modprobe "$n" 2>/dev/null ||
-		skip "cannot load $n"
-done
+e2e_dm_modules md/dm-delay
 dir=$(mktemp -d "${RIG_SCRATCH:-/var/tmp}/vhost_user_reconnect.XXXXXX")
 name=minivmm-delay-$$
-pids=() loop=
+pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	dmsetup remove "$name" 2>/dev/null || true
-	[[ -z $loop ]] || losetup -d "$loop" 2>/dev/null || true
+	e2e_dm_remove "$name"
 	rm -rf "$dir"
 }
 trap cleanup EXIT
 truncate -s 96M "$dir/back.img"
-loop=$(losetup -f --show "$dir/back.img") || skip "losetup failed"
 # Reads pass straight through, writes wait 200 ms.
-echo "0 $((96 * 2048)) delay $loop 0 0 $loop 0 200" |
-	dmsetup create --noudevsync "$name" || skip "dmsetup create failed"
-minor=$(dmsetup info -c --noheadings -o minor "$name" | tr -d ' ')
-dev=/dev/dm-$minor
-for _ in 1 2 3 4 5 6 7 8 9 10; do [[ -b $dev ]] && break; sleep 0.2; done
-[[ -b $dev ]] || skip "no $dev node"
-
+e2e_dm_create "$name" "$dir/back.img" "0 $((96 * 2048)) delay @LOOP@ 0 0 @LOOP@ 0 200"
+dev=$E2E_DM_DEV
 
 # backend N: start minivmm-blkd number N on data.sock (log data.N.log).
 backend() {

@@ -104,23 +104,33 @@ static int read_full(struct vuf *f, void *buf, size_t len)
 	return 0;
 }
 
+/* The rest of a reply to @req whose header is @h: checked, the payload
+ * read and up to @max bytes of it copied out.  Its size, or -errno. */
+static int recv_payload(struct vuf *f, const struct vhost_user_hdr *h,
+			uint32_t req, void *payload, uint32_t max)
+{
+	uint8_t buf[512];
+	int ret;
+
+	if (h->request != req || !(h->flags & VHOST_USER_REPLY) || h->size > sizeof(buf)) {
+		fprintf(stderr, "vu_front: bad reply %u (flags %#x size %u) to %u\n",
+			h->request, h->flags, h->size, req);
+		return -EPROTO;
+	}
+	if ((ret = read_full(f, buf, h->size)))
+		return ret;
+	memcpy(payload, buf, h->size < max ? h->size : max);
+	return (int)h->size;
+}
+
 int vuf_recv(struct vuf *f, uint32_t req, void *payload, uint32_t max)
 {
 	struct vhost_user_hdr h;
-	uint8_t buf[512];
 	int ret;
 
 	if ((ret = read_full(f, &h, sizeof(h))))
 		return ret;
-	if (h.request != req || !(h.flags & VHOST_USER_REPLY) || h.size > sizeof(buf)) {
-		fprintf(stderr, "vu_front: bad reply %u (flags %#x size %u) to %u\n",
-			h.request, h.flags, h.size, req);
-		return -EPROTO;
-	}
-	if ((ret = read_full(f, buf, h.size)))
-		return ret;
-	memcpy(payload, buf, h.size < max ? h.size : max);
-	return (int)h.size;
+	return recv_payload(f, &h, req, payload, max);
 }
 
 int vuf_recv_fd(struct vuf *f, uint32_t req, void *payload, uint32_t max, int *fd)
@@ -131,7 +141,6 @@ int vuf_recv_fd(struct vuf *f, uint32_t req, void *payload, uint32_t max, int *f
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
 			    .msg_controllen = sizeof(cbuf) };
 	struct cmsghdr *cm;
-	uint8_t buf[512];
 	ssize_t n;
 	int ret;
 
@@ -150,15 +159,7 @@ int vuf_recv_fd(struct vuf *f, uint32_t req, void *payload, uint32_t max, int *f
 	if ((size_t)n < sizeof(h) &&
 	    (ret = read_full(f, (uint8_t *)&h + n, sizeof(h) - (size_t)n)))
 		return ret;
-	if (h.request != req || !(h.flags & VHOST_USER_REPLY) || h.size > sizeof(buf)) {
-		fprintf(stderr, "vu_front: bad reply %u (flags %#x size %u) to %u\n",
-			h.request, h.flags, h.size, req);
-		return -EPROTO;
-	}
-	if ((ret = read_full(f, buf, h.size)))
-		return ret;
-	memcpy(payload, buf, h.size < max ? h.size : max);
-	return (int)h.size;
+	return recv_payload(f, &h, req, payload, max);
 }
 
 int vuf_get_u64(struct vuf *f, uint32_t req, uint64_t *v)
