@@ -37,6 +37,9 @@ build=${2:?BUILD_DIR}
 kernel=${3:?KERNEL}
 initrd=${4:?INITRD}
 tools=${5:?TOOLS}
+# ROUND (optional): run only that round of the mode's (bench/vhost_bench.sh
+# gives each round of --full its own L1, so an L1 stall costs one round).
+only_round=${6:-}
 only=
 case "$mode" in
 --smoke) rounds=1 runtime=1 qds="32" only=blkd ;;
@@ -224,7 +227,9 @@ boot() {
 }
 
 fail=0
-for ((r = 1; r <= rounds; r++)); do
+first=1
+[[ -n $only_round ]] && first=$only_round rounds=$only_round
+for ((r = first; r <= rounds; r++)); do
 	for qd in $qds; do
 		# A B A B, the order flipped every other round.
 		order=$backends
