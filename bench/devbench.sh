@@ -67,7 +67,7 @@ cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 cmake --build "$BUILD" --target vmm_static -j"$(nproc)" >/dev/null
 gcc -O2 -g -Wall -Wextra -Wformat=2 -Wmissing-prototypes -Wstrict-prototypes \
 	-Wsign-compare -Wundef -Wwrite-strings -Wshadow -Wno-unused-parameter \
-	-D_GNU_SOURCE -I"$ROOT/include" -I"$ROOT/libvmm" -I"$ROOT/devices" \
+	-D_GNU_SOURCE -I"$ROOT/include" -I"$ROOT/libvmm/core" -I"$ROOT/libvmm/arch" -I"$ROOT/libvmm/machine" -I"$ROOT/devices" \
 	-I"$ROOT/bench" -I"$ROOT/tests/harness" "$ROOT"/bench/devbench.c \
 	"$ROOT"/bench/devbench_driver.c "$ROOT"/bench/devbench_libvmm.c \
 	"$ROOT"/bench/vhost_user.c "$ROOT"/tests/harness/fake_vpci.c \

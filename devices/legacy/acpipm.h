@@ -2,7 +2,7 @@
 /*
  * ACPI fixed-hardware power management registers, the part a guest needs
  * to power itself off: the PM1a event block (PM1_STS, PM1_EN) and the PM1a
- * control block (PM1_CNT), as the FADT of libvmm/x86/acpi.h describes them,
+ * control block (PM1_CNT), as the FADT of libvmm/arch/x86/acpi.h describes them,
  * in one I/O range:
  *
  *   base + 0  PM1_STS  16 bits, write 1 to clear (nothing ever sets a bit)

@@ -14,7 +14,7 @@
  * and stays the same open file until vpci_destroy(); it is registered with
  * KVM as an ioeventfd on the queue's own 4-byte notify address as soon as
  * the BAR is mapped (at pci_register_device(), before the guest runs),
- * and moved only when the guest really moves the BAR (virtio-pci.c,
+ * and moved only when the guest really moves the BAR (virtio-pci-irq.c,
  * "Notify ioeventfds").  When the driver sets DRIVER_OK, ONE wiring
  * transaction (one KVM_SET_GSI_ROUTING) gives every enabled queue that
  * has an MSI-X vector a GSI with an MSI route plus an irqfd (call_fd);
@@ -25,12 +25,12 @@
  * of vectors rewritten while masked; a vector rewritten while unmasked
  * sends its interrupts with KVM_SIGNAL_MSI and the live message until its
  * route is refreshed at the next unmask or, from the I/O thread, after
- * VPCI_LAZY_FLUSH_USES such interrupts (rate-limited; see virtio-pci.c).
+ * VPCI_LAZY_FLUSH_USES such interrupts (rate-limited; see virtio-pci-irq.c).
  *
  * Bus mastering.  Clearing COMMAND.MASTER stops the device's DMA (ops->stop()
  * before the config write returns) and holds its MSI-X interrupts pending
  * in the PBA; setting it again restarts the device where it was and sends
- * what was held (vpci_bus_master() in virtio-pci.c).
+ * what was held (vpci_bus_master() in virtio-pci-regs.c).
  *
  * Logging.  Every message a guest can cause is rate-limited per transport
  * (log.h): the first of a burst in full, then "N more ..." summaries.

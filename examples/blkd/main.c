@@ -2,14 +2,14 @@
 /*
  * minivmm-blkd: a vhost-user-blk back end built from libvmm's own pieces:
  * the virtio-blk device (devices/blk: request parsing, the io_uring engine,
- * EVENT_IDX), its I/O threads (libvmm/iothread.c: one io_uring each, kick
+ * EVENT_IDX), its I/O threads (libvmm/core/iothread.c: one io_uring each, kick
  * eventfds polled in the ring, SCHED_BATCH), and the vhost-user transport
  * (devices/vhost-user) in place of virtio-pci.
  *
  * Threads: this main thread is the control thread (listening socket, one
  * front end's messages at a time, signals through a signalfd); the
  * "vmm-ioN" I/O threads serve the rings.  Both run under seccomp-bpf
- * allow-lists (libvmm/sandbox.c: "vhost" here, "io" there) from before
+ * allow-lists (libvmm/core/sandbox.c: "vhost" here, "io" there) from before
  * the first connection, and the I/O threads' rings are restricted
  * (registered files only) as in the VMM.
  */

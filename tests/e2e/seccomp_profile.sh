@@ -2,7 +2,7 @@
 # seccomp_profile.sh MINIVMM KERNEL INITRD TOOLS [NR_CPUS] [MINIVMM OPTIONS...]
 #
 # Developer tool, not a test: how the seccomp allow-lists of
-# libvmm/sandbox.c were found and how to refresh them.  Boots the blk-mq
+# libvmm/core/sandbox.c were found and how to refresh them.  Boots the blk-mq
 # payload (fio on a multi-queue disk, as tests/e2e/blk_mq.sh) under
 # `strace -ff` with seccomp off and prints, per thread class, every system
 # call the threads made after they were named (vmm-vcpuN, vmm-ioN,
@@ -19,7 +19,7 @@
 #       --timeout 2400 -- tests/e2e/seccomp_profile.sh build/minivmm \
 #       $(tests/rig/mkguest.sh) $(tests/rig/mktools.sh) 32
 # (glibc's lazy initialisation, which the library now does before a thread
-# confines itself, shows up with --no-seccomp: libvmm/sandbox_warm.c.)
+# confines itself, shows up with --no-seccomp: libvmm/core/sandbox_warm.c.)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 e2e_require_kvm

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Boot images from files (libvmm/x86/loader.c), over malloc'd guest RAM:
+ * Boot images from files (libvmm/arch/x86/loader.c), over malloc'd guest RAM:
  * a kernel and initrd are read into place; a FIFO, a character device or
  * a directory named as kernel or initrd is refused at once (an O_RDONLY
  * open of a FIFO used to block vmm_start() for good); and a kernel

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Console back-pressure: guest output through the 8250 UART and the host
- * console (libvmm/console.c) never blocks the "vCPU", whatever the console
+ * console (libvmm/core/console.c) never blocks the "vCPU", whatever the console
  * fd does (a pipe nobody reads, a blocking socket nobody reads, a slow
  * reader); what the fd cannot take is dropped and counted, never reordered;
  * console_stop() is bounded; the embedder's file description keeps its

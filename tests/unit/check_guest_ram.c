@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Guest RAM backends (libvmm/memory.c, vmm_set_memory_backend()): the
+ * Guest RAM backends (libvmm/core/memory.c, vmm_set_memory_backend()): the
  * anonymous default, a shareable sealed memfd, a hugetlbfs memfd (its
  * failure when the pool is short, its success when it is not), and the
  * public setter's checks.

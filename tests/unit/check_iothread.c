@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * I/O threads on their own (libvmm/iothread.c): iothread_call_sync from
+ * I/O threads on their own (libvmm/core/iothread.c): iothread_call_sync from
  * other threads and inline, watching and unwatching an eventfd, end-of-batch
  * hooks, SQEs with callbacks and the nested loop (iothread_run_until),
  * busy-pollers, stop/destroy idempotence.  Real threads and io_uring rings;

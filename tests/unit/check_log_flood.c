@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A guest cannot flood the log.  Every message a guest can trigger at will
- * goes through a per-object rate limiter (libvmm/log.h): the first of a
+ * goes through a per-object rate limiter (libvmm/core/log.h): the first of a
  * burst in full, then "N more ..." summaries.  Here a simulated driver
  * (tests/harness: the real virtio-pci transport, PCI bus and MSI-X over a
  * fake KVM; the real virtio-blk request path on fake guest memory) repeats

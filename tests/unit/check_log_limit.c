@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The log rate limiter (libvmm/log.h), on its own: a burst is its first
+ * The log rate limiter (libvmm/core/log.h), on its own: a burst is its first
  * message in full plus "N more" summaries (at a gap, periodically, at a
  * flush), counts are exact (logged + summarised == passed in) from many
  * threads, limiters are independent, and nothing overflows on long text.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The seccomp allow-lists of libvmm/sandbox.c, KVM-free: each class's
+ * The seccomp allow-lists of libvmm/core/sandbox.c, KVM-free: each class's
  * filter is built with libseccomp and installed in a forked child (on a
  * thread of its own, as the library does), which then checks that the calls
  * its class needs still work and that others are refused: EPERM in

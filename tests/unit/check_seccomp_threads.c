@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Many confined threads, KILL mode, KVM-free: a forked child builds the real
- * filters (libvmm/sandbox.c) the way vmm_start() does, then starts 72
+ * filters (libvmm/core/sandbox.c) the way vmm_start() does, then starts 72
  * threads of every class (as a 32-vCPU VM has 32 vCPU + 32 I/O threads, the
  * console and the control thread), each of which confines itself with
  * sandbox_install() and only then does what VMM threads do under their

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * vCPU kicks (libvmm/vcpu.c) against a fake KVM, KVM-free: this program
+ * vCPU kicks (libvmm/core/vcpu.c) against a fake KVM, KVM-free: this program
  * defines ioctl() (and wraps pthread_create()/pthread_kill()), so the
  * library's own vcpu_create/start/kick/join run unchanged while KVM_RUN is
  * emulated with the kernel's signal semantics:
@@ -233,8 +233,6 @@ static struct vmm *vm;
 
 static void vm_up(void)
 {
-	struct kvm_cpuid2 cpuid = { .nent = 0 };
-
 	vm = calloc(1, sizeof(*vm));
 	ck_assert_ptr_nonnull(vm);
 	vm->vm_fd = fake_vm_fd;
@@ -245,7 +243,7 @@ static void vm_up(void)
 	vm->vcpus = calloc(NR, sizeof(*vm->vcpus));
 	ck_assert_ptr_nonnull(vm->vcpus);
 	for (unsigned int i = 0; i < NR; i++)
-		ck_assert_int_eq(vcpu_create(vm, i, &cpuid, &vm->vcpus[i]), 0);
+		ck_assert_int_eq(vcpu_create(vm, i, &vm->vcpus[i]), 0);
 }
 
 static double now_s(void)

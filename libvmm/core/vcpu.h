@@ -36,12 +36,6 @@
 #include "kvmstats.h"
 #include "util/compiler.h"
 
-/* More vCPUs than this: APIC IDs reach 255 (xAPIC's broadcast), so every
- * vCPU starts in x2APIC mode (vcpu_create()). */
-#define VCPU_MAX_XAPIC_VCPUS 255u
-#define VCPU_APIC_BASE_X2APIC (1ull << 10) /* IA32_APIC_BASE.EXTD */
-#define VCPU_APIC_BASE_ENABLE (1ull << 11) /* IA32_APIC_BASE.EN */
-
 struct vmm;
 
 /* Counters read from each vCPU's KVM stats fd (struct vmm_kvm_stats). */
@@ -76,18 +70,12 @@ struct vcpu {
 };
 
 /*
- * KVM_CREATE_VCPU, mmap of kvm_run, CPUID (@cpuid from
- * KVM_GET_SUPPORTED_CPUID, fixed up here for this vCPU's APIC id), FPU and
- * LAPIC LINT0/LINT1 set up as the MP table and the MADT describe; with more
- * than VCPU_MAX_XAPIC_VCPUS vCPUs, x2APIC mode on.  Returns 0 or -errno.
+ * KVM_CREATE_VCPU, mmap of kvm_run and the stats fd: the arch-neutral part.
+ * The platform sets up registers, CPUID, interrupt controller state before
+ * the thread starts (arch/x86/vcpu.h).  On failure nothing is left open.
+ * Returns 0, -ENOTSUP (KVM refuses the index) or -errno.
  */
-struct kvm_cpuid2;
-int vcpu_create(struct vmm *vm, unsigned int index,
-		const struct kvm_cpuid2 *cpuid, struct vcpu *vcpu) __must_check;
-/* Long-mode entry state for the boot processor. */
-int vcpu_set_boot_regs(struct vcpu *vcpu, const struct kvm_regs *regs,
-		       const struct kvm_sregs *sregs) __must_check;
-int vcpu_get_sregs(struct vcpu *vcpu, struct kvm_sregs *sregs) __must_check;
+int vcpu_create(struct vmm *vm, unsigned int index, struct vcpu *vcpu) __must_check;
 /* Start the vCPU thread.  Returns 0 or -errno. */
 int vcpu_start(struct vcpu *vcpu) __must_check;
 /* Make the thread leave KVM_RUN (or not enter it) and re-check

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Machine assembly: turns a configured struct vmm into a running x86 PC-like
- * machine (KVM irqchip + PIT, RAM, boot image, vCPUs, COM1, i8042, PCI bus
- * and its devices).  This is the one place above the devices: the core
- * modules (kvm, memory, iobus, vcpu, irq) never include a device header.
+ * Machine assembly: turns a configured struct vmm into a running machine
+ * (interrupt controller, RAM, boot image, vCPUs, serial console, PCI bus
+ * and its devices; on x86 a PC-like one, machine/x86/pc.c).  This is the
+ * one layer above the devices and the platforms: the core (libvmm/core)
+ * never includes a device or an arch header (tests/layering.sh).
  */
 #ifndef VMM_MACHINE_H
 #define VMM_MACHINE_H

@@ -17,7 +17,7 @@
  *
  * Registered files.  Where the kernel allows (5.10+), the ring has a table
  * of registered files and only accepts SQEs that name a file by its slot
- * there (IOSQE_FIXED_FILE required; see ring_restrict() in iothread.c):
+ * there (IOSQE_FIXED_FILE required; see ring_restrict() in iothread_ring.c):
  * every fd an SQE uses is first registered with iothread_file_get() (or by
  * iothread_watch_fd()), and SQEs are prepared with iothread_sqe_file() /
  * iothread_sqe_nofile().  Elsewhere the same calls hand back the plain fd,

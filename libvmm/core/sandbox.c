@@ -122,7 +122,7 @@ static const unsigned long vcpu_ioctls[] = {
 /* I/O threads: their io_uring, and the synchronous fallback of the block
  * backend (preadv/pwritev, fdatasync, fallocate, BLKDISCARD/BLKZEROOUT);
  * interrupts of a rewritten MSI-X vector (KVM_SIGNAL_MSI) and the refresh
- * of its route (KVM_SET_GSI_ROUTING, virtio-pci.c's vpci_lazy_flush());
+ * of its route (KVM_SET_GSI_ROUTING, virtio-pci-irq.c's vpci_lazy_flush());
  * slots of the ring's registered-file table (iothread.c: the only
  * registration its restrictions allow, too). */
 static const struct rule io_rules[] = {

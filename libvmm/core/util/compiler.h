@@ -16,4 +16,18 @@
 #define container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
 
+/* A busy-wait loop's hint to the CPU (x86 PAUSE, arm64 YIELD): less power,
+ * and a sibling hyperthread gets the pipeline.  The one place outside
+ * libvmm/arch that may name an architecture (tests/layering.sh). */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
 #endif

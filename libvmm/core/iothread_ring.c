@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The I/O threads' io_uring set-up (see iothread_int.h): the registered
+ * file table and the ring's restrictions.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "iothread_int.h"
+#include "iothread.h"
+#include "log.h"
+#include "thread.h"
+
+/* ---- registered files ---- */
+
+/* One IORING_REGISTER_FILES_UPDATE: slot @slot := @fd (-1: empty it). */
+static int files_update(struct iothread *io, unsigned int slot, int fd)
+{
+	struct io_uring_files_update up = {
+		.offset = slot,
+		.fds = (uint64_t)(uintptr_t)&fd,
+	};
+	long r;
+
+	STAT_INC(io, file_updates, 1);
+	/* Raw syscall, as in ring_restrict(). */
+	r = syscall(__NR_io_uring_register, io->ring.ring_fd,
+		    (unsigned long)IORING_REGISTER_FILES_UPDATE, &up, 1ul);
+	if (r < 0)
+		return -errno;
+	return r == 1 ? 0 : -EIO;
+}
+
+struct file_op {
+	struct iothread *io;
+	struct iothread_file *f;
+	int fd;
+};
+
+/* Context: the I/O thread, or the caller while it does not run. */
+static int file_get_local(void *opaque)
+{
+	struct file_op *op = opaque;
+	struct iothread *io = op->io;
+	unsigned int slot;
+	int ret;
+
+	if (io->stopped)
+		return -ESHUTDOWN;
+	if (io->files_used == io->nr_files)
+		return -ENOSPC;
+	for (slot = io->file_hint; io->files[slot] != -1;
+	     slot = (slot + 1) % io->nr_files)
+		;
+	ret = files_update(io, slot, op->fd);
+	if (ret)
+		return ret;
+	io->files[slot] = op->fd;
+	io->files_used++;
+	io->file_hint = (slot + 1) % io->nr_files;
+	STAT_INC(io, files, 1);
+	*op->f = (struct iothread_file){ .fd = op->fd, .idx = (int)slot,
+					 .sqe_flags = IOSQE_FIXED_FILE,
+					 .held = true };
+	return 0;
+}
+
+/* Context: as file_get_local(). */
+static int file_put_local(void *opaque)
+{
+	struct file_op *op = opaque;
+	struct iothread *io = op->io;
+	unsigned int slot = (unsigned int)op->f->idx;
+	int ret = 0;
+
+	/* Stopped: no kernel call (the caller may be a confined control
+	 * thread; the table is freed with the ring), and no slot is handed
+	 * out again (file_get_local() refuses), so none can be stale. */
+	if (!io->stopped)
+		ret = files_update(io, slot, -1);
+	if (ret) {
+		/* Cannot happen for a slot we filled; if it does, retire the
+		 * slot rather than reuse it with an unknown file in it. */
+		vmm_err("iothread %u: unregistering file slot %u: %s",
+			io->index, slot, strerror(-ret));
+		io->files[slot] = -2;
+	} else {
+		io->files[slot] = -1;
+		io->files_used--;
+	}
+	STAT_INC(io, files, (uint32_t)-1); /* - 1 */
+	op->f->held = false;
+	return 0;
+}
+
+int iothread_file_get(struct iothread *io, int fd, struct iothread_file *f)
+{
+	struct file_op op = { .io = io, .f = f, .fd = fd };
+
+	if (fd < 0)
+		return -EBADF;
+	if (!io->fixed_files) {
+		*f = (struct iothread_file){ .fd = fd, .idx = fd, .held = true };
+		return 0;
+	}
+	/* On the thread that owns the table (inline if it is this one or
+	 * none runs). */
+	return iothread_call_sync(io, file_get_local, &op);
+}
+
+void iothread_file_put(struct iothread *io, struct iothread_file *f)
+{
+	struct file_op op = { .io = io, .f = f };
+
+	if (!f->held)
+		return;
+	if (!io->fixed_files) {
+		f->held = false;
+		return;
+	}
+	iothread_call_sync(io, file_put_local, &op);
+}
+
+void iothread_sqe_nofile(struct iothread *io, struct io_uring_sqe *sqe)
+{
+	if (io->fixed_files)
+		sqe->flags |= IOSQE_FIXED_FILE;
+}
+
+/*
+ * The SQE opcodes the I/O threads submit: POLL_ADD/POLL_REMOVE (watched
+ * fds), READV/WRITEV/FSYNC/FALLOCATE/NOP (the block backend) and
+ * ASYNC_CANCEL (the block backend cancels what it has in flight when a
+ * queue is reset or stopped; it only reaches this ring's requests).  A new
+ * opcode, an IOSQE_* flag or a registration (io_uring_register) must be
+ * added here, or its SQEs complete with -EACCES.
+ */
+static const uint8_t ring_sqe_ops[] = {
+	IORING_OP_NOP, IORING_OP_READV, IORING_OP_WRITEV, IORING_OP_FSYNC,
+	IORING_OP_POLL_ADD, IORING_OP_POLL_REMOVE, IORING_OP_FALLOCATE,
+	IORING_OP_ASYNC_CANCEL,
+};
+
+/*
+ * Registered-file slots per ring: what the kernel allows one process
+ * (RLIMIT_NOFILE, which io_uring enforces on the table size too), at most
+ * this.  A thread needs one slot per eventfd it watches (its own two and a
+ * kick per queue it serves) and one per block engine (a queue): every
+ * queue also has two eventfds open (kick, call), so a VM whose eventfds
+ * fit under RLIMIT_NOFILE fits here, up to 16k queues on one thread.
+ * 32768 is also the kernel's own limit before 5.13.  Cost: 8-16 bytes of
+ * kernel memory per slot and ring.
+ */
+#define IOTHREAD_MAX_FILES 32768u
+
+/* An empty (sparse) table of registered files on a ring not enabled yet.
+ * Returns 0 or -errno. */
+static int ring_register_files(struct iothread *io)
+{
+	struct rlimit rl;
+	unsigned int n = IOTHREAD_MAX_FILES;
+	int ret = 0;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < n)
+		n = (unsigned int)rl.rlim_cur;
+	if (n < 8)
+		return -EMFILE;
+	io->files = malloc(n * sizeof(*io->files));
+	if (!io->files)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < n; i++)
+		io->files[i] = -1; /* "allow sparse sets" since Linux 5.5 */
+	/* Raw syscall, as in ring_restrict(): liburing's wrapper raises
+	 * RLIMIT_NOFILE behind our back when the kernel says -EMFILE. */
+	if (syscall(__NR_io_uring_register, io->ring.ring_fd,
+		    IORING_REGISTER_FILES, io->files, n) < 0) {
+		ret = -errno;
+		free(io->files);
+		io->files = NULL;
+		return ret;
+	}
+	io->nr_files = n;
+	io->files_used = io->file_hint = 0;
+	return 0;
+}
+
+/*
+ * Restrict a ring created with IORING_SETUP_R_DISABLED to ring_sqe_ops[],
+ * as Firecracker does, then enable it: io_uring requests are not subject
+ * to seccomp, so without this a compromised thread could open files or
+ * sockets through its own ring.
+ *
+ * With @fixed (a registered-file table is in place), also as Firecracker
+ * does: every SQE must carry IOSQE_FIXED_FILE (SQE_FLAGS_REQUIRED), so an
+ * SQE can only reach a file in the table -- a raw fd gets -EACCES, an empty
+ * slot -EBADF -- and no other SQE flag is allowed; the only registration
+ * allowed afterwards is IORING_REGISTER_FILES_UPDATE (REGISTER_OP).
+ *
+ * Updates must stay allowed: the threads start before the disks are opened
+ * and the kick eventfds are created at the guest's DRIVER_OK, long after
+ * the ring was enabled (Firecracker freezes its table at creation: it has
+ * one file, known in advance).  What that protects: an SQE whose contents
+ * went wrong (a bug letting a guest-controlled value into sqe->fd or the
+ * opcode) reaches at most this thread's own disk images and eventfds --
+ * never /dev/kvm, the VM fd, another VM's images or the embedding
+ * application's files -- and cannot change the table itself
+ * (IORING_OP_FILES_UPDATE is not an allowed opcode).  What it does not: a
+ * thread running arbitrary code can call io_uring_register(FILES_UPDATE)
+ * (its seccomp list allows exactly that command) and register any fd of
+ * the process; but the same list lets it preadv/pwritev any fd directly,
+ * so the table gives it nothing more.  It still cannot register buffers,
+ * personalities or eventfds, or lift the restrictions.
+ *
+ * Returns 0 or -errno; the ring is unusable after a failure.
+ */
+static int ring_restrict(struct io_uring *ring, bool fixed)
+{
+	struct io_uring_restriction r[sizeof(ring_sqe_ops) + 2];
+	unsigned int n = 0;
+
+	memset(r, 0, sizeof(r));
+	for (unsigned int i = 0; i < sizeof(ring_sqe_ops); i++) {
+		r[n].opcode = IORING_RESTRICTION_SQE_OP;
+		r[n++].sqe_op = ring_sqe_ops[i];
+	}
+	if (fixed) {
+		r[n].opcode = IORING_RESTRICTION_SQE_FLAGS_REQUIRED;
+		r[n++].sqe_flags = IOSQE_FIXED_FILE;
+		r[n].opcode = IORING_RESTRICTION_REGISTER_OP;
+		r[n++].register_op = IORING_REGISTER_FILES_UPDATE;
+	}
+	/* Raw io_uring_register(2): Debian's liburing 2.3 declares
+	 * io_uring_register_restrictions()/io_uring_enable_rings() but does
+	 * not export them. */
+	if (syscall(__NR_io_uring_register, ring->ring_fd,
+		    IORING_REGISTER_RESTRICTIONS, r, n) < 0 ||
+	    syscall(__NR_io_uring_register, ring->ring_fd,
+		    IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+void iothread_ring_free_files(struct iothread *io)
+{
+	free(io->files);
+	io->files = NULL;
+	io->nr_files = 0;
+	io->fixed_files = false;
+}
+
+int iothread_ring_init(struct iothread *io, unsigned int entries)
+{
+	/*
+	 * The thread reaps its own completions (COOP_TASKRUN, 5.19+: no IPI
+	 * to interrupt it for task work).  Not SINGLE_ISSUER: the ring is
+	 * created here, by the thread that builds the VM, and the kernel
+	 * binds a single-issuer ring to its first submitter.  R_DISABLED
+	 * (5.10+) lets ring_restrict() register the file table and the
+	 * allow-list before any SQE.  Older kernels reject flags: fall back
+	 * step by step -- restricted without registered files, then a plain
+	 * unrestricted ring last.
+	 */
+	static const uint32_t tries[] = {
+		IORING_SETUP_COOP_TASKRUN | IORING_SETUP_R_DISABLED,
+		IORING_SETUP_R_DISABLED,
+		IORING_SETUP_COOP_TASKRUN,
+		0,
+	};
+	struct io_uring_params p;
+	int ret = -EINVAL;
+
+	for (unsigned int i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+		bool want_files = tries[i] & IORING_SETUP_R_DISABLED;
+
+again:
+		memset(&p, 0, sizeof(p));
+		p.flags = tries[i] | IORING_SETUP_CQSIZE;
+		p.cq_entries = entries * 4;
+		ret = io_uring_queue_init_params(entries, &io->ring, &p);
+		if (ret == -EINVAL)
+			continue;
+		if (ret || !(tries[i] & IORING_SETUP_R_DISABLED))
+			break;
+		if (want_files) {
+			ret = ring_register_files(io);
+			if (ret)
+				vmm_dbg("iothread %u: io_uring registered files: %s",
+					io->index, strerror(-ret));
+			io->fixed_files = !ret;
+		}
+		ret = ring_restrict(&io->ring, io->fixed_files);
+		if (!ret) {
+			io->restricted = true;
+			break;
+		}
+		vmm_dbg("iothread %u: io_uring restrictions%s: %s", io->index,
+			io->fixed_files ? " with registered files" : "",
+			strerror(-ret));
+		io_uring_queue_exit(&io->ring);
+		ret = -EINVAL;
+		if (io->fixed_files) {
+			/* Once more on the same flags, opcodes only. */
+			iothread_ring_free_files(io);
+			want_files = false;
+			goto again;
+		}
+	}
+	if (!ret && !io->restricted)
+		vmm_warn("iothread %u: io_uring ring without opcode restrictions "
+			 "(kernel < 5.10?)", io->index);
+	else if (!ret && !io->fixed_files)
+		vmm_warn("iothread %u: io_uring ring without registered files: "
+			 "its SQEs may name any fd", io->index);
+	return ret;
+}
+
+bool iothread_ring_restricted(const struct iothread *io)
+{
+	return io->restricted;
+}
+
+bool iothread_ring_fixed_files(const struct iothread *io)
+{
+	return io->fixed_files;
+}
+
+int iothread_ring_fd(const struct iothread *io)
+{
+	return io->ring.ring_fd;
+}
+
