@@ -34,6 +34,7 @@ struct pci_bus {
 	struct iobus *pio, *mmio;
 	uint64_t mmio32_base, mmio32_size;
 	uint64_t mmio64_base, mmio64_size;
+	uint64_t ecam_base, ecam_size; /* pci_bus_set_ecam(); size 0: none */
 
 	/* Protects everything below and the registered devices (see pci.h). */
 	pthread_mutex_t lock;
@@ -377,22 +378,17 @@ static uint64_t pci_alloc(struct pci_bus *bus, uint64_t size, bool is64)
 	return PCI_BAR_UNMAPPED;
 }
 
-/* Context: vCPU thread, bus lock held.  @cfa is the guest's CONFIG_ADDRESS
- * (guest-controlled: every field is masked to its width below, so slot < 32
- * and reg + len <= 256), @byte the offset into CONFIG_DATA (0-3; the iobus
- * checked that the access lies within 0xCF8-0xCFF). */
-static void pci_config_access(struct pci_bus *bus, uint32_t cfa,
-			      unsigned int byte, uint8_t *data, uint32_t len,
-			      bool is_write)
+/* Context: vCPU thread, bus lock held.  One configuration cycle to @dev
+ * (NULL: nothing there, master abort: reads all ones).  The callers keep
+ * @reg + @len within PCI_CFG_SIZE and within one dword. */
+static void pci_cfg_cycle(struct pci_bus *bus, struct pci_device *dev,
+			  unsigned int reg, uint8_t *data, uint32_t len,
+			  bool is_write)
 {
-	unsigned int busno = (cfa >> 16) & 0xff, slot = (cfa >> 11) & 0x1f;
-	unsigned int fn = (cfa >> 8) & 0x7, reg = (cfa & 0xfc) + byte;
-	struct pci_device *dev = bus->devs[PCI_DEVFN(slot, fn)];
 	bool bars_touched;
 	uint32_t val = 0;
 
-	/* Only bus 0 exists: everything else is master abort. */
-	if (!(cfa & CFA_ENABLE) || busno || !dev) {
+	if (!dev) {
 		if (!is_write)
 			memset(data, 0xff, len);
 		return;
@@ -418,6 +414,55 @@ static void pci_config_access(struct pci_bus *bus, uint32_t cfa,
 		pci_sync_bars(bus);
 	if (dev->ops && dev->ops->cfg_write)
 		dev->ops->cfg_write(dev, reg, len);
+}
+
+/* Context: vCPU thread, bus lock held.  @cfa is the guest's CONFIG_ADDRESS
+ * (guest-controlled: every field is masked to its width below, so slot < 32
+ * and reg + len <= 256), @byte the offset into CONFIG_DATA (0-3; the iobus
+ * checked that the access lies within 0xCF8-0xCFF). */
+static void pci_config_access(struct pci_bus *bus, uint32_t cfa,
+			      unsigned int byte, uint8_t *data, uint32_t len,
+			      bool is_write)
+{
+	unsigned int busno = (cfa >> 16) & 0xff, slot = (cfa >> 11) & 0x1f;
+	unsigned int fn = (cfa >> 8) & 0x7, reg = (cfa & 0xfc) + byte;
+
+	/* Only bus 0 exists: everything else is master abort. */
+	pci_cfg_cycle(bus, (cfa & CFA_ENABLE) && !busno ?
+				   bus->devs[PCI_DEVFN(slot, fn)] : NULL,
+		      reg, data, len, is_write);
+}
+
+/*
+ * Context: vCPU thread, WITHOUT the MMIO bus's lock (the window is
+ * registered with iobus_register_unlocked()): a configuration write may map
+ * or move BARs on that bus.  @off (guest-controlled) is bus << 20 | devfn
+ * << 12 | register; the window holds bus 0 only, so devfn < 256 and the
+ * register < 4096 by the window's size.  Configuration cycles are 1, 2 or
+ * 4 bytes inside one dword (PCIe: anything else is unsupported; reads all
+ * ones).  These are conventional PCI functions: their extended space
+ * (256-4095) reads 0, as "no extended capability", and ignores writes.
+ */
+static void pci_ecam(void *opaque, uint64_t off, void *data, uint32_t len,
+		     bool is_write)
+{
+	struct pci_bus *bus = opaque;
+	unsigned int devfn = (unsigned int)(off >> 12) & 0xff;
+	unsigned int reg = (unsigned int)off & 0xfff;
+
+	if (len > 4 || (reg & 3) + len > 4) {
+		if (!is_write)
+			memset(data, 0xff, len);
+		return;
+	}
+	if (reg >= PCI_CFG_SIZE) {
+		if (!is_write)
+			memset(data, bus->devs[devfn] ? 0 : 0xff, len);
+		return;
+	}
+	pthread_mutex_lock(&bus->lock);
+	pci_cfg_cycle(bus, bus->devs[devfn], reg, data, len, is_write);
+	pthread_mutex_unlock(&bus->lock);
 }
 
 /* Context: vCPU thread.  Decodes 0xCF8-0xCFF. */
@@ -519,6 +564,8 @@ void pci_bus_destroy(struct pci_bus *bus)
 	if (!bus)
 		return;
 	iobus_unregister(bus->pio, PCI_CONFIG_ADDRESS);
+	if (bus->ecam_size)
+		iobus_unregister(bus->mmio, bus->ecam_base);
 	for (unsigned int s = 1; s < PCI_MAX_DEVFNS; s++) {
 		struct pci_device *dev = bus->devs[s];
 
@@ -536,9 +583,32 @@ void pci_bus_destroy(struct pci_bus *bus)
 	free(bus);
 }
 
+int pci_bus_set_ecam(struct pci_bus *bus, uint64_t base)
+{
+	int ret;
+
+	if (!bus || bus->ecam_size || base & (PCI_ECAM_BUS_SIZE - 1) ||
+	    base + PCI_ECAM_BUS_SIZE < base ||
+	    ranges_overlap(base, PCI_ECAM_BUS_SIZE, bus->mmio32_base,
+			   bus->mmio32_size) ||
+	    (bus->mmio64_size && ranges_overlap(base, PCI_ECAM_BUS_SIZE,
+						bus->mmio64_base,
+						bus->mmio64_size)))
+		return -EINVAL;
+	ret = iobus_register_unlocked(bus->mmio, base, PCI_ECAM_BUS_SIZE,
+				      pci_ecam, bus);
+	if (ret)
+		return ret;
+	bus->ecam_base = base;
+	bus->ecam_size = PCI_ECAM_BUS_SIZE;
+	return 0;
+}
+
 int pci_bus_set_mmio64_window(struct pci_bus *bus, uint64_t base, uint64_t size)
 {
-	if (!bus || !size || base + size < base)
+	if (!bus || !size || base + size < base ||
+	    (bus->ecam_size && ranges_overlap(base, size, bus->ecam_base,
+					      bus->ecam_size)))
 		return -EINVAL;
 	pthread_mutex_lock(&bus->lock);
 	bus->mmio64_base = base;

@@ -6,8 +6,10 @@
  * configuration space that devices reuse: 256 bytes + per-bit write masks,
  * a capability list, memory BARs (32/64-bit, prefetchable) that the bus
  * allocates in an MMIO window and maps on the MMIO iobus while
- * COMMAND.MEM is set.  I/O BARs, bridges, INTx
- * routing and ECAM are not implemented.
+ * COMMAND.MEM is set.  Configuration space is also reachable through an
+ * ECAM window on the MMIO bus (pci_bus_set_ecam(): what an arm64 host
+ * bridge, pci-host-ecam-generic, offers).  I/O BARs, bridges and INTx
+ * routing are not implemented.
  *
  * The host bridge also owns the reset control register at 0xCF9 (a byte
  * access there is the chipset's RST_CNT, a dword access at 0xCF8 is
@@ -176,6 +178,19 @@ struct pci_device {
 int pci_bus_create(struct iobus *pio, struct iobus *mmio, uint64_t mmio32_base,
 		   uint64_t mmio32_size, struct pci_bus **out) __must_check;
 
+/* ECAM (PCIe enhanced configuration access): 4 KiB per function, 1 MiB
+ * per bus; bus 0 only here. */
+#define PCI_ECAM_BUS_SIZE (1ull << 20)
+
+/*
+ * pci_bus_set_ecam - offer configuration space at [@base, @base +
+ * PCI_ECAM_BUS_SIZE) on the MMIO bus too, as ECAM for bus 0 (the device
+ * tree's pci-host-ecam-generic "reg").  Call once, before vCPUs run.
+ * Returns 0, -EINVAL (NULL bus, already set, @base not 1 MiB aligned,
+ * wrapping, or over a BAR window), -EEXIST (range taken), -ENOMEM.
+ */
+int pci_bus_set_ecam(struct pci_bus *bus, uint64_t base) __must_check;
+
 /*
  * Unregisters the ports, unmaps the BARs of devices still registered
  * (without bar_moved calls; those devices must still be alive) and frees the
@@ -186,7 +201,7 @@ void pci_bus_destroy(struct pci_bus *bus);
 /*
  * Optional window above RAM for 64-bit BARs; without one they are placed in
  * the 32-bit window.  Call before registering devices.
- * Returns 0, -EINVAL (empty or wrapping window).
+ * Returns 0, -EINVAL (empty or wrapping window, or over the ECAM window).
  */
 int pci_bus_set_mmio64_window(struct pci_bus *bus, uint64_t base,
 			      uint64_t size);

@@ -47,8 +47,8 @@ static unsigned int iobus_lower_bound(const struct iobus *bus, uint64_t addr)
 	return lo;
 }
 
-int iobus_register(struct iobus *bus, uint64_t base, uint64_t len, iobus_fn fn,
-		   void *opaque)
+static int iobus_add(struct iobus *bus, uint64_t base, uint64_t len, iobus_fn fn,
+		     void *opaque, bool unlocked)
 {
 	unsigned int i;
 	int ret = 0;
@@ -76,11 +76,23 @@ int iobus_register(struct iobus *bus, uint64_t base, uint64_t len, iobus_fn fn,
 	}
 	memmove(&bus->ranges[i + 1], &bus->ranges[i],
 		(bus->nr - i) * sizeof(bus->ranges[0]));
-	bus->ranges[i] = (struct iobus_range){ base, len, fn, opaque };
+	bus->ranges[i] = (struct iobus_range){ base, len, fn, opaque, unlocked };
 	bus->nr++;
 out:
 	pthread_rwlock_unlock(&bus->lock);
 	return ret;
+}
+
+int iobus_register(struct iobus *bus, uint64_t base, uint64_t len, iobus_fn fn,
+		   void *opaque)
+{
+	return iobus_add(bus, base, len, fn, opaque, false);
+}
+
+int iobus_register_unlocked(struct iobus *bus, uint64_t base, uint64_t len,
+			    iobus_fn fn, void *opaque)
+{
+	return iobus_add(bus, base, len, fn, opaque, true);
 }
 
 int iobus_unregister(struct iobus *bus, uint64_t base)
@@ -104,6 +116,7 @@ int iobus_dispatch(struct iobus *bus, uint64_t addr, void *data, uint32_t len,
 		   bool is_write)
 {
 	const struct iobus_range *r;
+	struct iobus_range copy = { 0 };
 	unsigned int i;
 	int ret = -ENOENT;
 
@@ -115,11 +128,16 @@ int iobus_dispatch(struct iobus *bus, uint64_t addr, void *data, uint32_t len,
 		 * addr/len; len is at most 8 from KVM). */
 		if (addr >= r->base && len <= r->len &&
 		    addr - r->base <= r->len - len) {
-			r->fn(r->opaque, addr - r->base, data, len, is_write);
+			if (r->unlocked)
+				copy = *r; /* called below, without the lock */
+			else
+				r->fn(r->opaque, addr - r->base, data, len, is_write);
 			ret = 0;
 		}
 	}
 	pthread_rwlock_unlock(&bus->lock);
+	if (copy.fn)
+		copy.fn(copy.opaque, addr - copy.base, data, len, is_write);
 	if (ret && !is_write)
 		memset(data, 0xff, len);
 	return ret;

@@ -5,7 +5,8 @@
  * register ranges explicitly.  Lookups (from any vCPU thread) take a read
  * lock; register/unregister take the write lock, so a handler must never
  * (un)register on the bus it is being called from (it may on the other bus:
- * a PCI config write on the PIO bus moves a BAR on the MMIO bus).
+ * a PCI config write on the PIO bus moves a BAR on the MMIO bus) -- unless
+ * its range was registered with iobus_register_unlocked().
  */
 #ifndef VMM_IOBUS_H
 #define VMM_IOBUS_H
@@ -30,6 +31,7 @@ struct iobus_range {
 	uint64_t len;
 	iobus_fn fn;
 	void *opaque;
+	bool unlocked; /* iobus_register_unlocked() */
 };
 
 struct iobus {
@@ -48,6 +50,17 @@ void iobus_destroy(struct iobus *bus);
  */
 int iobus_register(struct iobus *bus, uint64_t base, uint64_t len, iobus_fn fn,
 		   void *opaque) __must_check;
+
+/*
+ * As iobus_register(), but the handler runs after the bus lock is dropped,
+ * so it may (un)register ranges on this same bus: a PCI ECAM window on the
+ * MMIO bus, whose configuration writes map and move BARs there.  In
+ * exchange @opaque and the handler must stay valid until the bus itself is
+ * destroyed (an access may still be running after iobus_unregister()
+ * returns).  Same errors as iobus_register().
+ */
+int iobus_register_unlocked(struct iobus *bus, uint64_t base, uint64_t len,
+			    iobus_fn fn, void *opaque) __must_check;
 
 /* Removes the range registered at exactly @base. Returns 0 or -ENOENT. */
 int iobus_unregister(struct iobus *bus, uint64_t base);

@@ -51,6 +51,8 @@
 #define IMG_SIZE (64u << 10)
 #define MMIO_BASE 0xc0000000ull
 #define MMIO_SIZE 0x10000000ull
+/* The ECAM window (pci_bus_set_ecam()), apart from the BAR window. */
+#define ECAM_BASE 0xb0000000ull
 #define MAX_ACTIONS 512
 
 /* The fake KVM (tests/harness/fake_vpci.c) aborts on a broken contract;
@@ -137,7 +139,7 @@ static const struct virtio_device_ops fd_ops = {
 
 enum {
 	A_CFG,	      /* config space access through 0xCF8/0xCFC */
-	A_PIO_RAW,    /* any access in 0xCF8..0xCFF */
+	A_PIO_RAW,    /* any access in 0xCF8..0xCFF, or in the ECAM window */
 	A_MMIO,	      /* BAR 0 access in a chosen region */
 	A_INIT,	      /* the Linux driver's probe/setup sequence */
 	A_STATUS,     /* raw status write */
@@ -218,11 +220,26 @@ static void do_cfg(struct fz *f)
 	cfg_access(f, slot, off, norm_len(m) > 4 ? 4 : norm_len(m), m & 4, val);
 }
 
+/* Any access in 0xCF8..0xCFF, or (port and mode bytes both 0xf8 and
+ * above: a pattern older inputs seldom hold, so the regression inputs keep
+ * their meaning) any access in the ECAM window, 8-byte and dword-crossing
+ * ones included. */
 static void do_pio_raw(struct fz *f)
 {
 	uint8_t port = fi_u8(&f->in), m = fi_u8(&f->in);
 	uint32_t val = fi_u32(&f->in);
 
+	if ((port & 0xf8) == 0xf8 && (m & 0xf8) == 0xf8) {
+		uint8_t sel = fi_u8(&f->in);
+		uint16_t reg = fi_u16(&f->in);
+		unsigned int devfn = sel < 200 ? PCI_DEVFN(f->pdev->slot, f->pdev->fn) : sel;
+		uint64_t v = (uint64_t)val << 32 | val;
+
+		(void)iobus_dispatch(&f->v.mmio, ECAM_BASE + ((uint64_t)devfn << 12) +
+					 (reg & 0xfff) % (4096 - 8),
+				     &v, norm_len(m), m & 4);
+		return;
+	}
 	(void)iobus_dispatch(&f->v.pio, 0xcf8 + (port & 7), &val,
 			     norm_len(m) > 4 ? 4 : norm_len(m), m & 4);
 }
@@ -422,7 +439,8 @@ int fuzz_virtio_pci(const uint8_t *data, size_t size)
 		abort();
 	f.dev.eng = eng;
 	f.dev.fail_start = (setup & 0xf0) == 0xf0;
-	if (fv_init(&f.v, 3, MMIO_BASE, MMIO_SIZE, &f.mem))
+	if (fv_init(&f.v, 3, MMIO_BASE, MMIO_SIZE, &f.mem) ||
+	    pci_bus_set_ecam(f.v.bus, ECAM_BASE))
 		abort();
 	f.v.kvm->fail_at = fail_at;
 	p = (struct vpci_params){

@@ -193,6 +193,62 @@ START_TEST(test_many)
 }
 END_TEST
 
+/* A handler registered with iobus_register_unlocked() runs without the
+ * bus lock: it may map and unmap ranges on its own bus (an ECAM window
+ * moving a BAR).  Under the lock this would self-deadlock on the rwlock. */
+struct remapper {
+	struct rec target;
+	uint64_t mapped; /* 0: nothing mapped */
+};
+
+static void remap_fn(void *opaque, uint64_t off, void *data, uint32_t len,
+		     bool is_write)
+{
+	struct remapper *m = opaque;
+	uint64_t to;
+
+	if (!is_write) {
+		memcpy(data, &m->mapped, len);
+		return;
+	}
+	to = 0;
+	memcpy(&to, data, len);
+	if (m->mapped)
+		ck_assert_int_eq(iobus_unregister(&bus, m->mapped), 0);
+	m->mapped = 0;
+	if (to) {
+		ck_assert_int_eq(iobus_register(&bus, to, 0x10, rec_fn, &m->target), 0);
+		m->mapped = to;
+	}
+}
+
+START_TEST(test_unlocked_handler_remaps)
+{
+	struct remapper m = { 0 };
+	uint64_t to = 0x9000, got = 0;
+	uint32_t v = 0;
+
+	ck_assert_int_eq(iobus_register_unlocked(&bus, 0x100, 8, remap_fn, &m), 0);
+	/* Overlaps are refused for either kind. */
+	ck_assert_int_eq(iobus_register(&bus, 0x104, 8, rec_fn, &m.target), -EEXIST);
+	ck_assert_int_eq(iobus_dispatch(&bus, 0x100, &to, 8, true), 0);
+	ck_assert_int_eq(iobus_dispatch(&bus, 0x9004, &v, 4, false), 0);
+	ck_assert_int_eq(m.target.calls, 1);
+	to = 0xa000;
+	ck_assert_int_eq(iobus_dispatch(&bus, 0x100, &to, 8, true), 0);
+	ck_assert_int_eq(iobus_dispatch(&bus, 0x9004, &v, 4, false), -ENOENT);
+	ck_assert_int_eq(iobus_dispatch(&bus, 0xa000, &v, 4, false), 0);
+	ck_assert_int_eq(m.target.calls, 2);
+	ck_assert_int_eq(iobus_dispatch(&bus, 0x100, &got, 8, false), 0);
+	ck_assert_uint_eq(got, 0xa000);
+	/* Unregistered like any range; the bad arguments as iobus_register(). */
+	ck_assert_int_eq(iobus_unregister(&bus, 0x100), 0);
+	ck_assert_int_eq(iobus_dispatch(&bus, 0x100, &got, 8, false), -ENOENT);
+	ck_assert_int_eq(iobus_register_unlocked(&bus, 0x100, 0, remap_fn, &m), -EINVAL);
+	ck_assert_int_eq(iobus_register_unlocked(&bus, 0x100, 8, NULL, &m), -EINVAL);
+}
+END_TEST
+
 static Suite *iobus_suite(void)
 {
 	Suite *s = suite_create("iobus");
@@ -206,6 +262,7 @@ static Suite *iobus_suite(void)
 	tcase_add_test(tc, test_unclaimed);
 	tcase_add_test(tc, test_unregister);
 	tcase_add_test(tc, test_many);
+	tcase_add_test(tc, test_unlocked_handler_remaps);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -730,6 +730,89 @@ START_TEST(test_interrupt_regs)
 }
 END_TEST
 
+/* ---- ECAM: the same configuration space through MMIO ---- */
+
+#define ECAM_BASE 0x30000000ull
+
+static uint32_t ecam_rd(unsigned int devfn, unsigned int reg, uint32_t len)
+{
+	uint32_t v = 0;
+
+	ck_assert_int_eq(iobus_dispatch(&mmio, ECAM_BASE + (devfn << 12) + reg,
+					&v, len, false), 0);
+	return v;
+}
+
+static void ecam_wr(unsigned int devfn, unsigned int reg, uint32_t len,
+		    uint32_t v)
+{
+	ck_assert_int_eq(iobus_dispatch(&mmio, ECAM_BASE + (devfn << 12) + reg,
+					&v, len, true), 0);
+}
+
+START_TEST(test_ecam)
+{
+	struct tdev d;
+	uint64_t b0, v8 = 0;
+
+	ck_assert_int_eq(pci_bus_set_ecam(bus, ECAM_BASE), 0);
+	ck_assert_int_eq(pci_bus_set_ecam(bus, ECAM_BASE), -EINVAL); /* once */
+	tdev_init(&d, 0x1042);
+	ck_assert_int_eq(pci_device_set_bar(&d.pci, 0, 0x1000, 0, tdev_mmio, &d), 0);
+	ck_assert_int_eq(pci_register_device(bus, &d.pci), 0);
+
+	/* Host bridge and device identity, as through 0xCF8/0xCFC. */
+	ck_assert_uint_eq(ecam_rd(0, 0x00, 4), cfg_read(0, 0x00, 4));
+	ck_assert_uint_eq(ecam_rd(PCI_DEVFN(1, 0), 0x00, 4), 0x10421af4);
+	ck_assert_uint_eq(ecam_rd(PCI_DEVFN(1, 0), 0x02, 2), 0x1042);
+	ck_assert_uint_eq(ecam_rd(PCI_DEVFN(1, 0), 0x40, 4), 0xdeadbeef);
+	/* Empty functions and slots: master abort. */
+	ck_assert_uint_eq(ecam_rd(PCI_DEVFN(1, 1), 0x00, 4), 0xffffffff);
+	ck_assert_uint_eq(ecam_rd(PCI_DEVFN(31, 7), 0x00, 2), 0xffff);
+	/* Extended space of a conventional function: 0, writes dropped. */
+	ck_assert_uint_eq(ecam_rd(PCI_DEVFN(1, 0), 0x100, 4), 0);
+	ecam_wr(PCI_DEVFN(1, 0), 0xffc, 4, 0x12345678);
+	ck_assert_uint_eq(ecam_rd(PCI_DEVFN(1, 0), 0xffc, 4), 0);
+	/* Not a configuration cycle: 8 bytes, or across a dword. */
+	ck_assert_int_eq(iobus_dispatch(&mmio, ECAM_BASE + (PCI_DEVFN(1, 0) << 12),
+					&v8, 8, false), 0);
+	ck_assert_uint_eq(v8, UINT64_MAX);
+	ck_assert_uint_eq(ecam_rd(PCI_DEVFN(1, 0), 0x03, 2), 0xffff);
+
+	/* A BAR move written through ECAM: the write runs on the MMIO bus
+	 * and maps the BAR on that same bus (iobus_register_unlocked()). */
+	b0 = ecam_rd(PCI_DEVFN(1, 0), 0x10, 4) & ~0xfu;
+	ck_assert(mmio_hits(b0));
+	ecam_wr(PCI_DEVFN(1, 0), 0x10, 4, (uint32_t)(b0 + 0x10000));
+	ck_assert_uint_eq(ecam_rd(PCI_DEVFN(1, 0), 0x10, 4) & ~0xfu, b0 + 0x10000);
+	ck_assert(!mmio_hits(b0));
+	ck_assert(mmio_hits(b0 + 0x10000));
+	ck_assert_uint_eq(d.moved_new, b0 + 0x10000);
+	/* Decode off and on again through ECAM, seen by conf1 too. */
+	ecam_wr(PCI_DEVFN(1, 0), PCI_CFG_COMMAND, 2, 0);
+	ck_assert(!mmio_hits(b0 + 0x10000));
+	ck_assert_uint_eq(cfg_read(1, PCI_CFG_COMMAND, 2) & PCI_CMD_MEM, 0);
+	ecam_wr(PCI_DEVFN(1, 0), PCI_CFG_COMMAND, 2, PCI_CMD_MEM);
+	ck_assert(mmio_hits(b0 + 0x10000));
+	ck_assert_int_eq(pci_unregister_device(bus, &d.pci), 0);
+}
+END_TEST
+
+START_TEST(test_ecam_errors)
+{
+	/* Not 1 MiB aligned, wrapping, over the BAR window, over a range. */
+	ck_assert_int_eq(pci_bus_set_ecam(bus, ECAM_BASE + 0x1000), -EINVAL);
+	ck_assert_int_eq(pci_bus_set_ecam(bus, UINT64_MAX & ~(PCI_ECAM_BUS_SIZE - 1)),
+			 -EINVAL);
+	ck_assert_int_eq(pci_bus_set_ecam(bus, WIN_BASE), -EINVAL);
+	ck_assert_int_eq(pci_bus_set_ecam(NULL, ECAM_BASE), -EINVAL);
+	ck_assert_int_eq(iobus_register(&mmio, ECAM_BASE + 0x800, 4, tdev_mmio, NULL), 0);
+	ck_assert_int_eq(pci_bus_set_ecam(bus, ECAM_BASE), -EEXIST);
+	ck_assert_int_eq(iobus_unregister(&mmio, ECAM_BASE + 0x800), 0);
+	ck_assert_int_eq(pci_bus_set_ecam(bus, ECAM_BASE), 0);
+}
+END_TEST
+
 static Suite *pci_suite(void)
 {
 	Suite *s = suite_create("pci");
@@ -752,6 +835,8 @@ static Suite *pci_suite(void)
 	tcase_add_test(tc, test_set_bar_errors);
 	tcase_add_test(tc, test_capabilities);
 	tcase_add_test(tc, test_interrupt_regs);
+	tcase_add_test(tc, test_ecam);
+	tcase_add_test(tc, test_ecam_errors);
 	suite_add_tcase(s, tc);
 	return s;
 }
