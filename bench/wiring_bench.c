@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "irq.h"
+#include "x86/irqchip.h"
 
 #define MMIO_BASE 0xd0000000ull /* where the notify addresses start */
 
@@ -130,9 +131,9 @@ static void stage_queue(struct wiring_txn *t, const struct queue *q, bool assign
 	if (what & STAGE_IRQ) {
 		if (assign)
 			wiring_route(t, q->gsi, true, 0xfee00000ull,
-				     0x4000 | (0x30 + q->gsi % 200));
+				     0x4000 | (0x30 + q->gsi % 200), 0);
 		else
-			wiring_route(t, q->gsi, false, 0, 0);
+			wiring_route(t, q->gsi, false, 0, 0, 0);
 		wiring_irqfd(t, q->call_fd, q->gsi, assign);
 	}
 	if (what & STAGE_KICK)
@@ -203,7 +204,7 @@ static int run_one(unsigned int ndev, unsigned int nq, enum mode mode,
 		perror("KVM_CREATE_IRQCHIP");
 		goto out;
 	}
-	if (irq_create(vm_fd, counting_ioctl, &c, &irq)) {
+	if (irq_create(vm_fd, x86_irq_platform(), counting_ioctl, &c, &irq)) {
 		fprintf(stderr, "irq_create failed\n");
 		goto out;
 	}

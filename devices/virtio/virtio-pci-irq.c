@@ -54,6 +54,13 @@
 
 /* ---- interrupts ---------------------------------------------------------- */
 
+/* Our PCI requester ID (bus 0): the device ID an ITS knows our MSIs by
+ * (the device tree's msi-map is the identity). */
+static uint32_t vpci_devid(const struct virtio_transport *t)
+{
+	return PCI_DEVFN(t->pci.slot, t->pci.fn);
+}
+
 static void vpci_send_msi(struct virtio_transport *t, unsigned int vec)
 {
 	uint64_t addr;
@@ -61,7 +68,7 @@ static void vpci_send_msi(struct virtio_transport *t, unsigned int vec)
 	int ret;
 
 	msix_get_msg(&t->msix, vec, &addr, &data);
-	ret = irq_signal_msi(t->irq, addr, data);
+	ret = irq_signal_msi(t->irq, addr, data, vpci_devid(t));
 	/* KVM refuses (-EPERM, -EINVAL) what the guest's message asks for:
 	 * rate-limited, the guest may make every interrupt fail. */
 	if (ret)
@@ -84,7 +91,7 @@ static void vpci_send_direct(struct virtio_transport *t, unsigned int vec)
 	int ret;
 
 	msix_get_msg(&t->msix, vec, &addr, &data);
-	ret = irq_signal_msi(t->irq, addr, data);
+	ret = irq_signal_msi(t->irq, addr, data, vpci_devid(t));
 	/* KVM fails it (-EPERM) when no vCPU matches the destination, which
 	 * a guest chooses: rate-limited, not per interrupt (an irqfd would
 	 * drop it silently). */
@@ -356,7 +363,7 @@ static bool vpci_stage_unwire(struct virtio_transport *t,
 		if (vq->irq_wired) {
 			wiring_irqfd(txn, q->call_fd, q->gsi, false);
 			if (routes)
-				wiring_route(txn, q->gsi, false, 0, 0);
+				wiring_route(txn, q->gsi, false, 0, 0, 0);
 			any = true;
 		}
 	}
@@ -462,7 +469,7 @@ int vpci_go_live(struct virtio_transport *t, const char **why)
 			v->fire_fd = q->call_fd;
 			msix_get_msg(&t->msix, q->vector, &v->addr, &v->data);
 		}
-		wiring_route(&txn, q->gsi, true, v->addr, v->data);
+		wiring_route(&txn, q->gsi, true, v->addr, v->data, vpci_devid(t));
 		wiring_irqfd(&txn, q->call_fd, q->gsi, true);
 	}
 	ret = vpci_commit(t, &txn);
@@ -528,7 +535,8 @@ static void vpci_flush_routes(struct virtio_transport *t)
 			continue;
 		v = &t->vecs[q->vector];
 		if (v->flush)
-			wiring_route(&txn, q->gsi, true, v->new_addr, v->new_data);
+			wiring_route(&txn, q->gsi, true, v->new_addr, v->new_data,
+				     vpci_devid(t));
 	}
 	ret = vpci_commit(t, &txn);
 	if (ret) {

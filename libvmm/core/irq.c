@@ -15,11 +15,13 @@ struct irq_route {
 	bool valid;
 	uint64_t addr;
 	uint32_t data;
+	uint32_t devid; /* requester ID (irq_platform.msi_devid) */
 };
 
 struct vm_irq {
 	pthread_mutex_t lock; /* protects everything below */
 	int vm_fd;
+	const struct irq_platform *plat; /* constant */
 	irq_ioctl_fn ioctl_fn;
 	void *ioctl_opaque;
 	struct irq_route routes[IRQ_MAX_ROUTES]; /* indexed by GSI */
@@ -47,10 +49,16 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int irq_create(int vm_fd, irq_ioctl_fn fn, void *opaque, struct vm_irq **out)
+int irq_create(int vm_fd, const struct irq_platform *plat, irq_ioctl_fn fn,
+	       void *opaque, struct vm_irq **out)
 {
-	struct vm_irq *irq = calloc(1, sizeof(*irq));
+	struct vm_irq *irq;
 
+	if (!plat || plat->nr_chip_routes > IRQ_MAX_ROUTES ||
+	    plat->first_msi_gsi >= IRQ_MAX_ROUTES ||
+	    (plat->nr_chip_routes && !plat->chip_routes))
+		return -EINVAL;
+	irq = calloc(1, sizeof(*irq));
 	if (!irq)
 		return -ENOMEM;
 	irq->buf = calloc(1, sizeof(*irq->buf) +
@@ -62,9 +70,10 @@ int irq_create(int vm_fd, irq_ioctl_fn fn, void *opaque, struct vm_irq **out)
 	pthread_mutex_init(&irq->lock, NULL);
 	log_limit_init(&irq->log, "KVM wiring failures");
 	irq->vm_fd = vm_fd;
+	irq->plat = plat;
 	irq->ioctl_fn = fn ? fn : sys_ioctl;
 	irq->ioctl_opaque = opaque;
-	irq->gsi_hint = irq->gsi_limit = IRQ_FIRST_MSI_GSI;
+	irq->gsi_hint = irq->gsi_limit = plat->first_msi_gsi;
 	*out = irq;
 	return 0;
 }
@@ -100,7 +109,7 @@ int irq_gsi_alloc(struct vm_irq *irq, uint32_t *gsi)
 
 void irq_gsi_free(struct vm_irq *irq, uint32_t gsi)
 {
-	if (gsi < IRQ_FIRST_MSI_GSI || gsi >= IRQ_MAX_ROUTES)
+	if (gsi < irq->plat->first_msi_gsi || gsi >= IRQ_MAX_ROUTES)
 		return;
 	pthread_mutex_lock(&irq->lock);
 	/* The route itself must have been removed by a commit first. */
@@ -109,38 +118,37 @@ void irq_gsi_free(struct vm_irq *irq, uint32_t gsi)
 	pthread_mutex_unlock(&irq->lock);
 }
 
-/*
- * The MSI address as KVM wants it.  A guest told KVM_FEATURE_MSI_EXT_DEST_ID
- * (cpuid.h) puts bits 8-14 of the destination APIC ID in address bits 11:5,
- * which real hardware reserves ("extended destination ID").  KVM reads them
- * from address_hi bits 14:8 instead (its x2APIC format, KVM_CAP_X2APIC_API),
- * and would otherwise send vCPU 300's completion to APIC ID 300 & 0xff.
- * QEMU translates the same way.  Addresses without those bits (every
- * destination below 256) are unchanged.
- */
-static void irq_msi_address(uint64_t addr, uint32_t *lo, uint32_t *hi)
+/* The MSI address as KVM wants it (the platform may translate). */
+static void irq_msi_address(const struct vm_irq *irq, uint64_t addr,
+			    uint32_t *lo, uint32_t *hi)
 {
-	uint32_t ext = ((uint32_t)addr >> 5) & 0x7f;
-
 	*lo = (uint32_t)addr;
 	*hi = (uint32_t)(addr >> 32);
-	if (ext && *hi == 0 && (*lo & 0xfff00000u) == 0xfee00000u) {
-		*lo &= ~(0x7fu << 5);
-		*hi = ext << 8;
-	}
+	if (irq->plat->msi_address)
+		irq->plat->msi_address(addr, lo, hi);
 }
 
-int irq_signal_msi(struct vm_irq *irq, uint64_t addr, uint32_t data)
+int irq_signal_msi(struct vm_irq *irq, uint64_t addr, uint32_t data,
+		   uint32_t devid)
 {
 	struct kvm_msi msi = { .data = data };
 	int r;
 
-	irq_msi_address(addr, &msi.address_lo, &msi.address_hi);
+	irq_msi_address(irq, addr, &msi.address_lo, &msi.address_hi);
+	if (irq->plat->msi_devid) {
+		msi.flags = KVM_MSI_VALID_DEVID;
+		msi.devid = devid;
+	}
 	r = irq->ioctl_fn(irq->ioctl_opaque, irq->vm_fd, KVM_SIGNAL_MSI, &msi);
 
 	/* KVM_SIGNAL_MSI returns >0 when delivered, 0 when the guest
 	 * blocked it: both are fine. */
 	return r < 0 ? r : 0;
+}
+
+unsigned int irq_msi_room(const struct irq_platform *plat)
+{
+	return IRQ_MAX_ROUTES - plat->nr_chip_routes;
 }
 
 void irq_get_stats(struct vm_irq *irq, struct irq_stats *st)
@@ -151,33 +159,19 @@ void irq_get_stats(struct vm_irq *irq, struct irq_stats *st)
 }
 
 /*
- * The full table KVM gets: its default PIC/IOAPIC routes (identical to the
- * kernel's default_routing[], which KVM_SET_GSI_ROUTING would otherwise
- * drop) plus every valid MSI route.  Caller holds irq->lock.
+ * The full table KVM gets: the platform's irqchip routes (x86: identical
+ * to the kernel's default_routing[], which KVM_SET_GSI_ROUTING would
+ * otherwise drop) plus every valid MSI route.  Caller holds irq->lock.
  */
 static int irq_push_table(struct vm_irq *irq)
 {
 	struct kvm_irq_routing_entry *e = irq->buf->entries;
-	unsigned int n = 0;
+	unsigned int n = irq->plat->nr_chip_routes;
 	int ret;
 
-	for (uint32_t pin = 0; pin < 24; pin++) {
-		e[n++] = (struct kvm_irq_routing_entry){
-			.gsi = pin,
-			.type = KVM_IRQ_ROUTING_IRQCHIP,
-			.u.irqchip = { .irqchip = KVM_IRQCHIP_IOAPIC, .pin = pin },
-		};
-		if (pin < 16)
-			e[n++] = (struct kvm_irq_routing_entry){
-				.gsi = pin,
-				.type = KVM_IRQ_ROUTING_IRQCHIP,
-				.u.irqchip = { .irqchip = pin < 8 ? KVM_IRQCHIP_PIC_MASTER
-								  : KVM_IRQCHIP_PIC_SLAVE,
-					       .pin = pin % 8 },
-			};
-	}
+	memcpy(e, irq->plat->chip_routes, n * sizeof(*e));
 	irq->st.msi_routes = 0;
-	for (uint32_t g = IRQ_FIRST_MSI_GSI; g < irq->gsi_limit; g++) {
+	for (uint32_t g = irq->plat->first_msi_gsi; g < irq->gsi_limit; g++) {
 		const struct irq_route *r = &irq->routes[g];
 
 		if (!r->valid)
@@ -187,13 +181,17 @@ static int irq_push_table(struct vm_irq *irq)
 			.type = KVM_IRQ_ROUTING_MSI,
 			.u.msi = { .data = r->data },
 		};
-		irq_msi_address(r->addr, &e[n].u.msi.address_lo,
+		irq_msi_address(irq, r->addr, &e[n].u.msi.address_lo,
 				&e[n].u.msi.address_hi);
+		if (irq->plat->msi_devid) {
+			e[n].flags = KVM_MSI_VALID_DEVID;
+			e[n].u.msi.devid = r->devid;
+		}
 		n++;
 		irq->st.msi_routes++;
 	}
-	/* 40 irqchip routes (IRQ_CHIP_ROUTES) + at most IRQ_MAX_MSI_ROUTES
-	 * MSI ones: the machine keeps the disks' queues within that. */
+	/* The chip's routes + at most IRQ_MAX_ROUTES of them in all: the
+	 * machine keeps the disks' queues within that (irq_msi_room()). */
 	irq->buf->nr = n;
 	irq->buf->flags = 0;
 	irq->st.set_gsi_routing++;
@@ -232,11 +230,11 @@ static bool grow(void **arr, unsigned int *cap, unsigned int nr, size_t elem)
 }
 
 void wiring_route(struct wiring_txn *t, uint32_t gsi, bool valid, uint64_t addr,
-		  uint32_t data)
+		  uint32_t data, uint32_t devid)
 {
 	if (t->error)
 		return;
-	if (gsi < IRQ_FIRST_MSI_GSI || gsi >= IRQ_MAX_ROUTES) {
+	if (gsi < t->irq->plat->first_msi_gsi || gsi >= IRQ_MAX_ROUTES) {
 		t->error = -EINVAL;
 		return;
 	}
@@ -246,7 +244,7 @@ void wiring_route(struct wiring_txn *t, uint32_t gsi, bool valid, uint64_t addr,
 		return;
 	}
 	t->routes[t->nr_routes++] =
-		(struct wiring_route_op){ gsi, valid, addr, data };
+		(struct wiring_route_op){ gsi, valid, addr, data, devid };
 }
 
 static void wiring_add_fd(struct wiring_txn *t, const struct wiring_fd_op *op)
@@ -373,15 +371,18 @@ int wiring_commit(struct wiring_txn *t)
 				struct irq_route *r = &irq->routes[op->gsi];
 
 				undo[nr_undo++] = (struct wiring_route_op){
-					op->gsi, r->valid, r->addr, r->data
+					op->gsi, r->valid, r->addr, r->data,
+					r->devid
 				};
 				if (r->valid == op->valid &&
 				    (!op->valid || (r->addr == op->addr &&
-						    r->data == op->data)))
+						    r->data == op->data &&
+						    r->devid == op->devid)))
 					continue;
 				r->valid = op->valid;
 				r->addr = op->addr;
 				r->data = op->data;
+				r->devid = op->devid;
 				if (op->valid)
 					irq->gsi_limit = MAX(irq->gsi_limit, op->gsi + 1);
 				changed = true;
@@ -417,6 +418,7 @@ int wiring_commit(struct wiring_txn *t)
 				r->valid = undo[i].valid;
 				r->addr = undo[i].addr;
 				r->data = undo[i].data;
+				r->devid = undo[i].devid;
 			}
 			if (routes_pushed && irq_push_table(irq))
 				log_limited(&irq->log, VMM_LOG_ERROR, "irq",

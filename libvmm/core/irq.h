@@ -27,17 +27,34 @@
 
 #include "util/compiler.h"
 
-/* GSIs 0..23 are the PIC/IOAPIC pins; MSI routes use GSIs from here on. */
-#define IRQ_FIRST_MSI_GSI 24u
 /* KVM_MAX_IRQ_ROUTES in the kernel (include/linux/kvm_host.h; what
  * KVM_CHECK_EXTENSION(KVM_CAP_IRQ_ROUTING) reports): entries of the whole
  * table, and one past the highest GSI. */
 #define IRQ_MAX_ROUTES 4096u
-/* Entries of the table routing the PIC and IOAPIC pins (irq_push_table():
- * 24 IOAPIC pins, and the 16 PIC pins on GSIs 0..15 too), always there. */
-#define IRQ_CHIP_ROUTES 40u
-/* What is left for MSI routes. */
-#define IRQ_MAX_MSI_ROUTES (IRQ_MAX_ROUTES - IRQ_CHIP_ROUTES)
+
+struct kvm_irq_routing_entry;
+
+/*
+ * What the platform's interrupt controller asks of the routing table (the
+ * core knows no PIC, IOAPIC or GIC; arch/<arch>/ describes its own).
+ */
+struct irq_platform {
+	/* Routes the table always holds besides the MSI ones (x86: the
+	 * PIC and IOAPIC pins); KVM_SET_GSI_ROUTING replaces everything. */
+	const struct kvm_irq_routing_entry *chip_routes;
+	unsigned int nr_chip_routes;
+	/* MSI routes use GSIs from here on (past the chip's pins). */
+	uint32_t first_msi_gsi;
+	/* The MSI address as KVM reads it, from the one the guest
+	 * programmed (x86: the extended destination ID); NULL: as is. */
+	void (*msi_address)(uint64_t addr, uint32_t *lo, uint32_t *hi);
+	/* The interrupt controller needs the requester ID of each MSI
+	 * (arm64's ITS: KVM_MSI_VALID_DEVID on routes and KVM_SIGNAL_MSI). */
+	bool msi_devid;
+};
+
+/* MSI routes that fit in KVM's table next to @plat's chip routes. */
+unsigned int irq_msi_room(const struct irq_platform *plat);
 
 /*
  * How the module talks to KVM: ioctl(2) on the VM fd, returning 0/-errno.
@@ -59,8 +76,10 @@ struct irq_stats {
 
 struct vm_irq;
 
-int irq_create(int vm_fd, irq_ioctl_fn fn, void *opaque, struct vm_irq **out)
-	__must_check;
+/* @plat must outlive the irq (a platform's static description).  Returns
+ * 0, -EINVAL (a chip table that cannot fit), -ENOMEM. */
+int irq_create(int vm_fd, const struct irq_platform *plat, irq_ioctl_fn fn,
+	       void *opaque, struct vm_irq **out) __must_check;
 void irq_destroy(struct vm_irq *irq);
 
 /* Reserve / release a GSI for an MSI route (no KVM call: the route itself
@@ -68,9 +87,11 @@ void irq_destroy(struct vm_irq *irq);
 int irq_gsi_alloc(struct vm_irq *irq, uint32_t *gsi) __must_check;
 void irq_gsi_free(struct vm_irq *irq, uint32_t gsi);
 
-/* Inject one MSI directly (KVM_SIGNAL_MSI), e.g. a config-change interrupt.
- * Returns 0 or -errno. */
-int irq_signal_msi(struct vm_irq *irq, uint64_t addr, uint32_t data);
+/* Inject one MSI directly (KVM_SIGNAL_MSI), e.g. a config-change interrupt,
+ * from requester @devid (bus << 8 | devfn; used where the platform wants
+ * it).  Returns 0 or -errno. */
+int irq_signal_msi(struct vm_irq *irq, uint64_t addr, uint32_t data,
+		   uint32_t devid);
 
 void irq_get_stats(struct vm_irq *irq, struct irq_stats *st);
 
@@ -96,6 +117,7 @@ struct wiring_route_op {
 	bool valid;	/* false: remove the route */
 	uint64_t addr;
 	uint32_t data;
+	uint32_t devid;	/* requester ID (irq_platform.msi_devid) */
 };
 
 struct wiring_txn {
@@ -108,9 +130,10 @@ struct wiring_txn {
 };
 
 void wiring_begin(struct wiring_txn *t, struct vm_irq *irq);
-/* Stage: set (valid) or remove (!valid) the MSI route of @gsi. */
+/* Stage: set (valid) or remove (!valid) the MSI route of @gsi, for MSIs
+ * of requester @devid (bus << 8 | devfn). */
 void wiring_route(struct wiring_txn *t, uint32_t gsi, bool valid, uint64_t addr,
-		  uint32_t data);
+		  uint32_t data, uint32_t devid);
 void wiring_irqfd(struct wiring_txn *t, int fd, uint32_t gsi, bool assign);
 void wiring_ioeventfd(struct wiring_txn *t, int fd, uint64_t addr, uint32_t len,
 		      bool pio, bool assign);

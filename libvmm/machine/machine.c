@@ -45,8 +45,6 @@
 _Static_assert(VMM_MAX_DISK_QUEUES <= VPCI_MAX_QUEUES &&
 		       VMM_MAX_DISK_QUEUES + 1 <= MSIX_MAX_VECTORS,
 	       "per-disk queue cap");
-_Static_assert(VPCI_MSI_ROUTES(VMM_MAX_QUEUES) == IRQ_MAX_MSI_ROUTES,
-	       "VMM_MAX_QUEUES is what KVM's route table leaves");
 _Static_assert(VMM_MAX_DISKS < (PCI_MAX_SLOTS - 1) * PCI_MAX_FUNCTIONS,
 	       "a PCI function for every disk and the console device");
 
@@ -208,10 +206,11 @@ static int machine_check_queues(struct vmm *vm, unsigned int *budget)
 {
 	int cap = kvm_check_cap(vm->kvm.fd, KVM_CAP_IRQ_ROUTING);
 	unsigned int routes = IRQ_MAX_ROUTES, need = 0;
+	unsigned int chip = machine_arch_irq_platform()->nr_chip_routes;
 
 	if (cap > 0 && (unsigned int)cap < routes)
 		routes = (unsigned int)cap;
-	*budget = routes > IRQ_CHIP_ROUTES ? routes - IRQ_CHIP_ROUTES : 0;
+	*budget = routes > chip ? routes - chip : 0;
 	*budget = MIN(*budget, (unsigned int)VMM_MAX_QUEUES);
 	*budget = *budget > port_routes(vm) ? *budget - port_routes(vm) : 0;
 	for (unsigned int i = 0; i < vm->nr_disks; i++) {
@@ -222,9 +221,9 @@ static int machine_check_queues(struct vmm *vm, unsigned int *budget)
 	if (need > *budget) {
 		vmm_err("the disks need %u queues (one KVM MSI route each) but "
 			"KVM's routing table leaves room for %u (%u entries, %u "
-			"for the PIC and IOAPIC, %u for the console ports): "
+			"for the interrupt controller, %u for the console ports): "
 			"lower num_queues", need, *budget, routes,
-			IRQ_CHIP_ROUTES, port_routes(vm));
+			chip, port_routes(vm));
 		return -ENOSPC;
 	}
 	return 0;
@@ -497,7 +496,8 @@ int machine_start(struct vmm *vm)
 	ret = machine_arch_load_boot(vm, m);
 	if (ret)
 		goto err;
-	ret = irq_create(vm->vm_fd, NULL, NULL, &vm->irq);
+	ret = irq_create(vm->vm_fd, machine_arch_irq_platform(), NULL, NULL,
+			 &vm->irq);
 	if (ret)
 		goto err;
 	ret = machine_setup_devices(vm, m);

@@ -23,6 +23,7 @@ struct iothread;
 struct pci_bus;
 struct console;
 struct machine_arch; /* the platform's own state (machine/<arch>/) */
+struct irq_platform;
 
 struct machine_disk {
 	struct vblk_dev *dev;
@@ -61,6 +62,8 @@ int machine_arch_setup_devices(struct vmm *vm, struct machine *m) __must_check;
 int machine_arch_setup_vcpus(struct vmm *vm, struct machine *m) __must_check;
 /* Optional speed-ups once the vCPUs exist (e.g. coalesced registers). */
 void machine_arch_late(struct vmm *vm, struct machine *m);
+/* The interrupt controller as the GSI routing table sees it (irq.h). */
+const struct irq_platform *machine_arch_irq_platform(void);
 /* Context: console thread.  Guest input for the serial UART. */
 size_t machine_arch_console_input(struct vmm *vm, const void *buf, size_t len);
 /* Free the platform's devices and m->arch.  NULL-safe, after the vCPUs

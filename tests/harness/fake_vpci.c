@@ -12,6 +12,7 @@
 #include <linux/virtio_config.h>
 
 #include "pci/msix.h"
+#include "x86/irqchip.h"
 
 static void __attribute__((noreturn, format(printf, 1, 2)))
 fv_fail(const char *fmt, ...)
@@ -59,6 +60,8 @@ static void kvm_routing(struct fv_kvm *k, struct kvm_irq_routing *r)
 		k->route_addr[e->gsi] = e->u.msi.address_lo |
 					(uint64_t)e->u.msi.address_hi << 32;
 		k->route_data[e->gsi] = e->u.msi.data;
+		k->route_devid[e->gsi] = e->flags & KVM_MSI_VALID_DEVID ?
+						 (int64_t)e->u.msi.devid : -1;
 		if (e->gsi > k->max_gsi)
 			k->max_gsi = e->gsi;
 		k->nr_msi++;
@@ -130,6 +133,7 @@ int fv_kvm_ioctl(void *opaque, int fd, unsigned long req, void *arg)
 		k->msi_calls++;
 		k->msi_addr = m->address_lo | (uint64_t)m->address_hi << 32;
 		k->msi_data = m->data;
+		k->msi_devid = m->flags & KVM_MSI_VALID_DEVID ? (int64_t)m->devid : -1;
 		ret = k->msi_fail ? k->msi_fail : 1; /* 1: delivered */
 	} else {
 		k->unknown_calls++;
@@ -187,6 +191,13 @@ unsigned int fv_kvm_get(struct fv_kvm *k, const unsigned int *field)
 int fv_init(struct fv *v, int vm_fd, uint64_t mmio_base, uint64_t mmio_size,
 	    struct guest_mem *mem)
 {
+	return fv_init_platform(v, vm_fd, x86_irq_platform(), mmio_base,
+				mmio_size, mem);
+}
+
+int fv_init_platform(struct fv *v, int vm_fd, const struct irq_platform *plat,
+		     uint64_t mmio_base, uint64_t mmio_size, struct guest_mem *mem)
+{
 	int ret;
 
 	memset(v, 0, sizeof(*v));
@@ -200,7 +211,7 @@ int fv_init(struct fv *v, int vm_fd, uint64_t mmio_base, uint64_t mmio_size,
 		v->kvm->irqfd_gsi[i] = -1;
 	if ((ret = iobus_init(&v->pio, "pio")) || (ret = iobus_init(&v->mmio, "mmio")) ||
 	    (ret = pci_bus_create(&v->pio, &v->mmio, mmio_base, mmio_size, &v->bus)) ||
-	    (ret = irq_create(vm_fd, fv_kvm_ioctl, v->kvm, &v->irq)))
+	    (ret = irq_create(vm_fd, plat, fv_kvm_ioctl, v->kvm, &v->irq)))
 		return ret;
 	return 0;
 }

@@ -52,6 +52,8 @@ struct fv_kvm {
 	bool route_valid[IRQ_MAX_ROUTES];
 	uint64_t route_addr[IRQ_MAX_ROUTES];
 	uint32_t route_data[IRQ_MAX_ROUTES];
+	/* The route's requester ID, or -1 without KVM_MSI_VALID_DEVID. */
+	int64_t route_devid[IRQ_MAX_ROUTES];
 	/* KVM_IOEVENTFD, per eventfd. */
 	bool ioev[FV_MAX_FD];
 	uint64_t ioev_addr[FV_MAX_FD];
@@ -63,6 +65,7 @@ struct fv_kvm {
 	/* The last KVM_SIGNAL_MSI. */
 	uint64_t msi_addr;
 	uint32_t msi_data;
+	int64_t msi_devid; /* -1 without KVM_MSI_VALID_DEVID */
 	/* Non-zero: every KVM_SIGNAL_MSI fails with it (e.g. -EINVAL). */
 	int msi_fail;
 };
@@ -102,6 +105,10 @@ struct fv {
  */
 int fv_init(struct fv *v, int vm_fd, uint64_t mmio_base, uint64_t mmio_size,
 	    struct guest_mem *mem);
+/* The same with another interrupt controller than x86's (fv_init()). */
+struct irq_platform;
+int fv_init_platform(struct fv *v, int vm_fd, const struct irq_platform *plat,
+		     uint64_t mmio_base, uint64_t mmio_size, struct guest_mem *mem);
 /* vpci_destroy(v->t) (if still there), then the machine. */
 void fv_destroy(struct fv *v);
 /* vpci_params with the machine's bus, irq and RAM filled in. */

@@ -35,6 +35,7 @@
 #include "fake_guest.h"
 #include "iobus.h"
 #include "irq.h"
+#include "x86/irqchip.h"
 #include "pci/msix.h"
 #include "pci/pci.h"
 #include "virtio/virtio-pci.h"
@@ -444,7 +445,7 @@ START_TEST(msix_rewrite_storm)
 	ck_assert_uint_eq(open_fds(), fds);
 	ck_assert_uint_eq(kvm->nr_msi, gsis);
 	ck_assert_uint_eq(kvm->live_irqfd, TQ);
-	ck_assert_uint_le(kvm->max_gsi, IRQ_FIRST_MSI_GSI + 2 * (TQ + 1));
+	ck_assert_uint_le(kvm->max_gsi, X86_IRQ_FIRST_MSI_GSI + 2 * (TQ + 1));
 	vpci_get_stats(V.t, &st);
 	ck_assert_uint_eq(st.needs_reset, 0);
 	ck_assert(!(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET));
@@ -484,7 +485,7 @@ START_TEST(reset_loop)
 	       (unsigned long long)(st.wiring_ioctls - st0.wiring_ioctls));
 	ck_assert_uint_eq(open_fds(), fds);
 	ck_assert_uint_eq(kvm->nr_msi, gsis);
-	ck_assert_uint_le(kvm->max_gsi, IRQ_FIRST_MSI_GSI + 2 * (TQ + 1));
+	ck_assert_uint_le(kvm->max_gsi, X86_IRQ_FIRST_MSI_GSI + 2 * (TQ + 1));
 	ck_assert_uint_eq(st.resets - st0.resets, 1000);
 	ck_assert_uint_eq(st.needs_reset, 0);
 	ck_assert_uint_eq(fdev.start_calls, 1002);

@@ -21,6 +21,7 @@
 
 #include "iobus.h"
 #include "irq.h"
+#include "x86/irqchip.h"
 #include "memory.h"
 #include "pci/msix.h"
 #include "pci/pci.h"
@@ -398,10 +399,11 @@ START_TEST(driver_ok_wires_in_one_transaction)
 		ck_assert_uint_eq(kvm->ioev_addr[vq->kick_fd], notify_addr(q));
 		ck_assert_uint_eq(kvm->ioev_len[vq->kick_fd], 0);
 		gsi = kvm->irqfd_gsi[vq->call_fd];
-		ck_assert_int_ge(gsi, IRQ_FIRST_MSI_GSI);
+		ck_assert_int_ge(gsi, X86_IRQ_FIRST_MSI_GSI);
 		ck_assert(kvm->route_valid[gsi]);
 		ck_assert_uint_eq(kvm->route_addr[gsi], msg_addr(q + 1, 0));
 		ck_assert_uint_eq(kvm->route_data[gsi], msg_data(q + 1, 0));
+		ck_assert_int_eq(kvm->route_devid[gsi], -1); /* x86: none */
 		ck_assert_uint_eq(vq->vq.size, QSIZE);
 		ck_assert_uint_eq(vq->vq.desc_gpa, ring_gpa(q));
 	}
@@ -611,6 +613,43 @@ START_TEST(features_ok_refused)
 	/* Nothing but the ioeventfds placed with the BAR. */
 	ck_assert_uint_eq(kvm->calls, kvm->ioeventfd_calls);
 	ck_assert_uint_eq(kvm->ioeventfd_calls, 1);
+}
+END_TEST
+
+/* Under an ITS-style controller every MSI the transport makes -- its
+ * queues' routes and its direct ones -- carries its PCI requester ID
+ * (the device ID of the device tree's identity msi-map); under x86's none
+ * does. */
+static const struct irq_platform its_platform = { .msi_devid = true };
+
+START_TEST(requester_ids)
+{
+	unsigned int devid;
+
+	for (unsigned int gsi = 0; gsi < IRQ_MAX_ROUTES; gsi++)
+		ck_assert(!kvm->route_valid[gsi]);
+	fv_destroy(&V);
+	ck_assert_int_eq(fv_init_platform(&V, 3, &its_platform, FV_MMIO_BASE,
+					  FV_MMIO_SIZE, &mem), 0);
+	kvm = V.kvm;
+	create(2);
+	devid = PCI_DEVFN(vpci_pci_device(V.t)->slot, vpci_pci_device(V.t)->fn);
+	ck_assert_uint_ne(devid, 0);
+	ck_assert(drv_begin(DRV_FEATURES));
+	for (unsigned int q = 0; q < 2; q++)
+		drv_queue(q, (uint16_t)(q + 1));
+	status_add(VIRTIO_CONFIG_S_DRIVER_OK);
+	ck_assert(!(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET));
+	ck_assert_uint_eq(kvm->nr_msi, 2);
+	for (unsigned int q = 0; q < 2; q++) {
+		int gsi = kvm->irqfd_gsi[fdev.queues[q].call_fd];
+
+		ck_assert_int_ge(gsi, 0);
+		ck_assert_int_eq(kvm->route_devid[gsi], devid);
+	}
+	vpci_config_changed(V.t); /* KVM_SIGNAL_MSI on the config vector */
+	ck_assert_uint_eq(kvm->msi_calls, 1);
+	ck_assert_int_eq(kvm->msi_devid, devid);
 }
 END_TEST
 
@@ -1164,6 +1203,7 @@ static Suite *vpci_suite(void)
 	tcase_add_test(tc, shutdown_leaves_wiring_to_kvm);
 	tcase_add_test(tc, features_ok_refused);
 	tcase_add_test(tc, bad_queue_size);
+	tcase_add_test(tc, requester_ids);
 	tcase_add_test(tc, msix_vector_out_of_range);
 	tcase_add_test(tc, ring_outside_ram);
 	tcase_add_test(tc, kvm_failure_rolls_back);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "irq.h"
+#include "x86/irqchip.h"
 
 #define MAX_FDS 4096
 
@@ -89,11 +90,11 @@ static void stage_device(struct wiring_txn *t, struct vm_irq *irq,
 	wiring_begin(t, irq);
 	for (unsigned int q = 0; q < nq; q++) {
 		if (assign)
-			wiring_route(t, gsis[q], true, 0xfee00000 | (q << 12), 0x4000 | q);
+			wiring_route(t, gsis[q], true, 0xfee00000 | (q << 12), 0x4000 | q, 0);
 		wiring_irqfd(t, 100 + (int)q, gsis[q], assign);
 		wiring_ioeventfd(t, 2000 + (int)q, 0xe0000000 + q * 4, 0, false, assign);
 		if (!assign)
-			wiring_route(t, gsis[q], false, 0, 0);
+			wiring_route(t, gsis[q], false, 0, 0, 0);
 	}
 }
 
@@ -110,7 +111,7 @@ START_TEST(one_routing_call_per_commit)
 		uint32_t gsis[1024];
 
 		fake_init(&k);
-		ck_assert_int_eq(irq_create(3, fake_ioctl, &k, &irq), 0);
+		ck_assert_int_eq(irq_create(3, x86_irq_platform(), fake_ioctl, &k, &irq), 0);
 		for (unsigned int q = 0; q < nq; q++)
 			ck_assert_int_eq(irq_gsi_alloc(irq, &gsis[q]), 0);
 		stage_device(&t, irq, nq, gsis, true);
@@ -151,7 +152,7 @@ START_TEST(rollback_at_every_step)
 		uint32_t gsis[8];
 
 		fake_init(&k);
-		ck_assert_int_eq(irq_create(3, fake_ioctl, &k, &irq), 0);
+		ck_assert_int_eq(irq_create(3, x86_irq_platform(), fake_ioctl, &k, &irq), 0);
 		for (unsigned int q = 0; q < nq; q++)
 			ck_assert_int_eq(irq_gsi_alloc(irq, &gsis[q]), 0);
 		k.fail_at = fail;
@@ -186,7 +187,7 @@ START_TEST(rollback_teardown)
 		uint32_t gsis[4];
 
 		fake_init(&k);
-		ck_assert_int_eq(irq_create(3, fake_ioctl, &k, &irq), 0);
+		ck_assert_int_eq(irq_create(3, x86_irq_platform(), fake_ioctl, &k, &irq), 0);
 		for (unsigned int q = 0; q < nq; q++)
 			ck_assert_int_eq(irq_gsi_alloc(irq, &gsis[q]), 0);
 		stage_device(&t, irq, nq, gsis, true);
@@ -210,19 +211,19 @@ START_TEST(unchanged_routes_skip_the_ioctl)
 	uint32_t g;
 
 	fake_init(&k);
-	ck_assert_int_eq(irq_create(3, fake_ioctl, &k, &irq), 0);
+	ck_assert_int_eq(irq_create(3, x86_irq_platform(), fake_ioctl, &k, &irq), 0);
 	ck_assert_int_eq(irq_gsi_alloc(irq, &g), 0);
 	wiring_begin(&t, irq);
-	wiring_route(&t, g, true, 0xfee00000, 0x41);
+	wiring_route(&t, g, true, 0xfee00000, 0x41, 0);
 	ck_assert_int_eq(wiring_commit(&t), 0);
 	wiring_begin(&t, irq);
-	wiring_route(&t, g, true, 0xfee00000, 0x41); /* same again */
+	wiring_route(&t, g, true, 0xfee00000, 0x41, 0); /* same again */
 	ck_assert_int_eq(wiring_commit(&t), 0);
 	ck_assert_uint_eq(k.routing_calls, 1);
 	/* Many table writes coalesced into one commit: still one call. */
 	wiring_begin(&t, irq);
 	for (uint32_t d = 0; d < 100; d++)
-		wiring_route(&t, g, true, 0xfee01000, d);
+		wiring_route(&t, g, true, 0xfee01000, d, 0);
 	ck_assert_int_eq(wiring_commit(&t), 0);
 	ck_assert_uint_eq(k.routing_calls, 2);
 	irq_destroy(irq);
@@ -236,9 +237,9 @@ START_TEST(bad_staging)
 	struct wiring_txn t;
 
 	fake_init(&k);
-	ck_assert_int_eq(irq_create(3, fake_ioctl, &k, &irq), 0);
+	ck_assert_int_eq(irq_create(3, x86_irq_platform(), fake_ioctl, &k, &irq), 0);
 	wiring_begin(&t, irq);
-	wiring_route(&t, 5, true, 0, 0); /* an IOAPIC pin, not an MSI GSI */
+	wiring_route(&t, 5, true, 0, 0, 0); /* an IOAPIC pin, not an MSI GSI */
 	ck_assert_int_eq(wiring_commit(&t), -EINVAL);
 	wiring_begin(&t, irq);
 	wiring_ioeventfd(&t, 7, 0x1000, 3, false, true); /* bad length */
@@ -259,13 +260,13 @@ START_TEST(gsi_allocation)
 	unsigned int n = 0;
 
 	fake_init(&k);
-	ck_assert_int_eq(irq_create(3, fake_ioctl, &k, &irq), 0);
+	ck_assert_int_eq(irq_create(3, x86_irq_platform(), fake_ioctl, &k, &irq), 0);
 	ck_assert_int_eq(irq_gsi_alloc(irq, &first), 0);
-	ck_assert_uint_eq(first, IRQ_FIRST_MSI_GSI);
+	ck_assert_uint_eq(first, X86_IRQ_FIRST_MSI_GSI);
 	n = 1;
 	while (irq_gsi_alloc(irq, &g) == 0)
 		n++;
-	ck_assert_uint_eq(n, IRQ_MAX_ROUTES - IRQ_FIRST_MSI_GSI);
+	ck_assert_uint_eq(n, IRQ_MAX_ROUTES - X86_IRQ_FIRST_MSI_GSI);
 	irq_gsi_free(irq, 100);
 	ck_assert_int_eq(irq_gsi_alloc(irq, &g), 0);
 	ck_assert_uint_eq(g, 100);

@@ -32,10 +32,12 @@
 #include "pci/pci.h"
 #include "serial/uart8250.h"
 #include "vcpu.h"
+#include "virtio/virtio-pci.h"
 #include "vm.h"
 #include "x86/acpi.h"
 #include "x86/boot.h"
 #include "x86/cpuid.h"
+#include "x86/irqchip.h"
 #include "x86/loader.h"
 #include "x86/mptable.h"
 #include "x86/vcpu_init.h"
@@ -61,6 +63,11 @@
 _Static_assert(VMM_MAX_VCPUS <= ACPI_MAX_CPUS &&
 		       VMM_MAX_MPTABLE_VCPUS == MPTABLE_MAX_CPUS,
 	       "vCPU limits of vmm.h and the firmware tables");
+
+/* Over all disks, what KVM's route table holds besides the irqchip's
+ * routes (one MSI route per queue). */
+_Static_assert(VPCI_MSI_ROUTES(VMM_MAX_QUEUES) == IRQ_MAX_ROUTES - X86_IRQ_CHIP_ROUTES,
+	       "VMM_MAX_QUEUES is what KVM's route table leaves");
 
 struct machine_arch {
 	struct x86_boot_entry entry; /* the BSP's, from the boot image */
@@ -312,6 +319,11 @@ void machine_arch_late(struct vmm *vm, struct machine *m)
 	if (ret)
 		vmm_dbg("coalesced PIO for 0xcf8 not available: %s",
 			strerror(-ret));
+}
+
+const struct irq_platform *machine_arch_irq_platform(void)
+{
+	return x86_irq_platform();
 }
 
 size_t machine_arch_console_input(struct vmm *vm, const void *buf, size_t len)
