@@ -65,7 +65,8 @@ struct iothread {
 
 /* A statistic of the I/O thread's own (the only writer); others read them
  * relaxed (iothread_get_stats()). */
-#define STAT_INC(io, f, n) __atomic_store_n(&(io)->st.f, (io)->st.f + (n), __ATOMIC_RELAXED)
+#define STAT_INC(io, f, n) \
+	__atomic_store_n(&(io)->st.f, (io)->st.f + (n), __ATOMIC_RELAXED)
 
 /* The ring of @entries SQEs, restricted and with its file table
  * (iothread_ring.c).  Context: iothread_create().  Returns 0 or -errno. */
