@@ -9,6 +9,7 @@ PKGS=(
 	libseccomp-dev
 	acpica-tools # tests/unit/check_acpi.c: iasl -d of the ACPI tables
 	device-tree-compiler # tests/unit/check_arm64_fdt.c: dtc reads the arm64 device tree
+	gcc-aarch64-linux-gnu libc6-dev-arm64-cross # tests/cross_arm64.sh: below the machine builds for aarch64
 	# the rig: L1 under TCG, its initramfs, the Debian kernel it boots
 	qemu-system-x86 busybox-static kmod cpio xz-utils zstd e2fsprogs util-linux
 	dmsetup # tests/e2e/fault_dm_error.sh (device-mapper error target)

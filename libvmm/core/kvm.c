@@ -11,21 +11,28 @@
 
 #define KVM_DEV "/dev/kvm"
 
-static const struct {
-	long cap;
-	const char *name;
-} required_caps[] = {
-	{ KVM_CAP_USER_MEMORY, "KVM_CAP_USER_MEMORY" },
-	{ KVM_CAP_IRQCHIP, "KVM_CAP_IRQCHIP" },
-	{ KVM_CAP_PIT2, "KVM_CAP_PIT2" },
-	{ KVM_CAP_SET_TSS_ADDR, "KVM_CAP_SET_TSS_ADDR" },
-	{ KVM_CAP_EXT_CPUID, "KVM_CAP_EXT_CPUID" },
-	{ KVM_CAP_IRQ_ROUTING, "KVM_CAP_IRQ_ROUTING" },
-	{ KVM_CAP_IRQFD, "KVM_CAP_IRQFD" },
-	{ KVM_CAP_IOEVENTFD, "KVM_CAP_IOEVENTFD" },
-	{ KVM_CAP_SIGNAL_MSI, "KVM_CAP_SIGNAL_MSI" },
-	{ KVM_CAP_IMMEDIATE_EXIT, "KVM_CAP_IMMEDIATE_EXIT" },
+/* Every platform's (the platform names its own: kvm_sys_open()). */
+static const struct kvm_cap_name required_caps[] = {
+	KVM_CAP_NAME(KVM_CAP_USER_MEMORY),
+	KVM_CAP_NAME(KVM_CAP_IRQCHIP),
+	KVM_CAP_NAME(KVM_CAP_IRQ_ROUTING),
+	KVM_CAP_NAME(KVM_CAP_IRQFD),
+	KVM_CAP_NAME(KVM_CAP_IOEVENTFD),
+	KVM_CAP_NAME(KVM_CAP_SIGNAL_MSI),
+	KVM_CAP_NAME(KVM_CAP_IMMEDIATE_EXIT),
 };
+
+static int kvm_missing_cap(int fd, const struct kvm_cap_name *caps, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!kvm_check_cap(fd, caps[i].cap)) {
+			vmm_err("KVM lacks a required capability: %s",
+				caps[i].name);
+			return -ENOTSUP;
+		}
+	}
+	return 0;
+}
 
 int kvm_check_cap(int fd, long cap)
 {
@@ -34,7 +41,8 @@ int kvm_check_cap(int fd, long cap)
 	return r < 0 ? 0 : r;
 }
 
-int kvm_sys_open(struct kvm_sys *kvm)
+int kvm_sys_open(struct kvm_sys *kvm, const struct kvm_cap_name *extra,
+		 size_t nr_extra)
 {
 	int fd, ret, v;
 
@@ -52,13 +60,10 @@ int kvm_sys_open(struct kvm_sys *kvm)
 		close(fd);
 		return -ENOTSUP;
 	}
-	for (size_t i = 0; i < ARRAY_SIZE(required_caps); i++) {
-		if (!kvm_check_cap(fd, required_caps[i].cap)) {
-			vmm_err("KVM lacks a required capability: %s",
-				required_caps[i].name);
-			close(fd);
-			return -ENOTSUP;
-		}
+	if (kvm_missing_cap(fd, required_caps, ARRAY_SIZE(required_caps)) ||
+	    kvm_missing_cap(fd, extra, nr_extra)) {
+		close(fd);
+		return -ENOTSUP;
 	}
 	kvm->vcpu_mmap_size = ioctl(fd, KVM_GET_VCPU_MMAP_SIZE, 0);
 	if (kvm->vcpu_mmap_size < (int)sizeof(struct kvm_run)) {

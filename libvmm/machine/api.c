@@ -15,6 +15,7 @@
 
 #include "log.h"
 #include "machine.h"
+#include "machine_int.h"
 #include "sandbox.h"
 #include "vm.h"
 
@@ -79,7 +80,12 @@ int vmm_create(struct vmm **out)
 	pthread_mutex_init(&vm->join_lock, NULL);
 	pthread_mutex_init(&vm->coalesced_lock, NULL);
 
-	ret = kvm_sys_open(&vm->kvm);
+	{
+		size_t n;
+		const struct kvm_cap_name *caps = machine_arch_kvm_caps(&n);
+
+		ret = kvm_sys_open(&vm->kvm, caps, n);
+	}
 	if (ret)
 		goto err;
 	ret = vm_create_kvm_vm(vm);

@@ -62,6 +62,10 @@ int machine_arch_setup_devices(struct vmm *vm, struct machine *m) __must_check;
 int machine_arch_setup_vcpus(struct vmm *vm, struct machine *m) __must_check;
 /* Optional speed-ups once the vCPUs exist (e.g. coalesced registers). */
 void machine_arch_late(struct vmm *vm, struct machine *m);
+/* KVM capabilities the platform needs besides the core's (kvm.h);
+ * checked at vmm_create(). */
+struct kvm_cap_name;
+const struct kvm_cap_name *machine_arch_kvm_caps(size_t *n);
 /* The interrupt controller as the GSI routing table sees it (irq.h). */
 const struct irq_platform *machine_arch_irq_platform(void);
 /* Context: console thread.  Guest input for the serial UART. */

@@ -321,6 +321,18 @@ void machine_arch_late(struct vmm *vm, struct machine *m)
 			strerror(-ret));
 }
 
+const struct kvm_cap_name *machine_arch_kvm_caps(size_t *n)
+{
+	static const struct kvm_cap_name caps[] = {
+		KVM_CAP_NAME(KVM_CAP_PIT2),
+		KVM_CAP_NAME(KVM_CAP_SET_TSS_ADDR),
+		KVM_CAP_NAME(KVM_CAP_EXT_CPUID),
+	};
+
+	*n = ARRAY_SIZE(caps);
+	return caps;
+}
+
 const struct irq_platform *machine_arch_irq_platform(void)
 {
 	return x86_irq_platform();
