@@ -169,7 +169,8 @@ static int irq_push_table(struct vm_irq *irq)
 	unsigned int n = irq->plat->nr_chip_routes;
 	int ret;
 
-	memcpy(e, irq->plat->chip_routes, n * sizeof(*e));
+	if (n) /* no table at all without chip routes (memcpy's NULL) */
+		memcpy(e, irq->plat->chip_routes, n * sizeof(*e));
 	irq->st.msi_routes = 0;
 	for (uint32_t g = irq->plat->first_msi_gsi; g < irq->gsi_limit; g++) {
 		const struct irq_route *r = &irq->routes[g];

@@ -71,7 +71,7 @@ static uint32_t cell(const void *fdt, const char *path, const char *name,
 	const fdt32_t *p = prop(fdt, path, name, &len);
 
 	ck_assert_int_ge(len, (i + 1) * 4);
-	return fdt32_to_cpu(p[i]);
+	return fdt32_ld(&p[i]);
 }
 
 static void assert_str(const void *fdt, const char *path, const char *name,
@@ -101,22 +101,22 @@ START_TEST(nodes_and_properties)
 	assert_str(fdt, "/chosen", "bootargs", "console=ttyS0 quiet");
 	r64 = prop(fdt, "/chosen", "linux,initrd-start", &plen);
 	ck_assert_int_eq(plen, 8);
-	ck_assert_uint_eq(fdt64_to_cpu(*r64), 0x90000000ull);
+	ck_assert_uint_eq(fdt64_ld(r64), 0x90000000ull);
 	r64 = prop(fdt, "/chosen", "linux,initrd-end", &plen);
-	ck_assert_uint_eq(fdt64_to_cpu(*r64), 0x90100000ull);
+	ck_assert_uint_eq(fdt64_ld(r64), 0x90100000ull);
 	s = prop(fdt, "/chosen", "stdout-path", &plen);
 	ck_assert_int_ge(fdt_path_offset(fdt, s), 0);
 	/* Memory. */
 	r64 = prop(fdt, "/memory@80000000", "reg", &plen);
 	ck_assert_int_eq(plen, 16);
-	ck_assert_uint_eq(fdt64_to_cpu(r64[0]), 0x80000000ull);
-	ck_assert_uint_eq(fdt64_to_cpu(r64[1]), 512ull << 20);
+	ck_assert_uint_eq(fdt64_ld(&r64[0]), 0x80000000ull);
+	ck_assert_uint_eq(fdt64_ld(&r64[1]), 512ull << 20);
 	/* vCPUs: one node each, reg = MPIDR, PSCI to start them. */
 	fdt_for_each_subnode(off, fdt, fdt_path_offset(fdt, "/cpus")) {
 		const fdt32_t *reg = fdt_getprop(fdt, off, "reg", &plen);
 
 		ck_assert_ptr_nonnull(reg);
-		ck_assert_uint_eq(fdt32_to_cpu(*reg), n);
+		ck_assert_uint_eq(fdt32_ld(reg), n);
 		ck_assert_str_eq(fdt_getprop(fdt, off, "enable-method", NULL), "psci");
 		ck_assert_str_eq(fdt_getprop(fdt, off, "device_type", NULL), "cpu");
 		n++;
@@ -128,9 +128,9 @@ START_TEST(nodes_and_properties)
 	/* GICv3: distributor + redistributors, the ITS under it. */
 	r64 = prop(fdt, "/intc@8000000", "reg", &plen);
 	ck_assert_int_eq(plen, 32);
-	ck_assert_uint_eq(fdt64_to_cpu(r64[0]), 0x08000000);
-	ck_assert_uint_eq(fdt64_to_cpu(r64[2]), 0x10000000);
-	ck_assert_uint_eq(fdt64_to_cpu(r64[3]), 4 * 0x20000);
+	ck_assert_uint_eq(fdt64_ld(&r64[0]), 0x08000000);
+	ck_assert_uint_eq(fdt64_ld(&r64[2]), 0x10000000);
+	ck_assert_uint_eq(fdt64_ld(&r64[3]), 4 * 0x20000);
 	prop(fdt, "/intc@8000000", "interrupt-controller", &plen);
 	ck_assert_int_eq(plen, 0);
 	prop(fdt, "/intc@8000000/its@8080000", "msi-controller", &plen);
@@ -144,7 +144,7 @@ START_TEST(nodes_and_properties)
 	/* PCI: ECAM for bus 0 only, MSIs to the ITS by requester ID. */
 	assert_str(fdt, "/pcie@30000000", "compatible", "pci-host-ecam-generic");
 	r64 = prop(fdt, "/pcie@30000000", "reg", &plen);
-	ck_assert_uint_eq(fdt64_to_cpu(r64[1]), 1u << 20);
+	ck_assert_uint_eq(fdt64_ld(&r64[1]), 1u << 20);
 	ck_assert_uint_eq(cell(fdt, "/pcie@30000000", "msi-map", 1),
 			  cell(fdt, "/intc@8000000/its@8080000", "phandle", 0));
 	ck_assert_uint_eq(cell(fdt, "/pcie@30000000", "msi-map", 3), 0x10000);
@@ -169,7 +169,7 @@ START_TEST(many_cpus_mpidr)
 		const fdt32_t *reg = fdt_getprop(fdt, off, "reg", NULL);
 		char name[32];
 
-		ck_assert_uint_eq(fdt32_to_cpu(*reg), arm64_fdt_default_mpidr(n));
+		ck_assert_uint_eq(fdt32_ld(reg), arm64_fdt_default_mpidr(n));
 		snprintf(name, sizeof(name), "cpu@%llx",
 			 (unsigned long long)arm64_fdt_default_mpidr(n));
 		ck_assert_str_eq(fdt_get_name(fdt, off, NULL), name);
