@@ -59,6 +59,7 @@
 #include <unistd.h>
 
 #include "memory.h"
+#include "x86/e820.h"
 
 #define PAGE_4K 4096ull
 #define HUGE_2M (2ull << 20)
@@ -309,7 +310,7 @@ static int run_trial(int backend, uint64_t size, unsigned int threads,
 		}
 	}
 	t0 = now_ns();
-	ret = guest_mem_init(&mem, size, backend);
+	ret = guest_mem_init(&mem, size, backend, &X86_GUEST_LAYOUT);
 	tr->setup_ns = now_ns() - t0;
 	if (ret)
 		goto out;

@@ -53,15 +53,35 @@ _Static_assert(GUEST_MEM_ANON == VMM_MEMORY_ANON &&
 #define MFD_HUGE_2MB (21u << 26) /* log2(2 MiB) << MFD_HUGE_SHIFT */
 #endif
 
-static void guest_mem_layout(struct guest_mem *mem)
+static bool guest_layout_ok(const struct guest_layout *l, uint64_t size)
 {
-	uint64_t low = MIN(mem->size, GUEST_PCI_HOLE_START);
+	uint64_t below, above;
 
+	if (l->hole_end < l->hole_start)
+		return false;
+	if (l->hole_start == l->hole_end) /* no hole */
+		return l->ram_base + size > l->ram_base;
+	if (l->ram_base >= l->hole_start && l->ram_base < l->hole_end)
+		return false;
+	below = l->ram_base < l->hole_start ? l->hole_start - l->ram_base : 0;
+	if (size <= below)
+		return true;
+	above = size - below;
+	return below ? l->hole_end + above > l->hole_end
+		     : l->ram_base + size > l->ram_base;
+}
+
+static void guest_mem_layout(struct guest_mem *mem, const struct guest_layout *l)
+{
+	uint64_t low = mem->size;
+
+	if (l->hole_start != l->hole_end && l->ram_base < l->hole_start)
+		low = MIN(mem->size, l->hole_start - l->ram_base);
 	mem->nr_regions = 1;
-	mem->regions[0] = (struct guest_region){ 0, low, mem->base };
+	mem->regions[0] = (struct guest_region){ l->ram_base, low, mem->base };
 	if (mem->size > low) {
 		mem->regions[1] = (struct guest_region){
-			GUEST_PCI_HOLE_END, mem->size - low, mem->base + low
+			l->hole_end, mem->size - low, mem->base + low
 		};
 		mem->nr_regions = 2;
 	}
@@ -101,7 +121,8 @@ static int ram_memfd(uint64_t len, int backend)
 	return fd;
 }
 
-int guest_mem_init(struct guest_mem *mem, uint64_t size, int backend)
+int guest_mem_init(struct guest_mem *mem, uint64_t size, int backend,
+		   const struct guest_layout *layout)
 {
 	uint64_t map, len, head, tail;
 	uint8_t *p, *base;
@@ -111,6 +132,8 @@ int guest_mem_init(struct guest_mem *mem, uint64_t size, int backend)
 	mem->fd = -1;
 	if (backend != GUEST_MEM_ANON && backend != GUEST_MEM_MEMFD &&
 	    backend != GUEST_MEM_HUGETLB)
+		return -EINVAL;
+	if (!layout || !guest_layout_ok(layout, size))
 		return -EINVAL;
 	if (size == 0 || size > UINT64_MAX - 2 * HUGE_2M)
 		return -EINVAL;
@@ -182,7 +205,7 @@ int guest_mem_init(struct guest_mem *mem, uint64_t size, int backend)
 	mem->map_size = map;
 	mem->mapped = true;
 	mem->fd = fd;
-	guest_mem_layout(mem);
+	guest_mem_layout(mem, layout);
 	return 0;
 }
 
@@ -192,7 +215,7 @@ void guest_mem_init_buf(struct guest_mem *mem, void *buf, uint64_t size)
 	mem->fd = -1;
 	mem->base = buf;
 	mem->size = size;
-	guest_mem_layout(mem);
+	guest_mem_layout(mem, &(struct guest_layout){ 0, 0, 0 });
 }
 
 void guest_mem_destroy(struct guest_mem *mem)

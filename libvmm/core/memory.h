@@ -2,11 +2,10 @@
 /*
  * Guest physical memory.  RAM is one mapping: anonymous by default, or a
  * shareable memfd (shmem or hugetlbfs) for a process that must map it too
- * (memory.c says what each costs); guest-physical layout on
- * x86_64 (like QEMU's pc machine and kvmtool):
- *   [0, min(ram, 3 GiB))           low RAM
- *   [3 GiB, 4 GiB)                 PCI hole (MMIO BARs, IOAPIC, LAPIC)
- *   [4 GiB, 4 GiB + ram - 3 GiB)   high RAM, only when ram > 3 GiB
+ * (memory.c says what each costs), laid out in guest-physical space as
+ * the platform says (struct guest_layout): from ram_base up, around one
+ * hole if the platform has one (x86: the PCI hole below 4 GiB, like
+ * QEMU's pc machine and kvmtool; arm64: none, RAM above the devices).
  * Every access to guest memory from the VMM goes through guest_mem_ptr(),
  * which checks the whole [gpa, gpa+len) range against RAM.
  */
@@ -19,8 +18,13 @@
 
 #include "util/compiler.h"
 
-#define GUEST_PCI_HOLE_START 0xC0000000ull /* 3 GiB */
-#define GUEST_PCI_HOLE_END 0x100000000ull  /* 4 GiB */
+/* Where RAM goes: [ram_base, hole_start) then, for what is left, from
+ * hole_end on (hole_start == hole_end: no hole, one region). */
+struct guest_layout {
+	uint64_t ram_base;
+	uint64_t hole_start, hole_end;
+};
+
 /* A VM's own RAM has at most 2 regions (low, high); a vhost-user back end
  * (devices/vhost-user/) maps up to 8 from its front end's memory table. */
 #define GUEST_MAX_REGIONS 8
@@ -38,7 +42,7 @@ struct guest_region {
 #define GUEST_MEM_HUGETLB 2 /* shared memfd on hugetlbfs, 2 MiB pages */
 
 struct guest_mem {
-	uint8_t *base;	/* the whole RAM mapping (low RAM then high RAM) */
+	uint8_t *base;	/* the whole RAM mapping (below the hole, then above) */
 	uint64_t size;	/* bytes of RAM */
 	bool mapped;	/* base was mapped by guest_mem_init() */
 	int fd;		/* the memfd of a shared backend, else -1 (or 0 when
@@ -49,7 +53,8 @@ struct guest_mem {
 };
 
 /*
- * Map @size bytes of RAM, 2 MiB aligned, and lay out regions.  @backend:
+ * Map @size bytes of RAM, 2 MiB aligned, and lay out regions as @layout
+ * says.  @backend:
  *   GUEST_MEM_ANON     private anonymous memory with MADV_HUGEPAGE;
  *   GUEST_MEM_MEMFD    a memfd (shmem), sealed against shrinking and
  *                      growing, mapped shared, MADV_HUGEPAGE (huge pages
@@ -58,14 +63,16 @@ struct guest_mem {
  *                      every page reserved at the mmap (@size is rounded
  *                      up to 2 MiB; the mapping fails, rather than the
  *                      guest being killed later, when the pool is short).
- * Returns 0; -EINVAL (size 0 or absurd, unknown backend); -ENOMEM (no
+ * Returns 0; -EINVAL (size 0 or absurd, unknown backend, a layout
+ * whose RAM would wrap or start inside its hole); -ENOMEM (no
  * memory, or too few huge pages in the pool); -ENOTSUP (no memfd or no
  * hugetlbfs memfd on this kernel); another -errno of memfd_create, ftruncate
  * or mmap.
  */
-int guest_mem_init(struct guest_mem *mem, uint64_t size, int backend)
-	__must_check;
-/* Lay out regions over caller-provided memory (unit tests). */
+int guest_mem_init(struct guest_mem *mem, uint64_t size, int backend,
+		   const struct guest_layout *layout) __must_check;
+/* Lay out regions over caller-provided memory (unit tests): one region
+ * from guest-physical 0. */
 void guest_mem_init_buf(struct guest_mem *mem, void *buf, uint64_t size);
 void guest_mem_destroy(struct guest_mem *mem);
 

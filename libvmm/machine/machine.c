@@ -62,7 +62,8 @@ _Static_assert(VMM_DISK_READONLY == VBLK_OPT_READONLY &&
 
 static int machine_setup_memory(struct vmm *vm)
 {
-	int ret = guest_mem_init(&vm->mem, vm->ram_size, vm->mem_backend);
+	int ret = guest_mem_init(&vm->mem, vm->ram_size, vm->mem_backend,
+				 machine_arch_guest_layout());
 
 	if (ret)
 		return ret;

@@ -66,6 +66,9 @@ void machine_arch_late(struct vmm *vm, struct machine *m);
  * checked at vmm_create(). */
 struct kvm_cap_name;
 const struct kvm_cap_name *machine_arch_kvm_caps(size_t *n);
+/* Where guest RAM goes (memory.h). */
+struct guest_layout;
+const struct guest_layout *machine_arch_guest_layout(void);
 /* The interrupt controller as the GSI routing table sees it (irq.h). */
 const struct irq_platform *machine_arch_irq_platform(void);
 /* Context: console thread.  Guest input for the serial UART. */

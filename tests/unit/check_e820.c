@@ -41,8 +41,8 @@ START_TEST(test_layout)
 		if (i > 0)
 			ck_assert_uint_le(t[i - 1].addr + t[i - 1].size, t[i].addr);
 		/* Nothing in the PCI hole. */
-		ck_assert(end <= GUEST_PCI_HOLE_START ||
-			  t[i].addr >= GUEST_PCI_HOLE_END);
+		ck_assert(end <= X86_PCI_HOLE_START ||
+			  t[i].addr >= X86_PCI_HOLE_END);
 		if (t[i].type == E820_TYPE_RAM)
 			total += t[i].size;
 	}

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "memory.h"
+#include "x86/e820.h"
 #include "vmm/vmm.h"
 
 #define MIB (1ull << 20)
@@ -40,7 +41,7 @@ START_TEST(anon_default)
 {
 	struct guest_mem m;
 
-	ck_assert_int_eq(guest_mem_init(&m, 64 * MIB, GUEST_MEM_ANON), 0);
+	ck_assert_int_eq(guest_mem_init(&m, 64 * MIB, GUEST_MEM_ANON, &X86_GUEST_LAYOUT), 0);
 	ck_assert_int_eq(m.fd, -1);
 	ck_assert(m.mapped);
 	ck_assert_uint_eq((uintptr_t)m.base % (2 * MIB), 0);
@@ -61,7 +62,7 @@ START_TEST(memfd_shared_sealed)
 	uint8_t *other;
 	int seals;
 
-	ck_assert_int_eq(guest_mem_init(&m, 64 * MIB, GUEST_MEM_MEMFD), 0);
+	ck_assert_int_eq(guest_mem_init(&m, 64 * MIB, GUEST_MEM_MEMFD, &X86_GUEST_LAYOUT), 0);
 	ck_assert_int_ge(m.fd, 0);
 	ck_assert_uint_eq((uintptr_t)m.base % (2 * MIB), 0);
 	ck_assert_int_eq(fstat(m.fd, &st), 0);
@@ -94,10 +95,10 @@ START_TEST(memfd_high_ram)
 	struct guest_mem m;
 	uint8_t b = 0;
 
-	ck_assert_int_eq(guest_mem_init(&m, size, GUEST_MEM_MEMFD), 0);
+	ck_assert_int_eq(guest_mem_init(&m, size, GUEST_MEM_MEMFD, &X86_GUEST_LAYOUT), 0);
 	ck_assert_uint_eq(m.nr_regions, 2);
-	*(uint8_t *)guest_mem_ptr(&m, GUEST_PCI_HOLE_END + 10, 1) = 0x77;
-	ck_assert_int_eq(pread(m.fd, &b, 1, (off_t)(GUEST_PCI_HOLE_START + 10)), 1);
+	*(uint8_t *)guest_mem_ptr(&m, X86_PCI_HOLE_END + 10, 1) = 0x77;
+	ck_assert_int_eq(pread(m.fd, &b, 1, (off_t)(X86_PCI_HOLE_START + 10)), 1);
 	ck_assert_uint_eq(b, 0x77);
 	guest_mem_destroy(&m);
 }
@@ -116,14 +117,14 @@ START_TEST(hugetlb_pool)
 	struct guest_mem m;
 	int ret;
 
-	ret = guest_mem_init(&m, fit + 64 * MIB, GUEST_MEM_HUGETLB);
+	ret = guest_mem_init(&m, fit + 64 * MIB, GUEST_MEM_HUGETLB, &X86_GUEST_LAYOUT);
 	if (ret == -ENOTSUP)
 		return; /* no hugetlbfs memfd in this kernel */
 	ck_assert_int_eq(ret, -ENOMEM);
 	ck_assert(!m.mapped);
 	if (free_pages >= 2) {
 		/* 3 MiB + 4 KiB rounds up to two 2 MiB pages. */
-		ck_assert_int_eq(guest_mem_init(&m, 3 * MIB + 4096, GUEST_MEM_HUGETLB), 0);
+		ck_assert_int_eq(guest_mem_init(&m, 3 * MIB + 4096, GUEST_MEM_HUGETLB, &X86_GUEST_LAYOUT), 0);
 		ck_assert_uint_eq(m.map_size, 4 * MIB);
 		ck_assert_uint_eq(m.size, 3 * MIB + 4096);
 		ck_assert_int_ge(m.fd, 0);
@@ -137,9 +138,37 @@ START_TEST(bad_backend)
 {
 	struct guest_mem m;
 
-	ck_assert_int_eq(guest_mem_init(&m, 64 * MIB, 3), -EINVAL);
-	ck_assert_int_eq(guest_mem_init(&m, 64 * MIB, -1), -EINVAL);
-	ck_assert_int_eq(guest_mem_init(&m, 0, GUEST_MEM_MEMFD), -EINVAL);
+	ck_assert_int_eq(guest_mem_init(&m, 64 * MIB, 3, &X86_GUEST_LAYOUT), -EINVAL);
+	ck_assert_int_eq(guest_mem_init(&m, 64 * MIB, -1, &X86_GUEST_LAYOUT), -EINVAL);
+	ck_assert_int_eq(guest_mem_init(&m, 0, GUEST_MEM_MEMFD, &X86_GUEST_LAYOUT), -EINVAL);
+}
+END_TEST
+
+/* The platform's layout: arm64 keeps RAM in one piece above its devices;
+ * layouts that wrap or start RAM inside the hole are refused. */
+START_TEST(platform_layouts)
+{
+	const struct guest_layout arm64 = { 0x80000000ull, 0, 0 };
+	const struct guest_layout bad[] = {
+		{ 0xd0000000ull, X86_PCI_HOLE_START, X86_PCI_HOLE_END }, /* in it */
+		{ UINT64_MAX - MIB, 0, 0 },				/* wraps */
+		{ 0, 0x2000, 0x1000 },					/* inverted */
+		{ 0, 0x100000, UINT64_MAX - MIB },			/* above wraps */
+	};
+	struct guest_mem m;
+
+	ck_assert_int_eq(guest_mem_init(&m, 64 * MIB, GUEST_MEM_ANON, &arm64), 0);
+	ck_assert_uint_eq(m.nr_regions, 1);
+	ck_assert_uint_eq(m.regions[0].gpa, 0x80000000ull);
+	ck_assert_uint_eq(m.regions[0].size, 64 * MIB);
+	ck_assert_ptr_eq(guest_mem_ptr(&m, 0x80000000ull + 10, 1), m.base + 10);
+	ck_assert_ptr_null(guest_mem_ptr(&m, 10, 1));
+	ck_assert_ptr_null(guest_mem_ptr(&m, 0x80000000ull + 64 * MIB - 1, 2));
+	guest_mem_destroy(&m);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_int_eq(guest_mem_init(&m, 64 * MIB, GUEST_MEM_ANON, &bad[i]),
+				 -EINVAL);
+	ck_assert_int_eq(guest_mem_init(&m, 64 * MIB, GUEST_MEM_ANON, NULL), -EINVAL);
 }
 END_TEST
 
@@ -171,6 +200,7 @@ int main(void)
 	tcase_add_test(tc, hugetlb_pool);
 	tcase_add_test(tc, bad_backend);
 	tcase_add_test(tc, api_setter);
+	tcase_add_test(tc, platform_layouts);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -435,7 +435,7 @@ int x86_boot_setup_files(struct guest_mem *mem,
 	}
 
 	/* Everything below is placed in low RAM, which starts at gpa 0. */
-	low_end = MIN(mem->size, GUEST_PCI_HOLE_START);
+	low_end = MIN(mem->size, X86_PCI_HOLE_START);
 	if (low_end < E820_HIGH_MEM || !guest_mem_ptr(mem, 0, low_end)) {
 		vmm_err("x86 boot: guest RAM (0x%llx bytes) is too small",
 			(unsigned long long)mem->size);

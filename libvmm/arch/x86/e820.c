@@ -25,7 +25,7 @@ static int add(struct boot_e820_entry *tab, unsigned int max, unsigned int *n,
 int e820_build(uint64_t ram_size, struct boot_e820_entry *tab,
 	       unsigned int max)
 {
-	uint64_t low_end = MIN(ram_size, GUEST_PCI_HOLE_START);
+	uint64_t low_end = MIN(ram_size, X86_PCI_HOLE_START);
 	unsigned int n = 0;
 	int ret;
 
@@ -43,7 +43,7 @@ int e820_build(uint64_t ram_size, struct boot_e820_entry *tab,
 		ret = add(tab, max, &n, E820_HIGH_MEM, low_end - E820_HIGH_MEM,
 			  E820_TYPE_RAM);
 	if (!ret && ram_size > low_end)
-		ret = add(tab, max, &n, GUEST_PCI_HOLE_END, ram_size - low_end,
+		ret = add(tab, max, &n, X86_PCI_HOLE_END, ram_size - low_end,
 			  E820_TYPE_RAM);
 	return ret ? ret : (int)n;
 }

@@ -6,6 +6,18 @@
 #include <stdint.h>
 #include <asm/bootparam.h>
 
+#include "memory.h"
+
+/* Guest-physical layout of RAM on x86_64 (like QEMU's pc machine and
+ * kvmtool):
+ *   [0, min(ram, 3 GiB))           low RAM
+ *   [3 GiB, 4 GiB)                 PCI hole (MMIO BARs, IOAPIC, LAPIC)
+ *   [4 GiB, 4 GiB + ram - 3 GiB)   high RAM, only when ram > 3 GiB */
+#define X86_PCI_HOLE_START 0xC0000000ull /* 3 GiB */
+#define X86_PCI_HOLE_END 0x100000000ull  /* 4 GiB */
+#define X86_GUEST_LAYOUT \
+	((const struct guest_layout){ 0, X86_PCI_HOLE_START, X86_PCI_HOLE_END })
+
 /* e820 types (asm/e820.h is no longer part of every uapi install). */
 #define E820_TYPE_RAM 1
 #define E820_TYPE_RESERVED 2
@@ -18,7 +30,7 @@
 
 /**
  * e820_build() - RAM map for a VM with @ram_size bytes of RAM
- * @ram_size: bytes of guest RAM, laid out as in memory.h (low RAM below
+ * @ram_size: bytes of guest RAM, laid out as above (low RAM below
  *            3 GiB, the rest from 4 GiB); at least 1 MiB
  * @tab: output table
  * @max: entries available in @tab

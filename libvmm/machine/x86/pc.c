@@ -37,6 +37,7 @@
 #include "x86/acpi.h"
 #include "x86/boot.h"
 #include "x86/cpuid.h"
+#include "x86/e820.h"
 #include "x86/irqchip.h"
 #include "x86/loader.h"
 #include "x86/mptable.h"
@@ -331,6 +332,15 @@ const struct kvm_cap_name *machine_arch_kvm_caps(size_t *n)
 
 	*n = ARRAY_SIZE(caps);
 	return caps;
+}
+
+const struct guest_layout *machine_arch_guest_layout(void)
+{
+	static const struct guest_layout layout = {
+		0, X86_PCI_HOLE_START, X86_PCI_HOLE_END,
+	};
+
+	return &layout;
 }
 
 const struct irq_platform *machine_arch_irq_platform(void)
