@@ -15,6 +15,10 @@
 #            the script and the counters, no comparison)
 #   --quick  the same, 3 s phases
 #   --full   5 alternated rounds, 5 s phases, one L1 each (default)
+#   --rounds "R..."  with --full: run only these rounds, appended to the
+#            existing vhost-run.log (e.g. one whose L1 stalled twice); the
+#            report keeps the last record of each back end/disk/QD/round
+#   --report remake vhost.json/.md/.png from vhost-run.log, no run
 # Timings are reported, never asserted.  BUILD_DIR (default
 # $BENCH_BUILD_DIR or build-bench) must hold minivmm-blkd (built here when
 # BENCH_PREBUILT is not 1).
@@ -24,53 +28,77 @@ cd "$(dirname "$0")/.."
 . bench/lib.sh
 mode=--full
 build=${BENCH_BUILD_DIR:-build-bench}
-for a in "$@"; do
-	case "$a" in
-	--smoke | --quick | --full) mode=$a ;;
+only_rounds= report=0
+while (($#)); do
+	case "$1" in
+	--smoke | --quick | --full) mode=$1 ;;
+	--rounds) only_rounds=${2:?--rounds needs a list}; shift ;;
+	--report) report=1 ;;
 	-h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d'; exit 0 ;;
-	-*) bench_die "unknown option $a" ;;
-	*) build=$a ;;
+	-*) bench_die "unknown option $1" ;;
+	*) build=$1 ;;
 	esac
+	shift
 done
 out=${BENCH_OUT:-bench/results}
 mkdir -p "$out"
-if [[ ${BENCH_PREBUILT:-0} != 1 ]]; then
-	bench_log "building minivmm-blkd ($build)"
-	cmake -S . -B "$build" -DVMM_BUILD_TESTS=OFF >/dev/null
-	cmake --build "$build" -j"$(nproc)" --target minivmm-blkd >/dev/null
-fi
-[[ -x $build/minivmm-blkd ]] || bench_die "$build/minivmm-blkd missing"
-tests/rig/mkguest.sh --quiet
-mapfile -t guest < <(tests/rig/mkguest.sh)
-tools=$(tests/rig/mktools.sh)
-
-# About 5 minutes per boot in the rig on the loaded team machine.  --full
-# runs each round in an L1 of its own (BENCH-RIG-RUN lines separate them in
-# the log): the rig's L1 stalls now and then, mostly in QEMU L2 boots, and
-# rig-run's retry of a stalled one then reruns one round, not all five.
-timeout=900
-[[ $mode == --quick ]] && timeout=2700
-rounds=(all)
-[[ $mode == --full ]] && timeout=2700 rounds=(1 2 3 4 5)
-bench_log "vhost-user back ends ($mode) through the rig"
 rc=0
-: >"$out/vhost-run.log"
-for r in "${rounds[@]}"; do
-	arg=()
-	[[ $r == all ]] || { arg=("$r"); bench_rig_run_marker "round=$r" >>"$out/vhost-run.log"; }
-	tests/rig/rig-run --timeout "$timeout" --stall-retries "${RIG_STALL_RETRIES:-1}" -- \
-		bench/vhost_guest_bench.sh "$mode" "$build" "${guest[0]}" "${guest[1]}" "$tools" \
-		"${arg[@]}" >>"$out/vhost-run.log" 2>&1 || {
-		rc=$?
-		bench_log "round $r: the rig run exited $rc (results so far are kept)"
-	}
-done
-grep -v '^BENCH-JSON ' "$out/vhost-run.log" | grep -E '^bench:|rig:' >&2 || true
 
+# run: the rig runs, into $out/vhost-run.log.
+run() {
+	if [[ ${BENCH_PREBUILT:-0} != 1 ]]; then
+		bench_log "building minivmm-blkd ($build)"
+		cmake -S . -B "$build" -DVMM_BUILD_TESTS=OFF >/dev/null
+		cmake --build "$build" -j"$(nproc)" --target minivmm-blkd >/dev/null
+	fi
+	[[ -x $build/minivmm-blkd ]] || bench_die "$build/minivmm-blkd missing"
+	tests/rig/mkguest.sh --quiet
+	mapfile -t guest < <(tests/rig/mkguest.sh)
+	tools=$(tests/rig/mktools.sh)
+
+	# About 5 minutes per boot in the rig on the loaded team machine.
+	# --full runs each round in an L1 of its own (BENCH-RIG-RUN lines
+	# separate them in the log): the rig's L1 stalls now and then, mostly
+	# in QEMU L2 boots, and rig-run's retry of a stalled one then reruns
+	# one round, not all five.
+	local timeout=900 r arg rounds=(all)
+	[[ $mode == --quick ]] && timeout=2700
+	[[ $mode == --full ]] && timeout=2700 rounds=(1 2 3 4 5)
+	if [[ -n $only_rounds ]]; then
+		[[ $mode == --full ]] || bench_die "--rounds goes with --full"
+		read -r -a rounds <<<"$only_rounds"
+	else
+		: >"$out/vhost-run.log"
+	fi
+	bench_log "vhost-user back ends ($mode, rounds ${rounds[*]}) through the rig"
+	for r in "${rounds[@]}"; do
+		arg=()
+		[[ $r == all ]] || { arg=("$r"); bench_rig_run_marker "round=$r" >>"$out/vhost-run.log"; }
+		tests/rig/rig-run --timeout "$timeout" --stall-retries "${RIG_STALL_RETRIES:-1}" -- \
+			bench/vhost_guest_bench.sh "$mode" "$build" "${guest[0]}" "${guest[1]}" "$tools" \
+			"${arg[@]}" >>"$out/vhost-run.log" 2>&1 || {
+			rc=$?
+			bench_log "round $r: the rig run exited $rc (results so far are kept)"
+		}
+	done
+	grep -v '^BENCH-JSON ' "$out/vhost-run.log" | grep -E '^bench:|rig:' >&2 || true
+}
+
+if ((report)); then
+	[[ -s $out/vhost-run.log ]] || bench_die "no $out/vhost-run.log to report on"
+	mode=--$(jq -r '.[0].run_mode // "full"' "$out/vhost.json" 2>/dev/null || echo full)
+else
+	run
+fi
+
+# A round run again (--rounds) supersedes what an earlier, stalled run of it
+# left: the last record of each back end, disk, QD and round counts.
 bench_records "$out/vhost-run.log" |
 	jq -s --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg m "${mode#--}" \
 		--arg c "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
-		'map(. + {date:$date, run_mode:$m, git_commit:$c})' >"$out/vhost.json"
+		'(map(select(.bench == "vhost_guest_io")) | group_by([.backend, .disk, .qd, .round]) | map(last)) as $io |
+		 [(.[] | select(.bench != "vhost_guest_io")), $io[]] |
+		 map(. + {date:$date, run_mode:$m, git_commit:$c})' >"$out/vhost.json"
 
 # Medians per back end, disk and QD; ratios blkd / qsd.
 jq -r "$BENCH_JQ_DEFS"'
