@@ -10,7 +10,8 @@
 # qemu-storage-daemon (--export type=vhost-user-blk, io_uring, an iothread,
 # cache.direct=on), alternated boot by boot (A B A B ...), one boot per
 # queue depth (--smoke: minivmm-blkd at QD 32 only; BENCH_VHOST_BACKENDS
-# picks the back ends):
+# picks the back ends among blkd, qsd and blkdn -- minivmm-blkd with
+# --io-sched normal --; BENCH_QDS the queue depths):
 #   qd1   fio 1 job, iodepth 1 (latency)
 #   qd32  fio one job per vCPU, iodepth 32 each
 # tests/guest/bench-fio runs 4k random reads (io_uring, O_DIRECT) on both
@@ -48,6 +49,7 @@ case "$mode" in
 *) bench_die "mode must be --smoke, --quick or --full" ;;
 esac
 rounds=${BENCH_ROUNDS:-$rounds}
+qds=${BENCH_QDS:-$qds}
 runtime=${BENCH_RUNTIME:-$runtime}
 smp=${BENCH_SMP:-2}
 mem_mib=512
@@ -78,8 +80,12 @@ bench_emit "$(jq -cn --arg cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/
 start_backend() {
 	local kind=$1 d=$2 nq=$3 log=$work/$2.log
 	rm -f "$work/$d.sock"
-	if [[ $kind == blkd ]]; then
-		"$blkd" --socket "$work/$d.sock" --stats-json \
+	if [[ $kind == blkd || $kind == blkdn ]]; then
+		# blkdn: the same daemon with --io-sched normal (the I/O
+		# threads preempt a vCPU they share a CPU with: bench/vhost_iosched.sh)
+		local sched=batch
+		[[ $kind == blkdn ]] && sched=normal
+		"$blkd" --socket "$work/$d.sock" --stats-json --io-sched "$sched" \
 			--disk "path=$work/$d.img,num-queues=$nq,serial=$d,direct=on" \
 			</dev/null >"$work/$d.stats" 2>"$log" &
 	else
@@ -191,7 +197,7 @@ boot() {
 		disk=$(bench_kv "$pl" disk)
 		disk=${disk#@}
 		local stats=null
-		if [[ $kind == blkd && -s $work/$disk.stats ]]; then
+		if [[ $kind == blkd* && -s $work/$disk.stats ]]; then
 			stats=$(tail -n 1 "$work/$disk.stats")
 		fi
 		local rec
