@@ -310,7 +310,7 @@ static int run_trial(int backend, uint64_t size, unsigned int threads,
 		}
 	}
 	t0 = now_ns();
-	ret = guest_mem_init(&mem, size, backend, &X86_GUEST_LAYOUT);
+	ret = guest_mem_init(&mem, size, backend, &x86_guest_layout);
 	tr->setup_ns = now_ns() - t0;
 	if (ret)
 		goto out;

@@ -61,7 +61,15 @@ static uint32_t vpci_devid(const struct virtio_transport *t)
 	return PCI_DEVFN(t->pci.slot, t->pci.fn);
 }
 
-static void vpci_send_msi(struct virtio_transport *t, unsigned int vec)
+/*
+ * KVM_SIGNAL_MSI with the message vector @vec holds now.  KVM refuses
+ * (-EPERM, -EINVAL) what the guest's message asks for -- no vCPU matches
+ * its destination, say -- which a guest chooses: rate-limited, not per
+ * interrupt (an irqfd would drop it silently).  @what names the vector in
+ * the message ("" or "rewritten ").
+ */
+static void vpci_send_msi(struct virtio_transport *t, unsigned int vec,
+			  const char *what)
 {
 	uint64_t addr;
 	uint32_t data;
@@ -69,11 +77,9 @@ static void vpci_send_msi(struct virtio_transport *t, unsigned int vec)
 
 	msix_get_msg(&t->msix, vec, &addr, &data);
 	ret = irq_signal_msi(t->irq, addr, data, vpci_devid(t));
-	/* KVM refuses (-EPERM, -EINVAL) what the guest's message asks for:
-	 * rate-limited, the guest may make every interrupt fail. */
 	if (ret)
 		vpci_log(t, &t->log_msi, VMM_LOG_WARN,
-			 "MSI for vector %u (0x%llx/0x%x): %s", vec,
+			 "MSI for %svector %u (0x%llx/0x%x): %s", what, vec,
 			 (unsigned long long)addr, data, strerror(-ret));
 }
 
@@ -86,19 +92,7 @@ static void vpci_send_msi(struct virtio_transport *t, unsigned int vec)
  */
 static void vpci_send_direct(struct virtio_transport *t, unsigned int vec)
 {
-	uint64_t addr;
-	uint32_t data;
-	int ret;
-
-	msix_get_msg(&t->msix, vec, &addr, &data);
-	ret = irq_signal_msi(t->irq, addr, data, vpci_devid(t));
-	/* KVM fails it (-EPERM) when no vCPU matches the destination, which
-	 * a guest chooses: rate-limited, not per interrupt (an irqfd would
-	 * drop it silently). */
-	if (ret)
-		vpci_log(t, &t->log_msi, VMM_LOG_WARN,
-			 "MSI for rewritten vector %u (0x%llx/0x%x): %s", vec,
-			 (unsigned long long)addr, data, strerror(-ret));
+	vpci_send_msi(t, vec, "rewritten ");
 	stat_add(&t->st.interrupts_direct, 1);
 }
 
@@ -124,7 +118,7 @@ void vpci_deliver(struct virtio_transport *t, unsigned int vec)
 		stat_add(&t->st.interrupts, 1);
 		return;
 	}
-	vpci_send_msi(t, vec);
+	vpci_send_msi(t, vec, "");
 	if (vec == __atomic_load_n(&t->config_vector, __ATOMIC_RELAXED))
 		stat_add(&t->st.config_interrupts, 1);
 	else
@@ -146,7 +140,7 @@ static void vpci_config_irq(struct virtio_transport *t)
 	 * (msix.c explains why the race with the unmask cannot lose it). */
 	if (!msix_try_fire(&t->msix, vec))
 		return;
-	vpci_send_msi(t, vec);
+	vpci_send_msi(t, vec, "");
 	stat_add(&t->st.config_interrupts, 1);
 }
 

@@ -146,11 +146,6 @@ int irq_signal_msi(struct vm_irq *irq, uint64_t addr, uint32_t data,
 	return r < 0 ? r : 0;
 }
 
-unsigned int irq_msi_room(const struct irq_platform *plat)
-{
-	return IRQ_MAX_ROUTES - plat->nr_chip_routes;
-}
-
 void irq_get_stats(struct vm_irq *irq, struct irq_stats *st)
 {
 	pthread_mutex_lock(&irq->lock);
@@ -192,7 +187,7 @@ static int irq_push_table(struct vm_irq *irq)
 		irq->st.msi_routes++;
 	}
 	/* The chip's routes + at most IRQ_MAX_ROUTES of them in all: the
-	 * machine keeps the disks' queues within that (irq_msi_room()). */
+	 * machine keeps the disks' queues within that (machine_check_queues()). */
 	irq->buf->nr = n;
 	irq->buf->flags = 0;
 	irq->st.set_gsi_routing++;

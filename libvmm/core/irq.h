@@ -53,9 +53,6 @@ struct irq_platform {
 	bool msi_devid;
 };
 
-/* MSI routes that fit in KVM's table next to @plat's chip routes. */
-unsigned int irq_msi_room(const struct irq_platform *plat);
-
 /*
  * How the module talks to KVM: ioctl(2) on the VM fd, returning 0/-errno.
  * Unit tests substitute a fake to count calls and inject failures.

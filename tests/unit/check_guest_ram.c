@@ -41,7 +41,7 @@ START_TEST(anon_default)
 {
 	struct guest_mem m;
 
-	ck_assert_int_eq(guest_mem_init(&m, 64 * MIB, GUEST_MEM_ANON, &X86_GUEST_LAYOUT), 0);
+	ck_assert_int_eq(guest_mem_init(&m, 64 * MIB, GUEST_MEM_ANON, &x86_guest_layout), 0);
 	ck_assert_int_eq(m.fd, -1);
 	ck_assert(m.mapped);
 	ck_assert_uint_eq((uintptr_t)m.base % (2 * MIB), 0);
@@ -62,7 +62,7 @@ START_TEST(memfd_shared_sealed)
 	uint8_t *other;
 	int seals;
 
-	ck_assert_int_eq(guest_mem_init(&m, 64 * MIB, GUEST_MEM_MEMFD, &X86_GUEST_LAYOUT), 0);
+	ck_assert_int_eq(guest_mem_init(&m, 64 * MIB, GUEST_MEM_MEMFD, &x86_guest_layout), 0);
 	ck_assert_int_ge(m.fd, 0);
 	ck_assert_uint_eq((uintptr_t)m.base % (2 * MIB), 0);
 	ck_assert_int_eq(fstat(m.fd, &st), 0);
@@ -95,7 +95,7 @@ START_TEST(memfd_high_ram)
 	struct guest_mem m;
 	uint8_t b = 0;
 
-	ck_assert_int_eq(guest_mem_init(&m, size, GUEST_MEM_MEMFD, &X86_GUEST_LAYOUT), 0);
+	ck_assert_int_eq(guest_mem_init(&m, size, GUEST_MEM_MEMFD, &x86_guest_layout), 0);
 	ck_assert_uint_eq(m.nr_regions, 2);
 	*(uint8_t *)guest_mem_ptr(&m, X86_PCI_HOLE_END + 10, 1) = 0x77;
 	ck_assert_int_eq(pread(m.fd, &b, 1, (off_t)(X86_PCI_HOLE_START + 10)), 1);
@@ -117,14 +117,14 @@ START_TEST(hugetlb_pool)
 	struct guest_mem m;
 	int ret;
 
-	ret = guest_mem_init(&m, fit + 64 * MIB, GUEST_MEM_HUGETLB, &X86_GUEST_LAYOUT);
+	ret = guest_mem_init(&m, fit + 64 * MIB, GUEST_MEM_HUGETLB, &x86_guest_layout);
 	if (ret == -ENOTSUP)
 		return; /* no hugetlbfs memfd in this kernel */
 	ck_assert_int_eq(ret, -ENOMEM);
 	ck_assert(!m.mapped);
 	if (free_pages >= 2) {
 		/* 3 MiB + 4 KiB rounds up to two 2 MiB pages. */
-		ck_assert_int_eq(guest_mem_init(&m, 3 * MIB + 4096, GUEST_MEM_HUGETLB, &X86_GUEST_LAYOUT), 0);
+		ck_assert_int_eq(guest_mem_init(&m, 3 * MIB + 4096, GUEST_MEM_HUGETLB, &x86_guest_layout), 0);
 		ck_assert_uint_eq(m.map_size, 4 * MIB);
 		ck_assert_uint_eq(m.size, 3 * MIB + 4096);
 		ck_assert_int_ge(m.fd, 0);
@@ -138,9 +138,9 @@ START_TEST(bad_backend)
 {
 	struct guest_mem m;
 
-	ck_assert_int_eq(guest_mem_init(&m, 64 * MIB, 3, &X86_GUEST_LAYOUT), -EINVAL);
-	ck_assert_int_eq(guest_mem_init(&m, 64 * MIB, -1, &X86_GUEST_LAYOUT), -EINVAL);
-	ck_assert_int_eq(guest_mem_init(&m, 0, GUEST_MEM_MEMFD, &X86_GUEST_LAYOUT), -EINVAL);
+	ck_assert_int_eq(guest_mem_init(&m, 64 * MIB, 3, &x86_guest_layout), -EINVAL);
+	ck_assert_int_eq(guest_mem_init(&m, 64 * MIB, -1, &x86_guest_layout), -EINVAL);
+	ck_assert_int_eq(guest_mem_init(&m, 0, GUEST_MEM_MEMFD, &x86_guest_layout), -EINVAL);
 }
 END_TEST
 

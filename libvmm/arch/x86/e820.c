@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The e820 map mirrors memory.h's layout.  The legacy areas below 1 MiB are
+ * The e820 map mirrors x86_guest_layout (e820.h).  The legacy areas below 1 MiB are
  * backed by RAM in the memslot but reported as they are on a PC, so that
  * the guest does not allocate over the MP table (in the BIOS area) and
  * does not complain about a missing EBDA.
@@ -9,6 +9,10 @@
 
 #include "memory.h"
 #include "x86/e820.h"
+
+const struct guest_layout x86_guest_layout = {
+	0, X86_PCI_HOLE_START, X86_PCI_HOLE_END,
+};
 
 static int add(struct boot_e820_entry *tab, unsigned int max, unsigned int *n,
 	       uint64_t addr, uint64_t size, uint32_t type)

@@ -15,8 +15,8 @@
  *   [4 GiB, 4 GiB + ram - 3 GiB)   high RAM, only when ram > 3 GiB */
 #define X86_PCI_HOLE_START 0xC0000000ull /* 3 GiB */
 #define X86_PCI_HOLE_END 0x100000000ull  /* 4 GiB */
-#define X86_GUEST_LAYOUT \
-	((const struct guest_layout){ 0, X86_PCI_HOLE_START, X86_PCI_HOLE_END })
+/* That layout, for guest_mem_init(). */
+extern const struct guest_layout x86_guest_layout;
 
 /* e820 types (asm/e820.h is no longer part of every uapi install). */
 #define E820_TYPE_RAM 1

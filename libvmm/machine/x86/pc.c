@@ -336,11 +336,7 @@ const struct kvm_cap_name *machine_arch_kvm_caps(size_t *n)
 
 const struct guest_layout *machine_arch_guest_layout(void)
 {
-	static const struct guest_layout layout = {
-		0, X86_PCI_HOLE_START, X86_PCI_HOLE_END,
-	};
-
-	return &layout;
+	return &x86_guest_layout;
 }
 
 const struct irq_platform *machine_arch_irq_platform(void)
