@@ -78,8 +78,8 @@
 
 struct uart8250 {
 	/* Constant after create. */
-	struct iobus *pio;
-	uint16_t base;
+	struct iobus *bus;
+	uint64_t base;
 	void (*set_irq)(void *opaque, int level);
 	void *irq_opaque;
 	uart8250_tx_fn tx;
@@ -316,19 +316,19 @@ static void uart_io(void *opaque, uint64_t off, void *data, uint32_t len,
 	pthread_mutex_unlock(&u->lock);
 }
 
-int uart8250_create(struct iobus *pio, uint16_t base,
+int uart8250_create(struct iobus *bus, uint64_t base,
 		    void (*set_irq)(void *opaque, int level), void *irq_opaque,
 		    uart8250_tx_fn tx, void *tx_opaque, struct uart8250 **out)
 {
 	struct uart8250 *u;
 	int ret;
 
-	if (!pio || !out)
+	if (!bus || !out)
 		return -EINVAL;
 	u = calloc(1, sizeof(*u));
 	if (!u)
 		return -ENOMEM;
-	u->pio = pio;
+	u->bus = bus;
 	u->base = base;
 	u->set_irq = set_irq;
 	u->irq_opaque = irq_opaque;
@@ -341,7 +341,7 @@ int uart8250_create(struct iobus *pio, uint16_t base,
 	ret = -pthread_mutex_init(&u->lock, NULL);
 	if (ret)
 		goto err_free;
-	ret = iobus_register(pio, base, UART_NR_REGS, uart_io, u);
+	ret = iobus_register(bus, base, UART_NR_REGS, uart_io, u);
 	if (ret)
 		goto err_mutex;
 	*out = u;
@@ -358,7 +358,7 @@ void uart8250_destroy(struct uart8250 *u)
 {
 	if (!u)
 		return;
-	iobus_unregister(u->pio, u->base);
+	iobus_unregister(u->bus, u->base);
 	pthread_mutex_destroy(&u->lock);
 	free(u);
 }

@@ -42,17 +42,19 @@ struct uart8250;
 typedef void (*uart8250_tx_fn)(void *opaque, const uint8_t *buf, size_t len);
 
 /*
- * uart8250_create - create a UART and register its 8 ports at @base on @pio.
+ * uart8250_create - create a UART and register its 8 registers at @base on
+ * @bus: I/O ports (x86's COM1) or MMIO with one byte per register
+ * (reg-shift 0, reg-io-width 1: a device tree's ns16550a).
  * @set_irq: called with the new line level (0/1) on every change; may be NULL.
  * @tx:      where THR bytes go, or NULL to discard output.
- * Returns 0, -EINVAL (NULL @pio/@out), -ENOMEM, or -EEXIST (ports taken).
+ * Returns 0, -EINVAL (NULL @bus/@out), -ENOMEM, or -EEXIST (range taken).
  */
-int uart8250_create(struct iobus *pio, uint16_t base,
+int uart8250_create(struct iobus *bus, uint64_t base,
 		    void (*set_irq)(void *opaque, int level), void *irq_opaque,
 		    uart8250_tx_fn tx, void *tx_opaque,
 		    struct uart8250 **out) __must_check;
 
-/* Unregisters the ports and frees @u.  NULL-safe.  No vCPU may be running. */
+/* Unregisters the registers and frees @u.  NULL-safe.  No vCPU may be running. */
 void uart8250_destroy(struct uart8250 *u);
 
 /*

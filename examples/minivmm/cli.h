@@ -10,9 +10,16 @@
 #include "vmm/vmm.h"
 
 #define CLI_MAX_DISKS VMM_MAX_DISKS
+/* The platform's serial console is ttyS0 on both (COM1; arm64's ns16550a);
+ * the rest is x86's: reset through the i8042, configuration mechanism #1,
+ * a keyboard controller with nothing behind it. */
+#if defined(__aarch64__)
+#define CLI_DEFAULT_CMDLINE "console=ttyS0 panic=-1"
+#else
 #define CLI_DEFAULT_CMDLINE                                                   \
 	"console=ttyS0 reboot=k panic=-1 pci=conf1 i8042.noaux i8042.nopnp "   \
 	"i8042.dumbkbd"
+#endif
 
 struct cli_disk {
 	struct vmm_disk_config cfg; /* path/serial point into the spec copy */

@@ -128,20 +128,24 @@ typedef void (*vmm_log_fn)(int level, const char *msg, void *opaque);
 enum vmm_exit_reason {
 	VMM_EXIT_NONE = 0,	   /* still running (never returned by vmm_wait) */
 	VMM_EXIT_GUEST_RESET = 1,  /* guest reset the machine: i8042 pulse or
-				      port 0xCF9 (Linux `reboot`, reboot=k) */
+				      port 0xCF9 (Linux `reboot`, reboot=k);
+				      arm64: PSCI SYSTEM_RESET */
 	VMM_EXIT_TRIPLE_FAULT = 2, /* KVM_EXIT_SHUTDOWN: triple fault (Linux
-				      reboot=t uses it, a crash can too) */
+				      reboot=t uses it, a crash can too);
+				      arm64: a crash system event */
 	VMM_EXIT_STOPPED = 3,	   /* vmm_stop() was called */
 	VMM_EXIT_ERROR = 4,	   /* the VMM failed (KVM error, internal
 				      error); see the log for the reason */
 	VMM_EXIT_GUEST_STATUS = 5, /* the guest wrote an exit status to the
 				      exit port: vmm_get_guest_status() */
 	VMM_EXIT_POWEROFF = 6,	   /* the guest powered off: ACPI S5 (Linux
-				      `poweroff`, `poweroff -f`, halt -p) */
+				      `poweroff`, `poweroff -f`, halt -p);
+				      arm64: PSCI SYSTEM_OFF */
 };
 
 /*
- * Paravirtual exit device, present in every VM: a 32-bit write (outl; outb
+ * Paravirtual exit device, present in every x86 VM (arm64 has no I/O
+ * ports; its guests end through PSCI): a 32-bit write (outl; outb
  * and outw count too, zero-extended) to I/O port VMM_EXIT_PORT stops the VM
  * with VMM_EXIT_GUEST_STATUS, and the value written becomes the guest's
  * exit status (vmm_get_guest_status()).  Reads of the port return

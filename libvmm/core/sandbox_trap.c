@@ -64,7 +64,7 @@ static __thread struct {
  * libseccomp (which allocates: not possible in the handler) into static
  * storage, immutable afterwards.  Shared by all VMs of the process.
  */
-#define NAMES_NR 512 /* x86-64 numbers are below this */
+#define NAMES_NR 512 /* x86-64 and arm64 numbers are below this */
 static char names_buf[8192];
 static uint16_t names_off[NAMES_NR]; /* 1 + offset into names_buf; 0: none */
 static pthread_once_t names_once = PTHREAD_ONCE_INIT;
@@ -115,9 +115,12 @@ static void put_uint(struct line *l, unsigned long v, unsigned int base)
 		l->buf[l->len++] = tmp[--i];
 }
 
+/* seccomp_arch_native(): the build's audit arch (AUDIT_ARCH_X86_64,
+ * AUDIT_ARCH_AARCH64; libseccomp's tokens are the audit values), a
+ * constant read: fine in the handler. */
 static const char *syscall_name(const siginfo_t *si)
 {
-	if (si->si_arch != AUDIT_ARCH_X86_64 || si->si_syscall < 0 ||
+	if (si->si_arch != seccomp_arch_native() || si->si_syscall < 0 ||
 	    si->si_syscall >= NAMES_NR || !names_off[si->si_syscall])
 		return NULL;
 	return names_buf + names_off[si->si_syscall] - 1;
@@ -142,7 +145,7 @@ size_t sandbox_trap_format(const siginfo_t *si, char *out, size_t size)
 	put(&l, name ? name : "?");
 	put(&l, " (");
 	put_uint(&l, (unsigned long)(unsigned int)si->si_syscall, 10);
-	if (si->si_arch != AUDIT_ARCH_X86_64) {
+	if (si->si_arch != seccomp_arch_native()) {
 		put(&l, ", arch 0x");
 		put_uint(&l, si->si_arch, 16);
 	}

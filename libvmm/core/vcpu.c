@@ -123,10 +123,25 @@ static bool vcpu_handle_exit(struct vcpu *vcpu)
 		vm_request_exit(vm, VMM_EXIT_TRIPLE_FAULT);
 		return false;
 	case KVM_EXIT_SYSTEM_EVENT:
-		vm_request_exit(vm, run->system_event.type == KVM_SYSTEM_EVENT_RESET
-					    ? VMM_EXIT_GUEST_RESET
-					    : VMM_EXIT_TRIPLE_FAULT);
-		return false;
+		/* arm64: PSCI SYSTEM_RESET / SYSTEM_OFF, handled by KVM and
+		 * reported here; a crash is the guest's, not ours. */
+		switch (run->system_event.type) {
+		case KVM_SYSTEM_EVENT_RESET:
+			vmm_info("guest requested a reset (vCPU %u)", vcpu->index);
+			vm_request_exit(vm, VMM_EXIT_GUEST_RESET);
+			return false;
+		case KVM_SYSTEM_EVENT_SHUTDOWN:
+			vmm_info("guest powered off (vCPU %u)", vcpu->index);
+			vm_request_exit(vm, VMM_EXIT_POWEROFF);
+			return false;
+		case KVM_SYSTEM_EVENT_CRASH:
+			vmm_info("vCPU %u: guest crashed (system event)", vcpu->index);
+			vm_request_exit(vm, VMM_EXIT_TRIPLE_FAULT);
+			return false;
+		}
+		vmm_err("vCPU %u: system event %u", vcpu->index,
+			run->system_event.type);
+		break;
 	case KVM_EXIT_FAIL_ENTRY:
 		vmm_err("vCPU %u: %s, hardware reason 0x%llx", vcpu->index,
 			exit_name(run->exit_reason),

@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <pthread.h>
+#include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,7 +261,7 @@ START_TEST(format_lines)
 	ck_assert_msg(strstr(line, "libvmm: seccomp: thread ? (tid "), "%s", line);
 	ck_assert_ptr_null(strstr(line, "allow-list"));
 
-	si.si_arch = AUDIT_ARCH_X86_64;
+	si.si_arch = seccomp_arch_native();
 	si.si_syscall = 100000;
 	sandbox_trap_format(&si, line, sizeof(line));
 	ck_assert_msg(strstr(line, "made system call ? (100000)"), "%s", line);

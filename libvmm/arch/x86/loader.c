@@ -7,57 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bootfile.h"
 #include "log.h"
 #include "x86/bzimage.h"
 #include "x86/loader.h"
 #include "x86/pvh.h"
-
-/*
- * Open a boot image (kernel, initrd) read-only without ever blocking:
- * O_NONBLOCK so that a FIFO (or a device) named by mistake cannot hang
- * vmm_start() in open(), O_NOCTTY so that a terminal cannot become our
- * controlling one; then only a regular file is accepted, and O_NONBLOCK is
- * dropped again.  Returns 0 with *fd and *len, or -errno with a message.
- */
-static int open_image(const char *what, const char *path, int *fd,
-		      uint64_t *len)
-{
-	struct stat st;
-	int ret, fl;
-
-	*fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (*fd < 0) {
-		ret = -errno;
-		vmm_err("cannot open %s %s: %s", what, path, strerror(errno));
-		return ret;
-	}
-	if (fstat(*fd, &st) < 0) {
-		ret = -errno;
-		vmm_err("cannot stat %s %s: %s", what, path, strerror(errno));
-		goto err;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		vmm_err("%s %s is not a regular file (%s)", what, path,
-			S_ISFIFO(st.st_mode) ? "a FIFO" :
-			S_ISCHR(st.st_mode)  ? "a character device" :
-			S_ISBLK(st.st_mode)  ? "a block device" :
-			S_ISDIR(st.st_mode)  ? "a directory" :
-			S_ISSOCK(st.st_mode) ? "a socket" : "not a file");
-		ret = -EINVAL;
-		goto err;
-	}
-	fl = fcntl(*fd, F_GETFL);
-	if (fl < 0 || fcntl(*fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
-		ret = -errno;
-		goto err;
-	}
-	*len = (uint64_t)st.st_size;
-	return 0;
-err:
-	close(*fd);
-	*fd = -1;
-	return ret;
-}
 
 /*
  * A vmlinux for PVH: program headers from @head (the file's first @n of
@@ -129,7 +83,7 @@ int x86_load_files(struct guest_mem *mem, const char *kernel,
 	ssize_t n;
 	int ret;
 
-	ret = open_image("kernel", kernel, &files.kernel_fd, &klen);
+	ret = boot_file_open("kernel", kernel, &files.kernel_fd, &klen);
 	if (ret)
 		return ret;
 	hlen = (size_t)MIN(klen, (uint64_t)BZ_MAX_SETUP_SIZE);
@@ -164,7 +118,7 @@ int x86_load_files(struct guest_mem *mem, const char *kernel,
 		bc.kernel = &bz;
 	}
 	if (initrd) {
-		ret = open_image("initrd", initrd, &files.initrd_fd, &ilen);
+		ret = boot_file_open("initrd", initrd, &files.initrd_fd, &ilen);
 		if (ret)
 			goto out;
 	}
