@@ -6,6 +6,15 @@
 # `apt-get download`, unpacks it (not installed) into the rig cache and runs
 # depmod.  Idempotent: once a kernel is cached nothing is downloaded again
 # unless --refresh is given.  Needs `apt-get update` to have run once.
+# CACHE_DIR replaces VMM_RIG_CACHE (the base: arm64 adds /arm64).
+#
+# RIG_ARCH=arm64: the same for linux-image-arm64:arm64 (VMM_RIG_KERNEL_PKG=
+# linux-image-X-arm64) into CACHE/arm64/, whose vmlinuz is an uncompressed
+# arm64 Image (EFI stub; booted as is, no vmlinux), plus the static aarch64
+# userland of the arm64 images: busybox-static:arm64 and bash-static:arm64,
+# downloaded and unpacked (never installed; `dpkg --add-architecture arm64`
+# and `apt-get update` must have run) into
+#          CACHE/arm64/userland/bin/busybox, bin/bash, versions
 #
 # Leaves:  CACHE/vmlinuz          bzImage (symlink)
 #          CACHE/kernel-version   e.g. 6.1.0-57-amd64
@@ -27,6 +36,34 @@ if [[ $# -gt 0 ]]; then
 fi
 # shellcheck source=tests/rig/lib.sh
 . "$(dirname "$0")/lib.sh"
+
+# The arm64 images' static aarch64 userland (see the top).
+arm64_userland=(busybox-static bash-static)
+have_userland() {
+	[[ $RIG_ARCH != arm64 ]] && return 0
+	[[ -x "$RIG_CACHE/userland/bin/busybox" && -x "$RIG_CACHE/userland/bin/bash" &&
+		-s "$RIG_CACHE/userland/versions" ]]
+}
+fetch_userland() {
+	[[ $RIG_ARCH == arm64 ]] || return 0
+	local t p
+	t="$(mktemp -d "$RIG_CACHE/.userland.XXXXXX")"
+	(cd "$t" && apt-get download -q "${arm64_userland[@]/%/:arm64}" >"$t/apt.log" 2>&1) || {
+		cat "$t/apt.log" >&2
+		rm -rf "$t"
+		rig_die "apt-get download ${arm64_userland[*]/%/:arm64} failed; run 'dpkg --add-architecture arm64 && apt-get update' first (scripts/deps.sh does)"
+	}
+	mkdir -p "$t/new/bin"
+	for p in "$t"/*.deb; do
+		dpkg-deb -x "$p" "$t/root"
+		printf '%s %s\n' "$(dpkg-deb -f "$p" Package)" "$(dpkg-deb -f "$p" Version)" >>"$t/new/versions"
+	done
+	cp "$t/root/bin/busybox" "$t/new/bin/busybox"
+	cp "$t/root/bin/bash-static" "$t/new/bin/bash"
+	rm -rf "$RIG_CACHE/userland"
+	mv -T "$t/new" "$RIG_CACHE/userland"
+	rm -rf "$t"
+}
 
 have_kernel() {
 	[[ -f "$RIG_CACHE/kernel-version" ]] || return 1
@@ -54,15 +91,19 @@ extract_vmlinux() {
 	: >"$dir/vmlinux.done"
 }
 
-if [[ $refresh == 0 ]] && have_kernel; then
+if [[ $refresh == 0 ]] && have_kernel && have_userland; then
 	exit 0
 fi
 rig_need apt-get apt-cache dpkg-deb depmod flock xz
 mkdir -p "$RIG_CACHE"
 RIG_CACHE="$(cd "$RIG_CACHE" && pwd)"
 rig_lock "$RIG_CACHE/.lock"
-if [[ $refresh == 0 ]] && have_kernel; then
+if [[ $refresh == 0 ]] && have_kernel && have_userland; then
 	exit 0 # another process fetched it while we waited for the lock
+fi
+if [[ $refresh == 0 ]] && have_kernel; then
+	fetch_userland
+	exit 0
 fi
 link_vmlinux() {
 	if [[ -s "$RIG_CACHE/kernel/$1/vmlinux" ]]; then
@@ -83,18 +124,20 @@ fi
 
 pkg="${VMM_RIG_KERNEL_PKG:-}"
 if [[ -z "$pkg" ]]; then
-	pkg="$(apt-cache depends linux-image-amd64 2>/dev/null |
-		sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*-amd64\)$/\1/p' | head -n1)"
+	a=$RIG_DEB_ARCH
+	pkg="$(apt-cache depends "linux-image-$a:$a" 2>/dev/null |
+		sed -n "s/^ *Depends: \\(linux-image-[0-9][^ :]*-$a\\)\\(:$a\\)\\{0,1\\}\$/\\1/p" | head -n1)"
 	[[ -n "$pkg" ]] ||
-		rig_die "cannot resolve linux-image-amd64 with apt-cache; run 'apt-get update' first (the project's setup step must do it)"
+		rig_die "cannot resolve linux-image-$a:$a with apt-cache; run 'apt-get update' first (the project's setup step must do it; arm64 also needs 'dpkg --add-architecture arm64')"
 fi
+pkg="${pkg%:*}"
 ver="${pkg#linux-image-}"
 
 tmp="$(mktemp -d "$RIG_CACHE/.fetch.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 # apt-get download writes into the cwd; _apt cannot write there when root
 # owns a 0700 dir, which only causes a harmless warning.
-if ! (cd "$tmp" && apt-get download -q "$pkg" >"$tmp/apt.log" 2>&1); then
+if ! (cd "$tmp" && apt-get download -q "$pkg:$RIG_DEB_ARCH" >"$tmp/apt.log" 2>&1); then
 	cat "$tmp/apt.log" >&2
 	rig_die "apt-get download $pkg failed; run 'apt-get update' first (the project's setup step must do it)"
 fi
@@ -109,13 +152,22 @@ mv "$tmp/root/lib/modules/$ver" "$dest/lib/modules/$ver"
 mv "$tmp/root/boot/vmlinuz-$ver" "$dest/vmlinuz"
 mv "$tmp/root/boot/config-$ver" "$dest/config"
 depmod -b "$dest" "$ver"
-extract_vmlinux "$dest"
+if [[ $RIG_ARCH == arm64 ]]; then
+	# Debian's arm64 vmlinuz is the uncompressed Image (magic "ARM\x64" at
+	# offset 56); nothing to extract.
+	[[ "$(tail -c +57 "$dest/vmlinuz" | head -c 4 | od -An -tx1 | tr -d ' ')" == 41524d64 ]] ||
+		rig_die "$deb: vmlinuz-$ver is not an uncompressed arm64 Image"
+	: >"$dest/vmlinux.done"
+else
+	extract_vmlinux "$dest"
+fi
 link_vmlinux "$ver"
 
 ln -sfn "kernel/$ver/vmlinuz" "$RIG_CACHE/vmlinuz"
 ln -sfn "kernel/$ver/lib/modules/$ver" "$RIG_CACHE/modules"
 echo "$ver" >"$RIG_CACHE/kernel-version.tmp"
 mv -f "$RIG_CACHE/kernel-version.tmp" "$RIG_CACHE/kernel-version"
+fetch_userland
 # Drop other cached kernel versions.
 for d in "$RIG_CACHE"/kernel/*; do
 	[[ "$d" == "$dest" ]] || rm -rf "$d"

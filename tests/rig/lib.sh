@@ -5,12 +5,35 @@
 RIG_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck disable=SC2034 # used by the scripts that source this
 RIG_REPO="$(cd "$RIG_DIR/../.." && pwd)"
-RIG_CACHE="${VMM_RIG_CACHE:-${HOME:-/root}/.cache/minivmm-rig}"
+
+# rig_set_arch ARCH: which rig the scripts serve (RIG_ARCH, default x86_64).
+#   x86_64  L1 = qemu-system-x86_64 (TCG, nested SVM), the amd64 kernel, the
+#           host's busybox-static; cache CACHE = $VMM_RIG_CACHE
+#   arm64   L1 = qemu-system-aarch64 -M virt,virtualization=on (TCG, nested
+#           EL2), the arm64 kernel and static aarch64 busybox/bash unpacked
+#           from their arm64 .debs; cache CACHE = $VMM_RIG_CACHE/arm64 (same
+#           layout inside)
+# Sets RIG_ARCH (exported: the scripts rig-run and mk*.sh start inherit it),
+# RIG_CACHE, RIG_DEB_ARCH (Debian's name) and RIG_KERNEL_NAME (what the L2
+# guest's kernel is called in a guest entry).
+rig_set_arch() {
+	# shellcheck disable=SC2034 # used by the scripts that source this
+	case "$1" in
+	x86_64 | x86 | amd64) RIG_ARCH=x86_64 RIG_DEB_ARCH=amd64 RIG_KERNEL_NAME=bzImage ;;
+	arm64 | aarch64) RIG_ARCH=arm64 RIG_DEB_ARCH=arm64 RIG_KERNEL_NAME=Image ;;
+	*) rig_die "unknown rig architecture '$1' (x86_64 or arm64)" ;;
+	esac
+	export RIG_ARCH
+	RIG_CACHE="${VMM_RIG_CACHE:-${HOME:-/root}/.cache/minivmm-rig}"
+	[[ $RIG_ARCH == x86_64 ]] || RIG_CACHE="$RIG_CACHE/$RIG_ARCH"
+}
 
 rig_die() {
 	printf '%s: %s\n' "${0##*/}" "$*" >&2
 	exit 1
 }
+
+rig_set_arch "${RIG_ARCH:-x86_64}"
 
 rig_need() {
 	local c
@@ -84,15 +107,42 @@ rig_stage_modules() {
 	depmod -b "$stage" "$RIG_KVER"
 }
 
+# rig_busybox: the static busybox that goes into the images: the host's
+# busybox-static (x86_64), or the aarch64 one fetch-kernel.sh unpacked from
+# busybox-static:arm64 into CACHE/userland (arm64; never installed).
+rig_busybox() {
+	if [[ $RIG_ARCH == arm64 ]]; then
+		echo "$RIG_CACHE/userland/bin/busybox"
+	else
+		command -v busybox || rig_die "busybox not found (apt-get install busybox-static)"
+	fi
+}
+
+# rig_need_tools: what building the images needs on this host, per arch.
+rig_need_tools() {
+	rig_need cpio gzip modprobe depmod flock sha256sum
+	if [[ $RIG_ARCH == arm64 ]]; then
+		rig_need qemu-aarch64-static # runs busybox --list
+	else
+		rig_need busybox
+	fi
+}
+
 # rig_stage_busybox STAGE: busybox-static at STAGE/bin/busybox plus applet
 # symlinks in STAGE/bin, and the usual top-level directories.
 rig_stage_busybox() {
-	local stage="$1" bb a
-	bb="$(command -v busybox)" || rig_die "busybox not found (apt-get install busybox-static)"
-	file_is_static "$bb" || rig_die "$bb is not statically linked (apt-get install busybox-static)"
+	local stage="$1" bb a list
+	bb="$(rig_busybox)"
+	if [[ $RIG_ARCH == arm64 ]]; then
+		[[ -x "$bb" ]] || rig_die "$bb missing; rerun tests/rig/fetch-kernel.sh (RIG_ARCH=arm64)"
+		list="$(qemu-aarch64-static "$bb" --list)" || rig_die "qemu-aarch64-static $bb --list failed"
+	else
+		file_is_static "$bb" || rig_die "$bb is not statically linked (apt-get install busybox-static)"
+		list="$("$bb" --list)"
+	fi
 	mkdir -p "$stage"/{bin,sbin,etc,proc,sys,dev,tmp,root,run,mnt,lib,lib64,usr/bin,usr/sbin}
 	cp "$bb" "$stage/bin/busybox"
-	for a in $("$bb" --list); do
+	for a in $list; do
 		[[ "$a" == busybox ]] && continue
 		ln -sf busybox "$stage/bin/$a"
 	done

@@ -21,6 +21,16 @@
 # README, "Cache").  Prints the two paths, kernel then initrd.
 # --print-paths prints them for the current inputs without building (it
 # hashes the inputs; the kernel must have been fetched).
+#
+# A C file tests/guest/NAME.c (e.g. blkverify.c) is compiled static
+# (-O2 -Wall -Wextra -Werror) into the guest as /usr/bin/NAME.
+#
+# RIG_ARCH=arm64: the arm64 L2 guest, in CACHE/arm64/guest/VARIANT-KEY/
+# with the kernel as "Image" (the uncompressed arm64 Image of
+# fetch-kernel.sh) instead of bzImage, static aarch64 busybox, the arm64
+# kernel's virtio_pci + virtio_blk (+ deps), the same tests/guest/ files,
+# C files compiled with aarch64-linux-gnu-gcc -static.  --extra (host
+# binaries) is x86-only.
 set -euo pipefail
 # shellcheck source=tests/rig/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -49,7 +59,19 @@ fi
 [[ "$variant" =~ ^[A-Za-z0-9_.-]*$ ]] || rig_die "bad variant name $variant"
 
 out_dir="$RIG_CACHE/guest"
-rig_need busybox cpio gzip modprobe depmod flock sha256sum ldd
+rig_need_tools
+rig_need ldd
+if [[ $RIG_ARCH == arm64 ]]; then
+	[[ ${#extras[@]} -eq 0 ]] || rig_die "--extra copies host (x86_64) binaries: not for RIG_ARCH=arm64"
+	cc=aarch64-linux-gnu-gcc
+else
+	cc=gcc
+fi
+csrcs=()
+for f in "$RIG_REPO"/tests/guest/*.c; do
+	[[ -f "$f" ]] && csrcs+=("$f")
+done
+[[ ${#csrcs[@]} -eq 0 ]] || rig_need "$cc"
 if [[ $print_only == 1 ]]; then
 	[[ -f "$RIG_CACHE/kernel-version" ]] ||
 		rig_die "no kernel in $RIG_CACHE yet: run tests/rig/mkguest.sh (or fetch-kernel.sh) first"
@@ -59,7 +81,7 @@ fi
 rig_kernel_vars
 
 # Cache key over everything that goes into the image.
-inputs=("$RIG_DIR/lib.sh" "$RIG_DIR/mkguest.sh" "$(command -v busybox)")
+inputs=("$RIG_DIR/lib.sh" "$RIG_DIR/mkguest.sh" "$(rig_busybox)")
 for f in "$RIG_REPO"/tests/guest/*; do
 	[[ -f "$f" ]] && inputs+=("$f")
 done
@@ -73,10 +95,11 @@ for b in "${extras[@]}"; do
 done
 key="$( {
 	echo "kernel $RIG_KVER modules ${modules[*]} ${extra_modules[*]}"
+	[[ ${#csrcs[@]} -eq 0 ]] || "$cc" --version | head -n1
 	rig_hash "${inputs[@]}"
 } | sha256sum | cut -c1-16)"
 entry="$out_dir/${variant:-default}-$key"
-kernel_out="$entry/bzImage"
+kernel_out="$entry/$RIG_KERNEL_NAME"
 initrd_out="$entry/initrd.cpio.gz"
 
 report() {
@@ -110,6 +133,11 @@ for f in "$RIG_REPO"/tests/guest/*; do
 	case "${f##*/}" in
 	init) install -m 0755 "$f" "$stage/init" ;;
 	README* | *.md) ;;
+	*.c)
+		n="${f##*/}"
+		"$cc" -static -O2 -Wall -Wextra -Werror -o "$stage/usr/bin/${n%.c}" "$f" ||
+			rig_die "$cc could not build $f"
+		;;
 	*) install -m 0755 "$f" "$stage/tests/${f##*/}" ;;
 	esac
 done
@@ -118,7 +146,7 @@ printf 'root:x:0:0:root:/root:/bin/sh\n' >"$stage/etc/passwd"
 printf 'root:x:0:\n' >"$stage/etc/group"
 
 rig_pack_cpio "$stage" "$RIG_NEW/initrd.cpio.gz"
-ln -s "../../kernel/$RIG_KVER/vmlinuz" "$RIG_NEW/bzImage"
+ln -s "../../kernel/$RIG_KVER/vmlinuz" "$RIG_NEW/$RIG_KERNEL_NAME"
 # Fixed-path outputs of the old layout (before content keys).
 rig_entry_publish "$entry" "$out_dir"/bzImage "$out_dir"/initrd*.cpio.gz "$out_dir"/initrd*.cpio.gz.key \
 	"$out_dir"/tools.cpio "$out_dir"/tools.cpio.key

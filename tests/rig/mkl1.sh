@@ -10,6 +10,11 @@
 # never rewritten, see tests/rig/README "Cache").  Prints the initrd path
 # (unless --quiet); --print-path prints it for the current inputs without
 # building (the kernel must have been fetched).
+#
+# RIG_ARCH=arm64: the arm64 L1's initramfs in CACHE/arm64/l1/KEY/: static
+# aarch64 busybox and bash (/bin/bash runs the command script), the same
+# l1-init, modules virtio_pci 9pnet_virtio 9p overlay virtio_blk ext4 (KVM
+# is built into Debian's arm64 kernel).
 set -euo pipefail
 # shellcheck source=tests/rig/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -25,9 +30,13 @@ while [[ $# -gt 0 ]]; do
 	shift
 done
 
-modules=(virtio_pci 9pnet_virtio 9p overlay virtio_blk ext4 kvm_amd)
+if [[ $RIG_ARCH == arm64 ]]; then
+	modules=(virtio_pci 9pnet_virtio 9p overlay virtio_blk ext4)
+else
+	modules=(virtio_pci 9pnet_virtio 9p overlay virtio_blk ext4 kvm_amd)
+fi
 
-rig_need busybox cpio gzip modprobe depmod flock sha256sum
+rig_need_tools
 if [[ $print_only == 1 ]]; then
 	[[ -f "$RIG_CACHE/kernel-version" ]] ||
 		rig_die "no kernel in $RIG_CACHE yet: run tests/rig/fetch-kernel.sh first"
@@ -38,7 +47,9 @@ rig_kernel_vars
 
 key="$( {
 	echo "kernel $RIG_KVER modules ${modules[*]}"
-	rig_hash "$RIG_DIR/lib.sh" "$RIG_DIR/mkl1.sh" "$RIG_DIR/l1-init" "$(command -v busybox)"
+	inputs=("$RIG_DIR/lib.sh" "$RIG_DIR/mkl1.sh" "$RIG_DIR/l1-init" "$(rig_busybox)")
+	[[ $RIG_ARCH != arm64 ]] || inputs+=("$RIG_CACHE/userland/bin/bash")
+	rig_hash "${inputs[@]}"
 } | sha256sum | cut -c1-16)"
 out_dir="$RIG_CACHE/l1"
 entry="$out_dir/$key"
@@ -65,6 +76,12 @@ trap 'rm -rf "$stage" "${RIG_NEW:-}"' EXIT
 rig_stage_busybox "$stage"
 rig_stage_modules "$stage" "${modules[@]}"
 install -m 0755 "$RIG_DIR/l1-init" "$stage/init"
+if [[ $RIG_ARCH == arm64 ]]; then
+	# The command script is bash (rig-run's quoting): bash-static:arm64.
+	install -m 0755 "$RIG_CACHE/userland/bin/bash" "$stage/bin/bash"
+	printf 'root:x:0:0:root:/root:/bin/sh\n' >"$stage/etc/passwd"
+	printf 'root:x:0:\n' >"$stage/etc/group"
+fi
 mkdir -p "$stage/rigio" "$stage/host" "$stage/ovl" "$stage/newroot"
 rig_pack_cpio "$stage" "$RIG_NEW/initrd.cpio.gz"
 # Fixed-path outputs of the old layout (before content keys).
