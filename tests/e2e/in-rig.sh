@@ -4,11 +4,20 @@
 # @INITRD@ in ARGS, @VMLINUX@ for the same kernel uncompressed, booted
 # through PVH, and @TOOLS@ for the tools disk of mktools.sh), then runs
 # TEST through the nested-KVM rig (directly when this host has /dev/kvm).
+#
+# in-rig.sh --arch arm64 TEST [ARGS...]: the same for the arm64 tests
+# (tests/e2e/arm64/): @KERNEL@ and @INITRD@ are the arm64 guest's Image and
+# initramfs, and TEST runs in the arm64 rig's L1 (rig-run --arch arm64).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+if [[ ${1:-} == --arch ]]; then
+	export RIG_ARCH=$2 # read by mkguest.sh and rig-run
+	shift 2
+fi
 # Building is cached and locked: a no-op when scripts/test.sh already did it.
 mapfile -t paths < <("$here/../rig/mkguest.sh")
-tools=$("$here/../rig/mktools.sh")
+tools=
+[[ ${RIG_ARCH:-x86_64} == arm64 ]] || tools=$("$here/../rig/mktools.sh")
 # fetch-kernel.sh keeps the uncompressed vmlinux beside the bzImage.
 vmlinux=$(dirname "$(readlink -f "${paths[0]}")")/vmlinux
 args=()
