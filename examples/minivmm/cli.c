@@ -43,7 +43,7 @@ static const struct option long_opts[] = {
 void cli_usage(const char *prog, void *file)
 {
 	fprintf(file,
-		"Usage: %s --kernel BZIMAGE [options]\n"
+		"Usage: %s --kernel " CLI_KERNEL_ARG " [options]\n"
 		"Boot a Linux kernel in a KVM virtual machine (libvmm %s).\n"
 		"\n"
 		"  -c, --smp N          number of vCPUs (default 1, max %d)\n"
@@ -54,10 +54,7 @@ void cli_usage(const char *prog, void *file)
 		"                       if shmem THP is enabled) or hugetlb (a\n"
 		"                       hugetlbfs memfd, 2 MiB pages reserved at\n"
 		"                       start from /proc/sys/vm/nr_hugepages)\n"
-		"  -k, --kernel FILE    Linux bzImage (boot protocol >= 2.06, 64-bit),\n"
-		"                       or an uncompressed vmlinux with a PVH entry\n"
-		"                       (CONFIG_PVH; booted without the decompressor);\n"
-		"                       a regular file\n"
+		CLI_KERNEL_HELP
 		"  -i, --initrd FILE    initrd / initramfs, a regular file\n"
 		"  -p, --cmdline S      kernel command line, replacing the default:\n"
 		"                       \"%s\"\n"
@@ -93,12 +90,7 @@ void cli_usage(const char *prog, void *file)
 		"  -h, --help           this text\n"
 		"  -V, --version        print the version\n"
 		"\n"
-		"The guest's serial console (COM1) is this terminal.  The VM ends\n"
-		"when the guest powers off (`poweroff`, through ACPI) or reboots\n"
-		"(`reboot`), or on SIGINT/SIGTERM.\n"
-		"Exit status: 0 guest shut down, 1 VMM or guest failure, 2 usage\n"
-		"error, 128+N stopped by signal N; N & 255 when the guest wrote N\n"
-		"to the exit port (I/O port 0xf4, see vmm.h VMM_EXIT_PORT).\n",
+		CLI_END_HELP,
 		prog, VMM_VERSION_STRING, VMM_MAX_VCPUS, CLI_DEFAULT_CMDLINE,
 		VMM_MAX_DISKS, VMM_MAX_DISK_QUEUES, VMM_MAX_QUEUES);
 }

@@ -15,7 +15,33 @@
  * a keyboard controller with nothing behind it. */
 #if defined(__aarch64__)
 #define CLI_DEFAULT_CMDLINE "console=ttyS0 panic=-1"
+/* --help's platform-specific lines. */
+#define CLI_KERNEL_ARG "IMAGE"
+#define CLI_KERNEL_HELP                                                       \
+	"  -k, --kernel FILE    Linux arm64 Image (uncompressed, as Debian's\n" \
+	"                       vmlinuz-*-arm64: Documentation/arm64/booting);\n" \
+	"                       a regular file\n"
+#define CLI_END_HELP                                                          \
+	"The guest's serial console (an ns16550a UART) is this terminal.  The\n" \
+	"VM ends when the guest powers off (`poweroff`, through PSCI\n"         \
+	"SYSTEM_OFF) or reboots (`reboot`, PSCI SYSTEM_RESET), or on\n"          \
+	"SIGINT/SIGTERM.\n"                                                       \
+	"Exit status: 0 guest shut down, 1 VMM or guest failure, 2 usage\n"      \
+	"error, 128+N stopped by signal N.\n"
 #else
+#define CLI_KERNEL_ARG "BZIMAGE"
+#define CLI_KERNEL_HELP                                                       \
+	"  -k, --kernel FILE    Linux bzImage (boot protocol >= 2.06, 64-bit),\n" \
+	"                       or an uncompressed vmlinux with a PVH entry\n"   \
+	"                       (CONFIG_PVH; booted without the decompressor);\n" \
+	"                       a regular file\n"
+#define CLI_END_HELP                                                          \
+	"The guest's serial console (COM1) is this terminal.  The VM ends\n"     \
+	"when the guest powers off (`poweroff`, through ACPI) or reboots\n"      \
+	"(`reboot`), or on SIGINT/SIGTERM.\n"                                     \
+	"Exit status: 0 guest shut down, 1 VMM or guest failure, 2 usage\n"      \
+	"error, 128+N stopped by signal N; N & 255 when the guest wrote N\n"     \
+	"to the exit port (I/O port 0xf4, see vmm.h VMM_EXIT_PORT).\n"
 #define CLI_DEFAULT_CMDLINE                                                   \
 	"console=ttyS0 reboot=k panic=-1 pci=conf1 i8042.noaux i8042.nopnp "   \
 	"i8042.dumbkbd"

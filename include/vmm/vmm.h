@@ -85,7 +85,7 @@ extern "C" {
  * start in x2APIC mode and the guest reaches IDs >= 256 through the ACPI
  * MADT and KVM_FEATURE_MSI_EXT_DEST_ID (no IOMMU needed).  The MP table, for
  * guests booted with acpi=off, describes at most 254 (IDs 0..253).  Also
- * capped by the host's KVM_CAP_MAX_VCPUS. */
+ * capped by the host's KVM_CAP_MAX_VCPUS (arm64 with a GICv3: 512). */
 #define VMM_MAX_VCPUS 1024
 #define VMM_MAX_MPTABLE_VCPUS 254
 #define VMM_MIN_MEMORY (16ull << 20)
@@ -255,13 +255,16 @@ enum vmm_memory_backend {
 int vmm_set_memory_backend(struct vmm *vm, int backend);
 
 /**
- * vmm_set_kernel() - Linux kernel to boot directly: a bzImage (64-bit boot
- * protocol) or an uncompressed vmlinux (PVH).
+ * vmm_set_kernel() - Linux kernel to boot directly: on x86 a bzImage (64-bit
+ * boot protocol) or an uncompressed vmlinux (PVH); on arm64 an Image.
  * @vm:      VM in state CONFIG
- * @kernel:  path to a bzImage (boot protocol >= 2.06, relocatable or
+ * @kernel:  x86: path to a bzImage (boot protocol >= 2.06, relocatable or
  *           loadable at its preferred address, 64-bit entry point), or to
  *           an x86-64 ELF vmlinux with a PVH entry note (CONFIG_PVH):
- *           told apart by the file's first bytes
+ *           told apart by the file's first bytes.  arm64: path to a Linux
+ *           arm64 Image (Documentation/arm64/booting.rst; Debian's
+ *           vmlinuz-*-arm64 is one), booted with a device tree the library
+ *           writes
  * @initrd:  path to an initrd/initramfs, or NULL
  * @cmdline: kernel command line, or NULL for ""
  *
@@ -624,15 +627,19 @@ int vmm_set_start_hook(struct vmm *vm, vmm_start_hook_fn fn, void *opaque);
  * Returns: 0; -EINVAL if no kernel was set, or the kernel/initrd is not a
  * valid image (not a regular file, not a bzImage, truncated, protocol <
  * 2.06, no 64-bit entry, an ELF file that is no x86-64 vmlinux with a PVH
- * entry note, does not fit in RAM); -ENOENT/-EACCES if a file
+ * entry note, does not fit in RAM; arm64: no Image magic, a big-endian or
+ * malformed header); -ENOSPC on arm64 if the Image or initrd does not fit
+ * in RAM; -ENOENT/-EACCES if a file
  * cannot be opened; -EIO if one shrank while it was read; -ENOSPC if the
  * disks' queues need more KVM MSI routes than this host's KVM has
- * (KVM_CAP_IRQ_ROUTING, less the 40 of the PIC and IOAPIC and the
+ * (KVM_CAP_IRQ_ROUTING, less the 40 of the PIC and IOAPIC on x86 and the
  * virtio-console's 2 x (ports + 1) queues); -EMFILE if RLIMIT_NOFILE
  * leaves no room for the eventfds of every queue (two each: 101 disks of
  * 32 queues need about 6,700 descriptors; raise the limit);
  * -ENOTSUP if KVM lacks a needed feature (more than 255 vCPUs need
- * KVM_CAP_X2APIC_API); -ENOMEM; -EIO if a KVM call
+ * KVM_CAP_X2APIC_API; arm64: a GICv3 with an ITS, PSCI 0.2); -EINVAL on
+ * arm64 for more vCPUs than the machine has redistributor room for (768;
+ * KVM itself stops at 512 with a GICv3); -ENOMEM; -EIO if a KVM call
  * fails; -EBUSY if not in CONFIG, or if a disk image is locked by another
  * user (see VMM_DISK_NO_LOCK; the log names the image); the start hook's
  * error (vmm_set_start_hook()).
