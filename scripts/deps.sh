@@ -10,11 +10,16 @@ PKGS=(
 	acpica-tools # tests/unit/check_acpi.c: iasl -d of the ACPI tables
 	device-tree-compiler # tests/unit/check_arm64_fdt.c: dtc reads the arm64 device tree
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross # tests/cross_arm64.sh: below the machine builds for aarch64
+	# scripts/build-arm64.sh: the libraries of the static aarch64 build
+	# (multiarch, beside the amd64 ones; libfdt is not co-installable,
+	# scripts/arm64-sysroot.sh unpacks it); its tests run under
+	# qemu-user-static (below)
+	liburing-dev:arm64 libseccomp-dev:arm64 check:arm64 libjansson-dev:arm64
 	# the rig: L1 under TCG, its initramfs, the Debian kernel it boots
 	qemu-system-x86 busybox-static kmod cpio xz-utils zstd e2fsprogs util-linux
 	# the arm64 rig (RIG_ARCH=arm64, tests/rig/README): qemu-system-aarch64
 	# for its L1; qemu-aarch64-static runs the arm64 busybox at image build
-	# time (its applet list).  Its kernel, busybox and bash are arm64 .debs
+	# time (its applet list) and the arm64 unit tests.  Its kernel, busybox and bash are arm64 .debs
 	# that fetch-kernel.sh downloads and unpacks, never installs.
 	qemu-system-arm qemu-user-static
 	dmsetup # tests/e2e/fault_dm_error.sh (device-mapper error target)
@@ -32,18 +37,19 @@ PKGS=(
 SUDO=()
 [[ $(id -u) -eq 0 ]] || SUDO=(sudo)
 
-# tests/rig/fetch-kernel.sh uses `apt-get download`, which needs package
-# lists even when every package above is already installed; the arm64 rig
-# downloads arm64 packages (linux-image-arm64, busybox-static, bash-static),
-# which needs the foreign architecture (it installs nothing of arm64).
+# The :arm64 packages (build-arm64.sh's libraries) and the arm64 rig's
+# `apt-get download`s (linux-image-arm64, busybox-static, bash-static,
+# libfdt: downloaded and unpacked, never installed) need the foreign
+# architecture; tests/rig/fetch-kernel.sh and scripts/arm64-sysroot.sh
+# need package lists even when every package above is already installed.
 updated=0
 if ! dpkg --print-foreign-architectures | grep -qx arm64; then
 	"${SUDO[@]}" dpkg --add-architecture arm64
 	"${SUDO[@]}" apt-get update
 	updated=1
 fi
-policy=$(apt-cache policy linux-image-amd64 linux-image-arm64:arm64 2>/dev/null || true)
-if [[ $updated == 0 && $(grep -c 'Candidate: [0-9]' <<<"$policy") -lt 2 ]]; then
+policy=$(apt-cache policy linux-image-amd64 linux-image-arm64:arm64 libfdt-dev:arm64 2>/dev/null || true)
+if [[ $updated == 0 && $(grep -c 'Candidate: [0-9]' <<<"$policy") -lt 3 ]]; then
 	"${SUDO[@]}" apt-get update
 fi
 

@@ -1,9 +1,10 @@
 #!/bin/bash
 # The README's second command, and what CI runs (.ci/run): installs what is
 # missing, builds twice (warnings as errors; ASan+UBSan), runs the unit tests
-# in both builds, then every test of the normal build through CTest -- the
-# end-to-end tests boot real guests on real KVM, inside the nested-KVM rig
-# when this machine has no /dev/kvm.
+# in both builds and in the static aarch64 build (scripts/build-arm64.sh),
+# then every test of the normal build through CTest, then the aarch64
+# build's end-to-end tests -- they boot real guests on real KVM, inside the
+# nested-KVM rigs (x86 and arm64) when this machine has no usable /dev/kvm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -12,6 +13,7 @@ t0=$SECONDS
 scripts/deps.sh
 tests/rig/mkguest.sh --quiet
 tests/rig/mktools.sh --quiet
+RIG_ARCH=arm64 tests/rig/mkguest.sh --quiet
 
 cmake -S . -B build -DVMM_WERROR=ON >/dev/null
 cmake --build build -j"$jobs"
@@ -20,6 +22,9 @@ cmake --build build-asan -j"$jobs"
 
 echo "== unit tests, ASan+UBSan build" >&2
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -L unit -j"$jobs" --output-on-failure)
+# The static aarch64 build and its unit tests under qemu-aarch64-static.
+echo "== arm64: static cross build, unit tests under qemu-aarch64-static" >&2
+scripts/build-arm64.sh build-arm64
 echo "== fuzz smoke: each libFuzzer target for 10 s (scripts/fuzz.sh)" >&2
 scripts/fuzz.sh --smoke
 echo "== all tests (unit + end-to-end on real KVM)" >&2
@@ -28,6 +33,12 @@ echo "== all tests (unit + end-to-end on real KVM)" >&2
 rm -f build/rig-runs.log
 rc=0
 (cd build && ctest -j"$jobs" --output-on-failure) || rc=$?
+# The arm64 platform on real KVM: the aarch64 build's end-to-end tests and
+# the unit tests user-mode QEMU cannot run, in the arm64 rig.
+echo "== arm64: end-to-end on real KVM (arm64 rig)" >&2
+rm -f build-arm64/rig-runs.log
+(cd build-arm64 && ctest -L kvm -j"$jobs" --output-on-failure) || rc=$?
 scripts/rig-summary.sh build/rig-runs.log >&2 || true
+scripts/rig-summary.sh build-arm64/rig-runs.log >&2 || true
 echo "test.sh: done in $((SECONDS - t0)) s" >&2
 exit $rc

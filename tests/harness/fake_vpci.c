@@ -11,8 +11,8 @@
 #include <linux/kvm.h>
 #include <linux/virtio_config.h>
 
+#include "machine_int.h"
 #include "pci/msix.h"
-#include "x86/irqchip.h"
 
 static void __attribute__((noreturn, format(printf, 1, 2)))
 fv_fail(const char *fmt, ...)
@@ -191,7 +191,7 @@ unsigned int fv_kvm_get(struct fv_kvm *k, const unsigned int *field)
 int fv_init(struct fv *v, int vm_fd, uint64_t mmio_base, uint64_t mmio_size,
 	    struct guest_mem *mem)
 {
-	return fv_init_platform(v, vm_fd, x86_irq_platform(), mmio_base,
+	return fv_init_platform(v, vm_fd, machine_arch_irq_platform(), mmio_base,
 				mmio_size, mem);
 }
 

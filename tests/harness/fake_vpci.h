@@ -101,11 +101,13 @@ struct fv {
 /*
  * Fake KVM, buses, PCI bus (MMIO window [mmio_base, +mmio_size)) and irq
  * (irq_create(@vm_fd, fv_kvm_ioctl, ...)) for the transport, over guest
- * RAM @mem.  0 or -errno; fv_destroy() cleans up after a partial init.
+ * RAM @mem, with the interrupt controller of the platform the library was
+ * built for (machine_arch_irq_platform()).  0 or -errno; fv_destroy()
+ * cleans up after a partial init.
  */
 int fv_init(struct fv *v, int vm_fd, uint64_t mmio_base, uint64_t mmio_size,
 	    struct guest_mem *mem);
-/* The same with another interrupt controller than x86's (fv_init()). */
+/* The same with another interrupt controller (fv_init()). */
 struct irq_platform;
 int fv_init_platform(struct fv *v, int vm_fd, const struct irq_platform *plat,
 		     uint64_t mmio_base, uint64_t mmio_size, struct guest_mem *mem);

@@ -6,9 +6,11 @@
 # corrupted block, a block written at the wrong place and a wrong seed are
 # caught (exit 1, with the offset); bad arguments and regions that do not
 # fit are refused (exit 2).
+# tests/unit/blkverify.sh EMULATOR BLKVERIFY: the same, BLKVERIFY run
+# through EMULATOR (a cross build's qemu-aarch64-static).
 set -uo pipefail
-(($# == 1)) || { echo "usage: $0 BLKVERIFY"; exit 2; }
-bv=$1
+(($# == 1 || $# == 2)) || { echo "usage: $0 [EMULATOR] BLKVERIFY"; exit 2; }
+bv=("$@")
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 img=$dir/disk.img
@@ -21,7 +23,7 @@ fail=0
 expect() {
 	local rc=$1 pat=$2 got
 	shift 2
-	"$bv" "$@" >"$dir/out" 2>&1
+	"${bv[@]}" "$@" >"$dir/out" 2>&1
 	got=$?
 	if ((got != rc)) || ! grep -Eq -- "$pat" "$dir/out"; then
 		echo "FAIL: blkverify $* exited $got (want $rc), output (want /$pat/):"

@@ -95,6 +95,7 @@ START_TEST(virtio_pci)
 }
 END_TEST
 
+#ifdef VMM_FUZZ_X86 /* tests/fuzz/CMakeLists.txt: x86 builds only */
 START_TEST(bzimage)
 {
 	replay("fuzz_bzimage", fuzz_bzimage);
@@ -106,6 +107,7 @@ START_TEST(pvh)
 	replay("fuzz_pvh", fuzz_pvh);
 }
 END_TEST
+#endif
 
 START_TEST(cli)
 {
@@ -140,8 +142,10 @@ int main(void)
 
 	tcase_add_test(tc, virtqueue_blk);
 	tcase_add_test(tc, virtio_pci);
+#ifdef VMM_FUZZ_X86
 	tcase_add_test(tc, bzimage);
 	tcase_add_test(tc, pvh);
+#endif
 	tcase_add_test(tc, cli);
 	tcase_add_test(tc, vhost_user);
 	tcase_add_test(tc, vcon);

@@ -175,6 +175,7 @@ int ioctl(int fd, unsigned long req, ...)
 		f->mask_set = true;
 		return 0;
 	}
+#ifdef KVM_GET_LAPIC /* x86's vCPU set-up */
 	case KVM_GET_LAPIC:
 		memset(arg, 0, sizeof(struct kvm_lapic_state));
 		return 0;
@@ -182,6 +183,7 @@ int ioctl(int fd, unsigned long req, ...)
 	case KVM_SET_FPU:
 	case KVM_SET_LAPIC:
 		return 0;
+#endif
 	default: /* KVM_GET_STATS_FD and the rest: not offered */
 		return errno = ENOTTY, -1;
 	}

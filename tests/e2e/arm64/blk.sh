@@ -1,14 +1,17 @@
 #!/bin/sh
-# blk.sh MINIVMM IMAGE INITRD NR_CPUS (arm64, in the arm64 rig's L1)
+# blk.sh MINIVMM IMAGE INITRD NR_CPUS [MIB_PER_CPU] (arm64, in the arm64
+# rig's L1)
 # virtio-blk on arm64 as on x86: a data disk with the default queue count
 # (one per vCPU), each queue's MSI-X vector a distinct LPI through the ITS,
 # crc32c-verified I/O from every CPU completing on that CPU (the guest's
 # payload tests/guest/blk-percpu with the static blkverify), and a
 # read-only disk that reads and refuses writes.  Seccomp on (the default).
+# MIB_PER_CPU (default 4) is what blkverify writes and reads back per CPU.
+# E2E_APPEND: more guest command line (CTest's 32-vCPU run: see
+# tests/e2e/arm64/CMakeLists.txt).
 . "$(dirname "$0")/lib.sh"
 e2e_require_kvm
-vmm=$1 kernel=$2 initrd=$3 n=$4
-mb=4
+vmm=$1 kernel=$2 initrd=$3 n=$4 mb=${5:-4}
 dir=$(e2e_tmpdir)
 trap 'rm -rf "$dir"' EXIT
 e2e_disk "$dir/data.img" $((n * mb + 16))

@@ -30,7 +30,7 @@ e2e_run_vmm() {
 	{
 		timeout "${E2E_VMM_TIMEOUT:-300}" "$@" </dev/null 2>&1
 		echo "$?" >"$_log.rc"
-	} | tee "$_log"
+	} | tr -d '\r' | tee "$_log" # the UART's CRLF line ends
 	read -r E2E_RC <"$_log.rc"
 	rm -f "$_log.rc"
 }
