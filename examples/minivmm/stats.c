@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* minivmm --stats / --stats-json: disk, queue and KVM counters at exit. */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,19 +35,30 @@ static uint64_t total_requests(const struct vmm_queue_stats *q)
 	return n;
 }
 
+/* One KVM counter: a number, or null / "-" where KVM does not keep it. */
+static void kvm_val(FILE *f, bool json, const char *pre, uint64_t v)
+{
+	if (v != VMM_STAT_UNKNOWN)
+		fprintf(f, "%s%" PRIu64, pre, v);
+	else
+		fprintf(f, "%s%s", pre, json ? "null" : "-");
+}
+
 static void kvm_json(FILE *f, const struct vmm_kvm_stats *k, int ret)
 {
 	if (ret) {
 		fprintf(f, "null");
 		return;
 	}
-	fprintf(f,
-		"{\"vcpus\":%" PRIu32 ",\"exits\":%" PRIu64 ",\"io_exits\":%" PRIu64
-		",\"mmio_exits\":%" PRIu64 ",\"halt_exits\":%" PRIu64
-		",\"irq_exits\":%" PRIu64 ",\"irq_injections\":%" PRIu64
-		",\"signal_exits\":%" PRIu64 "}",
-		k->nr_vcpus, k->exits, k->io_exits, k->mmio_exits, k->halt_exits,
-		k->irq_exits, k->irq_injections, k->signal_exits);
+	fprintf(f, "{\"vcpus\":%" PRIu32, k->nr_vcpus);
+	kvm_val(f, true, ",\"exits\":", k->exits);
+	kvm_val(f, true, ",\"io_exits\":", k->io_exits);
+	kvm_val(f, true, ",\"mmio_exits\":", k->mmio_exits);
+	kvm_val(f, true, ",\"halt_exits\":", k->halt_exits);
+	kvm_val(f, true, ",\"irq_exits\":", k->irq_exits);
+	kvm_val(f, true, ",\"irq_injections\":", k->irq_injections);
+	kvm_val(f, true, ",\"signal_exits\":", k->signal_exits);
+	fprintf(f, "}");
 }
 
 void stats_print(struct vmm *vm, unsigned int nr_disks, bool json, FILE *f)
@@ -141,12 +153,14 @@ void stats_print(struct vmm *vm, unsigned int nr_disks, bool json, FILE *f)
 		" bytes in\n",
 		con.bytes_out, con.bytes_dropped, con.bytes_in);
 	if (!kret) {
-		fprintf(f,
-			"kvm: %" PRIu32 " vCPUs, %" PRIu64 " exits (%" PRIu64 " io, %" PRIu64
-			" mmio, %" PRIu64 " halt), %" PRIu64 " irq injections",
-			k.nr_vcpus, k.exits, k.io_exits, k.mmio_exits, k.halt_exits,
-			k.irq_injections);
-		if (all_reqs)
+		fprintf(f, "kvm: %" PRIu32 " vCPUs", k.nr_vcpus);
+		kvm_val(f, false, ", ", k.exits);
+		kvm_val(f, false, " exits (", k.io_exits);
+		kvm_val(f, false, " io, ", k.mmio_exits);
+		kvm_val(f, false, " mmio, ", k.halt_exits);
+		kvm_val(f, false, " halt), ", k.irq_injections);
+		fprintf(f, " irq injections");
+		if (all_reqs && k.exits != VMM_STAT_UNKNOWN)
 			fprintf(f, ", %.3f exits per disk request",
 				(double)k.exits / (double)all_reqs);
 		fprintf(f, "\n");

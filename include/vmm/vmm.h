@@ -553,13 +553,18 @@ int vmm_get_queue_stats(struct vmm *vm, unsigned int id, unsigned int q,
  * the vCPUs; -1 (all ones) where this kernel does not provide one.
  * Extensible like struct vmm_disk_stats; VMM_KVM_STATS_SIZE_VER0 is the
  * smallest size accepted (the first published struct). */
+/* A counter this host's KVM does not keep (struct vmm_kvm_stats). */
+#define VMM_STAT_UNKNOWN UINT64_MAX
+
+/* Counters KVM does not keep on this host are VMM_STAT_UNKNOWN (arm64:
+ * io_exits, irq_exits, irq_injections). */
 struct vmm_kvm_stats {
 	uint32_t struct_size; /* = sizeof(struct vmm_kvm_stats) */
 	uint32_t nr_vcpus;
 	uint64_t exits;		 /* all VM exits */
 	uint64_t io_exits;	 /* port I/O exits */
 	uint64_t mmio_exits;	 /* MMIO exits to userspace */
-	uint64_t halt_exits;	 /* HLT */
+	uint64_t halt_exits;	 /* HLT (arm64: WFI) */
 	uint64_t irq_exits;	 /* exits for host interrupts */
 	uint64_t irq_injections; /* interrupts injected into the guest */
 	uint64_t signal_exits;	 /* exits to handle a signal */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <stdbool.h>
 #include <linux/kvm.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,23 @@
 #include <unistd.h>
 
 #include "kvmstats.h"
+
+/* @name (KVM's, NUL-padded to @size) is one of the '|'-separated @alts. */
+static bool name_matches(const char *name, size_t size, const char *alts)
+{
+	size_t len = strnlen(name, size);
+
+	for (const char *a = alts;;) {
+		const char *bar = strchr(a, '|');
+		size_t n = bar ? (size_t)(bar - a) : strlen(a);
+
+		if (n == len && !memcmp(name, a, n))
+			return true;
+		if (!bar)
+			return false;
+		a = bar + 1;
+	}
+}
 
 int kvmstats_open(struct kvmstats *ks, int obj_fd, const char *const *names,
 		  unsigned int nr)
@@ -46,7 +64,7 @@ int kvmstats_open(struct kvmstats *ks, int obj_fd, const char *const *names,
 
 		for (unsigned int i = 0; i < nr; i++)
 			if (desc->size >= 1 &&
-			    !strncmp(desc->name, names[i], h.name_size))
+			    name_matches(desc->name, h.name_size, names[i]))
 				ks->offset[i] = h.data_offset + desc->offset;
 	}
 	free(descs);

@@ -20,7 +20,9 @@ struct kvmstats {
 };
 
 /*
- * Open @obj_fd's stats fd (a vCPU or VM fd) and look up @names.
+ * Open @obj_fd's stats fd (a vCPU or VM fd) and look up @names; a name may
+ * list alternatives, "a|b": each architecture's KVM names some counters
+ * its own way (x86 mmio_exits, arm64 mmio_exit_user).
  * Returns 0, -ENOTSUP without binary stats, or -errno.
  */
 int kvmstats_open(struct kvmstats *ks, int obj_fd, const char *const *names,
