@@ -392,6 +392,13 @@ static bool ranges_meet(const struct arm64_fdt_range *a,
 	       (u128)b->base < (u128)a->base + a->size;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 /* What fdt.h documents as -EINVAL. */
 static bool expect_config_ok(const struct arm64_fdt_config *c)
 {
@@ -417,6 +424,21 @@ static bool expect_config_ok(const struct arm64_fdt_config *c)
 	for (unsigned int i = 0; c->mpidr && i < c->nr_cpus; i++)
 		if (c->mpidr[i] & MPIDR_AFF3)
 			return false;
+	if (c->mpidr) { /* no two vCPUs with one MPIDR (as the tree says it) */
+		uint64_t *aff = malloc(c->nr_cpus * sizeof(*aff));
+		bool dup = false;
+
+		if (!aff)
+			abort();
+		for (unsigned int i = 0; i < c->nr_cpus; i++)
+			aff[i] = c->mpidr[i] & MPIDR_AFF_MASK;
+		qsort(aff, c->nr_cpus, sizeof(*aff), cmp_u64);
+		for (unsigned int i = 1; i < c->nr_cpus && !dup; i++)
+			dup = aff[i] == aff[i - 1];
+		free(aff);
+		if (dup)
+			return false;
+	}
 	return true;
 }
 
@@ -427,23 +449,32 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Big-endian cells at 4-byte alignment (property values are no more). */
+static uint64_t be64_at(const void *p)
+{
+	fdt64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return fdt64_to_cpu(v);
+}
+
 static uint64_t prop_u64(const void *fdt, int node, const char *name, int *ok)
 {
 	int len;
-	const fdt64_t *p = fdt_getprop(fdt, node, name, &len);
+	const void *p = fdt_getprop(fdt, node, name, &len);
 
 	if (!p || len != 8) {
 		*ok = 0;
 		return 0;
 	}
-	return fdt64_to_cpu(*p);
+	return be64_at(p);
 }
 
 /* The blob says what @c said. */
 static void check_blob(const void *fdt, long n, const struct arm64_fdt_config *c)
 {
 	char name[64];
-	const fdt64_t *reg;
+	const uint8_t *reg;
 	const char *s;
 	uint32_t *regs;
 	unsigned int count = 0;
@@ -478,8 +509,8 @@ static void check_blob(const void *fdt, long n, const struct arm64_fdt_config *c
 	snprintf(name, sizeof(name), "/memory@%llx", (unsigned long long)c->ram.base);
 	node = fdt_path_offset(fdt, name);
 	reg = node < 0 ? NULL : fdt_getprop(fdt, node, "reg", &len);
-	if (!reg || len != 16 || fdt64_to_cpu(reg[0]) != c->ram.base ||
-	    fdt64_to_cpu(reg[1]) != c->ram.size)
+	if (!reg || len != 16 || be64_at(reg) != c->ram.base ||
+	    be64_at(reg + 8) != c->ram.size)
 		fail("/memory is not the RAM given");
 
 	if (fdt_node_offset_by_phandle(fdt, 1) < 0 ||
