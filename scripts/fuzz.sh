@@ -33,7 +33,8 @@ while [[ $# -gt 0 ]]; do
 done
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] ||
-	targets=(fuzz_virtqueue_blk fuzz_virtio_pci fuzz_bzimage fuzz_pvh fuzz_cli fuzz_vhost_user)
+	targets=(fuzz_virtqueue_blk fuzz_virtio_pci fuzz_bzimage fuzz_pvh fuzz_arm64_boot fuzz_cli
+		fuzz_vhost_user)
 
 # The OCI runtime's guest-facing parsers (virtio-console, proto.c).
 [[ $# -gt 0 ]] || targets+=(fuzz_vcon fuzz_oci_proto)

@@ -372,3 +372,64 @@ write(OP, 'max_length_then_over', u8(0x0c) + u32(4 << 20) + u8(ERROR) + b'x' * 1
 write(OP, 'over_max_length', u8(0x01) + frame(READY) + u32((4 << 20) + 1) +
       frame(STARTED))
 write(OP, 'long_error', u8(0x08) + frame(ERROR, bytes(range(1, 256)) * 3))
+
+# ---- fuzz_arm64_boot ----------------------------------------------------------
+A64 = 'fuzz_arm64_boot'
+F_MPIDR, F_NO_CMDLINE, F_RANGES, F_LOADER = 0x01, 0x02, 0x04, 0x08
+F_FIX_MAGIC, F_FIX_SIZE, F_FDT_SIZE, F_FIX_TEXT = 0x10, 0x20, 0x40, 0x80
+
+
+def arm64_image(text_offset=0, image_size=None, flags=0xa, body=4096):
+    """A real-looking Image: EFI "MZ", a branch, the header, then code."""
+    size = 64 + body
+    hdr = b'MZ\0\x91' + u32(0x14000000) + u64(text_offset) + \
+        u64(size + (1 << 20) if image_size is None else image_size) + \
+        u64(flags) + u64(0) * 3 + b'ARM\x64' + u32(0)
+    return hdr + bytes((i * 7 + 3) & 0xff for i in range(body))
+
+
+def a64_input(nr_cpus, flags=F_LOADER, ram=63, base=0, base_extra=b'', cmdline=CL,
+              initrd=b'\x05', loader_initrd=0, mpidr=(), ranges=None,
+              fdt_size=None, image=None):
+    """ram/base: the selector bytes (class 0: ram MiB, base 0x4000_0000),
+    base_extra the base's field;
+    initrd: the selector and its fields; loader_initrd: the file size class
+    word (0: none); mpidr: (cpu, mode, value) records; ranges: 6 range
+    records + uart_spi + last_bus, raw."""
+    out = u8(ram) + u8(base) + base_extra + u16(nr_cpus) + u8(flags) + u16(len(cmdline)) + \
+        cmdline + initrd + u32(loader_initrd)
+    if flags & F_MPIDR:
+        out += u8(len(mpidr)) + b''.join(u16(c) + u8(m) + u64(v)
+                                         for c, m, v in mpidr)
+    if flags & F_RANGES:
+        out += ranges
+    if flags & F_FDT_SIZE:
+        out += fdt_size
+    return out + u8(0) + (arm64_image() if image is None else image)
+
+
+# gicr above 4 GiB, room for 4096 redistributors; the rest as virt.c.
+GICR_HIGH = u8(0) + u8(1) + u64(1 << 40) + u32(4096 * 0x20000) + \
+    u8(0) * 4 + u16(1) + u16(0)
+write(A64, 'boot_1cpu_initrd', a64_input(1, loader_initrd=(1 << 30) | 4096))
+write(A64, 'boot_4cpu_initrd_inside',
+      a64_input(4, initrd=u8(1) + u32(32 << 20) + u32(1 << 20),
+                loader_initrd=(2 << 30) | (3 << 20)))
+write(A64, 'smp_300_mpidr',
+      a64_input(300, flags=F_LOADER | F_MPIDR,
+                mpidr=[(0, 0, 0x0), (17, 0, 0x10203), (299, 0, 0xfff)]))
+write(A64, 'mpidr_aff3', a64_input(2, flags=F_MPIDR,
+                                   mpidr=[(1, 1, 0x100000001)]))
+write(A64, 'long_cmdline', a64_input(1, cmdline=b'console=ttyS0 ' + b'x' * 2100))
+write(A64, 'cpus_4096', a64_input(4096, flags=F_RANGES, ram=0x80 | 3,
+                                  ranges=GICR_HIGH))
+write(A64, 'cpus_4097', a64_input(4097, flags=F_RANGES, ram=0x80 | 3,
+                                  ranges=GICR_HIGH))
+write(A64, 'legacy_image_unaligned_ram',
+      a64_input(1, base=2, base_extra=u32(0x1000), cmdline=b'',
+                image=arm64_image(0x80000, 0, 0)))
+write(A64, 'small_fdt_buffer',
+      a64_input(8, flags=F_FDT_SIZE, fdt_size=u8(1) + u32(1000)))
+write(A64, 'fixups_on_noise',
+      a64_input(2, flags=F_LOADER | F_FIX_MAGIC | F_FIX_SIZE | F_FIX_TEXT,
+                image=bytes(range(256)) * 4))

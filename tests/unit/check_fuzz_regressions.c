@@ -109,6 +109,14 @@ START_TEST(pvh)
 END_TEST
 #endif
 
+/* Every build: the arm64 sources come with the target where the library
+ * has not got them (tests/fuzz/CMakeLists.txt). */
+START_TEST(arm64_boot)
+{
+	replay("fuzz_arm64_boot", fuzz_arm64_boot);
+}
+END_TEST
+
 START_TEST(cli)
 {
 	replay("fuzz_cli", fuzz_cli);
@@ -146,6 +154,7 @@ int main(void)
 	tcase_add_test(tc, bzimage);
 	tcase_add_test(tc, pvh);
 #endif
+	tcase_add_test(tc, arm64_boot);
 	tcase_add_test(tc, cli);
 	tcase_add_test(tc, vhost_user);
 	tcase_add_test(tc, vcon);

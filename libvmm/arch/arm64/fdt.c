@@ -4,6 +4,7 @@
 #include <libfdt.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "arm64/fdt.h"
@@ -42,6 +43,31 @@ static bool overlap(const struct arm64_fdt_range *a,
 	return a->base < b->base + b->size && b->base < a->base + a->size;
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* No two vCPUs with one MPIDR (as the tree says it: affinity bits only,
+ * Aff3 already refused): their cpu nodes would share a name, and Linux
+ * drops a CPU whose MPIDR it has seen ("Duplicate MPIDRs"). */
+static bool mpidrs_unique(const struct arm64_fdt_config *c)
+{
+	uint32_t aff[ARM64_FDT_MAX_CPUS];
+
+	if (!c->mpidr) /* KVM's default numbering: distinct below 4096 */
+		return true;
+	for (unsigned int i = 0; i < c->nr_cpus; i++)
+		aff[i] = (uint32_t)(c->mpidr[i] & MPIDR_AFF_MASK);
+	qsort(aff, c->nr_cpus, sizeof(aff[0]), cmp_u32);
+	for (unsigned int i = 1; i < c->nr_cpus; i++)
+		if (aff[i] == aff[i - 1])
+			return false;
+	return true;
+}
+
 static bool config_ok(const struct arm64_fdt_config *c)
 {
 	const struct arm64_fdt_range *r[] = { &c->ram, &c->gicd, &c->gicr,
@@ -67,7 +93,7 @@ static bool config_ok(const struct arm64_fdt_config *c)
 	for (unsigned int i = 0; c->mpidr && i < c->nr_cpus; i++)
 		if (c->mpidr[i] & MPIDR_AFF3)
 			return false;
-	return true;
+	return mpidrs_unique(c);
 }
 
 /* reg = <base size> with #address-cells = #size-cells = 2. */

@@ -68,7 +68,8 @@ uint64_t arm64_fdt_default_mpidr(unsigned int index);
  * most ARM64_FDT_MAX_SIZE used).
  * Returns the blob's size (fdt_totalsize), or -EINVAL (a zero or
  * overlapping range, no vCPU, more than ARM64_FDT_MAX_CPUS, an MPIDR with
- * Aff3 set, initrd outside RAM), -ENOSPC (@size too small).
+ * Aff3 set, two vCPUs with the same affinity bits, initrd outside RAM),
+ * -ENOSPC (@size too small).
  */
 long arm64_fdt_write(void *buf, size_t size, const struct arm64_fdt_config *c) __must_check;
 

@@ -45,6 +45,8 @@ int arm64_image_parse(const void *hdr, size_t len, uint64_t file_size,
 	flags = le64_at(h + 24);
 	if (flags & IMAGE_FLAG_BE)
 		return -EINVAL;
+	if (file_size > IMAGE_MAX_SIZE)
+		return -EINVAL;
 	if (!out->image_size) {
 		/* Before 3.17: text_offset is meaningful only as 0x80000. */
 		out->text_offset = ARM64_IMAGE_LEGACY_TEXT_OFFSET;
@@ -53,8 +55,7 @@ int arm64_image_parse(const void *hdr, size_t len, uint64_t file_size,
 		return 0;
 	}
 	if (out->text_offset >= ARM64_IMAGE_BASE_ALIGN ||
-	    out->image_size < file_size || out->image_size > IMAGE_MAX_SIZE ||
-	    file_size > IMAGE_MAX_SIZE)
+	    out->image_size < file_size || out->image_size > IMAGE_MAX_SIZE)
 		return -EINVAL;
 	out->anywhere = flags & IMAGE_FLAG_ANYWHERE;
 	return 0;
@@ -73,8 +74,9 @@ int arm64_image_place(const struct arm64_image *img, uint64_t ram_base,
 	base = (ram_base + ARM64_IMAGE_BASE_ALIGN - 1) & ~(ARM64_IMAGE_BASE_ALIGN - 1);
 	if (!img->anywhere && base != ram_base)
 		return -ENOSPC;
-	if (base < ram_base || base > end ||
-	    img->text_offset + img->image_size > end - base)
+	/* Overflow-safe: neither field is bounded for a caller-built img. */
+	if (base < ram_base || base > end || img->text_offset > end - base ||
+	    img->image_size > end - base - img->text_offset)
 		return -ENOSPC;
 	*load_gpa = base + img->text_offset;
 	return 0;

@@ -40,7 +40,8 @@ struct arm64_image {
  * @file_size: the whole file (image_size must cover it).
  * Returns 0, or -ENOEXEC (no magic: not an arm64 Image, e.g. still
  * compressed), -EINVAL (big-endian kernel, a text_offset not below 2 MiB,
- * an image_size smaller than the file or absurdly large).
+ * an image_size smaller than the file, the file or image_size absurdly
+ * large: over 1 GiB, image_size 0 included).
  */
 int arm64_image_parse(const void *hdr, size_t len, uint64_t file_size,
 		      struct arm64_image *out) __must_check;
@@ -49,7 +50,8 @@ int arm64_image_parse(const void *hdr, size_t len, uint64_t file_size,
  * arm64_image_place() - the load address of @img in RAM [@ram_base,
  * @ram_base + @ram_size): the lowest 2 MiB-aligned base (RAM's own start
  * when flags bit 3 is clear: older kernels must sit near the start of RAM)
- * plus text_offset.  Returns 0 or -ENOSPC (it does not fit).
+ * plus text_offset.  Returns 0, -ENOSPC (it does not fit) or -EINVAL (a
+ * NULL argument, RAM that wraps past 2^64).
  */
 int arm64_image_place(const struct arm64_image *img, uint64_t ram_base,
 		      uint64_t ram_size, uint64_t *load_gpa) __must_check;
