@@ -197,10 +197,10 @@ J '
 	"",
 	"## Guest I/O: num-queues = vCPUs (qn) vs 1 queue (q1)\n",
 	"4 vCPUs, 512 MiB; fio 4k randread, io_uring, O_DIRECT, \([$r[0].runtime_s // "?"][0]) s phases, QD 1 = 1 job at depth 1, QD 32 = 4 jobs (one per vCPU, pinned) at depth 32 each; sparse raw images with direct=on.  Per phase: KVM exits from debugfs (L1'"'"'s /sys/kernel/debug/kvm/PID-FD/exits, summed over vCPUs) and the guest'"'"'s request-vector interrupts, per request the block layer completed.  Per boot (one per QD, both disks, every phase): minivmm'"'"'s --stats-json counters per disk: doorbells (notify writes the guest made), kicks (I/O-thread wake-ups serving them), interrupts sent.\n",
-	"| QD | disk | queues | n | IOPS | mean lat us | KVM exits/req | MMIO exits (kernel, ioeventfd)/req | WFI exits/req | guest irqs/req | doorbells/req | interrupts/req | (doorbells + interrupts)/req | (kicks + interrupts)/req |",
-	"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+	"| QD | disk | queues | n | IOPS | mean lat us | KVM exits/req | KVM exits/s | MMIO exits (kernel, ioeventfd)/req | WFI exits/req | guest irqs/req | doorbells/req | interrupts/req | (doorbells + interrupts)/req | (kicks + interrupts)/req |",
+	"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
 	([1, 32][] as $q | ["qn", "q1"][] as $d | select(nio($d; $q) > 0) |
-	 "| \($q) | \($d) | \([$r[] | select(.disk == $d)][0].queues) | \(nio($d; $q)) | \(io($d; $q; .iops) | r(0)) | \(io($d; $q; .lat_us) | r(0)) | \(io($d; $q; .kvm_exits_per_request) | r(3)) | \(io($d; $q; per(.kvm_mmio_exit_kernel; .requests)) | r(3)) | \(io($d; $q; per(.kvm_wfi_exit_stat; .requests)) | r(3)) | \(io($d; $q; .guest_interrupts_per_request) | r(3)) | \(v(cnt($d; $q; .doorbells_per_request) | r(3))) | \(v(cnt($d; $q; .interrupts_per_request) | r(3))) | \(v(cnt($d; $q; .notifications_per_request) | r(3))) | \(v(cnt($d; $q; .kicks_interrupts_per_request) | r(3))) |"),
+	 "| \($q) | \($d) | \([$r[] | select(.disk == $d)][0].queues) | \(nio($d; $q)) | \(io($d; $q; .iops) | r(0)) | \(io($d; $q; .lat_us) | r(0)) | \(io($d; $q; .kvm_exits_per_request) | r(3)) | \(io($d; $q; per(.kvm_exits; .runtime_s)) | r(0)) | \(io($d; $q; per(.kvm_mmio_exit_kernel; .requests)) | r(3)) | \(io($d; $q; per(.kvm_wfi_exit_stat; .requests)) | r(3)) | \(io($d; $q; .guest_interrupts_per_request) | r(3)) | \(v(cnt($d; $q; .doorbells_per_request) | r(3))) | \(v(cnt($d; $q; .interrupts_per_request) | r(3))) | \(v(cnt($d; $q; .notifications_per_request) | r(3))) | \(v(cnt($d; $q; .kicks_interrupts_per_request) | r(3))) |"),
 	"",
 	"| QD | IOPS qn / q1 | latency qn / q1 | KVM exits/req qn / q1 |",
 	"|---|---|---|---|",
