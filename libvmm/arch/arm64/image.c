@@ -50,7 +50,7 @@ int arm64_image_parse(const void *hdr, size_t len, uint64_t file_size,
 	if (!out->image_size) {
 		/* Before 3.17: text_offset is meaningful only as 0x80000. */
 		out->text_offset = ARM64_IMAGE_LEGACY_TEXT_OFFSET;
-		out->image_size = file_size;
+		out->image_size = ARM64_IMAGE_LEGACY_SIZE(file_size);
 		out->anywhere = false;
 		return 0;
 	}

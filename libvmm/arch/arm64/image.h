@@ -24,14 +24,18 @@
 #define ARM64_IMAGE_HEADER_SIZE 64
 #define ARM64_IMAGE_MAGIC 0x644d5241u /* "ARM\x64" */
 #define ARM64_IMAGE_BASE_ALIGN (2ull << 20)
-/* Before 3.17 (image_size 0), booting.rst says text_offset 0x80000 and
- * the kernel may use up to this much beyond its file (a guess with room:
- * kvmtool and Firecracker assume the same order of magnitude). */
+/* Before 3.17 (image_size 0), booting.rst says text_offset is 0x80000 and
+ * the kernel's size is unknown: its BSS follows the file.  We reserve
+ * twice the file (a guess with room: the BSS of those kernels was a
+ * fraction of their text; QEMU keeps 128 MiB clear for the same reason),
+ * so that the initrd placed after it is not zeroed by the kernel. */
 #define ARM64_IMAGE_LEGACY_TEXT_OFFSET 0x80000ull
+#define ARM64_IMAGE_LEGACY_SIZE(file_size) (2 * (file_size))
 
 struct arm64_image {
 	uint64_t text_offset;
-	uint64_t image_size; /* bytes from the load address the kernel uses */
+	uint64_t image_size; /* bytes from the load address the kernel uses
+				(before 3.17: ARM64_IMAGE_LEGACY_SIZE) */
 	bool anywhere;	     /* flags bit 3: any 2 MiB-aligned base in RAM */
 };
 
