@@ -65,7 +65,18 @@ backend 1
 qpid=$!
 pids+=("$qpid")
 crash_wait_for "$dir/qemu.log" "RECONNECT-START" 600 "$qpid"
-sleep 3 # fio is writing on every queue now; writes wait 200 ms each
+# Kill only once the back end has writes in flight: the delay device holds
+# each for 200 ms, so its in-flight count is what the back end submitted
+# and has not completed.  (A fixed 3 s after RECONNECT-START raced fio's
+# start-up on a loaded host: in CI, 2026-12-01, nothing was in flight yet.)
+inflight=/sys/block/${dev##*/}/inflight
+w=0
+for _ in $(seq 1200); do
+	read -r _ w <"$inflight" || w=0
+	((w > 0)) && break
+	sleep 0.1
+done
+((w > 0)) || e2e_fail "no write of the guest's fio reached the back end's disk in 120 s"
 kill -9 "$bpid"
 wait "$bpid" 2>/dev/null || true
 grep -q "RECONNECT fio verify" "$dir/qemu.log" &&
