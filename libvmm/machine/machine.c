@@ -230,6 +230,20 @@ static int machine_check_queues(struct vmm *vm, unsigned int *budget)
 	return 0;
 }
 
+/* vm->vcpus[], nothing open yet (vcpu_destroy() skips fd -1): the
+ * platform creates each (machine_arch_setup_vcpus()). */
+static int machine_alloc_vcpus(struct vmm *vm)
+{
+	vm->vcpus = calloc(vm->nr_vcpus, sizeof(*vm->vcpus));
+	if (!vm->vcpus)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < vm->nr_vcpus; i++) {
+		vm->vcpus[i].fd = -1;
+		vm->vcpus[i].stats.fd = -1;
+	}
+	return 0;
+}
+
 /* Descriptors this process has open now, or 0 when /proc cannot say. */
 static unsigned int machine_open_fds(void)
 {
@@ -510,7 +524,9 @@ int machine_start(struct vmm *vm)
 	ret = machine_setup_ports(vm, m);
 	if (ret)
 		goto err;
-	ret = machine_arch_setup_vcpus(vm, m);
+	ret = machine_alloc_vcpus(vm);
+	if (!ret)
+		ret = machine_arch_setup_vcpus(vm, m);
 	if (ret)
 		goto err;
 	machine_arch_late(vm, m);

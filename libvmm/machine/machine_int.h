@@ -58,7 +58,8 @@ int machine_arch_load_boot(struct vmm *vm, struct machine *m) __must_check;
 /* The platform's devices (serial UART into m->console, reset, clock,
  * power) and the PCI bus m->pci. */
 int machine_arch_setup_devices(struct vmm *vm, struct machine *m) __must_check;
-/* Create vm->vcpus[] (vcpu_create() and the arch's register state). */
+/* Create the vCPUs in vm->vcpus[] (allocated by machine.c, every fd -1):
+ * vcpu_create() and the arch's register state. */
 int machine_arch_setup_vcpus(struct vmm *vm, struct machine *m) __must_check;
 /* Optional speed-ups once the vCPUs exist (e.g. coalesced registers). */
 void machine_arch_late(struct vmm *vm, struct machine *m);

@@ -210,13 +210,6 @@ int machine_arch_setup_vcpus(struct vmm *vm, struct machine *m)
 	ret = arm64_vcpu_target(vm->vm_fd, &target);
 	if (ret)
 		return ret;
-	vm->vcpus = calloc(vm->nr_vcpus, sizeof(*vm->vcpus));
-	if (!vm->vcpus)
-		return -ENOMEM;
-	for (unsigned int i = 0; i < vm->nr_vcpus; i++) {
-		vm->vcpus[i].fd = -1;
-		vm->vcpus[i].stats.fd = -1;
-	}
 	for (unsigned int i = 0; i < vm->nr_vcpus && !ret; i++) {
 		ret = vcpu_create(vm, i, &vm->vcpus[i]);
 		/* vCPU 0 boots; the others wait powered off for CPU_ON. */

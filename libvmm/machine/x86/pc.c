@@ -277,15 +277,6 @@ int machine_arch_setup_vcpus(struct vmm *vm, struct machine *m)
 	 */
 	if (kvm_check_cap(vm->kvm.fd, KVM_CAP_TSC_DEADLINE_TIMER) > 0)
 		cpuid_set_tsc_deadline(cpuid);
-	vm->vcpus = calloc(vm->nr_vcpus, sizeof(*vm->vcpus));
-	if (!vm->vcpus) {
-		free(cpuid);
-		return -ENOMEM;
-	}
-	for (unsigned int i = 0; i < vm->nr_vcpus; i++) {
-		vm->vcpus[i].fd = -1;
-		vm->vcpus[i].stats.fd = -1;
-	}
 	for (unsigned int i = 0; i < vm->nr_vcpus && !ret; i++) {
 		ret = vcpu_create(vm, i, &vm->vcpus[i]);
 		if (!ret)
