@@ -53,11 +53,7 @@ img_mib=256
 work=$(mktemp -d "${RIG_SCRATCH:-/tmp}/a64bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-if [[ ! -d /sys/kernel/debug/kvm ]]; then
-	mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
-fi
-have_debugfs=0
-[[ -d /sys/kernel/debug/kvm ]] && have_debugfs=1
+bench_debugfs
 # The per-VM KVM counters read around each fio phase (summed over vCPUs).
 kvm_files=(exits mmio_exit_user mmio_exit_kernel wfi_exit_stat hvc_exit_stat)
 

@@ -58,12 +58,7 @@ qemu=$(command -v qemu-system-x86_64 || true)
 work=$(mktemp -d "${RIG_SCRATCH:-/var/tmp}/bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# debugfs gives per-VM KVM counters (summed over vCPUs).
-if [[ ! -d /sys/kernel/debug/kvm ]]; then
-	mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
-fi
-have_debugfs=0
-[[ -d /sys/kernel/debug/kvm ]] && have_debugfs=1
+bench_debugfs
 
 # ---------------------------------------------------------------- machine
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)

@@ -67,3 +67,14 @@ def median: map(select(. != null)) | sort |
 	else (.[length / 2 - 1] + .[length / 2]) / 2 end;
 def r(n): if . == null then null else (. * pow(10; n) | round) / pow(10; n) end;
 '
+
+# bench_debugfs: mounts debugfs if needed (inside the rig's L1) and sets
+# have_debugfs=1 when KVM's per-VM counters (/sys/kernel/debug/kvm/PID-FD/)
+# can be read, else 0.
+bench_debugfs() {
+	[[ -d /sys/kernel/debug/kvm ]] ||
+		mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
+	have_debugfs=0
+	[[ -d /sys/kernel/debug/kvm ]] && have_debugfs=1
+	return 0
+}

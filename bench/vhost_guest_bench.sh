@@ -65,7 +65,7 @@ backends=${BENCH_VHOST_BACKENDS:-${only:-$backends}}
 work=$(mktemp -d "${RIG_SCRATCH:-/var/tmp}/vhost-bench.XXXXXX")
 bpids=()
 trap 'for p in "${bpids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$work"' EXIT
-[[ -d /sys/kernel/debug/kvm ]] || mount -t debugfs none /sys/kernel/debug 2>/dev/null || true
+bench_debugfs # KVM exits of the QEMU process
 clk_tck=$(getconf CLK_TCK)
 for d in q1 qn; do truncate -s 256M "$work/$d.img"; done
 
