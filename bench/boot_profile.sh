@@ -47,14 +47,17 @@ if [[ ${1:-} == --inner ]]; then
 			tr -d '\r' <"$work/out" >"$work/out.txt" # the UART's CRLFs
 			mv "$work/out.txt" "$work/out"
 			g() { sed -n "s/^BOOTPROF $1 \[ *\([0-9.]*\)\].*/\1/p" "$work/out" | head -1; }
-			st=$(grep '^{' "$work/err" | tail -1)
-			[[ -n $st ]] || st=null
+			# A file, not an argument: 101 disks x 32 queues of stats
+			# are longer than an argument may be.
+			grep '^{' "$work/err" | tail -1 >"$work/st.json"
+			[[ -s $work/st.json ]] || echo null >"$work/st.json"
 			bench_emit "$(jq -cn --arg mode "$mode" --argjson n "$n" --argjson disks "$disks" \
 				--argjson round "$r" --argjson rc "$rc" --argjson run_ms $(((t1 - t0) / 1000000)) \
 				--arg init "$(g init)" --arg first "$(g blk-first)" --arg last "$(g blk-last)" \
 				--arg up "$(sed -n 's/^BOOTPROF uptime=//p' "$work/out" | head -1)" \
-				--argjson st "$st" '
+				--slurpfile sts "$work/st.json" '
 				def num: if . == "" then null else tonumber end;
+				$sts[0] as $st |
 				{bench:"boot_profile", mode:$mode, vcpus:$n, disks:$disks, round:$round,
 				 rc:$rc, run_ms:$run_ms, guest_init_s:($init|num),
 				 guest_blk_first_s:($first|num), guest_blk_last_s:($last|num),
