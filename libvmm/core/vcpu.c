@@ -15,9 +15,9 @@
 #include "vcpu.h"
 #include "vm.h"
 
-/* Names in KVM's binary stats, in enum vcpu_stat order (kvm_stat's). */
-/* KVM's names (x86|arm64, kvmstats.h); arm64 has no port I/O exits and
- * counts neither host-interrupt exits nor injections: unknown there. */
+/* Names in KVM's binary stats, in enum vcpu_stat order (kvm_stat's), as
+ * x86|arm64 name them (kvmstats.h); arm64 has no port I/O exits and counts
+ * neither host-interrupt exits nor injections: unknown there. */
 static const char *const stat_names[VCPU_STAT_NR] = {
 	"exits", "io_exits", "mmio_exits|mmio_exit_user", "halt_exits|wfi_exit_stat",
 	"irq_exits", "irq_injections", "signal_exits",

@@ -115,6 +115,11 @@ void machine_guest_exit(void *opaque, uint32_t status)
 	vm_request_exit(vm, VMM_EXIT_GUEST_STATUS);
 }
 
+void machine_console_output(void *opaque, const uint8_t *buf, size_t len)
+{
+	console_write(opaque, buf, len);
+}
+
 /* Context: console thread.  Guest input for the platform's UART. */
 static size_t machine_console_input(void *opaque, const void *buf, size_t len)
 {

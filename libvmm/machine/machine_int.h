@@ -85,5 +85,8 @@ void machine_arch_destroy(struct vmm *vm, struct machine *m);
 void machine_guest_reset(void *opaque);
 void machine_guest_poweroff(void *opaque);
 void machine_guest_exit(void *opaque, uint32_t status);
+/* The serial UART's transmit callback (uart8250_tx_fn) into m->console
+ * (opaque).  Context: vCPU thread, the UART's lock held; never blocks. */
+void machine_console_output(void *opaque, const uint8_t *buf, size_t len);
 
 #endif

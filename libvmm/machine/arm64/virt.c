@@ -32,7 +32,6 @@
 #include "arm64/gic.h"
 #include "arm64/loader.h"
 #include "arm64/vcpu_init.h"
-#include "console.h"
 #include "kvm.h"
 #include "log.h"
 #include "machine_int.h"
@@ -96,7 +95,6 @@ int machine_arch_create(struct vmm *vm, struct machine *m)
 	m->arch = calloc(1, sizeof(*m->arch));
 	if (!m->arch)
 		return -ENOMEM;
-	m->arch->gic.gic_fd = m->arch->gic.its_fd = -1;
 	log_limit_init(&m->arch->irq_log, "failed interrupt line changes");
 	/* KVM wants the GIC before any vCPU (gic.h). */
 	ret = arm64_gic_create(vm->vm_fd, VIRT_GICD_BASE, VIRT_GICR_BASE,
@@ -131,18 +129,12 @@ static void virt_set_uart_irq(void *opaque, int level)
 			    strerror(-ret));
 }
 
-/* Context: vCPU thread, the UART's lock held.  Never blocks (console.h). */
-static void virt_console_output(void *opaque, const uint8_t *buf, size_t len)
-{
-	console_write(opaque, buf, len);
-}
-
 int machine_arch_setup_devices(struct vmm *vm, struct machine *m)
 {
 	int ret;
 
 	ret = uart8250_create(&vm->mmio, VIRT_UART_BASE, virt_set_uart_irq, vm,
-			      virt_console_output, m->console, &m->arch->uart);
+			      machine_console_output, m->console, &m->arch->uart);
 	if (ret)
 		return ret;
 	/* The bus also answers x86's 0xCF8 ports on vm->pio, which no arm64

@@ -21,7 +21,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-#include "console.h"
 #include "kvm.h"
 #include "legacy/acpipm.h"
 #include "legacy/i8042.h"
@@ -340,19 +339,13 @@ size_t machine_arch_console_input(struct vmm *vm, const void *buf, size_t len)
 	return uart8250_push_input(vm->machine->arch->uart, buf, len);
 }
 
-/* Context: vCPU thread, COM1's lock held.  Never blocks (console.h). */
-static void pc_console_output(void *opaque, const uint8_t *buf, size_t len)
-{
-	console_write(opaque, buf, len);
-}
-
 int machine_arch_setup_devices(struct vmm *vm, struct machine *m)
 {
 	struct machine_arch *a = m->arch;
 	int ret;
 
 	ret = uart8250_create(&vm->pio, COM1_BASE, pc_set_irq_line, vm,
-			      pc_console_output, m->console, &a->uart);
+			      machine_console_output, m->console, &a->uart);
 	if (ret)
 		return ret;
 	ret = i8042_create(&vm->pio, machine_guest_reset, vm, &a->kbd);
