@@ -21,8 +21,11 @@
 # Last, an L1 that is stuck until it gets an NMI (heartbeat stopped, the
 # command waiting for the NMI count in /proc/interrupts to move, then
 # restarting the heartbeat): the run must go on and end with the command's
-# status 0, "rig: L1 resumed" said and nmi_resumed=1 in RIG_LOG.
-# Needs qemu-system-x86_64 (no KVM).  Takes ~3 x (L1 boot + 30 s).
+# status 0, "rig: L1 resumed" said and nmi_resumed=1 in RIG_LOG.  And the
+# same with a keyboard interrupt (RIG_STALL_KICK_SECONDS): the command
+# waits for IRQ 1's count to move; "rig: L1 was stuck ... moved again
+# after 1 keyboard interrupt" said, kick_resumed=1, no NMI.
+# Needs qemu-system-x86_64 (no KVM).  Takes ~4 x (L1 boot + 30 s).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 if [[ "${1:-}" == --in-l1 ]]; then
@@ -41,6 +44,18 @@ if [[ "${1:-}" == --in-l1-until-nmi ]]; then
 	pkill -CONT -f rig-heartbeat
 	sleep 6 # a heartbeat or two: rig-run sees L1 move before it ends
 	echo "STALL-TEST-NMI-SEEN $n0 -> $(nmis)"
+	exit 0
+fi
+if [[ "${1:-}" == --in-l1-until-key ]]; then
+	echo "STALL-TEST-UNTIL-KEY"
+	dmesg -n 1
+	keys() { awk '$1 == "1:" { print $2 }' /proc/interrupts; } # i8042
+	k0=$(keys)
+	pkill -STOP -f rig-heartbeat || { echo "no heartbeat loop to stop"; exit 3; }
+	while [ "$(keys)" = "$k0" ]; do sleep 1; done
+	pkill -CONT -f rig-heartbeat
+	sleep 6
+	echo "STALL-TEST-KEY-SEEN $k0 -> $(keys)"
 	exit 0
 fi
 if [[ "${1:-}" == --in-l1-asleep ]]; then
@@ -107,5 +122,19 @@ grep -q '^STALL-TEST-NMI-SEEN' "$tmp/out" || fail "until-nmi: the command saw no
 grep -q '^rig: L1 not moving for .* sending it an NMI' "$tmp/out" || fail "until-nmi: no NMI announced"
 grep -q '^rig: L1 resumed .* after the NMI' "$tmp/out" || fail "until-nmi: the resumption is not reported"
 ! grep -q '^rig: L1 stalled' "$tmp/out" || fail "until-nmi: declared stalled"
-grep -q ' result=ok status=0 nmi_sent=1 nmi_resumed=1 ' "$tmp/rig3.log" || fail "until-nmi: RIG_LOG: $(cat "$tmp/rig3.log")"
+grep -q ' result=ok status=0 kick_sent=[0-9]* kick_resumed=0 nmi_sent=1 nmi_resumed=1 ' "$tmp/rig3.log" || fail "until-nmi: RIG_LOG: $(cat "$tmp/rig3.log")"
+! grep -q '^rig: L1 was stuck' "$tmp/out" || fail "until-nmi: the NMI's work credited to a keyboard interrupt"
+
+# An L1 that a keyboard interrupt gets moving again (what QEMU 7.2's lost
+# interrupt requests need): heartbeat stopped until IRQ 1 (i8042) moves.
+rc=0
+RIG_LOG=$tmp/rig4.log RIG_HEARTBEAT_SECONDS=2 RIG_STALL_KICK_SECONDS=8 "$here/rig-run" --l1 --timeout 900 \
+	--stall-seconds 60 --stall-retries 0 -- "$here/test-stall.sh" --in-l1-until-key \
+	>"$tmp/out" 2>&1 || rc=$?
+cat "$tmp/out"
+[[ $rc -eq 0 ]] || fail "until-key: rig-run exited $rc, want 0 (L1 moved again after the key)"
+grep -q '^STALL-TEST-KEY-SEEN' "$tmp/out" || fail "until-key: the command saw no keyboard interrupt"
+grep -q '^rig: L1 was stuck for .* moved again after 1 keyboard interrupt' "$tmp/out" || fail "until-key: the resumption is not reported"
+! grep -q '^rig: L1 not moving\|^rig: L1 stalled' "$tmp/out" || fail "until-key: an NMI or a stall verdict"
+grep -q ' result=ok status=0 kick_sent=1 kick_resumed=1 nmi_sent=0 nmi_resumed=0 ' "$tmp/rig4.log" || fail "until-key: RIG_LOG: $(cat "$tmp/rig4.log")"
 echo "test-stall.sh: OK"
