@@ -128,7 +128,7 @@ grep -q ' result=ok status=0 kick_sent=[0-9]* kick_resumed=0 nmi_sent=1 nmi_resu
 # An L1 that a keyboard interrupt gets moving again (what QEMU 7.2's lost
 # interrupt requests need): heartbeat stopped until IRQ 1 (i8042) moves.
 rc=0
-RIG_LOG=$tmp/rig4.log RIG_HEARTBEAT_SECONDS=2 RIG_STALL_KICK_SECONDS=8 "$here/rig-run" --l1 --timeout 900 \
+RIG_LOG=$tmp/rig4.log RIG_HEARTBEAT_SECONDS=2 RIG_STALL_KICK_SECONDS=8 RIG_KEY_TICK_SECONDS=0 "$here/rig-run" --l1 --timeout 900 \
 	--stall-seconds 60 --stall-retries 0 -- "$here/test-stall.sh" --in-l1-until-key \
 	>"$tmp/out" 2>&1 || rc=$?
 cat "$tmp/out"
