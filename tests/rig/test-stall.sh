@@ -74,11 +74,24 @@ fail() {
 	exit 1
 }
 
-rc=0
-RIG_LOG=$tmp/rig.log RIG_HEARTBEAT_SECONDS=2 RIG_STALL_NUDGE_SECONDS=10 "$here/rig-run" --l1 --timeout 900 \
-	--stall-seconds 30 --stall-retries 1 -- "$here/test-stall.sh" --in-l1 \
-	>"$tmp/out" 2>&1 || rc=$?
-cat "$tmp/out"
+# run_rig LOG [VAR=VALUE...] -- RIG-RUN-ARGS...: rig-run --l1 with a 2-s
+# heartbeat and RIG_LOG=$tmp/LOG; its output in $tmp/out (also shown), its
+# exit status in rc.
+run_rig() {
+	local log=$1 envs=()
+	shift
+	while [[ $1 != -- ]]; do
+		envs+=("$1")
+		shift
+	done
+	shift
+	rc=0
+	env RIG_LOG="$tmp/$log" RIG_HEARTBEAT_SECONDS=2 "${envs[@]}" "$here/rig-run" --l1 --timeout 900 "$@" \
+		>"$tmp/out" 2>&1 || rc=$?
+	cat "$tmp/out"
+}
+
+run_rig rig.log RIG_STALL_NUDGE_SECONDS=10 -- --stall-seconds 30 --stall-retries 1 -- "$here/test-stall.sh" --in-l1
 [[ $rc -eq 124 ]] || fail "rig-run exited $rc, want 124 (L1 stalled)"
 [[ $(grep -c '^rig: L1 stalled: no progress' "$tmp/out") -eq 2 ]] || fail "want two 'rig: L1 stalled' reports"
 grep -q '^rig: L1 stalled: RETRYING the whole command (attempt 2 of 2' "$tmp/out" || fail "the retry is not announced"
@@ -101,22 +114,14 @@ done
 [[ $n -eq 2 ]] || fail "$n kept stall directories, want 2"
 
 # An L1 hung asleep.
-rc=0
-RIG_LOG=$tmp/rig2.log RIG_HEARTBEAT_SECONDS=2 RIG_STALL_NUDGE_SECONDS=10 "$here/rig-run" --l1 --timeout 900 \
-	--stall-seconds 30 --stall-retries 0 -- "$here/test-stall.sh" --in-l1-asleep \
-	>"$tmp/out" 2>&1 || rc=$?
-cat "$tmp/out"
+run_rig rig2.log RIG_STALL_NUDGE_SECONDS=10 -- --stall-seconds 30 --stall-retries 0 -- "$here/test-stall.sh" --in-l1-asleep
 [[ $rc -eq 124 ]] || fail "asleep: rig-run exited $rc, want 124 (L1 stalled)"
 grep -q '^STALL-TEST-ASLEEP' "$tmp/out" || fail "asleep: the command did not run"
 [[ $(grep -c '^rig: L1 stalled: no progress' "$tmp/out") -eq 1 ]] || fail "asleep: want one 'rig: L1 stalled' report"
 [[ $(grep -c ' result=stalled status=124 ' "$tmp/rig2.log") -eq 1 ]] || fail "asleep: RIG_LOG: $(cat "$tmp/rig2.log")"
 
 # An L1 that only an NMI gets moving again.
-rc=0
-RIG_LOG=$tmp/rig3.log RIG_HEARTBEAT_SECONDS=2 RIG_STALL_NUDGE_SECONDS=20 "$here/rig-run" --l1 --timeout 900 \
-	--stall-seconds 30 --stall-retries 0 -- "$here/test-stall.sh" --in-l1-until-nmi \
-	>"$tmp/out" 2>&1 || rc=$?
-cat "$tmp/out"
+run_rig rig3.log RIG_STALL_NUDGE_SECONDS=20 -- --stall-seconds 30 --stall-retries 0 -- "$here/test-stall.sh" --in-l1-until-nmi
 [[ $rc -eq 0 ]] || fail "until-nmi: rig-run exited $rc, want 0 (L1 moved again after the NMI)"
 grep -q '^STALL-TEST-NMI-SEEN' "$tmp/out" || fail "until-nmi: the command saw no NMI"
 grep -q '^rig: L1 not moving for .* sending it an NMI' "$tmp/out" || fail "until-nmi: no NMI announced"
@@ -127,11 +132,7 @@ grep -q ' result=ok status=0 kick_sent=[0-9]* kick_resumed=0 nmi_sent=1 nmi_resu
 
 # An L1 that a keyboard interrupt gets moving again (what QEMU 7.2's lost
 # interrupt requests need): heartbeat stopped until IRQ 1 (i8042) moves.
-rc=0
-RIG_LOG=$tmp/rig4.log RIG_HEARTBEAT_SECONDS=2 RIG_STALL_KICK_SECONDS=8 RIG_KEY_TICK_SECONDS=0 "$here/rig-run" --l1 --timeout 900 \
-	--stall-seconds 60 --stall-retries 0 -- "$here/test-stall.sh" --in-l1-until-key \
-	>"$tmp/out" 2>&1 || rc=$?
-cat "$tmp/out"
+run_rig rig4.log RIG_STALL_KICK_SECONDS=8 RIG_KEY_TICK_SECONDS=0 -- --stall-seconds 60 --stall-retries 0 -- "$here/test-stall.sh" --in-l1-until-key
 [[ $rc -eq 0 ]] || fail "until-key: rig-run exited $rc, want 0 (L1 moved again after the key)"
 grep -q '^STALL-TEST-KEY-SEEN' "$tmp/out" || fail "until-key: the command saw no keyboard interrupt"
 grep -q '^rig: L1 was stuck for .* moved again after 1 keyboard interrupt' "$tmp/out" || fail "until-key: the resumption is not reported"
