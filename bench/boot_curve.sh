@@ -5,6 +5,10 @@
 # item 7a): launch to the guest's init marker (MINIVMM-GUEST-UP) for
 #   minivmm-qn   one disk with one queue per vCPU (the default)
 #   minivmm-q1   the same disk with one queue
+#   minivmm-pv   minivmm-qn with each queue's interrupt wired into KVM by
+#                a routing update of its own (--disk wiring=per-vector:
+#                the per-vector way of kvmtool, Cloud Hypervisor and
+#                Firecracker, which the batched default replaces)
 #   minivmm-pvh  minivmm-qn booting the uncompressed vmlinux through PVH
 #                (no decompressor) instead of the bzImage
 #   qemu-qn      QEMU (-machine q35,kernel-irqchip=split -cpu host), the
@@ -16,9 +20,9 @@
 #   qemu-q1      QEMU with one queue per disk (with --disks only)
 # alternated within each round (A B C A B C ...), inside the nested-KVM rig
 # (one tests/rig/rig-run call per round and vCPU count; an L1 stall reruns
-# that call, and only its last attempt's records count).  Not measured here: minivmm with per-vector
-# wiring forced (the library has no such knob; bench/wiring_bench.c
-# measures that difference on the wiring alone).
+# that call, and only its last attempt's records count).  Beside each
+# minivmm time, its counts (--stats-json): KVM exits, wiring commits,
+# ioctls and milliseconds.
 #
 #   --disks N  N disks instead of one (seeds 000/002's shape: --disks 101
 #            --counts 32); QEMU gets them as multi-function devices, eight
@@ -66,13 +70,15 @@ if [[ ${1:-} == --inner ]]; then
 		local k=$kernel
 		[[ $mode == *-pvh ]] && k=$vmlinux
 		case $mode in
-		minivmm-qn | minivmm-q1 | minivmm-pvh)
-			local nq=$n
+		minivmm-*)
+			local nq=$n w=""
 			[[ $mode == minivmm-q1 ]] && nq=1
+			[[ $mode == minivmm-pv ]] && w=,wiring=per-vector
 			cmd=("$vmm" --smp "$n" --mem "${mem}M" --kernel "$k" --initrd "$initrd"
-				--cmdline "$cmdline" --disk "path=$work/data.img,num-queues=$nq,serial=data,lock=off")
+				--cmdline "$cmdline" --stats-json
+				--disk "path=$work/data.img,num-queues=$nq,serial=data,lock=off$w")
 			for ((d = 1; d < disks; d++)); do
-				cmd+=(--disk "path=$work/d$d.img,num-queues=$nq,serial=d$d,lock=off")
+				cmd+=(--disk "path=$work/d$d.img,num-queues=$nq,serial=d$d,lock=off$w")
 			done
 			;;
 		qemu-qn | qemu-q1 | qemu-pvh)
@@ -101,11 +107,17 @@ if [[ ${1:-} == --inner ]]; then
 			;;
 		esac
 		t0=$(bench_now_ns)
+		echo null >"$work/st.json"
 		set +e
 		timeout --kill-after=10 3000 "${cmd[@]}" </dev/null 2>&1 |
 			while IFS= read -r line; do
 				if [[ $line == *MINIVMM-GUEST-UP* ]]; then
 					echo "UP $(($(bench_now_ns) - t0)) ${line##*cpus=}"
+				elif [[ $line == '{"'* ]]; then
+					# minivmm --stats-json at exit (a file: 384
+					# queues of statistics are too long for an
+					# argument).
+					printf '%s\n' "$line" >"$work/st.json"
 				fi
 			done >"$log"
 		rc=${PIPESTATUS[0]}
@@ -120,16 +132,25 @@ if [[ ${1:-} == --inner ]]; then
 		fi
 		bench_emit "$(jq -cn --arg mode "$mode" --argjson n "$n" --argjson round "$round" \
 			--arg up "$up" --arg cpus "$cpus" --argjson rc "$rc" --argjson disks "$disks" \
-			'{bench:"boot_curve", mode:$mode, vcpus:$n, disks:$disks, round:$round,
+			--slurpfile sts "$work/st.json" \
+			'$sts[0] as $st |
+			 {bench:"boot_curve", mode:$mode, vcpus:$n, disks:$disks, round:$round,
 			  boot_to_init_ms:(if $up == "" then null else ($up | tonumber) / 1e6 end),
 			  cpus_online:(if $cpus == "" then null else ($cpus | tonumber) end),
 			  exit_status:$rc,
+			  kvm_exits:$st.kvm.exits, mmio_exits:$st.kvm.mmio_exits,
+			  io_exits:$st.kvm.io_exits,
+			  wiring_commits:([$st.disks[]?.wiring_commits] | add),
+			  wiring_ioctls:([$st.disks[]?.wiring_ioctls] | add),
+			  wiring_ms:(if $st then ([$st.disks[]?.wiring_ns] | add // 0) / 1e6 else null end),
 			  method:"launch to the MINIVMM-GUEST-UP console line (the guest then reboots itself)"}')"
 	}
 
 	for ((r = round0; r < round0 + rounds; r++)); do
 		for n in "${counts[@]}"; do
 			modes=(minivmm-qn minivmm-q1)
+			# Per-vector wiring only where it can differ (> 1 queue).
+			((n > 1)) && modes+=(minivmm-pv)
 			[[ -n $vmlinux && $disks == 1 ]] && modes+=(minivmm-pvh)
 			[[ -n $qemu && $n -le 288 ]] && modes+=(qemu-qn)
 			# The many-disk shape: QEMU with 1 queue too (seed 002's
@@ -212,13 +233,17 @@ jq -rs "$BENCH_JQ_DEFS"'
 	[.[] | select(.bench == "boot_curve")] as $b |
 	($b | map(.vcpus) | unique) as $ns |
 	def med(m; n): [$b[] | select(.mode == m and .vcpus == n) | .boot_to_init_ms] | median;
+	def medf(m; n; f): [$b[] | select(.mode == m and .vcpus == n) | f | select(. != null)] | median;
 	def q(a; b): if a and b then (a / b | r(2)) else "-" end;
-	"| vCPUs | minivmm, 1 queue/vCPU (ms) | minivmm, 1 queue (ms) | minivmm PVH, 1 queue/vCPU (ms) | QEMU 7.2, 1 queue/vCPU (ms) | QEMU 7.2, 1 queue (ms) | QEMU 7.2 PVH (ms) | qn / q1 | QEMU qn / q1 | minivmm / QEMU | minivmm PVH / QEMU | minivmm PVH / QEMU PVH | boots |",
-	"|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+	"| vCPUs | minivmm, 1 queue/vCPU (ms) | minivmm, 1 queue (ms) | minivmm, per-vector wiring (ms) | minivmm PVH, 1 queue/vCPU (ms) | QEMU 7.2, 1 queue/vCPU (ms) | QEMU 7.2, 1 queue (ms) | QEMU 7.2 PVH (ms) | qn / q1 | per-vector / batched | QEMU qn / q1 | minivmm / QEMU | minivmm PVH / QEMU | minivmm PVH / QEMU PVH | wiring ms batched / per-vector (ioctls) | boots |",
+	"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
 	($ns[] as $n | [med("minivmm-qn"; $n), med("minivmm-q1"; $n), med("minivmm-pvh"; $n),
-			 med("qemu-qn"; $n), med("qemu-pvh"; $n), med("qemu-q1"; $n)] as $m |
-	 "| \($n) | \($m[0] | r(0)) | \($m[1] | r(0)) | \($m[2] | r(0) // "-") | \($m[3] | r(0) // "-") | \($m[5] | r(0) // "-") | \($m[4] | r(0) // "-") | " +
-	 "\(q($m[0]; $m[1])) | \(q($m[3]; $m[5])) | \(q($m[0]; $m[3])) | \(q($m[2]; $m[3])) | \(q($m[2]; $m[4])) | " +
+			 med("qemu-qn"; $n), med("qemu-pvh"; $n), med("qemu-q1"; $n), med("minivmm-pv"; $n)] as $m |
+	 [medf("minivmm-qn"; $n; .wiring_ms), medf("minivmm-pv"; $n; .wiring_ms),
+	  medf("minivmm-qn"; $n; .wiring_ioctls), medf("minivmm-pv"; $n; .wiring_ioctls)] as $w |
+	 "| \($n) | \($m[0] | r(0)) | \($m[1] | r(0)) | \($m[6] | r(0) // "-") | \($m[2] | r(0) // "-") | \($m[3] | r(0) // "-") | \($m[5] | r(0) // "-") | \($m[4] | r(0) // "-") | " +
+	 "\(q($m[0]; $m[1])) | \(q($m[6]; $m[0])) | \(q($m[3]; $m[5])) | \(q($m[0]; $m[3])) | \(q($m[2]; $m[3])) | \(q($m[2]; $m[4])) | " +
+	 "\($w[0] | r(1) // "-") / \($w[1] | r(1) // "-") (\($w[2] // "-") / \($w[3] // "-")) | " +
 	 "\([$b[] | select(.vcpus == $n)] | length) |")
 ' "$out/$tag.json" >"$out/$tag-table.md"
 {
@@ -234,7 +259,7 @@ jq -rs "$BENCH_JQ_DEFS"'
 } >"$out/$tag.md"
 rm -f "$out/$tag-table.md"
 
-for m in minivmm-qn minivmm-q1 minivmm-pvh qemu-qn qemu-q1 qemu-pvh; do
+for m in minivmm-qn minivmm-q1 minivmm-pv minivmm-pvh qemu-qn qemu-q1 qemu-pvh; do
 	jq -r --arg m "$m" 'select(.bench == "boot_curve" and .mode == $m and .boot_to_init_ms != null) |
 		"\(.vcpus) \(.boot_to_init_ms / 1000)"' "$out/$tag.json" | sort -n >"$out/.boot.$m.dat"
 done
@@ -248,6 +273,7 @@ set key left top
 set grid
 plot "$out/.boot.minivmm-qn.dat" using 1:2 with linespoints title "minivmm, 1 queue/vCPU", \
      "$out/.boot.minivmm-q1.dat" using 1:2 with linespoints title "minivmm, 1 queue", \
+     "$out/.boot.minivmm-pv.dat" using 1:2 with linespoints title "minivmm, 1 queue/vCPU, per-vector wiring", \
      "$out/.boot.minivmm-pvh.dat" using 1:2 with linespoints title "minivmm PVH (vmlinux), 1 queue/vCPU", \
      "$out/.boot.qemu-qn.dat" using 1:2 with linespoints title "QEMU 7.2 q35, 1 queue/vCPU", \
      "$out/.boot.qemu-q1.dat" using 1:2 with linespoints title "QEMU 7.2 q35, 1 queue", \

@@ -91,6 +91,7 @@ struct virtio_transport {
 	unsigned int nq, nv;
 	uint16_t max_qsize;
 	bool any_len;
+	bool per_vector; /* vpci_params.per_vector_wiring */
 	uint64_t host_features;
 	uint32_t bar_size, notify_len;
 	unsigned int pcicfg_cap;

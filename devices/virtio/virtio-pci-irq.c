@@ -401,8 +401,9 @@ void vpci_unwire(struct virtio_transport *t)
  * DRIVER_OK: start the rings, wire every enabled queue's interrupt (route
  * + irqfd) in one transaction, start the device.  The notify ioeventfds
  * are already in place (vpci_place_kicks()), so this is one
- * KVM_SET_GSI_ROUTING and an irqfd per vectored queue.  On failure no
- * interrupt is left wired.  Returns 0 or -errno, with *why set for the
+ * KVM_SET_GSI_ROUTING and an irqfd per vectored queue (with
+ * per_vector_wiring: one transaction, so one KVM_SET_GSI_ROUTING, per
+ * vectored queue).  On failure no interrupt is left wired.  Returns 0 or -errno, with *why set for the
  * log.  Context: vCPU thread, t->lock held.
  */
 int vpci_go_live(struct virtio_transport *t, const char **why)
@@ -465,11 +466,28 @@ int vpci_go_live(struct virtio_transport *t, const char **why)
 		}
 		wiring_route(&txn, q->gsi, true, v->addr, v->data, vpci_devid(t));
 		wiring_irqfd(&txn, q->call_fd, q->gsi, true);
+		if (!t->per_vector)
+			continue;
+		/* The per-vector way, for comparisons: this queue alone,
+		 * the whole route table resent.  On failure the queues
+		 * already committed are unwired in one transaction. */
+		ret = vpci_commit(t, &txn);
+		if (ret) {
+			*why = "KVM refused the interrupt/notification wiring";
+			vpci_unwire(t);
+			return ret;
+		}
+		t->vqs[i].irq_wired = true;
+		wiring_begin(&txn, t->irq);
 	}
-	ret = vpci_commit(t, &txn);
-	if (ret) {
-		*why = "KVM refused the interrupt/notification wiring";
-		goto err_release;
+	if (t->per_vector) {
+		wiring_abort(&txn); /* empty */
+	} else {
+		ret = vpci_commit(t, &txn);
+		if (ret) {
+			*why = "KVM refused the interrupt/notification wiring";
+			goto err_release;
+		}
 	}
 	for (unsigned int i = 0; i < t->nq; i++) {
 		struct virtio_queue *q = &t->queues[i];

@@ -264,6 +264,7 @@ int vpci_create(const struct vpci_params *p, struct virtio_transport **out)
 	t->nv = p->num_queues + 1;
 	t->max_qsize = p->max_queue_size;
 	t->any_len = p->ioeventfd_any_length;
+	t->per_vector = p->per_vector_wiring;
 	t->host_features = p->ops->features(p->dev) & ~VPCI_UNSUPPORTED_FEATURES;
 	if (!(t->host_features & (1ull << VIRTIO_F_VERSION_1))) {
 		vpci_logs_destroy(t);

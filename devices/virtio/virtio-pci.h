@@ -113,6 +113,11 @@ struct vpci_params {
 	 * 16-bit write the Linux driver does; other widths exit to the VMM,
 	 * which forwards them to kick_fd). */
 	bool ioeventfd_any_length;
+	/* Wire each queue's route and irqfd at DRIVER_OK in a commit of its
+	 * own (one KVM_SET_GSI_ROUTING per vector, the whole table each
+	 * time) instead of one commit for all: the way the batching
+	 * replaces, kept as a knob to measure the difference. */
+	bool per_vector_wiring;
 	uint16_t subsystem_id;	   /* 0: the PCI device ID */
 };
 

@@ -63,13 +63,16 @@ void cli_usage(const char *prog, void *file)
 		"                       or path=IMG[,num-queues=N][,queue-size=N]\n"
 		"                       [,ro=on][,serial=S][,direct=on][,poll-us=N]\n"
 		"                       [,cache=writeback|unsafe][,event-idx=off]\n"
-		"                       [,lock=off]\n"
+		"                       [,lock=off][,wiring=per-vector]\n"
 		"                       IMG: a regular file or a block device.\n"
 		"                       num-queues 1..%d, default the vCPU count;\n"
 		"                       all disks together at most %d queues (one\n"
 		"                       KVM interrupt route each): defaults are\n"
 		"                       lowered to fit.  The image is locked (shared\n"
 		"                       if ro=on, else exclusive) unless lock=off\n"
+		"                       wiring=per-vector: one KVM routing update\n"
+		"                       per queue at driver start (slower; to\n"
+		"                       compare with the batched default)\n"
 		"      --stats          print disk, KVM and console statistics at exit\n"
 		"      --stats-json     the same, as one JSON object on stderr\n"
 		"      --no-seccomp     do not confine the VMM's threads with\n"
@@ -234,6 +237,14 @@ int cli_parse_disk(const char *spec, struct cli_disk *d, char *err, size_t errle
 				return fail(err, errlen, "--disk: lock must be on or off");
 			c->flags = b ? c->flags & ~VMM_DISK_NO_LOCK
 				     : c->flags | VMM_DISK_NO_LOCK;
+		} else if (!strcmp(tok, "wiring")) {
+			if (!strcmp(val, "batched"))
+				c->flags &= ~VMM_DISK_PER_VECTOR_WIRING;
+			else if (!strcmp(val, "per-vector"))
+				c->flags |= VMM_DISK_PER_VECTOR_WIRING;
+			else
+				return fail(err, errlen,
+					    "--disk: wiring must be batched or per-vector");
 		} else if (!strcmp(tok, "cache")) {
 			if (!strcmp(val, "writeback"))
 				c->flags &= ~VMM_DISK_NO_FLUSH;

@@ -350,6 +350,16 @@ int vmm_get_console_stats(struct vmm *vm, struct vmm_console_stats *st);
 				      or disk of this VM) and any user of an
 				      image opened writable fail with -EBUSY
 				      (like QEMU's file.locking) */
+#define VMM_DISK_PER_VECTOR_WIRING (1u << 5) /* at the driver's DRIVER_OK,
+					       wire each queue's MSI route and
+					       irqfd into KVM in a transaction
+					       of its own (one
+					       KVM_SET_GSI_ROUTING per vector,
+					       each resending the whole table:
+					       kvmtool's, Cloud Hypervisor's and
+					       Firecracker's way) instead of one
+					       for the device.  Slower; for
+					       comparisons only */
 
 /*
  * Configuration of one virtio-blk disk.  Zero-initialise, set struct_size to

@@ -298,7 +298,8 @@ int vmm_add_disk(struct vmm *vm, const struct vmm_disk_config *cfg,
 	if (!cfg || cfg->struct_size < offsetof(struct vmm_disk_config, poll_us) ||
 	    (!cfg->path && cfg->fd < 0) ||
 	    (cfg->flags & ~(VMM_DISK_READONLY | VMM_DISK_DIRECT | VMM_DISK_NO_FLUSH |
-			    VMM_DISK_NO_EVENT_IDX | VMM_DISK_NO_LOCK)) ||
+			    VMM_DISK_NO_EVENT_IDX | VMM_DISK_NO_LOCK |
+			    VMM_DISK_PER_VECTOR_WIRING)) ||
 	    (cfg->serial && strlen(cfg->serial) > 20))
 		return -EINVAL;
 	qs = cfg->queue_size;

@@ -323,7 +323,8 @@ static int machine_setup_disks(struct vmm *vm, struct machine *m,
 		struct vblk_options o = {
 			.path = c->path,
 			.fd = vm->disks[i].fd,
-			.flags = c->flags,
+			/* The wiring flag is the transport's, not vblk's. */
+			.flags = c->flags & ~VMM_DISK_PER_VECTOR_WIRING,
 			.num_queues = (uint16_t)disk_queues_in(vm, i, budget),
 			.queue_size = c->queue_size,
 			.serial = c->serial,
@@ -341,6 +342,7 @@ static int machine_setup_disks(struct vmm *vm, struct machine *m,
 			.num_queues = o.num_queues,
 			.ioeventfd_any_length =
 				kvm_check_cap(vm->vm_fd, KVM_CAP_IOEVENTFD_ANY_LENGTH) > 0,
+			.per_vector_wiring = c->flags & VMM_DISK_PER_VECTOR_WIRING,
 		};
 		struct vblk *blk;
 

@@ -107,6 +107,19 @@ START_TEST(create_without_or_with_kvm)
 		ck_assert_uint_eq(cs.bytes_out, 0); /* never started */
 		ck_assert_uint_eq(cs.struct_size, sizeof(cs));
 	}
+	{
+		/* Every published disk flag is taken, an unknown one refused. */
+		struct vmm_disk_config dc = {
+			.struct_size = sizeof(dc), .path = "/nonexistent.img",
+			.flags = VMM_DISK_READONLY | VMM_DISK_DIRECT |
+				 VMM_DISK_NO_FLUSH | VMM_DISK_NO_EVENT_IDX |
+				 VMM_DISK_NO_LOCK | VMM_DISK_PER_VECTOR_WIRING,
+		};
+
+		ck_assert_int_eq(vmm_add_disk(vm, &dc, NULL), 0);
+		dc.flags = VMM_DISK_PER_VECTOR_WIRING << 1;
+		ck_assert_int_eq(vmm_add_disk(vm, &dc, NULL), -EINVAL);
+	}
 	ck_assert_int_eq(vmm_start(vm), -EINVAL); /* no kernel */
 	ck_assert_int_ge(vmm_get_exit_eventfd(vm), 0);
 	vmm_destroy(vm);

@@ -218,6 +218,19 @@ START_TEST(disk_specs)
 	free(d.spec);
 	ck_assert_int_eq(cli_parse_disk("path=a,cache=none", &d, err, sizeof(err)), -1);
 	free(d.spec);
+
+	/* wiring=per-vector|batched (the default). */
+	ck_assert_int_eq(cli_parse_disk("path=a,wiring=per-vector", &d, err, sizeof(err)), 0);
+	ck_assert_uint_eq(d.cfg.flags, VMM_DISK_PER_VECTOR_WIRING);
+	free(d.spec);
+	ck_assert_int_eq(cli_parse_disk("path=a,wiring=per-vector,wiring=batched", &d, err,
+					sizeof(err)),
+			 0);
+	ck_assert_uint_eq(d.cfg.flags, 0);
+	free(d.spec);
+	ck_assert_int_eq(cli_parse_disk("path=a,wiring=lazy", &d, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "wiring must be batched or per-vector"));
+	free(d.spec);
 }
 END_TEST
 

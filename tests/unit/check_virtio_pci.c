@@ -1015,6 +1015,65 @@ START_TEST(many_queues_one_routing_call)
 }
 END_TEST
 
+/*
+ * per_vector_wiring (VMM_DISK_PER_VECTOR_WIRING, the comparison knob):
+ * DRIVER_OK makes one commit, so one KVM_SET_GSI_ROUTING, per vectored
+ * queue, each carrying every route wired so far; a failure at any call
+ * leaves nothing wired, and a retry after reset works.
+ */
+START_TEST(per_vector_wiring_knob)
+{
+	const unsigned int nq = 4, total = 2 * nq; /* a routing + an irqfd each */
+	struct vpci_params p = params(nq);
+	struct vpci_stats st0, st;
+	unsigned int calls0;
+
+	p.per_vector_wiring = true;
+	ck_assert_int_eq(fv_create(&V, &p), 0);
+	assert_kicks_placed();
+	for (unsigned int fail = 1; fail <= total; fail++) {
+		ck_assert(drv_begin(DRV_FEATURES));
+		for (unsigned int q = 0; q < nq; q++)
+			drv_queue(q, (uint16_t)(q + 1));
+		kvm->fail_at = kvm->calls + fail;
+		status_add(VIRTIO_CONFIG_S_DRIVER_OK);
+		kvm->fail_at = 0;
+		ck_assert(!(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK));
+		ck_assert(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET);
+		ck_assert_uint_eq(fdev.start_calls, 0);
+		assert_unwired();
+	}
+
+	ck_assert(drv_begin(DRV_FEATURES));
+	for (unsigned int q = 0; q < nq; q++)
+		drv_queue(q, (uint16_t)(q + 1));
+	vpci_get_stats(V.t, &st0);
+	calls0 = kvm->calls;
+	kvm->routing_calls = 0;
+	status_add(VIRTIO_CONFIG_S_DRIVER_OK);
+	ck_assert(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK);
+	ck_assert_uint_eq(kvm->routing_calls, nq);
+	ck_assert_uint_eq(kvm->calls - calls0, total);
+	ck_assert_uint_eq(kvm->nr_msi, nq);
+	ck_assert_uint_eq(kvm->live_irqfd, nq);
+	ck_assert_uint_eq(fdev.start_calls, 1);
+	for (unsigned int q = 0; q < nq; q++) {
+		int gsi = kvm->irqfd_gsi[fdev.queues[q].call_fd];
+
+		ck_assert_int_ge(gsi, X86_IRQ_FIRST_MSI_GSI);
+		ck_assert(kvm->route_valid[gsi]);
+		ck_assert_uint_eq(kvm->route_data[gsi], msg_data(q + 1, 0));
+	}
+	vpci_get_stats(V.t, &st);
+	ck_assert_uint_eq(st.wiring_commits, st0.wiring_commits + nq);
+	ck_assert_uint_eq(st.wiring_ioctls, st0.wiring_ioctls + total);
+	/* Teardown stays one transaction. */
+	COMMON_WR(STATUS, 0, 1);
+	assert_unwired();
+	ck_assert_uint_eq(kvm->routing_calls, nq + 1);
+}
+END_TEST
+
 START_TEST(needs_reset_config_interrupt)
 {
 	struct vpci_stats st;
@@ -1212,6 +1271,7 @@ static Suite *vpci_suite(void)
 	tcase_add_test(tc, parked_kicks_yield_to_another_bar);
 	tcase_add_test(tc, msix_rewrite_coalesced);
 	tcase_add_test(tc, many_queues_one_routing_call);
+	tcase_add_test(tc, per_vector_wiring_knob);
 	tcase_add_test(tc, needs_reset_config_interrupt);
 	tcase_add_test(tc, pci_cfg_window);
 	tcase_add_test(tc, create_rejects_bad_params);
