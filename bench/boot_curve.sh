@@ -1,5 +1,6 @@
 #!/bin/bash
-# bench/boot_curve.sh [--quick|--full] [--counts "1 8 32"] [--rounds R] [--disks N] [--report]
+# bench/boot_curve.sh [--quick|--full] [--counts "1 8 32"] [--rounds R] [--disks N]
+#                     [--modes "minivmm-qn minivmm-q1 ..."] [--report]
 #
 # Guest boot time against the vCPU count, the shape of seed 004 (issue 9,
 # item 7a): launch to the guest's init marker (MINIVMM-GUEST-UP) for
@@ -27,6 +28,7 @@
 #   --disks N  N disks instead of one (seeds 000/002's shape: --disks 101
 #            --counts 32); QEMU gets them as multi-function devices, eight
 #            per slot, as minivmm places them.  Results: boot_disksN.*
+#   --modes L  only these modes (default: all that apply)
 #   --quick  1, 8, 32 vCPUs, 1 round (~5 minutes)
 #   --full   1, 8, 32, 64, 128, 255, 288, 384 vCPUs, 3 rounds (hours in
 #            the rig: a 300-vCPU guest alone boots in ~8 minutes there)
@@ -44,8 +46,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 if [[ ${1:-} == --inner ]]; then
 	# ---------------------------------------------------------- in L1
 	shift
-	vmm=$1 kernel=$2 initrd=$3 vmlinux=$4 rounds=$5 disks=$6 round0=$7
-	shift 7
+	vmm=$1 kernel=$2 initrd=$3 vmlinux=$4 rounds=$5 disks=$6 round0=$7 only=$8
+	shift 8
 	counts=("$@")
 	qemu=$(command -v qemu-system-x86_64 || true)
 	[[ -r /dev/kvm && -w /dev/kvm ]] || bench_die "no usable /dev/kvm"
@@ -157,6 +159,13 @@ if [[ ${1:-} == --inner ]]; then
 			# before/after); the PVH pair only with one disk.
 			[[ -n $qemu && $n -le 288 && $disks -gt 1 ]] && modes+=(qemu-q1)
 			[[ -n $qemu && -n $vmlinux && $n -le 288 && $disks == 1 ]] && modes+=(qemu-pvh)
+			if [[ $only != all ]]; then
+				keep=()
+				for m in "${modes[@]}"; do
+					[[ " $only " == *" $m "* ]] && keep+=("$m")
+				done
+				modes=("${keep[@]}")
+			fi
 			# Rotate the order each round so no mode always goes first.
 			for ((k = 0; k < ${#modes[@]}; k++)); do
 				boot "${modes[(k + r - 1) % ${#modes[@]}]}" "$n" "$r"
@@ -168,7 +177,7 @@ fi
 
 # -------------------------------------------------------------- outside
 cd "$here/.."
-mode=--quick counts="" rounds="" report=0 disks=1
+mode=--quick counts="" rounds="" report=0 disks=1 only=all
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--quick | --full) mode=$1; shift ;;
@@ -176,6 +185,7 @@ while [[ $# -gt 0 ]]; do
 	--counts) counts=$2; shift 2 ;;
 	--rounds) rounds=$2; shift 2 ;;
 	--disks) disks=$2; shift 2 ;;
+	--modes) only=$2; shift 2 ;;
 	-h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d'; exit 0 ;;
 	*) bench_die "unknown option $1" ;;
 	esac
@@ -214,7 +224,7 @@ if [[ $report == 0 ]]; then
 			tests/rig/rig-run --mem "${BENCH_L1_MEM:-8G}" --timeout "${BENCH_TIMEOUT:-7200}" \
 				--stall-retries "${RIG_STALL_RETRIES:-1}" -- \
 				"$PWD/bench/boot_curve.sh" --inner "$PWD/$build/minivmm" "${guest[0]}" "${guest[1]}" \
-				"$vmlinux" 1 "$disks" "$r" "$n" 2>&1 | tee -a "$out/$tag-run.log" |
+				"$vmlinux" 1 "$disks" "$r" "$only" "$n" 2>&1 | tee -a "$out/$tag-run.log" |
 				grep -v '^BENCH-JSON ' >&2 || true
 		done
 	done
