@@ -29,6 +29,8 @@
 #            --counts 32); QEMU gets them as multi-function devices, eight
 #            per slot, as minivmm places them.  Results: boot_disksN.*
 #   --modes L  only these modes (default: all that apply)
+#   BENCH_BOOT_TIMEOUT=S  give up on a boot after S seconds (default 3000;
+#            such a boot has no time, exit status 124)
 #   --quick  1, 8, 32 vCPUs, 1 round (~5 minutes)
 #   --full   1, 8, 32, 64, 128, 255, 288, 384 vCPUs, 3 rounds (hours in
 #            the rig: a 300-vCPU guest alone boots in ~8 minutes there)
@@ -111,7 +113,7 @@ if [[ ${1:-} == --inner ]]; then
 		t0=$(bench_now_ns)
 		echo null >"$work/st.json"
 		set +e
-		timeout --kill-after=10 3000 "${cmd[@]}" </dev/null 2>&1 |
+		timeout --kill-after=10 "${BENCH_BOOT_TIMEOUT:-3000}" "${cmd[@]}" </dev/null 2>&1 |
 			while IFS= read -r line; do
 				if [[ $line == *MINIVMM-GUEST-UP* ]]; then
 					echo "UP $(($(bench_now_ns) - t0)) ${line##*cpus=}"
@@ -218,12 +220,13 @@ if [[ $report == 0 ]]; then
 	# 1 in 8 big boots; rig-run reruns a stalled one), and a stall then
 	# costs that group of boots, not the whole curve.
 	: >"$out/$tag-run.log"
+	export RIG_PASS_ENV=${RIG_PASS_ENV:+$RIG_PASS_ENV,}BENCH_BOOT_TIMEOUT
 	for ((r = 1; r <= rounds; r++)); do
 		for n in $counts; do
 			bench_rig_run_marker "round=$r vcpus=$n" >>"$out/$tag-run.log"
 			tests/rig/rig-run --mem "${BENCH_L1_MEM:-8G}" --timeout "${BENCH_TIMEOUT:-7200}" \
 				--stall-retries "${RIG_STALL_RETRIES:-1}" -- \
-				"$PWD/bench/boot_curve.sh" --inner "$PWD/$build/minivmm" "${guest[0]}" "${guest[1]}" \
+				"$here/${0##*/}" --inner "$PWD/$build/minivmm" "${guest[0]}" "${guest[1]}" \
 				"$vmlinux" 1 "$disks" "$r" "$only" "$n" 2>&1 | tee -a "$out/$tag-run.log" |
 				grep -v '^BENCH-JSON ' >&2 || true
 		done
