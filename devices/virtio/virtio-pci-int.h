@@ -99,6 +99,11 @@ struct virtio_transport {
 	/* Protects the fields up to the atomics below (see top of file). */
 	pthread_mutex_t lock;
 	uint64_t bar_gpa; /* from bar_moved(); PCI_BAR_UNMAPPED if off */
+	/* Coalesced queue registers (vpci_place_zone()): wanted and still
+	 * possible (cleared for good when KVM refuses), and where the zone
+	 * is registered (VPCI_UNWIRED: nowhere). */
+	bool coalesce;
+	uint64_t zone_gpa;
 	uint32_t dfselect, gfselect;
 	uint64_t driver_features;
 	uint16_t queue_select;
@@ -165,8 +170,10 @@ static inline void vpci_store_status(struct virtio_transport *t, uint8_t val)
 /* virtio-pci-irq.c: interrupt delivery and KVM wiring */
 void vpci_deliver(struct virtio_transport *t, unsigned int vec);
 void vpci_drop_kicks(struct virtio_transport *t);
+void vpci_drop_zone(struct virtio_transport *t);
 int vpci_go_live(struct virtio_transport *t, const char **why);
 void vpci_place_kicks(struct virtio_transport *t);
+void vpci_place_zone(struct virtio_transport *t);
 void vpci_set_needs_reset(struct virtio_transport *t, const char *why);
 extern const struct virtio_transport_ops vpci_transport_ops;
 void vpci_unwire(struct virtio_transport *t);

@@ -731,3 +731,71 @@ void vpci_place_kicks(struct virtio_transport *t)
 	for (unsigned int i = 0; i < t->nq; i++)
 		t->vqs[i].kick_addr = vpci_notify_addr(t, i);
 }
+
+/*
+ * Coalesced queue registers.  The Linux driver sets each queue up with
+ * about 35 register accesses -- queue_select again before each field, the
+ * size, the vector, three ring addresses in two halves, the enable, and
+ * the MSI-X entry -- each an exit to us: 3,232 queues (101 disks x 32)
+ * are ~113,000 exits, most of the boot time one queue per vCPU adds in the
+ * rig.  The common configuration's queue registers, queue_select up to
+ * queue_device, only store what the driver writes until a later access
+ * reads it back (an exit) or a status write (an exit: DRIVER_OK, reset)
+ * acts on it: no write there has an effect the guest can see before its
+ * next exit to us, and every exit drains the coalesced ring, in order,
+ * before it is handled (vm.h).  So KVM logs those writes instead of
+ * exiting.  device_status and the notify area stay out (they act at
+ * once); so does the MSI-X table (a mask or unmask must act at once, and
+ * one zone per entry would cost a KVM I/O bus registration each).
+ *
+ * The zone follows the BAR like the notify ioeventfds (parked when the
+ * BAR is unmapped, dropped when another BAR takes the range).  If KVM
+ * refuses it, the registers simply exit as before, for good.
+ */
+#define VPCI_ZONE_OFF (VPCI_COMMON_OFF + VIRTIO_PCI_COMMON_Q_SELECT)
+#define VPCI_ZONE_LEN (VIRTIO_PCI_COMMON_Q_USEDHI + 4 - VIRTIO_PCI_COMMON_Q_SELECT)
+
+/* Remove the zone, wherever it is.  Context: t->lock held. */
+void vpci_drop_zone(struct virtio_transport *t)
+{
+	struct wiring_txn txn;
+
+	if (t->zone_gpa == VPCI_UNWIRED)
+		return;
+	wiring_begin(&txn, t->irq);
+	wiring_coalesce(&txn, t->zone_gpa, VPCI_ZONE_LEN, false);
+	if (vpci_commit(t, &txn))
+		vpci_log(t, &t->log_kvm, VMM_LOG_ERROR,
+			 "removing the coalesced zone at 0x%llx failed",
+			 (unsigned long long)t->zone_gpa);
+	t->zone_gpa = VPCI_UNWIRED;
+}
+
+/* Bring the zone to the BAR (parked while it is unmapped).  Context:
+ * t->lock held. */
+void vpci_place_zone(struct virtio_transport *t)
+{
+	struct wiring_txn txn;
+	uint64_t want;
+	int ret;
+
+	if (!t->coalesce || t->bar_gpa == PCI_BAR_UNMAPPED)
+		return;
+	want = t->bar_gpa + VPCI_ZONE_OFF;
+	if (t->zone_gpa == want)
+		return;
+	wiring_begin(&txn, t->irq);
+	if (t->zone_gpa != VPCI_UNWIRED)
+		wiring_coalesce(&txn, t->zone_gpa, VPCI_ZONE_LEN, false);
+	wiring_coalesce(&txn, want, VPCI_ZONE_LEN, true);
+	ret = vpci_commit(t, &txn);
+	if (!ret) {
+		t->zone_gpa = want;
+		return;
+	}
+	vpci_log(t, &t->log_kvm, VMM_LOG_INFO,
+		 "coalescing the queue registers at 0x%llx failed (%s); they "
+		 "exit as usual", (unsigned long long)want, strerror(-ret));
+	t->coalesce = false;
+	vpci_drop_zone(t); /* the rollback kept the old one */
+}

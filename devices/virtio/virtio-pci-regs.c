@@ -424,11 +424,12 @@ static void vpci_bar_moved(struct pci_device *pdev, unsigned int bar,
 	pthread_mutex_lock(&t->lock);
 	t->bar_gpa = new_gpa;
 	vpci_place_kicks(t); /* parks them if unmapped */
+	vpci_place_zone(t);  /* the same */
 	pthread_mutex_unlock(&t->lock);
 }
 
-/* Another BAR was mapped over our parked notify ioeventfds.  Context: as
- * vpci_bar_moved(). */
+/* Another BAR was mapped over our parked notify ioeventfds and coalesced
+ * zone.  Context: as vpci_bar_moved(). */
 static void vpci_bar_range_taken(struct pci_device *pdev, unsigned int bar,
 				 uint64_t gpa)
 {
@@ -438,8 +439,10 @@ static void vpci_bar_range_taken(struct pci_device *pdev, unsigned int bar,
 	if (bar != VPCI_BAR)
 		return;
 	pthread_mutex_lock(&t->lock);
-	if (t->bar_gpa == PCI_BAR_UNMAPPED)
+	if (t->bar_gpa == PCI_BAR_UNMAPPED) {
 		vpci_drop_kicks(t);
+		vpci_drop_zone(t);
+	}
 	pthread_mutex_unlock(&t->lock);
 }
 

@@ -265,6 +265,8 @@ int vpci_create(const struct vpci_params *p, struct virtio_transport **out)
 	t->max_qsize = p->max_queue_size;
 	t->any_len = p->ioeventfd_any_length;
 	t->per_vector = p->per_vector_wiring;
+	t->coalesce = p->coalesce_queue_regs;
+	t->zone_gpa = VPCI_UNWIRED;
 	t->host_features = p->ops->features(p->dev) & ~VPCI_UNSUPPORTED_FEATURES;
 	if (!(t->host_features & (1ull << VIRTIO_F_VERSION_1))) {
 		vpci_logs_destroy(t);
@@ -397,6 +399,7 @@ void vpci_destroy(struct virtio_transport *t)
 	pthread_mutex_lock(&t->lock);
 	vpci_stop(t);
 	vpci_drop_kicks(t);
+	vpci_drop_zone(t);
 	pthread_mutex_unlock(&t->lock);
 	for (unsigned int i = 0; i < t->nq; i++)
 		if (t->queues[i].kick_fd >= 0)

@@ -118,6 +118,11 @@ struct vpci_params {
 	 * time) instead of one commit for all: the way the batching
 	 * replaces, kept as a knob to measure the difference. */
 	bool per_vector_wiring;
+	/* KVM coalesces MMIO writes into a ring the VM drains before every
+	 * exit it handles (vm_coalesced_ring_offset()): let it log the
+	 * writes to the queue registers instead of exiting (see "Coalesced
+	 * queue registers" in virtio-pci-irq.c). */
+	bool coalesce_queue_regs;
 	uint16_t subsystem_id;	   /* 0: the PCI device ID */
 };
 

@@ -280,6 +280,25 @@ void wiring_ioeventfd(struct wiring_txn *t, int fd, uint64_t addr, uint32_t len,
 	wiring_add_fd(t, &op);
 }
 
+void wiring_coalesce(struct wiring_txn *t, uint64_t addr, uint32_t len,
+		     bool assign)
+{
+	if (t->error)
+		return;
+	if (!len) {
+		t->error = -EINVAL;
+		return;
+	}
+	if (!grow((void **)&t->fds, &t->cap_fds, t->nr_fds, sizeof(t->fds[0]))) {
+		t->error = -ENOMEM;
+		return;
+	}
+	t->fds[t->nr_fds++] = (struct wiring_fd_op){
+		.kind = WIRING_COALESCED, .assign = assign, .fd = -1,
+		.addr = addr, .len = len,
+	};
+}
+
 void wiring_abort(struct wiring_txn *t)
 {
 	free(t->fds);
@@ -289,13 +308,28 @@ void wiring_abort(struct wiring_txn *t)
 	t->nr_fds = t->nr_routes = 0;
 }
 
-/* One KVM_IRQFD/KVM_IOEVENTFD call; @assign may be the inverse of op's. */
+static const char *const wiring_op_name[] = {
+	[WIRING_IOEVENTFD] = "KVM_IOEVENTFD",
+	[WIRING_IRQFD] = "KVM_IRQFD",
+	[WIRING_COALESCED] = "KVM_(UN)REGISTER_COALESCED_MMIO",
+};
+
+/* One KVM_IRQFD/KVM_IOEVENTFD/coalesced zone call; @assign may be the
+ * inverse of op's. */
 static int wiring_fd_apply(struct vm_irq *irq, const struct wiring_fd_op *op,
 			   bool assign)
 {
 	int ret;
 
-	if (op->kind == WIRING_IRQFD) {
+	if (op->kind == WIRING_COALESCED) {
+		struct kvm_coalesced_mmio_zone z = { .addr = op->addr,
+						     .size = op->len };
+
+		irq->st.coalesced_calls++;
+		ret = irq->ioctl_fn(irq->ioctl_opaque, irq->vm_fd,
+				    assign ? KVM_REGISTER_COALESCED_MMIO
+					   : KVM_UNREGISTER_COALESCED_MMIO, &z);
+	} else if (op->kind == WIRING_IRQFD) {
 		struct kvm_irqfd a = {
 			.fd = (uint32_t)op->fd,
 			.gsi = op->gsi,
@@ -319,7 +353,7 @@ static int wiring_fd_apply(struct vm_irq *irq, const struct wiring_fd_op *op,
 	if (ret)
 		log_limited(&irq->log, VMM_LOG_ERROR, "irq",
 			    "%s %s fd %d (%s 0x%llx): %s",
-			    op->kind == WIRING_IRQFD ? "KVM_IRQFD" : "KVM_IOEVENTFD",
+			    wiring_op_name[op->kind],
 			    assign ? "assign" : "deassign", op->fd,
 			    op->kind == WIRING_IRQFD ? "gsi" : "addr",
 			    (unsigned long long)(op->kind == WIRING_IRQFD ? op->gsi
@@ -332,7 +366,7 @@ static int wiring_fd_apply(struct vm_irq *irq, const struct wiring_fd_op *op,
 static int fd_phase(const struct wiring_fd_op *op)
 {
 	if (!op->assign)
-		return op->kind == WIRING_IOEVENTFD ? 0 : 1;
+		return op->kind == WIRING_IRQFD ? 1 : 0;
 	return op->kind == WIRING_IRQFD ? 3 : 4;
 }
 
@@ -356,7 +390,7 @@ int wiring_commit(struct wiring_txn *t)
 
 	pthread_mutex_lock(&irq->lock);
 	calls0 = irq->st.set_gsi_routing + irq->st.irqfd_calls +
-		 irq->st.ioeventfd_calls;
+		 irq->st.ioeventfd_calls + irq->st.coalesced_calls;
 	/* Phases 0/1: deassigns.  Phase 2: routes.  Phases 3/4: assigns. */
 	for (int phase = 0; phase <= 4 && !ret; phase++) {
 		if (phase == 2) {
@@ -431,7 +465,8 @@ int wiring_commit(struct wiring_txn *t)
 		irq->st.commits++;
 	}
 	irq->st.last_ioctls = irq->st.set_gsi_routing + irq->st.irqfd_calls +
-			      irq->st.ioeventfd_calls - calls0;
+			      irq->st.ioeventfd_calls + irq->st.coalesced_calls -
+			      calls0;
 	irq->st.last_ns = now_ns() - t0;
 	irq->st.commit_ns += irq->st.last_ns;
 	pthread_mutex_unlock(&irq->lock);

@@ -65,6 +65,7 @@ struct irq_stats {
 	uint64_t set_gsi_routing; /* KVM_SET_GSI_ROUTING calls, all time */
 	uint64_t irqfd_calls;	  /* KVM_IRQFD calls, all time */
 	uint64_t ioeventfd_calls; /* KVM_IOEVENTFD calls, all time */
+	uint64_t coalesced_calls; /* KVM_(UN)REGISTER_COALESCED_MMIO, all time */
 	uint64_t commit_ns;	  /* total wall time inside wiring_commit() */
 	uint64_t last_ioctls;	  /* KVM ioctls of the last commit */
 	uint64_t last_ns;	  /* wall time of the last commit */
@@ -97,15 +98,16 @@ void irq_get_stats(struct vm_irq *irq, struct irq_stats *st);
 enum wiring_op_kind {
 	WIRING_IOEVENTFD,
 	WIRING_IRQFD,
+	WIRING_COALESCED, /* a coalesced MMIO zone (no fd) */
 };
 
 struct wiring_fd_op {
 	enum wiring_op_kind kind;
 	bool assign;	/* false: deassign */
-	int fd;
+	int fd;		/* not for a coalesced zone */
 	uint32_t gsi;	/* irqfd */
-	uint64_t addr;	/* ioeventfd: guest address */
-	uint32_t len;	/* ioeventfd: 0 (any length), 1, 2, 4 or 8 */
+	uint64_t addr;	/* ioeventfd, coalesced zone: guest address */
+	uint32_t len;	/* ioeventfd: 0 (any length), 1, 2, 4 or 8; zone: bytes */
 	bool pio;	/* ioeventfd on the port bus */
 };
 
@@ -134,10 +136,17 @@ void wiring_route(struct wiring_txn *t, uint32_t gsi, bool valid, uint64_t addr,
 void wiring_irqfd(struct wiring_txn *t, int fd, uint32_t gsi, bool assign);
 void wiring_ioeventfd(struct wiring_txn *t, int fd, uint64_t addr, uint32_t len,
 		      bool pio, bool assign);
+/* Register (@assign) or remove the coalesced MMIO zone [@addr, @addr +
+ * @len): KVM logs guest writes there in the VM's coalesced ring instead of
+ * exiting (vm.h: only for registers whose writes the guest cannot observe
+ * before its next exit, and only where the VM drains that ring).  Staged
+ * with the ioeventfds: removals first, registrations last. */
+void wiring_coalesce(struct wiring_txn *t, uint64_t addr, uint32_t len,
+		     bool assign);
 /*
- * Apply everything staged, in this order: ioeventfd and irqfd deassigns,
- * the route table (one KVM_SET_GSI_ROUTING, only if a route changed), irqfd
- * assigns, ioeventfd assigns.  On failure everything is undone and the
+ * Apply everything staged, in this order: ioeventfd, zone and irqfd
+ * deassigns, the route table (one KVM_SET_GSI_ROUTING, only if a route
+ * changed), irqfd assigns, ioeventfd and zone assigns.  On failure everything is undone and the
  * error returned.  Frees the transaction either way.  Returns 0, -ENOMEM,
  * -EINVAL (bad staging) or the failing ioctl's -errno.
  */

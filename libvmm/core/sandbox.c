@@ -105,7 +105,7 @@ static const struct rule common_rules[] = {
 /*
  * vCPU threads: KVM_RUN, and the device emulation that runs on them: a
  * guest register write may commit a wiring transaction (GSI routes, irqfds,
- * ioeventfds), create eventfds (queue enable / DRIVER_OK), run a call on an
+ * ioeventfds, coalesced MMIO zones that follow a BAR), create eventfds (queue enable / DRIVER_OK), run a call on an
  * I/O thread (eventfd write + futex wait), raise the serial IRQ line, or
  * kick the other vCPUs (guest reset).
  */
@@ -116,7 +116,8 @@ static const struct rule vcpu_rules[] = {
 };
 static const unsigned long vcpu_ioctls[] = {
 	KVM_RUN, KVM_IRQ_LINE, KVM_SET_GSI_ROUTING, KVM_IRQFD, KVM_IOEVENTFD,
-	KVM_SIGNAL_MSI,
+	KVM_SIGNAL_MSI, KVM_REGISTER_COALESCED_MMIO,
+	KVM_UNREGISTER_COALESCED_MMIO,
 };
 
 /* I/O threads: their io_uring, and the synchronous fallback of the block
@@ -180,7 +181,8 @@ static const struct rule control_rules[] = {
 };
 static const unsigned long control_ioctls[] = {
 	KVM_SET_GSI_ROUTING, KVM_IRQFD, KVM_IOEVENTFD, KVM_IRQ_LINE,
-	KVM_SIGNAL_MSI, TCGETS, TCSETS, TCSETSW, TCSETSF,
+	KVM_SIGNAL_MSI, KVM_UNREGISTER_COALESCED_MMIO, TCGETS, TCSETS, TCSETSW,
+	TCSETSF,
 };
 
 /*

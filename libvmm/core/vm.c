@@ -31,28 +31,51 @@ void vm_request_exit(struct vmm *vm, int reason)
 		vmm_warn("signalling the exit eventfd: %s", strerror(errno));
 }
 
-int vm_coalesce_pio(struct vmm *vm, uint64_t port, uint32_t len)
+int vm_coalesced_ring_offset(struct vmm *vm)
 {
-	struct kvm_coalesced_mmio_zone zone = { .addr = port, .size = len,
-						.pio = 1 };
 	long page = sysconf(_SC_PAGESIZE);
 	int off;
 
-	if (!vm->vcpus || !vm->vcpus[0].run || page <= 0)
-		return -EINVAL;
-	if (kvm_check_cap(vm->kvm.fd, KVM_CAP_COALESCED_PIO) <= 0)
+	if (page <= 0)
 		return -ENOTSUP;
 	/* The capability's value is the ring's page in every vCPU mapping. */
 	off = kvm_check_cap(vm->kvm.fd, KVM_CAP_COALESCED_MMIO);
 	if (off <= 0 || (long)(off + 1) * page > vm->kvm.vcpu_mmap_size)
 		return -ENOTSUP;
-	if (ioctl(vm->vm_fd, KVM_REGISTER_COALESCED_MMIO, &zone) < 0)
-		return -errno;
+	return off;
+}
+
+int vm_coalesced_ring_map(struct vmm *vm)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	int off = vm_coalesced_ring_offset(vm);
+
+	if (off < 0)
+		return off;
+	if (!vm->vcpus || !vm->vcpus[0].run)
+		return -EINVAL;
 	vm->coalesced_max = (uint32_t)(((size_t)page -
 					sizeof(struct kvm_coalesced_mmio_ring)) /
 				       sizeof(struct kvm_coalesced_mmio));
 	vm->coalesced_ring = (struct kvm_coalesced_mmio_ring *)
 		((uint8_t *)vm->vcpus[0].run + (size_t)off * (size_t)page);
+	return 0;
+}
+
+int vm_coalesce_pio(struct vmm *vm, uint64_t port, uint32_t len)
+{
+	struct kvm_coalesced_mmio_zone zone = { .addr = port, .size = len,
+						.pio = 1 };
+	int ret;
+
+	if (kvm_check_cap(vm->kvm.fd, KVM_CAP_COALESCED_PIO) <= 0)
+		return -ENOTSUP;
+	/* The ring first: a zone nobody drains would swallow writes. */
+	ret = vm_coalesced_ring_map(vm);
+	if (ret)
+		return ret;
+	if (ioctl(vm->vm_fd, KVM_REGISTER_COALESCED_MMIO, &zone) < 0)
+		return -errno;
 	return 0;
 }
 

@@ -77,10 +77,11 @@ struct vmm {
 	struct machine *machine; /* devices, owned by machine.c */
 	struct sandbox *seccomp; /* built by vmm_start(); NULL = off */
 	/*
-	 * Coalesced port I/O (vm_coalesce_pio()): KVM logs writes to those
-	 * ports in this ring, shared by all vCPUs, instead of exiting; every
-	 * exit drains it (vm_flush_coalesced()) before it is handled, under
-	 * coalesced_lock.  NULL when nothing is coalesced.
+	 * Coalesced port I/O and MMIO (vm_coalesce_pio(), and the zones
+	 * devices register with wiring_coalesce()): KVM logs writes there in
+	 * this ring, shared by all vCPUs, instead of exiting; every exit
+	 * drains it (vm_flush_coalesced()) before it is handled, under
+	 * coalesced_lock.  NULL when nothing may be coalesced.
 	 */
 	struct kvm_coalesced_mmio_ring *coalesced_ring;
 	uint32_t coalesced_max; /* ring entries */
@@ -120,8 +121,20 @@ static inline bool vm_stopping(struct vmm *vm)
  * Returns 0; -ENOTSUP without KVM_CAP_COALESCED_PIO; -errno of the ioctl.
  */
 int vm_coalesce_pio(struct vmm *vm, uint64_t port, uint32_t len) __must_check;
-/* Dispatch the writes KVM logged for coalesced ports.  Context: vCPU
- * thread, before it handles an exit.  Cheap when the ring is empty. */
+/*
+ * vm_coalesced_ring_offset() - whether KVM can coalesce MMIO writes into a
+ * ring we can map: the ring's page offset in the vCPU mapping (> 0), or
+ * -ENOTSUP.  Devices may register zones only when this succeeds, and then
+ * vm_coalesced_ring_map() must run before any vCPU does.
+ */
+int vm_coalesced_ring_offset(struct vmm *vm);
+/* Map the ring (vCPU 0's mapping; the same page for all).  Context:
+ * vmm_start(), after the vCPUs exist, before they run.  Returns 0,
+ * -ENOTSUP (see above), -EINVAL (no vCPU yet). */
+int vm_coalesced_ring_map(struct vmm *vm) __must_check;
+/* Dispatch the writes KVM logged for coalesced ports and MMIO zones.
+ * Context: vCPU thread, before it handles an exit.  Cheap when the ring
+ * is empty. */
 void vm_flush_coalesced(struct vmm *vm);
 
 #endif

@@ -343,6 +343,7 @@ static int machine_setup_disks(struct vmm *vm, struct machine *m,
 			.ioeventfd_any_length =
 				kvm_check_cap(vm->vm_fd, KVM_CAP_IOEVENTFD_ANY_LENGTH) > 0,
 			.per_vector_wiring = c->flags & VMM_DISK_PER_VECTOR_WIRING,
+			.coalesce_queue_regs = m->coalesce_mmio,
 		};
 		struct vblk *blk;
 
@@ -404,6 +405,7 @@ static int machine_setup_ports(struct vmm *vm, struct machine *m)
 		.max_queue_size = VCON_QUEUE_SIZE,
 		.ioeventfd_any_length =
 			kvm_check_cap(vm->vm_fd, KVM_CAP_IOEVENTFD_ANY_LENGTH) > 0,
+		.coalesce_queue_regs = m->coalesce_mmio,
 	};
 	int ret;
 
@@ -525,6 +527,7 @@ int machine_start(struct vmm *vm)
 	ret = machine_setup_devices(vm, m);
 	if (ret)
 		goto err;
+	m->coalesce_mmio = vm_coalesced_ring_offset(vm) > 0;
 	ret = machine_setup_disks(vm, m, budget);
 	if (ret)
 		goto err;
@@ -535,6 +538,10 @@ int machine_start(struct vmm *vm)
 	if (!ret)
 		ret = machine_arch_setup_vcpus(vm, m);
 	if (ret)
+		goto err;
+	/* The devices' coalesced zones log into the ring from the first
+	 * KVM_RUN: drained before every exit (vcpu.c). */
+	if (m->coalesce_mmio && (ret = vm_coalesced_ring_map(vm)))
 		goto err;
 	machine_arch_late(vm, m);
 	/* Every file is open; no thread is confined or runs the guest yet:

@@ -45,6 +45,10 @@ struct machine {
 	 * "vmm-console" thread; the platform's UART writes into it. */
 	struct console *console;
 	struct machine_arch *arch;
+	/* KVM can coalesce MMIO writes (vm_coalesced_ring_offset()): the
+	 * virtio devices register zones, so the ring is mapped before the
+	 * vCPUs run. */
+	bool coalesce_mmio;
 };
 
 /* ---- the platform's hooks (one implementation per arch) ---------------- */

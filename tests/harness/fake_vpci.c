@@ -41,7 +41,7 @@ static bool is_deassign(unsigned long req, void *arg)
 		return ((struct kvm_irqfd *)arg)->flags & KVM_IRQFD_FLAG_DEASSIGN;
 	if (req == KVM_IOEVENTFD)
 		return ((struct kvm_ioeventfd *)arg)->flags & KVM_IOEVENTFD_FLAG_DEASSIGN;
-	return false;
+	return req == KVM_UNREGISTER_COALESCED_MMIO;
 }
 
 static void kvm_routing(struct fv_kvm *k, struct kvm_irq_routing *r)
@@ -111,6 +111,32 @@ static void kvm_ioeventfd(struct fv_kvm *k, struct kvm_ioeventfd *a)
 	}
 }
 
+static void kvm_zone(struct fv_kvm *k, bool reg,
+		     const struct kvm_coalesced_mmio_zone *z)
+{
+	k->zone_calls++;
+	FV_CHECK(!z->pio && z->size > 0);
+	for (unsigned int i = 0; i < k->nr_zones; i++) {
+		bool same = k->zone_addr[i] == z->addr && k->zone_len[i] == z->size;
+
+		if (!reg && same) {
+			k->nr_zones--;
+			k->zone_addr[i] = k->zone_addr[k->nr_zones];
+			k->zone_len[i] = k->zone_len[k->nr_zones];
+			return;
+		}
+		if (reg && z->addr < k->zone_addr[i] + k->zone_len[i] &&
+		    k->zone_addr[i] < z->addr + z->size)
+			fv_fail("overlapping coalesced zones at 0x%llx",
+				(unsigned long long)z->addr);
+	}
+	if (!reg)
+		fv_fail("no coalesced zone at 0x%llx", (unsigned long long)z->addr);
+	FV_CHECK(k->nr_zones < FV_MAX_ZONES);
+	k->zone_addr[k->nr_zones] = z->addr;
+	k->zone_len[k->nr_zones++] = z->size;
+}
+
 int fv_kvm_ioctl(void *opaque, int fd, unsigned long req, void *arg)
 {
 	struct fv_kvm *k = opaque;
@@ -127,6 +153,9 @@ int fv_kvm_ioctl(void *opaque, int fd, unsigned long req, void *arg)
 		kvm_irqfd(k, arg);
 	} else if (req == KVM_IOEVENTFD) {
 		kvm_ioeventfd(k, arg);
+	} else if (req == KVM_REGISTER_COALESCED_MMIO ||
+		   req == KVM_UNREGISTER_COALESCED_MMIO) {
+		kvm_zone(k, req == KVM_REGISTER_COALESCED_MMIO, arg);
 	} else if (req == KVM_SIGNAL_MSI) {
 		struct kvm_msi *m = arg;
 

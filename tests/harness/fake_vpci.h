@@ -35,6 +35,7 @@
 #include "virtio/virtio-pci.h"
 
 #define FV_MAX_FD 16384
+#define FV_MAX_ZONES 64
 #define FV_MMIO_BASE 0xc0000000ull
 #define FV_MMIO_SIZE 0x20000000ull
 
@@ -68,6 +69,11 @@ struct fv_kvm {
 	int64_t msi_devid; /* -1 without KVM_MSI_VALID_DEVID */
 	/* Non-zero: every KVM_SIGNAL_MSI fails with it (e.g. -EINVAL). */
 	int msi_fail;
+	/* KVM_(UN)REGISTER_COALESCED_MMIO: the registered zones (an
+	 * unregister must name one exactly, as the transport does). */
+	unsigned int zone_calls, nr_zones;
+	uint64_t zone_addr[FV_MAX_ZONES];
+	uint32_t zone_len[FV_MAX_ZONES];
 };
 
 /* The fake ioctl (irq_create()'s kvm_ioctl_fn); @opaque is a struct fv_kvm. */

@@ -1074,6 +1074,105 @@ START_TEST(per_vector_wiring_knob)
 }
 END_TEST
 
+/*
+ * coalesce_queue_regs: one coalesced MMIO zone over the common
+ * configuration's queue registers (queue_select .. queue_device), placed
+ * with the BAR, parked while decoding is off, moved with the BAR, dropped
+ * when another BAR takes the range and at destroy.  device_status and the
+ * notify area stay outside it.
+ */
+#define ZONE_OFF VIRTIO_PCI_COMMON_Q_SELECT
+#define ZONE_LEN (VIRTIO_PCI_COMMON_Q_USEDHI + 4 - VIRTIO_PCI_COMMON_Q_SELECT)
+
+START_TEST(coalesced_queue_registers)
+{
+	struct vpci_params p = params(2), pb = params(2);
+	struct virtio_transport *b;
+	uint64_t nbar = FV_MMIO_BASE + 0x10000000, zone;
+	unsigned int calls, bslot;
+	uint32_t v;
+
+	p.coalesce_queue_regs = true;
+	ck_assert_int_eq(fv_create(&V, &p), 0);
+	assert_kicks_placed();
+	ck_assert_uint_eq(kvm->nr_zones, 1);
+	zone = V.bar + V.common + ZONE_OFF;
+	ck_assert_uint_eq(kvm->zone_addr[0], zone);
+	ck_assert_uint_eq(kvm->zone_len[0], ZONE_LEN);
+	ck_assert_uint_lt(V.bar + V.common + VIRTIO_PCI_COMMON_STATUS, zone);
+	for (unsigned int q = 0; q < 2; q++)
+		ck_assert_uint_ge(notify_addr(q), zone + ZONE_LEN);
+
+	/* Linux's sizing of each BAR slot: parked, no KVM call. */
+	drv_up(2);
+	ck_assert(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK);
+	calls = kvm->calls;
+	for (unsigned int slot = 0; slot < 7; slot++) {
+		cfg_wr(PCI_CFG_COMMAND, 0, 2);
+		cfg_wr(PCI_CFG_BAR0, 0xffffffffu, 4);
+		cfg_wr(PCI_CFG_BAR0, (uint32_t)V.bar, 4);
+		cfg_wr(PCI_CFG_COMMAND, PCI_CMD_MEM, 2);
+	}
+	ck_assert_uint_eq(kvm->calls, calls);
+
+	/* Moved: one transaction for the kicks, one for the zone. */
+	cfg_wr(PCI_CFG_BAR0, (uint32_t)nbar, 4);
+	V.bar = nbar;
+	ck_assert_uint_eq(kvm->nr_zones, 1);
+	ck_assert_uint_eq(kvm->zone_addr[0], nbar + V.common + ZONE_OFF);
+	ck_assert_uint_eq(kvm->zone_calls, 3);
+	assert_kicks_placed();
+
+	/* Decoding off, and another device's BAR mapped over ours: the
+	 * parked zone goes with the kicks. */
+	ck_assert_int_eq(vpci_create(&pb, &b), 0);
+	bslot = vpci_pci_device(b)->slot;
+	cfg_wr(PCI_CFG_COMMAND, 0, 2);
+	ck_assert_uint_eq(kvm->nr_zones, 1);
+	v = (uint32_t)nbar;
+	ck_assert_int_eq(fv_cfg_access(&V, bslot, PCI_CFG_BAR0, &v, 4, true), 0);
+	ck_assert_uint_eq(kvm->nr_zones, 0);
+	vpci_destroy(b);
+
+	/* Back elsewhere: placed again; destroyed: removed. */
+	cfg_wr(PCI_CFG_BAR0, (uint32_t)(nbar + 0x100000), 4);
+	cfg_wr(PCI_CFG_COMMAND, PCI_CMD_MEM, 2);
+	ck_assert_uint_eq(kvm->nr_zones, 1);
+	ck_assert_uint_eq(kvm->zone_addr[0], nbar + 0x100000 + V.common + ZONE_OFF);
+	vpci_destroy(V.t);
+	V.t = NULL;
+	ck_assert_uint_eq(kvm->nr_zones, 0);
+	ck_assert_uint_eq(kvm->live_ioev, 0);
+}
+END_TEST
+
+/* KVM refusing the zone costs nothing but the speed-up: the kicks are
+ * placed, the registers work, and no zone is tried again. */
+START_TEST(coalesced_zone_refused)
+{
+	struct vpci_params p = params(2);
+	uint64_t nbar = FV_MMIO_BASE + 0x10000000;
+	unsigned int calls;
+
+	p.coalesce_queue_regs = true;
+	kvm->fail_at = 3; /* two ioeventfds, then the zone */
+	ck_assert_int_eq(fv_create(&V, &p), 0);
+	kvm->fail_at = 0;
+	ck_assert_uint_eq(kvm->calls, 3); /* the refused one included */
+	ck_assert_uint_eq(kvm->nr_zones, 0);
+	assert_kicks_placed();
+	drv_up(2);
+	ck_assert(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK);
+	calls = kvm->calls;
+	cfg_wr(PCI_CFG_BAR0, (uint32_t)nbar, 4);
+	V.bar = nbar;
+	assert_kicks_placed();
+	ck_assert_uint_eq(kvm->calls, calls + 2 * 2); /* the kicks only */
+	ck_assert_uint_eq(kvm->zone_calls, 0);
+	ck_assert_uint_eq(COMMON_RD(NUMQ, 2), 2);
+}
+END_TEST
+
 START_TEST(needs_reset_config_interrupt)
 {
 	struct vpci_stats st;
@@ -1272,6 +1371,8 @@ static Suite *vpci_suite(void)
 	tcase_add_test(tc, msix_rewrite_coalesced);
 	tcase_add_test(tc, many_queues_one_routing_call);
 	tcase_add_test(tc, per_vector_wiring_knob);
+	tcase_add_test(tc, coalesced_queue_registers);
+	tcase_add_test(tc, coalesced_zone_refused);
 	tcase_add_test(tc, needs_reset_config_interrupt);
 	tcase_add_test(tc, pci_cfg_window);
 	tcase_add_test(tc, create_rejects_bad_params);

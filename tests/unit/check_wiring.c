@@ -23,6 +23,7 @@ struct fake_kvm {
 	uint64_t ioeventfd_addr[MAX_FDS];
 	int irqfd_gsi[MAX_FDS]; /* -1: none */
 	unsigned int live_ioeventfds, live_irqfds;
+	unsigned int live_zones; /* coalesced MMIO zones */
 };
 
 static int fake_ioctl(void *opaque, int fd, unsigned long req, void *arg)
@@ -70,6 +71,15 @@ static int fake_ioctl(void *opaque, int fd, unsigned long req, void *arg)
 			k->ioeventfd_addr[a->fd] = a->addr;
 			k->live_ioeventfds++;
 		}
+		return 0;
+	}
+	if (req == KVM_REGISTER_COALESCED_MMIO) {
+		k->live_zones++;
+		return 0;
+	}
+	if (req == KVM_UNREGISTER_COALESCED_MMIO) {
+		ck_assert_uint_gt(k->live_zones, 0);
+		k->live_zones--;
 		return 0;
 	}
 	return -ENOTTY;
@@ -252,6 +262,54 @@ START_TEST(bad_staging)
 }
 END_TEST
 
+/* Coalesced zones go with the ioeventfds: removals first, registrations
+ * last, undone like them when a later step fails. */
+START_TEST(coalesced_zones)
+{
+	struct fake_kvm k;
+	struct vm_irq *irq;
+	struct wiring_txn t;
+	struct irq_stats st;
+	uint32_t gsi;
+
+	fake_init(&k);
+	ck_assert_int_eq(irq_create(3, x86_irq_platform(), fake_ioctl, &k, &irq), 0);
+	ck_assert_int_eq(irq_gsi_alloc(irq, &gsi), 0);
+	for (unsigned int fail = 1; fail <= 4; fail++) {
+		fake_init(&k);
+		k.fail_at = fail;
+		wiring_begin(&t, irq);
+		wiring_coalesce(&t, 0xe0000016, 0x22, true);
+		wiring_route(&t, gsi, true, 0xfee00000, 0x4021, 0);
+		wiring_irqfd(&t, 100, gsi, true);
+		wiring_ioeventfd(&t, 2000, 0xe0003000, 0, false, true);
+		ck_assert_int_eq(wiring_commit(&t), -ENOSPC);
+		ck_assert_uint_eq(k.live_zones, 0);
+		ck_assert_uint_eq(k.live_irqfds, 0);
+		ck_assert_uint_eq(k.live_ioeventfds, 0);
+	}
+	fake_init(&k);
+	wiring_begin(&t, irq);
+	wiring_coalesce(&t, 0xe0000016, 0x22, true);
+	wiring_ioeventfd(&t, 2000, 0xe0003000, 0, false, true);
+	ck_assert_int_eq(wiring_commit(&t), 0);
+	ck_assert_uint_eq(k.live_zones, 1);
+	irq_get_stats(irq, &st);
+	ck_assert_uint_eq(st.last_ioctls, 2);
+	/* A move: the old zone is removed before the new one is added. */
+	wiring_begin(&t, irq);
+	wiring_coalesce(&t, 0xf0000016, 0x22, true);
+	wiring_coalesce(&t, 0xe0000016, 0x22, false);
+	k.fail_at = k.calls + 2;
+	ck_assert_int_eq(wiring_commit(&t), -ENOSPC);
+	ck_assert_uint_eq(k.live_zones, 1); /* the old one is back */
+	wiring_begin(&t, irq);
+	wiring_coalesce(&t, 0xe0000016, 0, true);
+	ck_assert_int_eq(wiring_commit(&t), -EINVAL);
+	irq_destroy(irq);
+}
+END_TEST
+
 START_TEST(gsi_allocation)
 {
 	struct fake_kvm k;
@@ -285,6 +343,7 @@ static Suite *wiring_suite(void)
 	tcase_add_test(tc, unchanged_routes_skip_the_ioctl);
 	tcase_add_test(tc, bad_staging);
 	tcase_add_test(tc, gsi_allocation);
+	tcase_add_test(tc, coalesced_zones);
 	suite_add_tcase(s, tc);
 	return s;
 }
