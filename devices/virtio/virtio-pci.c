@@ -425,7 +425,7 @@ void vpci_shutdown(struct virtio_transport *t)
 	 * Forget the registrations instead of undoing them: the VM fd they
 	 * live in is closed next (vmm_destroy(), or a failed start's fresh
 	 * VM), and KVM drops every irqfd (one workqueue flush for all of
-	 * them) and ioeventfd with it.  Deassigned one by one they cost an
+	 * them), ioeventfd and coalesced zone with it.  Deassigned one by one they cost an
 	 * SRCU grace period per ioeventfd and a workqueue flush per irqfd:
 	 * seconds at 384 queues.  vpci_release() (from vpci_destroy()) then
 	 * closes the call eventfds, which KVM still references until then.
@@ -434,6 +434,7 @@ void vpci_shutdown(struct virtio_transport *t)
 		t->vqs[i].kick_addr = VPCI_UNWIRED;
 		t->vqs[i].irq_wired = false;
 	}
+	t->zone_gpa = VPCI_UNWIRED; /* the coalesced zone goes with the VM too */
 	t->live = false;
 	pthread_mutex_unlock(&t->lock);
 }

@@ -559,10 +559,13 @@ END_TEST
  * fd). */
 START_TEST(shutdown_leaves_wiring_to_kvm)
 {
+	struct vpci_params p = params(4);
 	unsigned int routing, irqfd, ioev;
 
-	create(4);
+	p.coalesce_queue_regs = true;
+	ck_assert_int_eq(fv_create(&V, &p), 0);
 	drv_up(4);
+	ck_assert_uint_eq(kvm->nr_zones, 1);
 	routing = kvm->routing_calls;
 	irqfd = kvm->irqfd_calls;
 	ioev = kvm->ioeventfd_calls;
@@ -580,6 +583,8 @@ START_TEST(shutdown_leaves_wiring_to_kvm)
 	 * its fd closes. */
 	ck_assert_uint_eq(kvm->live_ioev, 4);
 	ck_assert_uint_eq(kvm->live_irqfd, 4);
+	ck_assert_uint_eq(kvm->nr_zones, 1);
+	ck_assert_uint_eq(kvm->zone_calls, 1);
 }
 END_TEST
 
