@@ -747,11 +747,10 @@ START_TEST(ring_outside_ram)
 }
 END_TEST
 
-START_TEST(kvm_failure_rolls_back)
+/* Bring @nq queues up @total times, KVM failing the first, second, ...
+ * call of DRIVER_OK's wiring: each time NEEDS_RESET and nothing wired. */
+static void driver_ok_fails_at_each_call(unsigned int nq, unsigned int total)
 {
-	const unsigned int nq = 2, total = 1 + nq; /* routing + irqfds */
-
-	create(nq);
 	for (unsigned int fail = 1; fail <= total; fail++) {
 		ck_assert(drv_begin(DRV_FEATURES));
 		for (unsigned int q = 0; q < nq; q++)
@@ -764,6 +763,14 @@ START_TEST(kvm_failure_rolls_back)
 		ck_assert_uint_eq(fdev.start_calls, 0);
 		assert_unwired();
 	}
+}
+
+START_TEST(kvm_failure_rolls_back)
+{
+	const unsigned int nq = 2, total = 1 + nq; /* routing + irqfds */
+
+	create(nq);
+	driver_ok_fails_at_each_call(nq, total);
 	/* Reset and retry works (GSIs and fds were given back). */
 	drv_up(nq);
 	ck_assert(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK);
@@ -1036,18 +1043,7 @@ START_TEST(per_vector_wiring_knob)
 	p.per_vector_wiring = true;
 	ck_assert_int_eq(fv_create(&V, &p), 0);
 	assert_kicks_placed();
-	for (unsigned int fail = 1; fail <= total; fail++) {
-		ck_assert(drv_begin(DRV_FEATURES));
-		for (unsigned int q = 0; q < nq; q++)
-			drv_queue(q, (uint16_t)(q + 1));
-		kvm->fail_at = kvm->calls + fail;
-		status_add(VIRTIO_CONFIG_S_DRIVER_OK);
-		kvm->fail_at = 0;
-		ck_assert(!(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK));
-		ck_assert(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET);
-		ck_assert_uint_eq(fdev.start_calls, 0);
-		assert_unwired();
-	}
+	driver_ok_fails_at_each_call(nq, total);
 
 	ck_assert(drv_begin(DRV_FEATURES));
 	for (unsigned int q = 0; q < nq; q++)
