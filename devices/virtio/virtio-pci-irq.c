@@ -403,8 +403,8 @@ void vpci_unwire(struct virtio_transport *t)
  * are already in place (vpci_place_kicks()), so this is one
  * KVM_SET_GSI_ROUTING and an irqfd per vectored queue (with
  * per_vector_wiring: one transaction, so one KVM_SET_GSI_ROUTING, per
- * vectored queue).  On failure no interrupt is left wired.  Returns 0 or -errno, with *why set for the
- * log.  Context: vCPU thread, t->lock held.
+ * vectored queue).  On failure no interrupt is left wired.  Returns 0 or
+ * -errno, with *why set for the log.  Context: vCPU thread, t->lock held.
  */
 int vpci_go_live(struct virtio_transport *t, const char **why)
 {
@@ -746,7 +746,8 @@ void vpci_place_kicks(struct virtio_transport *t)
  * before it is handled (vm.h).  So KVM logs those writes instead of
  * exiting.  device_status and the notify area stay out (they act at
  * once); so does the MSI-X table (a mask or unmask must act at once, and
- * one zone per entry would cost a KVM I/O bus registration each).
+ * its message words would need a zone per entry: KVM allows 1000 such
+ * devices on a VM's bus, zones included).
  *
  * The zone follows the BAR like the notify ioeventfds (parked when the
  * BAR is unmapped, dropped when another BAR takes the range).  If KVM
