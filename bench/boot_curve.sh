@@ -18,7 +18,8 @@
 #                at 288 vCPUs: larger counts are minivmm only)
 #   qemu-pvh     qemu-qn booting the same vmlinux through PVH (QEMU's
 #                pvh.bin option ROM)
-#   qemu-q1      QEMU with one queue per disk (with --disks only)
+#   qemu-q1      QEMU with one queue per disk (with --disks, or when
+#                --modes names it)
 # alternated within each round (A B C A B C ...), inside the nested-KVM rig
 # (one tests/rig/rig-run call per round and vCPU count; an L1 stall reruns
 # that call, and only its last attempt's records count).  Beside each
@@ -158,8 +159,10 @@ if [[ ${1:-} == --inner ]]; then
 			[[ -n $vmlinux && $disks == 1 ]] && modes+=(minivmm-pvh)
 			[[ -n $qemu && $n -le 288 ]] && modes+=(qemu-qn)
 			# The many-disk shape: QEMU with 1 queue too (seed 002's
-			# before/after); the PVH pair only with one disk.
-			[[ -n $qemu && $n -le 288 && $disks -gt 1 ]] && modes+=(qemu-q1)
+			# before/after), with one disk when --modes asks for it;
+			# the PVH pair only with one disk.
+			[[ -n $qemu && $n -le 288 && ($disks -gt 1 || " $only " == *" qemu-q1 "*) ]] &&
+				modes+=(qemu-q1)
 			[[ -n $qemu && -n $vmlinux && $n -le 288 && $disks == 1 ]] && modes+=(qemu-pvh)
 			if [[ $only != all ]]; then
 				keep=()
