@@ -257,7 +257,7 @@ jq -rs "$BENCH_JQ_DEFS"'
 			 med("qemu-qn"; $n), med("qemu-pvh"; $n), med("qemu-q1"; $n), med("minivmm-pv"; $n)] as $m |
 	 [medf("minivmm-qn"; $n; .wiring_ms), medf("minivmm-pv"; $n; .wiring_ms),
 	  medf("minivmm-qn"; $n; .wiring_ioctls), medf("minivmm-pv"; $n; .wiring_ioctls)] as $w |
-	 "| \($n) | \($m[0] | r(0)) | \($m[1] | r(0)) | \($m[6] | r(0) // "-") | \($m[2] | r(0) // "-") | \($m[3] | r(0) // "-") | \($m[5] | r(0) // "-") | \($m[4] | r(0) // "-") | " +
+	 "| \($n) | \($m[0] | r(0) // "-") | \($m[1] | r(0) // "-") | \($m[6] | r(0) // "-") | \($m[2] | r(0) // "-") | \($m[3] | r(0) // "-") | \($m[5] | r(0) // "-") | \($m[4] | r(0) // "-") | " +
 	 "\(q($m[0]; $m[1])) | \(q($m[6]; $m[0])) | \(q($m[3]; $m[5])) | \(q($m[0]; $m[3])) | \(q($m[2]; $m[3])) | \(q($m[2]; $m[4])) | " +
 	 "\($w[0] | r(1) // "-") / \($w[1] | r(1) // "-") (\($w[2] // "-") / \($w[3] // "-")) | " +
 	 "\([$b[] | select(.vcpus == $n)] | length) |")
