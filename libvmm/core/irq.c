@@ -200,6 +200,13 @@ static int irq_push_table(struct vm_irq *irq)
 	return ret;
 }
 
+/* KVM ioctls the wiring made so far (routing, irqfd, ioeventfd, zones). */
+static uint64_t irq_wiring_calls(const struct irq_stats *st)
+{
+	return st->set_gsi_routing + st->irqfd_calls + st->ioeventfd_calls +
+	       st->coalesced_calls;
+}
+
 /* ---- transactions ---- */
 
 void wiring_begin(struct wiring_txn *t, struct vm_irq *irq)
@@ -389,8 +396,7 @@ int wiring_commit(struct wiring_txn *t)
 	}
 
 	pthread_mutex_lock(&irq->lock);
-	calls0 = irq->st.set_gsi_routing + irq->st.irqfd_calls +
-		 irq->st.ioeventfd_calls + irq->st.coalesced_calls;
+	calls0 = irq_wiring_calls(&irq->st);
 	/* Phases 0/1: deassigns.  Phase 2: routes.  Phases 3/4: assigns. */
 	for (int phase = 0; phase <= 4 && !ret; phase++) {
 		if (phase == 2) {
@@ -464,9 +470,7 @@ int wiring_commit(struct wiring_txn *t)
 	} else {
 		irq->st.commits++;
 	}
-	irq->st.last_ioctls = irq->st.set_gsi_routing + irq->st.irqfd_calls +
-			      irq->st.ioeventfd_calls + irq->st.coalesced_calls -
-			      calls0;
+	irq->st.last_ioctls = irq_wiring_calls(&irq->st) - calls0;
 	irq->st.last_ns = now_ns() - t0;
 	irq->st.commit_ns += irq->st.last_ns;
 	pthread_mutex_unlock(&irq->lock);
