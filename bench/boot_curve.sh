@@ -248,8 +248,8 @@ rounds=$(jq -r 'select(.bench == "boot_curve") | .round' "$out/$tag.json" | sort
 jq -rs "$BENCH_JQ_DEFS"'
 	[.[] | select(.bench == "boot_curve")] as $b |
 	($b | map(.vcpus) | unique) as $ns |
-	def med(m; n): [$b[] | select(.mode == m and .vcpus == n) | .boot_to_init_ms] | median;
-	def medf(m; n; f): [$b[] | select(.mode == m and .vcpus == n) | f | select(. != null)] | median;
+	def medf(m; n; f): [$b[] | select(.mode == m and .vcpus == n) | f] | median;
+	def med(m; n): medf(m; n; .boot_to_init_ms);
 	def q(a; b): if a and b then (a / b | r(2)) else "-" end;
 	"| vCPUs | minivmm, 1 queue/vCPU (ms) | minivmm, 1 queue (ms) | minivmm, per-vector wiring (ms) | minivmm PVH, 1 queue/vCPU (ms) | QEMU 7.2, 1 queue/vCPU (ms) | QEMU 7.2, 1 queue (ms) | QEMU 7.2 PVH (ms) | qn / q1 | per-vector / batched | QEMU qn / q1 | minivmm / QEMU | minivmm PVH / QEMU | minivmm PVH / QEMU PVH | wiring ms batched / per-vector (ioctls) | boots |",
 	"|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
