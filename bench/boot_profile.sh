@@ -6,21 +6,33 @@
 # per disk than with 1): the guest's own clock and the VMM's counters side
 # by side, num-queues = vCPUs (qn) against 1 (q1), alternated, in the
 # nested-KVM rig.  Per boot: launch to the init marker (host clock); in
-# the guest (tests/guest/bootprof) when the kernel ran /init and when
-# virtio_blk met its first and last disk (the module loads of /init); from
-# minivmm --stats-json the KVM exits (MMIO, port I/O, halt), wiring
-# commits, ioctls and time.  The guest-side spans that grow with the queue
-# count while the VMM's time does not are the guest's own per-queue work
-# (blk-mq hardware contexts and their request pools, MSI-X vectors), which
-# no VMM can remove.  Prints a table and one BENCH-JSON record per boot.
+# the guest (tests/guest/bootprof) when the kernel ran /init, when
+# virtio_blk met its first and last disk (the module loads of /init) and
+# how long its probes took in all (initcall_debug's "probe of virtioN
+# returned 0 after U usecs"); from minivmm --stats-json the KVM exits
+# (MMIO, port I/O, halt), wiring commits, ioctls and time.
 #
-# Caution, measured 2026-12-02: in the rig the guest's clock runs slow
-# during early boot (the 32-vCPU guest finds its TSCs unsynchronized and
-# keeps time with jiffies, losing ticks, until it switches to kvm-clock),
-# so its spans are not host seconds: a boot whose init marker came 83 s
-# after launch had an uptime of 38 s.  The host-side launch->init marker
-# (the boot time bench/boot_curve.sh measures) and the exit counts are the
-# numbers to compare; launch->exit also includes the payload's own work.
+# The probes are the guest's whole setup of its disks and their queues
+# (features, MSI-X vectors, each virtqueue, blk-mq's hardware contexts and
+# request pools, the partition scan: every guest register access to the
+# device, and the wiring minivmm does at DRIVER_OK, happen inside them);
+# minivmm's wiring_ms adds what it did outside them (the notify ioeventfds
+# placed before the guest runs).  So "probes qn - probes q1 + wiring qn -
+# wiring q1" is the boot time one queue per vCPU costs, measured directly,
+# where the difference of two whole boots is buried in the rig's noise
+# (CPU bring-up of a 128-vCPU guest varies by a minute from boot to boot).
+# The report prints it against the median q1 boot.  initcall_debug adds
+# ~1,700 lines to the kernel's log buffer (not the console: quiet), the
+# same in both modes: these boot times are not bench/boot_curve.sh's.
+#
+# The guest's clock in the rig: a guest with more than one vCPU finds its
+# TSCs unsynchronized (an AMD CPU without the invariant-TSC bit: Linux's
+# rule, and TCG's CPU has no such bit, so neither does KVM's) and keeps
+# time with jiffies, losing ticks, until it switches to kvm-clock: its
+# uptime and early log stamps are not host seconds (a boot whose init
+# marker came 83 s after launch had an uptime of 38 s).  Durations taken
+# after the switch (the probes: /init loads the modules) are.  On a host
+# with an invariant TSC, KVM offers the bit and this does not happen.
 # Timings are reported, never asserted.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -49,7 +61,7 @@ if [[ ${1:-} == --inner ]]; then
 			# Each console line with the host's time of arrival (ms):
 			# the init marker's is the boot time the curve measures.
 			"$vmm" --smp "$n" --mem "${mem}M" --kernel "$kernel" --initrd "$initrd" \
-				--append "quiet guest.run=bootprof" --stats-json "${args[@]}" \
+				--append "quiet initcall_debug log_buf_len=4M guest.run=bootprof" --stats-json "${args[@]}" \
 				</dev/null 2>"$work/err" |
 				while IFS= read -r line; do
 					printf '%s %s\n' $((($(bench_now_ns) - t0) / 1000000)) "$line"
@@ -71,6 +83,8 @@ if [[ ${1:-} == --inner ]]; then
 				--arg up_ms "$up_ms" \
 				--arg init "$(g init)" --arg first "$(g blk-first)" --arg last "$(g blk-last)" \
 				--arg up "$(sed -n 's/^BOOTPROF uptime=//p' "$work/out" | head -1)" \
+				--arg probes "$(sed -n 's/^BOOTPROF probes n=\([0-9]*\).*/\1/p' "$work/out" | head -1)" \
+				--arg probe_ms "$(sed -n 's/^BOOTPROF probes .*ms=\([0-9.]*\).*/\1/p' "$work/out" | head -1)" \
 				--slurpfile sts "$work/st.json" '
 				def num: if . == "" then null else tonumber end;
 				$sts[0] as $st |
@@ -79,6 +93,7 @@ if [[ ${1:-} == --inner ]]; then
 				 guest_init_s:($init|num),
 				 guest_blk_first_s:($first|num), guest_blk_last_s:($last|num),
 				 guest_uptime_s:($up|num),
+				 guest_blk_probes:($probes|num), guest_blk_probe_ms:($probe_ms|num),
 				 kvm_exits:$st.kvm.exits, mmio_exits:$st.kvm.mmio_exits,
 				 io_exits:$st.kvm.io_exits, halt_exits:$st.kvm.halt_exits,
 				 wiring_commits:([$st.disks[]?.wiring_commits]|add),
@@ -116,8 +131,21 @@ jq -rs '
 		boot_to_init_ms: m(.boot_to_init_ms), launch_to_exit_ms: m(.run_ms), kernel_to_init_s: m(.guest_init_s),
 		init_to_last_disk_s: m(if .guest_blk_last_s and .guest_init_s then .guest_blk_last_s - .guest_init_s else null end),
 		first_to_last_disk_s: m(if .guest_blk_last_s and .guest_blk_first_s then .guest_blk_last_s - .guest_blk_first_s else null end),
+		probe_ms: m(.guest_blk_probe_ms),
 		kvm_exits: m(.kvm_exits), mmio_exits: m(.mmio_exits), io_exits: m(.io_exits),
 		wiring_ms: m(.wiring_ms), wiring_ioctls: m(.wiring_ioctls)})
-	| (["mode","boots","launch->init marker ms","launch->exit ms","kernel->/init s","/init->last disk s","first->last disk s","KVM exits","MMIO exits","PIO exits","wiring ms","wiring ioctls"] | @tsv),
-	  (.[] | [.mode, .boots, .boot_to_init_ms, .launch_to_exit_ms, .kernel_to_init_s, .init_to_last_disk_s, .first_to_last_disk_s, .kvm_exits, .mmio_exits, .io_exits, .wiring_ms, .wiring_ioctls] | @tsv)' \
+	| (["mode","boots","launch->init marker ms","launch->exit ms","kernel->/init s","/init->last disk s","first->last disk s","virtio_blk probes ms","KVM exits","MMIO exits","PIO exits","wiring ms","wiring ioctls"] | @tsv),
+	  (.[] | [.mode, .boots, .boot_to_init_ms, .launch_to_exit_ms, .kernel_to_init_s, .init_to_last_disk_s, .first_to_last_disk_s, .probe_ms, .kvm_exits, .mmio_exits, .io_exits, .wiring_ms, .wiring_ioctls] | @tsv)' \
 	"$out/boot_profile.json" | column -t -s $'\t'
+# What one queue per vCPU costs, from the medians above.
+jq -rs '
+	def med: sort | if length == 0 then null else .[(length - 1) / 2 | floor] end;
+	def m(f): map(f) | map(select(. != null)) | med;
+	(map(select(.mode == "qn"))) as $qn | (map(select(.mode == "q1"))) as $q1 |
+	($qn | m(.guest_blk_probe_ms)) as $pn | ($q1 | m(.guest_blk_probe_ms)) as $p1 |
+	($qn | m(.wiring_ms)) as $wn | ($q1 | m(.wiring_ms)) as $w1 | ($q1 | m(.boot_to_init_ms)) as $b1 |
+	if $pn and $p1 and $wn and $w1 and $b1 then
+		(($pn - $p1) + ($wn - $w1)) as $c |
+		"one queue per vCPU costs \($c | round) ms (virtio_blk probes \($pn | round) - \($p1 | round) ms, wiring \($wn | round) - \($w1 | round) ms) = \($c * 1000 / $b1 | round / 10)% of the median boot with one queue (\($b1 | round) ms)"
+	else "one queue per vCPU: no probe times (a guest without initcall_debug?)" end' \
+	"$out/boot_profile.json"
