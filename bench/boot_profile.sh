@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/boot_profile.sh [--smp N] [--disks D] [--rounds R]
+# bench/boot_profile.sh [--smp N] [--disks D] [--rounds R] [--modes "qn q1"]
 #
 # Where the boot time that one queue per vCPU adds goes (issue 9: the
 # 101-disk shape, 32 vCPUs x 101 disks, boots ~50% slower with 32 queues
@@ -33,6 +33,14 @@
 # marker came 83 s after launch had an uptime of 38 s).  Durations taken
 # after the switch (the probes: /init loads the modules) are.  On a host
 # with an invariant TSC, KVM offers the bit and this does not happen.
+#
+# --modes qn or q1 boots only that one (two runs side by side, each in its
+# own L1, where one boot takes half an hour: 384 vCPUs; then put both run
+# logs into one boot_profile-run.log and --report); BENCH_OUT (default
+# bench/results) gets boot_profile.json and boot_profile-run.log (other
+# shapes than 32 x 101: boot_profile_NxD.*); --report (with the same --smp
+# and --disks) makes the JSON and the table again from that log only;
+# BENCH_TIMEOUT (3500) bounds the whole rig run in seconds.
 # Timings are reported, never asserted.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -40,7 +48,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 
 if [[ ${1:-} == --inner ]]; then
-	vmm=$2 kernel=$3 initrd=$4 n=$5 disks=$6 rounds=$7
+	vmm=$2 kernel=$3 initrd=$4 n=$5 disks=$6 rounds=$7 modes=$8
 	[[ -r /dev/kvm && -w /dev/kvm ]] || bench_die "no usable /dev/kvm"
 	work=$(mktemp -d "${RIG_SCRATCH:-/var/tmp}/boot_profile.XXXXXX")
 	trap 'rm -rf "$work"' EXIT
@@ -49,7 +57,7 @@ if [[ ${1:-} == --inner ]]; then
 	# As bench/boot_curve.sh: room for the guest's per-queue request pools.
 	mem=$((512 + 4 * n + 8 * disks))
 	for ((r = 1; r <= rounds; r++)); do
-		for mode in qn q1; do
+		for mode in $modes; do
 			nq=$n
 			[[ $mode == q1 ]] && nq=1
 			args=()
@@ -105,25 +113,36 @@ if [[ ${1:-} == --inner ]]; then
 	exit 0
 fi
 
-n=32 disks=101 rounds=3
+n=32 disks=101 rounds=3 modes="qn q1" report=0
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--smp) n=$2; shift 2 ;;
 	--disks) disks=$2; shift 2 ;;
 	--rounds) rounds=$2; shift 2 ;;
-	*) bench_die "usage: $0 [--smp N] [--disks D] [--rounds R]" ;;
+	--modes) modes=$2; shift 2 ;;
+	--report) report=1; shift ;;
+	*) bench_die "usage: $0 [--smp N] [--disks D] [--rounds R] [--modes \"qn q1\"] [--report]" ;;
 	esac
 done
 root=$(cd "$here/.." && pwd)
-vmm=$root/build/minivmm
-[[ -x $vmm ]] || bench_die "no $vmm (build first)"
-mapfile -t g < <("$root/tests/rig/mkguest.sh")
 out=${BENCH_OUT:-$root/bench/results}
-log=$out/boot_profile-run.log
-"$root/tests/rig/rig-run" --timeout 3500 --stall-retries 1 -- \
-	"$here/boot_profile.sh" --inner "$vmm" "${g[0]}" "${g[1]}" "$n" "$disks" "$rounds" 2>&1 |
-	tee "$log" | grep -E '^bench:|^rig:' >&2 || true
-bench_records "$log" >"$out/boot_profile.json"
+# The default shape's files are boot_profile.*; others boot_profile_NxD.*.
+tag=boot_profile
+[[ $n == 32 && $disks == 101 ]] || tag=boot_profile_${n}x$disks
+log=$out/$tag-run.log
+if [[ $report == 0 ]]; then
+	vmm=$root/build/minivmm
+	[[ -x $vmm ]] || bench_die "no $vmm (build first)"
+	for m in $modes; do
+		[[ $m == qn || $m == q1 ]] || bench_die "--modes: qn and/or q1"
+	done
+	mapfile -t g < <("$root/tests/rig/mkguest.sh")
+	mkdir -p "$out"
+	"$root/tests/rig/rig-run" --timeout "${BENCH_TIMEOUT:-3500}" --stall-retries 1 -- \
+		"$here/${0##*/}" --inner "$vmm" "${g[0]}" "${g[1]}" "$n" "$disks" "$rounds" "$modes" 2>&1 |
+		tee "$log" | grep -E '^bench:|^rig:' >&2 || true
+fi
+bench_records "$log" >"$out/$tag.json"
 jq -rs '
 	def med: sort | if length == 0 then null else .[(length - 1) / 2 | floor] end;
 	def m(f): map(f) | map(select(. != null)) | med | if . then (. * 1000 | round) / 1000 else . end;
@@ -136,7 +155,7 @@ jq -rs '
 		wiring_ms: m(.wiring_ms), wiring_ioctls: m(.wiring_ioctls)})
 	| (["mode","boots","launch->init marker ms","launch->exit ms","kernel->/init s","/init->last disk s","first->last disk s","virtio_blk probes ms","KVM exits","MMIO exits","PIO exits","wiring ms","wiring ioctls"] | @tsv),
 	  (.[] | [.mode, .boots, .boot_to_init_ms, .launch_to_exit_ms, .kernel_to_init_s, .init_to_last_disk_s, .first_to_last_disk_s, .probe_ms, .kvm_exits, .mmio_exits, .io_exits, .wiring_ms, .wiring_ioctls] | @tsv)' \
-	"$out/boot_profile.json" | column -t -s $'\t'
+	"$out/$tag.json" | column -t -s $'\t'
 # What one queue per vCPU costs, from the medians above.
 jq -rs '
 	def med: sort | if length == 0 then null else .[(length - 1) / 2 | floor] end;
@@ -148,4 +167,4 @@ jq -rs '
 		(($pn - $p1) + ($wn - $w1)) as $c |
 		"one queue per vCPU costs \($c | round) ms (virtio_blk probes \($pn | round) - \($p1 | round) ms, wiring \($wn | round) - \($w1 | round) ms) = \($c * 1000 / $b1 | round / 10)% of the median boot with one queue (\($b1 | round) ms)"
 	else "one queue per vCPU: no probe times (a guest without initcall_debug?)" end' \
-	"$out/boot_profile.json"
+	"$out/$tag.json"
