@@ -1,5 +1,6 @@
 #!/bin/bash
 # bench/boot_profile.sh [--smp N] [--disks D] [--rounds R] [--modes "qn q1"]
+#                       [--report]
 #
 # Where the boot time that one queue per vCPU adds goes (issue 9: the
 # 101-disk shape, 32 vCPUs x 101 disks, boots ~50% slower with 32 queues
@@ -145,9 +146,12 @@ if [[ $report == 0 ]]; then
 		tee "$log" | grep -E '^bench:|^rig:' >&2 || true
 fi
 bench_records "$log" >"$out/$tag.json"
-jq -rs '
-	def med: sort | if length == 0 then null else .[(length - 1) / 2 | floor] end;
-	def m(f): map(f) | map(select(. != null)) | med | if . then (. * 1000 | round) / 1000 else . end;
+# The lower middle of the values present (null with none), for the table
+# and the cost line alike.
+med_defs='def med: sort | if length == 0 then null else .[(length - 1) / 2 | floor] end;
+	def mraw(f): map(f) | map(select(. != null)) | med;'
+jq -rs "$med_defs"'
+	def m(f): mraw(f) | if . then (. * 1000 | round) / 1000 else . end;
 	group_by(.mode) | map({mode: .[0].mode, boots: length,
 		boot_to_init_ms: m(.boot_to_init_ms), launch_to_exit_ms: m(.run_ms), kernel_to_init_s: m(.guest_init_s),
 		init_to_last_disk_s: m(if .guest_blk_last_s and .guest_init_s then .guest_blk_last_s - .guest_init_s else null end),
@@ -159,9 +163,8 @@ jq -rs '
 	  (.[] | [.mode, .boots, .boot_to_init_ms, .launch_to_exit_ms, .kernel_to_init_s, .init_to_last_disk_s, .first_to_last_disk_s, .probe_ms, .kvm_exits, .mmio_exits, .io_exits, .wiring_ms, .wiring_ioctls] | @tsv)' \
 	"$out/$tag.json" | column -t -s $'\t'
 # What one queue per vCPU costs, from the medians above.
-jq -rs '
-	def med: sort | if length == 0 then null else .[(length - 1) / 2 | floor] end;
-	def m(f): map(f) | map(select(. != null)) | med;
+jq -rs "$med_defs"'
+	def m(f): mraw(f);
 	(map(select(.mode == "qn"))) as $qn | (map(select(.mode == "q1"))) as $q1 |
 	($qn | m(.guest_blk_probe_ms)) as $pn | ($q1 | m(.guest_blk_probe_ms)) as $p1 |
 	($qn | m(.wiring_ms)) as $wn | ($q1 | m(.wiring_ms)) as $w1 | ($q1 | m(.boot_to_init_ms)) as $b1 |
