@@ -427,8 +427,9 @@ void vpci_shutdown(struct virtio_transport *t)
 	 * VM), and KVM drops every irqfd (one workqueue flush for all of
 	 * them), ioeventfd and coalesced zone with it.  Deassigned one by
 	 * one they cost an SRCU grace period per ioeventfd and a workqueue
-	 * flush per irqfd: seconds at 384 queues.  vpci_release() (from vpci_destroy()) then
-	 * closes the call eventfds, which KVM still references until then.
+	 * flush per irqfd: seconds at 384 queues.  vpci_release() (from
+	 * vpci_destroy()) then closes the call eventfds, which KVM still
+	 * references until then.
 	 */
 	for (unsigned int i = 0; i < t->nq; i++) {
 		t->vqs[i].kick_addr = VPCI_UNWIRED;
