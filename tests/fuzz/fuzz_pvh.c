@@ -27,7 +27,8 @@
 #include "x86/loader.h"
 #include "x86/pvh.h"
 
-#define RAM_MAX (64u << 20)
+/* The most guest RAM an input can ask for (ram below: 2 MiB + 255 x 256 KiB). */
+#define RAM_MAX ((2u << 20) + 255u * (256u << 10))
 #define KERNEL_MAX (1u << 20)
 
 static uint8_t *guest_ram(void)
