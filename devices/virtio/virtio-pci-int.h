@@ -40,6 +40,9 @@
 
 #define VPCI_UNWIRED UINT64_MAX /* no ioeventfd registered */
 
+/* The coalesced MMIO zones of a transport (vpci_place_zone()). */
+enum { VPCI_ZONE_QREGS, VPCI_ZONE_TABLE, VPCI_NR_ZONES };
+
 #define VPCI_CAP_VNDR_LEN 16	/* struct virtio_pci_cap */
 #define VPCI_CAP_NOTIFY_LEN 20	/* struct virtio_pci_notify_cap */
 #define VPCI_CAP_PCICFG_LEN 20	/* struct virtio_pci_cfg_cap */
@@ -99,11 +102,11 @@ struct virtio_transport {
 	/* Protects the fields up to the atomics below (see top of file). */
 	pthread_mutex_t lock;
 	uint64_t bar_gpa; /* from bar_moved(); PCI_BAR_UNMAPPED if off */
-	/* Coalesced queue registers (vpci_place_zone()): wanted and still
-	 * possible (cleared for good when KVM refuses), and where the zone
-	 * is registered (VPCI_UNWIRED: nowhere). */
+	/* Coalesced registers ("Coalesced registers" in virtio-pci-irq.c):
+	 * wanted and still possible (cleared for good when KVM refuses), and
+	 * where each zone is registered (VPCI_UNWIRED: nowhere). */
 	bool coalesce;
-	uint64_t zone_gpa;
+	uint64_t zone_gpa[VPCI_NR_ZONES];
 	uint32_t dfselect, gfselect;
 	uint64_t driver_features;
 	uint16_t queue_select;
@@ -175,6 +178,7 @@ int vpci_go_live(struct virtio_transport *t, const char **why);
 void vpci_place_kicks(struct virtio_transport *t);
 void vpci_place_zone(struct virtio_transport *t);
 void vpci_set_needs_reset(struct virtio_transport *t, const char *why);
+int vpci_unzone_table(struct virtio_transport *t);
 extern const struct virtio_transport_ops vpci_transport_ops;
 void vpci_unwire(struct virtio_transport *t);
 void vpci_vector_changed(void *opaque, unsigned int vec);

@@ -413,6 +413,12 @@ int vpci_go_live(struct virtio_transport *t, const char **why)
 	struct wiring_txn txn;
 	int ret;
 
+	/* Table writes act at once from here on ("Coalesced registers"). */
+	ret = vpci_unzone_table(t);
+	if (ret) {
+		*why = "KVM did not let the MSI-X table go uncoalesced";
+		return ret;
+	}
 	for (unsigned int i = 0; i < t->nq; i++) {
 		struct virtio_queue *q = &t->queues[i];
 		struct vpci_vq *vq = &t->vqs[i];
@@ -733,70 +739,151 @@ void vpci_place_kicks(struct virtio_transport *t)
 }
 
 /*
- * Coalesced queue registers.  The Linux driver sets each queue up with
- * about 35 register accesses -- queue_select again before each field, the
- * size, the vector, three ring addresses in two halves, the enable, and
- * the MSI-X entry -- each an exit to us: 3,232 queues (101 disks x 32)
- * are ~113,000 exits, most of the boot time one queue per vCPU adds in the
- * rig.  The common configuration's queue registers, queue_select up to
- * queue_device, only store what the driver writes until a later access
- * reads it back (an exit) or a status write (an exit: DRIVER_OK, reset)
- * acts on it: no write there has an effect the guest can see before its
- * next exit to us, and every exit drains the coalesced ring, in order,
- * before it is handled (vm.h).  So KVM logs those writes instead of
- * exiting.  device_status and the notify area stay out (they act at
- * once); so does the MSI-X table (a mask or unmask must act at once, and
- * its message words would need a zone per entry: KVM allows 1000 such
- * devices on a VM's bus, zones included).
+ * Coalesced registers.  The Linux driver sets each queue up with about 35
+ * register accesses -- queue_select again before each field, the size, the
+ * vector, three ring addresses in two halves, the enable, and the MSI-X
+ * entry -- each an exit to us: 3,232 queues (101 disks x 32) are ~113,000
+ * exits, most of the boot time one queue per vCPU adds in the rig.  A
+ * write nothing can observe before the guest's next exit to us may be
+ * logged by KVM in the coalesced ring instead of exiting: every exit
+ * drains the ring, in order, before it is handled (vm.h).  Two zones per
+ * device (KVM allows 1000 devices on a VM's bus, zones included, so never
+ * one per queue or per vector):
  *
- * The zone follows the BAR like the notify ioeventfds (parked when the
+ *  - the common configuration's queue registers, queue_select up to
+ *    queue_device, always: they only store what the driver writes until a
+ *    later access reads it back (an exit) or a status write (an exit:
+ *    DRIVER_OK, reset) acts on it.  device_status and the notify area stay
+ *    out (they act at once).
+ *
+ *  - the MSI-X table, only while the device is not live (from reset to
+ *    DRIVER_OK).  A table write acts when an interrupt is raised: a mask
+ *    must hold back the next one, an unmask must send what is pending.
+ *    Before DRIVER_OK no queue runs, so the only interrupt the device can
+ *    raise is a configuration change (vpci_config_irq(), from any thread),
+ *    and the driver waits for none before DRIVER_OK.  One raised while an
+ *    unmask still sits in the ring finds the vector masked and is left
+ *    pending; the drain that applies the unmask (the guest's next exit --
+ *    at the latest its DRIVER_OK write) sends it, as any unmask does
+ *    (vpci_vector_changed()).  One raised while a mask or a message write
+ *    sits in the ring goes out with the state before it, as on hardware
+ *    when the interrupt is raised before the write arrives.  Linux writes
+ *    each queue's entry twice during its probe (activation and affinity,
+ *    each address, upper address and data), masks the whole table once and
+ *    unmasks each vector: 8 of a queue's ~22 exits.  vpci_go_live() removes
+ *    the zone before the queues can raise anything, so from DRIVER_OK on
+ *    every table write exits and acts at once; a reset brings it back.
+ *    (A table write another vCPU makes between the DRIVER_OK write's drain
+ *    and the zone's removal is applied at the next exit: only a guest that
+ *    races its own DRIVER_OK that way delays its own interrupts.)
+ *
+ * Each zone follows the BAR like the notify ioeventfds (parked while the
  * BAR is unmapped, dropped when another BAR takes the range).  If KVM
- * refuses it, the registers simply exit as before, for good.
+ * refuses one, the registers simply exit as before, for good.
  */
-#define VPCI_ZONE_OFF (VPCI_COMMON_OFF + VIRTIO_PCI_COMMON_Q_SELECT)
-#define VPCI_ZONE_LEN (VIRTIO_PCI_COMMON_Q_USEDHI + 4 - VIRTIO_PCI_COMMON_Q_SELECT)
+#define VPCI_QREGS_OFF (VPCI_COMMON_OFF + VIRTIO_PCI_COMMON_Q_SELECT)
+#define VPCI_QREGS_LEN (VIRTIO_PCI_COMMON_Q_USEDHI + 4 - VIRTIO_PCI_COMMON_Q_SELECT)
 
-/* Remove the zone, wherever it is.  Context: t->lock held. */
+static uint32_t vpci_zone_len(const struct virtio_transport *t, unsigned int z)
+{
+	return z == VPCI_ZONE_QREGS ? VPCI_QREGS_LEN : msix_table_size(t->nv);
+}
+
+/* Where zone @z belongs with the BAR mapped.  t->lock held. */
+static uint64_t vpci_zone_want(const struct virtio_transport *t,
+			       unsigned int z)
+{
+	if (z == VPCI_ZONE_QREGS)
+		return t->bar_gpa + VPCI_QREGS_OFF;
+	return t->live ? VPCI_UNWIRED : t->bar_gpa + t->msix.table_off;
+}
+
+/* Stage moving zone @z from where it is to @want (VPCI_UNWIRED:
+ * nowhere).  Returns whether anything was staged. */
+static bool vpci_stage_zone(struct virtio_transport *t, struct wiring_txn *txn,
+			    unsigned int z, uint64_t want)
+{
+	uint32_t len = vpci_zone_len(t, z);
+
+	if (t->zone_gpa[z] == want)
+		return false;
+	if (t->zone_gpa[z] != VPCI_UNWIRED)
+		wiring_coalesce(txn, t->zone_gpa[z], len, false);
+	if (want != VPCI_UNWIRED)
+		wiring_coalesce(txn, want, len, true);
+	return true;
+}
+
+/* Remove the zones, wherever they are (cannot fail for zones KVM holds).
+ * Context: t->lock held. */
 void vpci_drop_zone(struct virtio_transport *t)
 {
 	struct wiring_txn txn;
+	bool any = false;
 
-	if (t->zone_gpa == VPCI_UNWIRED)
-		return;
 	wiring_begin(&txn, t->irq);
-	wiring_coalesce(&txn, t->zone_gpa, VPCI_ZONE_LEN, false);
+	for (unsigned int z = 0; z < VPCI_NR_ZONES; z++)
+		any |= vpci_stage_zone(t, &txn, z, VPCI_UNWIRED);
+	if (!any) {
+		wiring_abort(&txn);
+		return;
+	}
 	if (vpci_commit(t, &txn))
 		vpci_log(t, &t->log_kvm, VMM_LOG_ERROR,
-			 "removing the coalesced zone at 0x%llx failed",
-			 (unsigned long long)t->zone_gpa);
-	t->zone_gpa = VPCI_UNWIRED;
+			 "removing the coalesced zones failed");
+	for (unsigned int z = 0; z < VPCI_NR_ZONES; z++)
+		t->zone_gpa[z] = VPCI_UNWIRED;
 }
 
-/* Bring the zone to the BAR (parked while it is unmapped).  Context:
+/* Stop coalescing the MSI-X table: before DRIVER_OK lets the queues raise
+ * interrupts (see above).  0 or -errno (the zone is still there).
+ * Context: t->lock held. */
+int vpci_unzone_table(struct virtio_transport *t)
+{
+	struct wiring_txn txn;
+	int ret;
+
+	wiring_begin(&txn, t->irq);
+	if (!vpci_stage_zone(t, &txn, VPCI_ZONE_TABLE, VPCI_UNWIRED)) {
+		wiring_abort(&txn);
+		return 0;
+	}
+	ret = vpci_commit(t, &txn);
+	if (!ret)
+		t->zone_gpa[VPCI_ZONE_TABLE] = VPCI_UNWIRED;
+	return ret;
+}
+
+/* Bring the zones to the BAR in one transaction (parked while it is
+ * unmapped; the table's only while the device is not live).  Context:
  * t->lock held. */
 void vpci_place_zone(struct virtio_transport *t)
 {
+	uint64_t want[VPCI_NR_ZONES];
 	struct wiring_txn txn;
-	uint64_t want;
+	bool any = false;
 	int ret;
 
 	if (!t->coalesce || t->bar_gpa == PCI_BAR_UNMAPPED)
 		return;
-	want = t->bar_gpa + VPCI_ZONE_OFF;
-	if (t->zone_gpa == want)
-		return;
 	wiring_begin(&txn, t->irq);
-	if (t->zone_gpa != VPCI_UNWIRED)
-		wiring_coalesce(&txn, t->zone_gpa, VPCI_ZONE_LEN, false);
-	wiring_coalesce(&txn, want, VPCI_ZONE_LEN, true);
+	for (unsigned int z = 0; z < VPCI_NR_ZONES; z++) {
+		want[z] = vpci_zone_want(t, z);
+		any |= vpci_stage_zone(t, &txn, z, want[z]);
+	}
+	if (!any) {
+		wiring_abort(&txn);
+		return;
+	}
 	ret = vpci_commit(t, &txn);
 	if (!ret) {
-		t->zone_gpa = want;
+		for (unsigned int z = 0; z < VPCI_NR_ZONES; z++)
+			t->zone_gpa[z] = want[z];
 		return;
 	}
 	vpci_log(t, &t->log_kvm, VMM_LOG_INFO,
-		 "coalescing the queue registers at 0x%llx failed (%s); they "
-		 "exit as usual", (unsigned long long)want, strerror(-ret));
+		 "coalescing registers at 0x%llx failed (%s); they exit as "
+		 "usual", (unsigned long long)t->bar_gpa, strerror(-ret));
 	t->coalesce = false;
-	vpci_drop_zone(t); /* the rollback kept the old one */
+	vpci_drop_zone(t); /* the rollback kept the old ones */
 }

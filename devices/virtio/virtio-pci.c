@@ -143,6 +143,7 @@ void vpci_write_status(struct virtio_transport *t, uint8_t val)
 
 	if (val == 0) {
 		vpci_reset(t);
+		vpci_place_zone(t); /* the MSI-X table's, for the next probe */
 		return;
 	}
 	val &= (uint8_t)~VIRTIO_CONFIG_S_NEEDS_RESET; /* the device's bit */
@@ -266,7 +267,8 @@ int vpci_create(const struct vpci_params *p, struct virtio_transport **out)
 	t->any_len = p->ioeventfd_any_length;
 	t->per_vector = p->per_vector_wiring;
 	t->coalesce = p->coalesce_queue_regs;
-	t->zone_gpa = VPCI_UNWIRED;
+	for (unsigned int z = 0; z < VPCI_NR_ZONES; z++)
+		t->zone_gpa[z] = VPCI_UNWIRED;
 	t->host_features = p->ops->features(p->dev) & ~VPCI_UNSUPPORTED_FEATURES;
 	if (!(t->host_features & (1ull << VIRTIO_F_VERSION_1))) {
 		vpci_logs_destroy(t);
@@ -435,7 +437,9 @@ void vpci_shutdown(struct virtio_transport *t)
 		t->vqs[i].kick_addr = VPCI_UNWIRED;
 		t->vqs[i].irq_wired = false;
 	}
-	t->zone_gpa = VPCI_UNWIRED; /* the coalesced zone goes with the VM too */
+	/* The coalesced zones go with the VM too. */
+	for (unsigned int z = 0; z < VPCI_NR_ZONES; z++)
+		t->zone_gpa[z] = VPCI_UNWIRED;
 	t->live = false;
 	pthread_mutex_unlock(&t->lock);
 }

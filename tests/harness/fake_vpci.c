@@ -282,13 +282,43 @@ int fv_create(struct fv *v, struct vpci_params *p)
 
 /* ---- config space through 0xCF8/0xCFC, BAR MMIO ------------------------ */
 
+void fv_drain(struct fv *v)
+{
+	for (unsigned int i = 0; i < v->nr_logged; i++) {
+		int ret = iobus_dispatch(&v->mmio, v->logged[i].addr,
+					 &v->logged[i].val, v->logged[i].len, true);
+
+		if (ret)
+			fv_fail("logged write 0x%llx+%u: %d",
+				(unsigned long long)v->logged[i].addr,
+				v->logged[i].len, ret);
+	}
+	v->nr_logged = 0;
+}
+
+/* Would KVM log a write to [@addr, +@len) in the ring? */
+static bool fv_in_zone(struct fv *v, uint64_t addr, unsigned int len)
+{
+	struct fv_kvm *k = v->kvm;
+	bool in = false;
+
+	pthread_mutex_lock(&k->lock);
+	for (unsigned int i = 0; i < k->nr_zones && !in; i++)
+		in = addr >= k->zone_addr[i] &&
+		     addr + len <= k->zone_addr[i] + k->zone_len[i];
+	pthread_mutex_unlock(&k->lock);
+	return in;
+}
+
 int fv_cfg_access(struct fv *v, unsigned int slot, unsigned int off,
 		  uint32_t *val, unsigned int len, bool write)
 {
 	uint32_t a = 0x80000000u | slot << 11 | (off & 0xfc);
-	int ret = iobus_dispatch(&v->pio, 0xcf8, &a, 4, true);
-	int ret2 = iobus_dispatch(&v->pio, 0xcfc + (off & 3), val, len, write);
+	int ret, ret2;
 
+	fv_drain(v); /* an exit */
+	ret = iobus_dispatch(&v->pio, 0xcf8, &a, 4, true);
+	ret2 = iobus_dispatch(&v->pio, 0xcfc + (off & 3), val, len, write);
 	return ret ? ret : ret2;
 }
 
@@ -313,7 +343,11 @@ void fv_cfg_wr(struct fv *v, unsigned int off, uint32_t val, unsigned int len)
 uint64_t fv_mr(struct fv *v, uint32_t off, unsigned int len)
 {
 	uint64_t val = 0;
-	int ret = iobus_dispatch(&v->mmio, v->bar + off, &val, len, false);
+	int ret;
+
+	fv_drain(v);
+	v->exits++;
+	ret = iobus_dispatch(&v->mmio, v->bar + off, &val, len, false);
 
 	if (ret)
 		fv_fail("BAR read 0x%x+%u: %d", off, len, ret);
@@ -322,7 +356,18 @@ uint64_t fv_mr(struct fv *v, uint32_t off, unsigned int len)
 
 void fv_mw(struct fv *v, uint32_t off, uint64_t val, unsigned int len)
 {
-	int ret = iobus_dispatch(&v->mmio, v->bar + off, &val, len, true);
+	int ret;
+
+	if (v->defer && v->nr_logged < FV_RING_ENTRIES &&
+	    fv_in_zone(v, v->bar + off, len)) {
+		v->logged[v->nr_logged].addr = v->bar + off;
+		v->logged[v->nr_logged].val = val;
+		v->logged[v->nr_logged++].len = len;
+		return;
+	}
+	fv_drain(v);
+	v->exits++;
+	ret = iobus_dispatch(&v->mmio, v->bar + off, &val, len, true);
 
 	if (ret)
 		fv_fail("BAR write 0x%x+%u: %d", off, len, ret);

@@ -38,6 +38,7 @@
 #define FV_MAX_ZONES 64
 #define FV_MMIO_BASE 0xc0000000ull
 #define FV_MMIO_SIZE 0x20000000ull
+#define FV_RING_ENTRIES 170 /* as many as a 4 KiB page holds in KVM */
 
 struct fv_kvm {
 	pthread_mutex_t lock;
@@ -102,6 +103,22 @@ struct fv {
 	unsigned int nr_vectors;
 	uint32_t table, pba;
 	unsigned int nq;
+
+	/*
+	 * KVM's coalesced MMIO ring, if @defer: a BAR write (fv_mw()) that
+	 * lands in a zone registered with the fake KVM is logged here
+	 * instead of dispatched, and every other access -- an exit: a BAR
+	 * read or a write outside the zones, a config access -- first
+	 * dispatches what is logged, in order (fv_drain()), as a vCPU does.
+	 * A full ring makes the write exit, as in KVM.  @exits counts the
+	 * BAR accesses that exited.
+	 */
+	bool defer;
+	unsigned int nr_logged, exits;
+	struct {
+		uint64_t addr, val;
+		unsigned int len;
+	} logged[FV_RING_ENTRIES];
 };
 
 /*
@@ -137,6 +154,8 @@ int fv_cfg_access(struct fv *v, unsigned int slot, unsigned int off,
 /* ... of the probed function; abort if the bus refuses. */
 uint32_t fv_cfg_rd(struct fv *v, unsigned int off, unsigned int len);
 void fv_cfg_wr(struct fv *v, unsigned int off, uint32_t val, unsigned int len);
+/* Dispatch the writes logged in the fake coalesced ring (see struct fv). */
+void fv_drain(struct fv *v);
 /* BAR 0 MMIO at @off; abort if the bus refuses. */
 uint64_t fv_mr(struct fv *v, uint32_t off, unsigned int len);
 void fv_mw(struct fv *v, uint32_t off, uint64_t val, unsigned int len);
