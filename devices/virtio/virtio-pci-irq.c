@@ -767,10 +767,12 @@ void vpci_place_kicks(struct virtio_transport *t)
  *    at the latest its DRIVER_OK write) sends it, as any unmask does
  *    (vpci_vector_changed()).  One raised while a mask or a message write
  *    sits in the ring goes out with the state before it, as on hardware
- *    when the interrupt is raised before the write arrives.  Linux writes
- *    each queue's entry twice during its probe (activation and affinity,
- *    each address, upper address and data), masks the whole table once and
- *    unmasks each vector: 8 of a queue's ~22 exits.  vpci_go_live() removes
+ *    when the interrupt is raised before the write arrives.  Linux masks
+ *    the whole table, writes each queue's entry at least twice during its
+ *    probe (activation and affinity: address, upper address, data, around
+ *    a mask when unmasked) and unmasks each vector: 32 vCPUs x 101 disks
+ *    boot with 33,633 MMIO exits instead of 70,296, ~11 fewer a queue of
+ *    its ~22 (the reads stay exits).  vpci_go_live() removes
  *    the zone before the queues can raise anything, so from DRIVER_OK on
  *    every table write exits and acts at once; a reset brings it back.
  *    (A table write another vCPU makes between the DRIVER_OK write's drain
