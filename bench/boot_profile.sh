@@ -11,7 +11,8 @@
 # virtio_blk met its first and last disk (the module loads of /init) and
 # how long its probes took in all (initcall_debug's "probe of virtioN
 # returned 0 after U usecs"); from minivmm --stats-json the KVM exits
-# (MMIO, port I/O, halt), wiring commits, ioctls and time.
+# (MMIO, port I/O, halt), wiring commits, ioctls and time, and the longest
+# DRIVER_OK stall of any disk (driver_ok_ns_max).
 #
 # The probes are the guest's whole setup of its disks and their queues
 # (features, MSI-X vectors, each virtqueue, blk-mq's hardware contexts and
@@ -109,7 +110,9 @@ if [[ ${1:-} == --inner ]]; then
 				 io_exits:$st.kvm.io_exits, halt_exits:$st.kvm.halt_exits,
 				 wiring_commits:([$st.disks[]?.wiring_commits]|add),
 				 wiring_ioctls:([$st.disks[]?.wiring_ioctls]|add),
-				 wiring_ms:(([$st.disks[]?.wiring_ns]|add // 0) / 1e6)}')"
+				 wiring_ms:(([$st.disks[]?.wiring_ns]|add // 0) / 1e6),
+				 driver_ok_ms_max:(([$st.disks[]?.driver_ok_ns_max // empty]|max) as $d |
+					if $d then $d / 1e6 else null end)}')"
 			bench_log "round $r $mode: exit $rc, $(((t1 - t0) / 1000000)) ms"
 		done
 	done
@@ -158,9 +161,10 @@ jq -rs "$med_defs"'
 		first_to_last_disk_s: m(if .guest_blk_last_s and .guest_blk_first_s then .guest_blk_last_s - .guest_blk_first_s else null end),
 		probe_ms: m(.guest_blk_probe_ms),
 		kvm_exits: m(.kvm_exits), mmio_exits: m(.mmio_exits), io_exits: m(.io_exits),
-		wiring_ms: m(.wiring_ms), wiring_ioctls: m(.wiring_ioctls)})
-	| (["mode","boots","launch->init marker ms","launch->exit ms","kernel->/init s","/init->last disk s","first->last disk s","virtio_blk probes ms","KVM exits","MMIO exits","PIO exits","wiring ms","wiring ioctls"] | @tsv),
-	  (.[] | [.mode, .boots, .boot_to_init_ms, .launch_to_exit_ms, .kernel_to_init_s, .init_to_last_disk_s, .first_to_last_disk_s, .probe_ms, .kvm_exits, .mmio_exits, .io_exits, .wiring_ms, .wiring_ioctls] | @tsv)' \
+		wiring_ms: m(.wiring_ms), wiring_ioctls: m(.wiring_ioctls),
+		driver_ok_ms_max: m(.driver_ok_ms_max)})
+	| (["mode","boots","launch->init marker ms","launch->exit ms","kernel->/init s","/init->last disk s","first->last disk s","virtio_blk probes ms","KVM exits","MMIO exits","PIO exits","wiring ms","wiring ioctls","longest DRIVER_OK ms"] | @tsv),
+	  (.[] | [.mode, .boots, .boot_to_init_ms, .launch_to_exit_ms, .kernel_to_init_s, .init_to_last_disk_s, .first_to_last_disk_s, .probe_ms, .kvm_exits, .mmio_exits, .io_exits, .wiring_ms, .wiring_ioctls, .driver_ok_ms_max] | @tsv)' \
 	"$out/$tag.json" | column -t -s $'\t'
 # What one queue per vCPU costs, from the medians above.
 jq -rs "$med_defs"'

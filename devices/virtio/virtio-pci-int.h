@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "log.h"
 #include "pci/msix.h"
@@ -140,6 +141,14 @@ struct virtio_transport {
 	struct log_limit log_kvm;    /* wiring KVM refused (host trouble a
 					guest can repeat at will) */
 };
+
+static inline uint64_t vpci_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static inline void stat_add(uint64_t *c, uint64_t n)
 {

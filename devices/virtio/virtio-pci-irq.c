@@ -176,14 +176,6 @@ void virtio_transport_needs_reset(struct virtio_transport *t, const char *why)
 
 static void vpci_flush_routes(struct virtio_transport *t);
 
-static uint64_t vpci_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Dirty vector @v just sent an interrupt with KVM_SIGNAL_MSI: once it has
  * sent VPCI_LAZY_FLUSH_USES of them, refresh the routes of every dirty,

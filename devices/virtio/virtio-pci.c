@@ -140,6 +140,8 @@ void vpci_write_status(struct virtio_transport *t, uint8_t val)
 {
 	uint8_t old = vpci_status(t), added;
 	const char *why = NULL;
+	uint64_t t0, ns;
+	int ret;
 
 	if (val == 0) {
 		vpci_reset(t);
@@ -163,7 +165,14 @@ void vpci_write_status(struct virtio_transport *t, uint8_t val)
 			return;
 		}
 		vpci_store_status(t, val);
-		if (vpci_go_live(t, &why)) {
+		t0 = vpci_now_ns();
+		ret = vpci_go_live(t, &why);
+		ns = vpci_now_ns() - t0;
+		/* Written under t->lock only; relaxed: a statistic. */
+		if (ns > __atomic_load_n(&t->st.driver_ok_ns_max, __ATOMIC_RELAXED))
+			__atomic_store_n(&t->st.driver_ok_ns_max, ns,
+					 __ATOMIC_RELAXED);
+		if (ret) {
 			vpci_set_needs_reset(t, why);
 			return;
 		}
@@ -470,6 +479,8 @@ void vpci_get_stats(struct virtio_transport *t, struct vpci_stats *st)
 		__atomic_load_n(&t->st.route_flushes_lazy, __ATOMIC_RELAXED);
 	st->resets = __atomic_load_n(&t->st.resets, __ATOMIC_RELAXED);
 	st->needs_reset = __atomic_load_n(&t->st.needs_reset, __ATOMIC_RELAXED);
+	st->driver_ok_ns_max =
+		__atomic_load_n(&t->st.driver_ok_ns_max, __ATOMIC_RELAXED);
 }
 
 int vpci_kick_fd(struct virtio_transport *t, unsigned int q)

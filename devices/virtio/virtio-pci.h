@@ -140,6 +140,9 @@ struct vpci_stats {
 	uint64_t route_flushes_lazy; /* of which started by an I/O thread */
 	uint64_t resets;	    /* device resets by the driver (status 0) */
 	uint64_t needs_reset;	    /* times DEVICE_NEEDS_RESET was set */
+	uint64_t driver_ok_ns_max;  /* longest DRIVER_OK write: the wiring,
+				       the MSI-X table zone's removal and the
+				       device start the driver waited for */
 };
 
 /*

@@ -90,12 +90,14 @@ void stats_print(struct vmm *vm, unsigned int nr_disks, bool json, FILE *f)
 				",\"interrupts_direct\":%" PRIu64
 				",\"route_flushes\":%" PRIu64
 				",\"route_flushes_lazy\":%" PRIu64
-				",\"cancelled\":%" PRIu64 ",\"total\":",
+				",\"cancelled\":%" PRIu64
+				",\"driver_ok_ns_max\":%" PRIu64 ",\"total\":",
 				i ? "," : "", i, d.num_queues, d.wiring_commits,
 				d.wiring_ioctls, d.wiring_ns, d.masked_interrupts,
 				d.resets, d.needs_reset, d.doorbells,
 				d.config_interrupts, d.interrupts_direct,
-				d.route_flushes, d.route_flushes_lazy, d.cancelled);
+				d.route_flushes, d.route_flushes_lazy, d.cancelled,
+				d.driver_ok_ns_max);
 			queue_json(f, &d.total);
 			fprintf(f, ",\"queues\":[");
 			for (unsigned int q = 0; q < d.num_queues; q++) {
@@ -117,15 +119,16 @@ void stats_print(struct vmm *vm, unsigned int nr_disks, bool json, FILE *f)
 			" wake-ups (kicks), %" PRIu64 " interrupts (%" PRIu64
 			" direct), %" PRIu64 " suppressed, %" PRIu64
 			" config; wiring: %" PRIu64 " commits, %" PRIu64
-			" KVM ioctls, %.3f ms, %" PRIu64 " MSI-X route refreshes (%"
-			PRIu64 " by I/O threads)\n",
+			" KVM ioctls, %.3f ms (longest DRIVER_OK %.3f ms), %" PRIu64
+			" MSI-X route refreshes (%" PRIu64 " by I/O threads)\n",
 			i, d.num_queues, total_requests(&d.total),
 			d.total.requests[VMM_REQ_READ], d.total.requests[VMM_REQ_WRITE],
 			d.total.requests[VMM_REQ_FLUSH], d.total.io_errors,
 			d.cancelled, d.doorbells, d.total.kicks, d.total.interrupts,
 			d.interrupts_direct, d.total.suppressed, d.config_interrupts,
 			d.wiring_commits, d.wiring_ioctls, (double)d.wiring_ns / 1e6,
-			d.route_flushes, d.route_flushes_lazy);
+			(double)d.driver_ok_ns_max / 1e6, d.route_flushes,
+			d.route_flushes_lazy);
 		for (unsigned int q = 0; q < d.num_queues; q++) {
 			struct vmm_queue_stats qs;
 

@@ -534,6 +534,11 @@ struct vmm_disk_stats {
 				    (VIRTIO_BLK_S_IOERR, never acknowledged;
 				    counted in total.io_errors too, but not
 				    logged as host I/O errors) */
+	uint64_t driver_ok_ns_max; /* the longest the driver's DRIVER_OK
+				      write stalled its vCPU: the queues'
+				      interrupt wiring (one transaction),
+				      the end of the MSI-X table's
+				      coalescing, the device start */
 };
 
 #define VMM_DISK_STATS_SIZE_VER0 176u /* through .total */

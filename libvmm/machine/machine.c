@@ -650,6 +650,7 @@ int machine_disk_stats(struct vmm *vm, unsigned int id, struct vmm_disk_stats *s
 	st->interrupts_direct = ts.interrupts_direct;
 	st->route_flushes = ts.route_flushes;
 	st->route_flushes_lazy = ts.route_flushes_lazy;
+	st->driver_ok_ns_max = ts.driver_ok_ns_max;
 	for (unsigned int i = 0; i < st->num_queues; i++) {
 		struct vblk_dev_queue_stats ds;
 

@@ -192,6 +192,8 @@ static unsigned int drv_setup(unsigned int gen)
 
 START_TEST(table_coalesced_until_driver_ok)
 {
+	struct vpci_stats st;
+
 	ck_assert_uint_eq(kvm->nr_zones, 2); /* queue registers + table */
 	ck_assert(table_zone());
 
@@ -205,6 +207,9 @@ START_TEST(table_coalesced_until_driver_ok)
 	for (unsigned int q = 0; q < NQ; q++)
 		ck_assert(route_is(q, msg_addr(q + 1, 0), msg_data(q + 1, 0)));
 	ck_assert_uint_eq(kvm->routing_calls, 1);
+
+	vpci_get_stats(V.t, &st);
+	ck_assert_uint_gt(st.driver_ok_ns_max, 0); /* timed */
 
 	/* Live: the table zone is gone, the queue registers' stays. */
 	ck_assert_uint_eq(kvm->nr_zones, 1);
