@@ -776,7 +776,8 @@ void vpci_place_kicks(struct virtio_transport *t)
  * refuses one, the registers simply exit as before, for good.
  */
 #define VPCI_QREGS_OFF (VPCI_COMMON_OFF + VIRTIO_PCI_COMMON_Q_SELECT)
-#define VPCI_QREGS_LEN (VIRTIO_PCI_COMMON_Q_USEDHI + 4 - VIRTIO_PCI_COMMON_Q_SELECT)
+#define VPCI_QREGS_LEN \
+	(VIRTIO_PCI_COMMON_Q_USEDHI + 4 - VIRTIO_PCI_COMMON_Q_SELECT)
 
 static uint32_t vpci_zone_len(const struct virtio_transport *t, unsigned int z)
 {
