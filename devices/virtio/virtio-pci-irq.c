@@ -25,8 +25,8 @@
  *
  * The I/O thread's flush takes t->lock with pthread_mutex_trylock(), never
  * blocking: a vCPU may hold t->lock while it waits for that very I/O thread
- * (ops->start()/ops->stop() -> iothread_call_sync(), possibly for another
- * transport served by the same thread).  Holding t->lock, the flush only
+ * (ops->start()/ops->stop() post calls to I/O threads and wait for them,
+ * possibly for another transport served by the same thread).  Holding t->lock, the flush only
  * takes the irq lock (order t->lock -> irq lock, as on the vCPU path) and
  * makes KVM ioctls and eventfd writes; no holder of the irq lock waits for
  * an I/O thread, and the flush never takes the PCI or MMIO bus lock, calls

@@ -424,7 +424,7 @@ static void iothread_call_fd(void *opaque)
 
 		pthread_mutex_lock(&io->call_lock);
 		c->ret = ret;
-		c->done = true; /* c lives on the caller's stack: last touch */
+		c->done = true; /* c is the caller's (maybe its stack): last touch */
 		pthread_cond_broadcast(&io->call_cond);
 		pthread_mutex_unlock(&io->call_lock);
 		c = next;
@@ -462,25 +462,46 @@ static void *iothread_main(void *arg)
 	return NULL;
 }
 
-int iothread_call_sync(struct iothread *io, int (*fn)(void *opaque), void *opaque)
+void iothread_call_post(struct iothread *io, struct iothread_call *c,
+			int (*fn)(void *opaque), void *opaque)
 {
-	struct iothread_call c = { .fn = fn, .opaque = opaque };
 	uint64_t one = 1;
 
-	if (!io->started || on_thread(io))
-		return fn(opaque);
+	*c = (struct iothread_call){ .fn = fn, .opaque = opaque };
+	if (!io->started || on_thread(io)) {
+		c->ret = fn(opaque);
+		c->done = true;
+		return;
+	}
 	pthread_mutex_lock(&io->call_lock);
-	c.next = io->calls;
-	io->calls = &c;
+	c->next = io->calls;
+	io->calls = c;
 	pthread_mutex_unlock(&io->call_lock);
 	if (write(io->call_efd, &one, sizeof(one)) < 0)
 		vmm_err("iothread %u: waking for a call: %s", io->index,
 			strerror(errno));
+}
+
+int iothread_call_wait(struct iothread *io, struct iothread_call *c)
+{
+	int ret;
+
+	/* done is set under call_lock after fn returned (iothread_call_fd):
+	 * the lock orders fn's effects before our return. */
 	pthread_mutex_lock(&io->call_lock);
-	while (!c.done)
+	while (!c->done)
 		pthread_cond_wait(&io->call_cond, &io->call_lock);
+	ret = c->ret;
 	pthread_mutex_unlock(&io->call_lock);
-	return c.ret;
+	return ret;
+}
+
+int iothread_call_sync(struct iothread *io, int (*fn)(void *opaque), void *opaque)
+{
+	struct iothread_call c;
+
+	iothread_call_post(io, &c, fn, opaque);
+	return iothread_call_wait(io, &c);
 }
 
 int iothread_create(unsigned int index, unsigned int ring_entries,

@@ -116,6 +116,30 @@ void iothread_destroy(struct iothread *io);
 int iothread_call_sync(struct iothread *io, int (*fn)(void *opaque),
 		       void *opaque);
 
+/*
+ * The same call in two halves, so that one caller can have work running
+ * on many I/O threads at once and wait once (a device start or stop with a
+ * queue per vCPU: one sequential round trip per queue is what a guest's
+ * DRIVER_OK or reset would otherwise stall for).  The caller owns @c;
+ * fields are internal.  Every posted call must be waited for, with the
+ * same @io, before @c is reused or freed; several calls may be posted to
+ * one thread (they run in some order, one at a time).
+ */
+struct iothread_call {
+	int (*fn)(void *opaque);
+	void *opaque;
+	int ret;
+	bool done; /* under the thread's call lock */
+	struct iothread_call *next;
+};
+
+/* Queue @fn(@opaque) on @io and wake it (inline, as above, when it does not
+ * run or when called from it). */
+void iothread_call_post(struct iothread *io, struct iothread_call *c,
+			int (*fn)(void *opaque), void *opaque);
+/* Wait for a posted call to have run; returns fn's value. */
+int iothread_call_wait(struct iothread *io, struct iothread_call *c);
+
 /* ---- Context: the I/O thread (or before start) ---- */
 
 /* Start watching w->fd (multishot poll).  Returns 0 or -errno. */

@@ -15,14 +15,6 @@
 #include "iothread.h"
 #include "util/compiler.h"
 
-struct iothread_call {
-	int (*fn)(void *opaque);
-	void *opaque;
-	int ret;
-	bool done;
-	struct iothread_call *next;
-};
-
 struct iothread {
 	unsigned int index;
 	struct io_uring ring;

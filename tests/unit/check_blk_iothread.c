@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -153,10 +154,9 @@ static uint32_t msg_data(unsigned int v)
 /*
  * Bring the device up like virtio_pci_modern + virtio_blk: reset,
  * negotiate, MSI-X (config vector 0), fresh rings for every queue with
- * @o's vectors, DRIVER_OK.  Then find each queue's kick and call eventfds
- * in what the fake KVM was asked to wire.
+ * @o's vectors, DRIVER_OK.  Returns the device status after it.
  */
-static void drv_up(const struct rig_opts *o)
+static uint8_t drv_try_up(const struct rig_opts *o)
 {
 	uint64_t offered;
 	uint16_t nq;
@@ -197,8 +197,17 @@ static void drv_up(const struct rig_opts *o)
 		d->notify = fv_notify_addr(&R.v, q);
 	}
 	fv_status_add(&R.v, VIRTIO_CONFIG_S_DRIVER_OK);
-	ck_assert(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK);
-	ck_assert(!(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET));
+	return status_rd();
+}
+
+/* drv_try_up(), which must succeed; then find each queue's kick and call
+ * eventfds in what the fake KVM was asked to wire. */
+static void drv_up(const struct rig_opts *o)
+{
+	uint8_t status = drv_try_up(o);
+
+	ck_assert(status & VIRTIO_CONFIG_S_DRIVER_OK);
+	ck_assert(!(status & VIRTIO_CONFIG_S_NEEDS_RESET));
 
 	for (unsigned int q = 0; q < NQ; q++) {
 		struct drvq *d = &R.q[q];
@@ -1141,6 +1150,74 @@ START_TEST(teardown_leaves_nothing)
 }
 END_TEST
 
+/* ---- 10. a start that fails on one I/O thread ----------------------------- */
+
+/*
+ * The queues attach in parallel (vblk_dev_start() posts every attach, then
+ * waits): when one I/O thread cannot take its queues -- its table of
+ * registered files is full -- DRIVER_OK fails with NEEDS_RESET and the
+ * queues that did attach on the other thread are detached again, nothing
+ * left wired or watched.  Once the thread has room, a reset and a new
+ * bring-up serve every queue.
+ */
+START_TEST(start_fails_on_one_thread)
+{
+	struct rig_opts o = { 0 };
+	struct iothread_file f[64];
+	struct vblk_dev_queue_stats st;
+	struct iothread_stats ist;
+	struct io_req r;
+	struct rlimit rl, low;
+	unsigned int n = 0;
+	uint8_t status;
+
+	/* Rings sized by RLIMIT_NOFILE (iothread_ring.c): 64 slots each. */
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	low = rl;
+	low.rlim_cur = 64;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	rig_up(&o);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	iothread_get_stats(R.io[1], &ist);
+	if (!ist.files_max) { /* a kernel without registered files */
+		rig_down();
+		return;
+	}
+	ck_assert_uint_eq(ist.files_max, 64);
+	memset(f, 0, sizeof(f));
+	while (n < 64 && iothread_file_get(R.io[1], R.img, &f[n]) == 0)
+		n++;
+	ck_assert_uint_lt(n, 64);
+
+	/* Queues 1 and 3 live on R.io[1]: their attach fails. */
+	status = drv_try_up(&o);
+	ck_assert(status & VIRTIO_CONFIG_S_NEEDS_RESET);
+	for (unsigned int q = 0; q < NQ; q++) {
+		dev_stats(q, &st);
+		ck_assert_msg(!st.attached, "queue %u left attached", q);
+	}
+	ck_assert_uint_eq(fv_kvm_get(R.v.kvm, &R.v.kvm->live_irqfd), 0);
+	/* Queue 0 attached and was detached: its kick is not served. */
+	add_req(0, &r, VIRTIO_BLK_T_IN, 0, 4096, 1, false, 0);
+	fg_vq_publish(&R.q[0].vq);
+	R.q[0].kick_fd = fv_kvm_kick_fd(R.v.kvm, R.q[0].notify); /* placed with the BAR */
+	ck_assert_int_ge(R.q[0].kick_fd, 0);
+	kick(0);
+	settle_all();
+	ck_assert_uint_eq(fg_vq_used_idx(&R.q[0].vq), 0);
+
+	for (unsigned int i = 0; i < n; i++)
+		iothread_file_put(R.io[1], &f[i]);
+	drv_up(&o); /* resets first */
+	for (unsigned int q = 0; q < NQ; q++) {
+		dev_stats(q, &st);
+		ck_assert(st.attached);
+		one_read(q, 8 + q * 8);
+	}
+	rig_down();
+}
+END_TEST
+
 static Suite *blk_iothread_suite(void)
 {
 	Suite *s = suite_create("blk-iothread");
@@ -1157,6 +1234,7 @@ static Suite *blk_iothread_suite(void)
 	tcase_add_test(tc, busy_poll_serves_without_kick);
 	tcase_add_test(tc, no_busy_poll_when_off);
 	tcase_add_test(tc, teardown_leaves_nothing);
+	tcase_add_test(tc, start_fails_on_one_thread);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * I/O threads on their own (libvmm/core/iothread.c): iothread_call_sync from
- * other threads and inline, watching and unwatching an eventfd, end-of-batch
+ * other threads and inline, calls posted to many threads and waited for
+ * later (they run at once), watching and unwatching an eventfd, end-of-batch
  * hooks, SQEs with callbacks and the nested loop (iothread_run_until),
  * busy-pollers, stop/destroy idempotence.  Real threads and io_uring rings;
  * no timing assertions (waits have a 10 s deadline).
@@ -9,6 +10,7 @@
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -167,6 +169,88 @@ START_TEST(call_sync_inline_when_not_started)
 	ck_assert_int_eq(iothread_call_sync(t, record_tid, &rec), 42);
 	ck_assert(pthread_equal(rec.tid, pthread_self()));
 	ck_assert_uint_eq(rec.n, 3);
+	iothread_destroy(t);
+}
+END_TEST
+
+/* ---- iothread_call_post / iothread_call_wait ----------------------------- */
+
+#define NR_POSTED 4
+
+struct rendezvous {
+	unsigned int arrived; /* atomic */
+	unsigned int want;
+};
+
+/*
+ * Arrive, then wait (bounded) for every other call to have arrived: only
+ * calls that run at the same time, on different threads, can all return 0.
+ * One round trip after another (what vblk_dev_start() did before posting)
+ * would leave the first call waiting for callers that are not yet posted.
+ */
+static int meet(void *opaque)
+{
+	struct rendezvous *r = opaque;
+	uint64_t deadline = now_ms() + WAIT_MS;
+
+	__atomic_add_fetch(&r->arrived, 1, __ATOMIC_ACQ_REL);
+	while (__atomic_load_n(&r->arrived, __ATOMIC_ACQUIRE) < r->want) {
+		if (now_ms() > deadline)
+			return -ETIMEDOUT;
+		sched_yield();
+	}
+	return 0;
+}
+
+START_TEST(posted_calls_run_at_once)
+{
+	struct iothread *t[NR_POSTED];
+	struct iothread_call c[NR_POSTED];
+	struct rendezvous r = { .want = NR_POSTED };
+
+	for (unsigned int i = 0; i < NR_POSTED; i++) {
+		ck_assert_int_eq(iothread_create(i, RING_ENTRIES, &t[i]), 0);
+		ck_assert_int_eq(iothread_start(t[i]), 0);
+	}
+	for (unsigned int i = 0; i < NR_POSTED; i++)
+		iothread_call_post(t[i], &c[i], meet, &r);
+	for (unsigned int i = 0; i < NR_POSTED; i++)
+		ck_assert_int_eq(iothread_call_wait(t[i], &c[i]), 0);
+	ck_assert_uint_eq(__atomic_load_n(&r.arrived, __ATOMIC_ACQUIRE),
+			  NR_POSTED);
+	for (unsigned int i = 0; i < NR_POSTED; i++)
+		iothread_destroy(t[i]);
+}
+END_TEST
+
+START_TEST(posted_calls_share_a_thread)
+{
+	struct call_rec rec = { 0 };
+	struct iothread_call c[8];
+
+	/* Several calls to one thread: each runs once, there, and each wait
+	 * returns its own call's value, whatever order they are waited in. */
+	for (unsigned int i = 0; i < 8; i++)
+		iothread_call_post(io, &c[i], record_tid, &rec);
+	for (unsigned int i = 8; i-- > 0;)
+		ck_assert_int_eq(iothread_call_wait(io, &c[i]), 42);
+	ck_assert_uint_eq(rec.n, 8);
+	ck_assert(!pthread_equal(rec.tid, pthread_self()));
+}
+END_TEST
+
+START_TEST(posted_call_inline_when_not_started)
+{
+	struct iothread *t;
+	struct iothread_call c;
+	struct call_rec rec = { 0 };
+
+	/* Run by the post itself: done before anyone waits. */
+	ck_assert_int_eq(iothread_create(3, RING_ENTRIES, &t), 0);
+	iothread_call_post(t, &c, record_tid, &rec);
+	ck_assert_uint_eq(rec.n, 1);
+	ck_assert(pthread_equal(rec.tid, pthread_self()));
+	ck_assert_int_eq(iothread_call_wait(t, &c), 42);
 	iothread_destroy(t);
 }
 END_TEST
@@ -638,6 +722,9 @@ static Suite *iothread_suite(void)
 	tcase_add_test(tc, call_sync_runs_on_the_thread);
 	tcase_add_test(tc, call_sync_from_the_thread_is_inline);
 	tcase_add_test(tc, call_sync_inline_when_not_started);
+	tcase_add_test(tc, posted_calls_run_at_once);
+	tcase_add_test(tc, posted_calls_share_a_thread);
+	tcase_add_test(tc, posted_call_inline_when_not_started);
 	tcase_add_test(tc, watch_and_unwatch_eventfd);
 	tcase_add_test(tc, unwatch_signalled_fd_in_one_call);
 	tcase_add_test(tc, hooks_run_once_per_batch);
