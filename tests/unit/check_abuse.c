@@ -40,6 +40,7 @@
 #include "pci/pci.h"
 #include "virtio/virtio-pci.h"
 
+#include "fake_vdev.h"
 #include "fake_vpci.h"
 
 static double now_s(void)
@@ -254,66 +255,14 @@ END_TEST
 #define TQSIZE 16
 #define RING_BASE 0x100000ull
 
-/* A device model that accepts everything. */
-struct fake_dev {
-	unsigned int start_calls, stop_calls;
-	struct virtio_queue *queues;
-	uint8_t cfg[16];
-};
-
-static uint64_t fd_get_features(void *d)
-{
-	(void)d;
-	return (1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX);
-}
-
-static int fd_set_features(void *d, uint64_t f)
-{
-	(void)d;
-	(void)f;
-	return 0;
-}
-
-static void fd_config_read(void *d, uint32_t off, void *buf, uint32_t len)
-{
-	memcpy(buf, ((struct fake_dev *)d)->cfg + off, len);
-}
-
-static void fd_config_write(void *d, uint32_t off, const void *buf, uint32_t len)
-{
-	memcpy(((struct fake_dev *)d)->cfg + off, buf, len);
-}
-
-static int fd_start(void *d, struct virtio_queue *queues, unsigned int nr)
-{
-	struct fake_dev *fd = d;
-
-	(void)nr;
-	fd->start_calls++;
-	fd->queues = queues;
-	return 0;
-}
-
-static void fd_stop(void *d)
-{
-	((struct fake_dev *)d)->stop_calls++;
-}
-
-static const struct virtio_device_ops fake_ops = {
-	.device_id = VIRTIO_ID_BLOCK,
-	.config_size = 16,
-	.features = fd_get_features,
-	.set_features = fd_set_features,
-	.config_read = fd_config_read,
-	.config_write = fd_config_write,
-	.start = fd_start,
-	.stop = fd_stop,
-};
+/* The device: tests/harness/fake_vdev, accepting everything it offers. */
+#define FD_FEATURES \
+	((1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX))
 
 static struct fv V;
 static struct fv_kvm *kvm;
 static struct fake_guest tg;
-static struct fake_dev fdev;
+static struct fvd fdev;
 
 #define COMMON_WR(f, v, len) FV_COMMON_WR(&V, f, v, len)
 #define status_rd() fv_status(&V)
@@ -321,14 +270,14 @@ static struct fake_dev fdev;
 static void t_setup(void)
 {
 	struct vpci_params p = {
-		.ops = &fake_ops, .dev = &fdev, .num_queues = TQ,
+		.ops = &fvd_ops, .dev = &fdev, .num_queues = TQ,
 		.max_queue_size = 256, .ioeventfd_any_length = true,
 	};
 
 	ck_assert_int_eq(fg_init(&tg, 8u << 20), 0);
 	ck_assert_int_eq(fv_init(&V, 3, FV_MMIO_BASE, FV_MMIO_SIZE, &tg.mem), 0);
 	kvm = V.kvm;
-	memset(&fdev, 0, sizeof(fdev));
+	fvd_init(&fdev, FD_FEATURES);
 	ck_assert_int_eq(fv_create(&V, &p), 0);
 }
 

@@ -24,6 +24,7 @@
 #include "blk/vblk.h"
 #include "blk_rig.h"
 #include "fake_guest.h"
+#include "fake_vdev.h"
 #include "fake_vpci.h"
 #include "iothread.h"
 #include "pci/msix.h"
@@ -56,79 +57,23 @@ static uint64_t irqs(int call_fd)
 
 /* ===== the transport, with a device that records start/stop ============ */
 
-struct fake_dev {
-	unsigned int start_calls, stop_calls;
-	struct virtio_queue *queues;
-};
-
-static uint64_t fd_features(void *d)
-{
-	(void)d;
-	return 1ull << VIRTIO_F_VERSION_1;
-}
-
-static int fd_set_features(void *d, uint64_t f)
-{
-	(void)d;
-	(void)f;
-	return 0;
-}
-
-static void fd_config_read(void *d, uint32_t off, void *buf, uint32_t len)
-{
-	(void)d;
-	(void)off;
-	memset(buf, 0, len);
-}
-
-static void fd_config_write(void *d, uint32_t off, const void *buf, uint32_t len)
-{
-	(void)d;
-	(void)off;
-	(void)buf;
-	(void)len;
-}
-
-static int fd_start(void *d, struct virtio_queue *queues, unsigned int nr)
-{
-	struct fake_dev *fd = d;
-
-	(void)nr;
-	fd->start_calls++;
-	fd->queues = queues;
-	return 0;
-}
-
-static void fd_stop(void *d)
-{
-	((struct fake_dev *)d)->stop_calls++;
-}
-
-static const struct virtio_device_ops fake_ops = {
-	.device_id = VIRTIO_ID_BLOCK,
-	.config_size = 16,
-	.features = fd_features,
-	.set_features = fd_set_features,
-	.config_read = fd_config_read,
-	.config_write = fd_config_write,
-	.start = fd_start,
-	.stop = fd_stop,
-};
+/* The device: tests/harness/fake_vdev. */
+#define FD_FEATURES (1ull << VIRTIO_F_VERSION_1)
 
 static struct fv V;
 static struct fake_guest tg;
-static struct fake_dev fdev;
+static struct fvd fdev;
 
 static void t_setup(void)
 {
 	struct vpci_params p = {
-		.ops = &fake_ops, .dev = &fdev, .num_queues = TQ,
+		.ops = &fvd_ops, .dev = &fdev, .num_queues = TQ,
 		.max_queue_size = 256, .ioeventfd_any_length = true,
 	};
 
 	ck_assert_int_eq(fg_init(&tg, 8u << 20), 0);
 	ck_assert_int_eq(fv_init(&V, 3, FV_MMIO_BASE, FV_MMIO_SIZE, &tg.mem), 0);
-	memset(&fdev, 0, sizeof(fdev));
+	fvd_init(&fdev, FD_FEATURES);
 	ck_assert_int_eq(fv_create(&V, &p), 0);
 }
 

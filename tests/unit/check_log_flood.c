@@ -34,6 +34,7 @@
 #include "blk/blk-engine.h"
 #include "blk/vblk.h"
 #include "fake_guest.h"
+#include "fake_vdev.h"
 #include "fake_vpci.h"
 #include "iobus.h"
 #include "log.h"
@@ -83,76 +84,23 @@ static void check_bounded(const char *what, unsigned int limiters, double t0)
 #define RING_BASE 0x100000ull
 #define SLOT "virtio-pci 00:01.0"
 
-struct fake_dev {
-	unsigned int start_calls, stop_calls;
-};
-
-static uint64_t fd_features(void *d)
-{
-	(void)d;
-	return 1ull << VIRTIO_F_VERSION_1;
-}
-
-static int fd_set_features(void *d, uint64_t f)
-{
-	(void)d;
-	(void)f;
-	return 0;
-}
-
-static void fd_config_read(void *d, uint32_t off, void *buf, uint32_t len)
-{
-	(void)d;
-	(void)off;
-	memset(buf, 0, len);
-}
-
-static void fd_config_write(void *d, uint32_t off, const void *buf, uint32_t len)
-{
-	(void)d;
-	(void)off;
-	(void)buf;
-	(void)len;
-}
-
-static int fd_start(void *d, struct virtio_queue *queues, unsigned int nr)
-{
-	(void)queues;
-	(void)nr;
-	((struct fake_dev *)d)->start_calls++;
-	return 0;
-}
-
-static void fd_stop(void *d)
-{
-	((struct fake_dev *)d)->stop_calls++;
-}
-
-static const struct virtio_device_ops fake_ops = {
-	.device_id = VIRTIO_ID_BLOCK,
-	.config_size = 16,
-	.features = fd_features,
-	.set_features = fd_set_features,
-	.config_read = fd_config_read,
-	.config_write = fd_config_write,
-	.start = fd_start,
-	.stop = fd_stop,
-};
+/* The device: tests/harness/fake_vdev. */
+#define FD_FEATURES (1ull << VIRTIO_F_VERSION_1)
 
 static struct fv V;
 static struct fake_guest tg;
-static struct fake_dev fdev;
+static struct fvd fdev;
 
 static void t_setup(void)
 {
 	struct vpci_params p = {
-		.ops = &fake_ops, .dev = &fdev, .num_queues = TQ,
+		.ops = &fvd_ops, .dev = &fdev, .num_queues = TQ,
 		.max_queue_size = 256, .ioeventfd_any_length = true,
 	};
 
 	ck_assert_int_eq(fg_init(&tg, 8u << 20), 0);
 	ck_assert_int_eq(fv_init(&V, 3, FV_MMIO_BASE, FV_MMIO_SIZE, &tg.mem), 0);
-	memset(&fdev, 0, sizeof(fdev));
+	fvd_init(&fdev, FD_FEATURES);
 	ck_assert_int_eq(fv_create(&V, &p), 0);
 	ck_assert_uint_eq(V.slot, 1);
 }

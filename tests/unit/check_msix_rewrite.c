@@ -26,6 +26,7 @@
 #include "pci/msix.h"
 #include "virtio/virtio-pci.h"
 
+#include "fake_vdev.h"
 #include "fake_vpci.h"
 
 #define NQ 4
@@ -33,49 +34,31 @@
 #define RAM_SIZE (4ull << 20)
 #define RING_BASE 0x100000ull
 
-/* ---- fake device: its stop op can drain like an I/O thread ------------- */
+/* ---- the device (tests/harness/fake_vdev): its stop can drain like an I/O
+ * thread ------------------------------------------------------------------- */
 
-struct fake_dev {
-	struct virtio_queue *queues;
-	unsigned int nr;
-	/* ops->stop(): a second thread notifies every queue this many times
-	 * while the transport's lock is held, as a draining I/O thread does. */
-	unsigned int stop_notifies;
-	unsigned int stop_calls;
-};
+#define FD_FEATURES \
+	((1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX))
 
-static uint64_t fd_features(void *d)
-{
-	(void)d;
-	return (1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX);
-}
-
-static int fd_start(void *d, struct virtio_queue *queues, unsigned int nr)
-{
-	struct fake_dev *fd = d;
-
-	fd->queues = queues;
-	fd->nr = nr;
-	return 0;
-}
+/* ops->stop(): a second thread notifies every queue this many times while
+ * the transport's lock is held, as a draining I/O thread does. */
+static unsigned int stop_notifies;
 
 static void *drain_thread(void *arg)
 {
-	struct fake_dev *fd = arg;
+	struct fvd *fd = arg;
 
-	for (unsigned int i = 0; i < fd->stop_notifies; i++)
+	for (unsigned int i = 0; i < stop_notifies; i++)
 		for (unsigned int q = 0; q < fd->nr; q++)
 			virtio_queue_notify(&fd->queues[q]);
 	return NULL;
 }
 
-static void fd_stop(void *d)
+static void drain_on_stop(struct fvd *fd)
 {
-	struct fake_dev *fd = d;
 	pthread_t th;
 
-	fd->stop_calls++;
-	if (!fd->stop_notifies)
+	if (!stop_notifies)
 		return;
 	/* Blocking on the transport lock here would deadlock (the test
 	 * times out): it must trylock. */
@@ -83,40 +66,13 @@ static void fd_stop(void *d)
 	pthread_join(th, NULL);
 }
 
-/* A device configuration (fv_probe() wants the capability). */
-static void fd_config_read(void *d, uint32_t off, void *buf, uint32_t len)
-{
-	(void)d;
-	(void)off;
-	memset(buf, 0, len);
-}
-
-static void fd_config_write(void *d, uint32_t off, const void *buf,
-			    uint32_t len)
-{
-	(void)d;
-	(void)off;
-	(void)buf;
-	(void)len;
-}
-
-static const struct virtio_device_ops fake_ops = {
-	.device_id = VIRTIO_ID_BLOCK,
-	.config_size = 8,
-	.config_read = fd_config_read,
-	.config_write = fd_config_write,
-	.features = fd_features,
-	.start = fd_start,
-	.stop = fd_stop,
-};
-
 /* ---- machine ------------------------------------------------------------ */
 
 static struct fv V;
 static struct fv_kvm *kvm;
 static struct guest_mem mem;
 static void *ram;
-static struct fake_dev fdev;
+static struct fvd fdev;
 
 static void setup(void)
 {
@@ -128,9 +84,11 @@ static void setup(void)
 	guest_mem_init_buf(&mem, ram, RAM_SIZE);
 	ck_assert_int_eq(fv_init(&V, 3, FV_MMIO_BASE, FV_MMIO_SIZE, &mem), 0);
 	kvm = V.kvm;
-	memset(&fdev, 0, sizeof(fdev));
+	fvd_init(&fdev, FD_FEATURES);
+	fdev.on_stop = drain_on_stop;
+	stop_notifies = 0;
 	p = fv_params(&V);
-	p.ops = &fake_ops;
+	p.ops = &fvd_ops;
 	p.dev = &fdev;
 	p.num_queues = NQ;
 	p.max_queue_size = 256;
@@ -161,7 +119,7 @@ static uint32_t msg_data(unsigned int v, unsigned int gen)
  * mask, queue q on vector q + 1, DRIVER_OK (one routing update). */
 static void drv_up(void)
 {
-	ck_assert_int_eq(fv_negotiate(&V, fd_features(NULL), NULL), 0);
+	ck_assert_int_eq(fv_negotiate(&V, FD_FEATURES, NULL), 0);
 	fv_msix_ctrl(&V, MSIX_CTRL_ENABLE | MSIX_CTRL_MASKALL);
 	for (unsigned int v = 0; v <= NQ; v++) {
 		rewrite(v, 0);
@@ -439,14 +397,14 @@ START_TEST(stop_while_dirty_no_deadlock)
 	drv_up();
 	for (unsigned int v = 1; v <= NQ; v++)
 		rewrite(v, 1);
-	fdev.stop_notifies = 4 * VPCI_LAZY_FLUSH_USES;
+	stop_notifies = 4 * VPCI_LAZY_FLUSH_USES;
 	FV_COMMON_WR(&V, STATUS, 0, 1);
 	ck_assert_uint_eq(fdev.stop_calls, 1);
 	ck_assert_uint_eq(kvm->msi_calls, NQ * 4 * VPCI_LAZY_FLUSH_USES);
 	ck_assert_uint_eq(kvm->live_irqfd, 0);
 	ck_assert_uint_eq(kvm->nr_msi, 0);
 	/* Up again: routes from the current table, nothing dirty. */
-	fdev.stop_notifies = 0;
+	stop_notifies = 0;
 	kvm->routing_calls = 0;
 	drv_up();
 	for (unsigned int q = 0; q < NQ; q++)

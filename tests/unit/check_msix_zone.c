@@ -23,6 +23,7 @@
 #include "pci/msix.h"
 #include "virtio/virtio-pci.h"
 
+#include "fake_vdev.h"
 #include "fake_vpci.h"
 
 #define NQ 4
@@ -30,59 +31,10 @@
 #define RAM_SIZE (4ull << 20)
 #define RING_BASE 0x100000ull
 
-/* ---- fake device ---------------------------------------------------------- */
+/* ---- the device: tests/harness/fake_vdev ------------------------------------ */
 
-struct fake_dev {
-	struct virtio_queue *queues;
-	unsigned int start_calls;
-};
-
-static uint64_t fd_features(void *d)
-{
-	(void)d;
-	return (1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX);
-}
-
-static int fd_start(void *d, struct virtio_queue *queues, unsigned int nr)
-{
-	struct fake_dev *fd = d;
-
-	(void)nr;
-	fd->queues = queues;
-	fd->start_calls++;
-	return 0;
-}
-
-static void fd_stop(void *d)
-{
-	(void)d;
-}
-
-static void fd_config_read(void *d, uint32_t off, void *buf, uint32_t len)
-{
-	(void)d;
-	(void)off;
-	memset(buf, 0, len);
-}
-
-static void fd_config_write(void *d, uint32_t off, const void *buf,
-			    uint32_t len)
-{
-	(void)d;
-	(void)off;
-	(void)buf;
-	(void)len;
-}
-
-static const struct virtio_device_ops fake_ops = {
-	.device_id = VIRTIO_ID_BLOCK,
-	.config_size = 8,
-	.config_read = fd_config_read,
-	.config_write = fd_config_write,
-	.features = fd_features,
-	.start = fd_start,
-	.stop = fd_stop,
-};
+#define FD_FEATURES \
+	((1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX))
 
 /* ---- machine -------------------------------------------------------------- */
 
@@ -90,7 +42,7 @@ static struct fv V;
 static struct fv_kvm *kvm;
 static struct guest_mem mem;
 static void *ram;
-static struct fake_dev fdev;
+static struct fvd fdev;
 
 static void setup(void)
 {
@@ -102,9 +54,9 @@ static void setup(void)
 	guest_mem_init_buf(&mem, ram, RAM_SIZE);
 	ck_assert_int_eq(fv_init(&V, 3, FV_MMIO_BASE, FV_MMIO_SIZE, &mem), 0);
 	kvm = V.kvm;
-	memset(&fdev, 0, sizeof(fdev));
+	fvd_init(&fdev, FD_FEATURES);
 	p = fv_params(&V);
-	p.ops = &fake_ops;
+	p.ops = &fvd_ops;
 	p.dev = &fdev;
 	p.num_queues = NQ;
 	p.max_queue_size = 256;
@@ -164,7 +116,7 @@ static unsigned int drv_setup(unsigned int gen)
 {
 	unsigned int exits;
 
-	ck_assert_int_eq(fv_negotiate(&V, fd_features(NULL), NULL), 0);
+	ck_assert_int_eq(fv_negotiate(&V, FD_FEATURES, NULL), 0);
 	fv_msix_ctrl(&V, MSIX_CTRL_ENABLE | MSIX_CTRL_MASKALL);
 	exits = V.exits;
 	for (unsigned int v = 0; v <= NQ; v++)
@@ -251,7 +203,7 @@ START_TEST(config_irq_waits_for_the_drain)
 	struct vpci_stats st;
 	unsigned int msi;
 
-	ck_assert_int_eq(fv_negotiate(&V, fd_features(NULL), NULL), 0);
+	ck_assert_int_eq(fv_negotiate(&V, FD_FEATURES, NULL), 0);
 	FV_COMMON_WR(&V, MSIX, 0, 2);
 	fv_msix_ctrl(&V, MSIX_CTRL_ENABLE);
 	fv_msix_write(&V, 0, msg_addr(0, 3), msg_data(0, 3));

@@ -27,94 +27,14 @@
 #include "pci/pci.h"
 #include "virtio/virtio-pci.h"
 
+#include "fake_vdev.h"
 #include "fake_vpci.h"
 
-/* ---- fake device model ------------------------------------------------ */
+/* ---- the device: tests/harness/fake_vdev, offering these ---------------- */
 
 #define FD_FEATURES                                                  \
 	((1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX) | \
 	 (1ull << VIRTIO_RING_F_INDIRECT_DESC) | (1ull << 9))
-
-struct fake_dev {
-	uint64_t features;
-	bool refuse;
-	unsigned int set_features_calls;
-	uint64_t accepted;
-	unsigned int start_calls, stop_calls, started_enabled;
-	int start_ret;
-	struct virtio_queue *queues;
-	unsigned int nr;
-	uint8_t cfg[16];
-};
-
-static uint64_t fd_get_features(void *d)
-{
-	return ((struct fake_dev *)d)->features;
-}
-
-static int fd_set_features(void *d, uint64_t f)
-{
-	struct fake_dev *fd = d;
-
-	fd->set_features_calls++;
-	if (fd->refuse)
-		return -EINVAL;
-	fd->accepted = f;
-	return 0;
-}
-
-static void fd_config_read(void *d, uint32_t off, void *buf, uint32_t len)
-{
-	struct fake_dev *fd = d;
-
-	ck_assert_uint_le(off + len, sizeof(fd->cfg));
-	memcpy(buf, fd->cfg + off, len);
-}
-
-static void fd_config_write(void *d, uint32_t off, const void *buf,
-			    uint32_t len)
-{
-	struct fake_dev *fd = d;
-
-	ck_assert_uint_le(off + len, sizeof(fd->cfg));
-	memcpy(fd->cfg + off, buf, len);
-}
-
-static int fd_start(void *d, struct virtio_queue *queues, unsigned int nr)
-{
-	struct fake_dev *fd = d;
-
-	fd->start_calls++;
-	fd->queues = queues;
-	fd->nr = nr;
-	fd->started_enabled = 0;
-	for (unsigned int i = 0; i < nr; i++) {
-		ck_assert_uint_eq(queues[i].index, i);
-		if (!queues[i].enabled)
-			continue;
-		fd->started_enabled++;
-		ck_assert(queues[i].vq.ready);
-		ck_assert_int_ge(queues[i].kick_fd, 0);
-		ck_assert(queues[i].vq.event_idx);
-	}
-	return fd->start_ret;
-}
-
-static void fd_stop(void *d)
-{
-	((struct fake_dev *)d)->stop_calls++;
-}
-
-static const struct virtio_device_ops fake_ops = {
-	.device_id = VIRTIO_ID_BLOCK,
-	.config_size = 16,
-	.features = fd_get_features,
-	.set_features = fd_set_features,
-	.config_read = fd_config_read,
-	.config_write = fd_config_write,
-	.start = fd_start,
-	.stop = fd_stop,
-};
 
 /* ---- the machine ------------------------------------------------------- */
 
@@ -128,7 +48,7 @@ static struct fv V;
 static struct fv_kvm *kvm;
 static struct guest_mem mem;
 static void *ram;
-static struct fake_dev fdev;
+static struct fvd fdev;
 
 static void setup(void)
 {
@@ -139,8 +59,7 @@ static void setup(void)
 	ck_assert_int_eq(fv_init(&V, 3, FV_MMIO_BASE, FV_MMIO_SIZE, &mem), 0);
 	kvm = V.kvm;
 	kvm->fail_deassign = true; /* fail_at hits any call */
-	memset(&fdev, 0, sizeof(fdev));
-	fdev.features = FD_FEATURES;
+	fvd_init(&fdev, FD_FEATURES);
 	for (unsigned int i = 0; i < sizeof(fdev.cfg); i++)
 		fdev.cfg[i] = (uint8_t)(0xa0 + i);
 }
@@ -155,7 +74,7 @@ static struct vpci_params params(unsigned int nq)
 {
 	struct vpci_params p = fv_params(&V);
 
-	p.ops = &fake_ops;
+	p.ops = &fvd_ops;
 	p.dev = &fdev;
 	p.num_queues = nq;
 	p.max_queue_size = 256;
@@ -1265,7 +1184,7 @@ END_TEST
 START_TEST(create_rejects_bad_params)
 {
 	struct vpci_params p = params(1);
-	struct virtio_device_ops ops = fake_ops;
+	struct virtio_device_ops ops = fvd_ops;
 	struct virtio_transport *t2 = NULL;
 
 	p.num_queues = 0;
