@@ -1,5 +1,6 @@
 #!/bin/bash
-# bench/start_bench.sh [--rounds R] [--queues "1 8 32 128 384"] [--baseline BIN]
+# bench/start_bench.sh [--rounds R] [--queues "1 8 32 128 384"]
+#                      [--baseline BIN [--baseline-name NAME]]
 #
 # What a guest's DRIVER_OK and reset hold a vCPU for in the device start
 # and stop, one queue per I/O thread, without KVM (bench/start_bench.c:
@@ -8,7 +9,8 @@
 # with the host's cores (the queues' attaches run on their I/O threads at
 # once).  --baseline BIN: another build's start_bench (e.g. one built from
 # an older commit in a git worktree), alternated with this build's round by
-# round, so both see the same machine; the table then gives the ratios.
+# round, so both see the same machine; the table then gives the ratios
+# (NAME, say the commit it was built from, labels it there).
 # BENCH_OUT (default bench/results) gets start_bench.json, start_bench.md
 # and start_bench.png.  Timings are reported, never asserted.
 set -euo pipefail
@@ -17,18 +19,20 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 root=$(cd "$here/.." && pwd)
 
-rounds=9 queues="1 8 32 128 384" baseline=
+rounds=9 queues="1 8 32 128 384" baseline='' baseline_name=''
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--rounds) rounds=$2; shift 2 ;;
 	--queues) queues=$2; shift 2 ;;
 	--baseline) baseline=$2; shift 2 ;;
-	*) bench_die "usage: $0 [--rounds R] [--queues \"N ...\"] [--baseline BIN]" ;;
+	--baseline-name) baseline_name=$2; shift 2 ;;
+	*) bench_die "usage: $0 [--rounds R] [--queues \"N ...\"] [--baseline BIN [--baseline-name NAME]]" ;;
 	esac
 done
 bin=${BENCH_BUILD_DIR:-$root/build}/bench/start_bench
 [[ -x $bin ]] || bench_die "no $bin (build first)"
 [[ -z $baseline || -x $baseline ]] || bench_die "--baseline: no $baseline"
+baseline_name=${baseline_name:-$baseline}
 command -v jq >/dev/null || bench_die "jq is needed"
 out=${BENCH_OUT:-$root/bench/results}
 mkdir -p "$out"
@@ -73,7 +77,7 @@ jq -r '
 {
 	echo "# start_bench: DRIVER_OK and reset, one queue per I/O thread (fake KVM)"
 	echo
-	echo "$(date -u +%F), $(nproc) host CPUs, $rounds rounds, build $rev$([[ -n $baseline ]] && echo ", baseline $baseline"); medians in ms."
+	echo "$(date -u +%F), $(nproc) host CPUs, $rounds rounds, build $rev$([[ -n $baseline ]] && echo ", baseline $baseline_name"); medians in ms."
 	echo
 	if [[ -n $baseline ]]; then
 		echo "| queues | DRIVER_OK | reset | baseline DRIVER_OK | baseline reset | DRIVER_OK this / baseline | reset this / baseline |"
