@@ -357,7 +357,12 @@ static int wiring_fd_apply(struct vm_irq *irq, const struct wiring_fd_op *op,
 		irq->st.ioeventfd_calls++;
 		ret = irq->ioctl_fn(irq->ioctl_opaque, irq->vm_fd, KVM_IOEVENTFD, &a);
 	}
-	if (ret)
+	if (ret && op->kind == WIRING_COALESCED) /* a zone has no fd */
+		log_limited(&irq->log, VMM_LOG_ERROR, "irq",
+			    "%s %s zone 0x%llx+0x%x: %s", wiring_op_name[op->kind],
+			    assign ? "register" : "unregister",
+			    (unsigned long long)op->addr, op->len, strerror(-ret));
+	else if (ret)
 		log_limited(&irq->log, VMM_LOG_ERROR, "irq",
 			    "%s %s fd %d (%s 0x%llx): %s",
 			    wiring_op_name[op->kind],

@@ -25,6 +25,7 @@
 
 #include "fake_vdev.h"
 #include "fake_vpci.h"
+#include "log_capture.h"
 
 #define NQ 4
 #define QSIZE 16
@@ -229,11 +230,15 @@ START_TEST(unzone_refused_fails_driver_ok)
 {
 	drv_setup(0);
 	fv_drain(&V);
+	ck_assert_int_eq(log_capture_start(), 0);
 	kvm->fail_deassign = true;
 	kvm->fail_at = kvm->calls + 1; /* the zone's removal */
 	fv_status_add(&V, VIRTIO_CONFIG_S_DRIVER_OK);
 	kvm->fail_at = 0;
 	kvm->fail_deassign = false;
+	/* Logged as a zone (address and size), not as an fd. */
+	ck_assert_uint_eq(log_capture_count("KVM_(UN)REGISTER_COALESCED_MMIO unregister zone 0x"), 1);
+	ck_assert_uint_eq(log_capture_count("fd -1"), 0);
 	ck_assert(!(fv_status(&V) & VIRTIO_CONFIG_S_DRIVER_OK));
 	ck_assert(fv_status(&V) & VIRTIO_CONFIG_S_NEEDS_RESET);
 	ck_assert_uint_eq(fdev.start_calls, 0);
