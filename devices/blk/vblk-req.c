@@ -70,49 +70,51 @@ static int parse_done(struct vblk_req *req, uint8_t status)
 	return VBLK_REQ_DONE;
 }
 
-/* Copy @len bytes at byte @skip of the iovec list into @dst. */
-static void iov_gather(const struct iovec *iov, unsigned int n, uint64_t skip,
-		       void *dst, size_t len)
+/*
+ * Walk @len bytes at byte @skip of the iovec list: copy them out to @out,
+ * or in from @in, or (both NULL) zero them.
+ */
+static void iov_walk(const struct iovec *iov, unsigned int n, uint64_t skip,
+		     void *out, const void *in, size_t len)
 {
-	char *d = dst;
+	char *o = out;
+	const char *s = in;
 
 	for (unsigned int i = 0; i < n && len; i++) {
-		size_t seg = iov[i].iov_len, c;
+		char *seg = (char *)iov[i].iov_base;
+		size_t c;
 
-		if (skip >= seg) {
-			skip -= seg;
+		if (skip >= iov[i].iov_len) {
+			skip -= iov[i].iov_len;
 			continue;
 		}
-		c = MIN(seg - skip, len);
-		memcpy(d, (char *)iov[i].iov_base + skip, c);
-		d += c;
+		c = MIN(iov[i].iov_len - skip, len);
+		if (o) {
+			memcpy(o, seg + skip, c);
+			o += c;
+		} else if (s) {
+			memcpy(seg + skip, s, c);
+			s += c;
+		} else {
+			memset(seg + skip, 0, c);
+		}
 		len -= c;
 		skip = 0;
 	}
 }
 
+/* Copy @len bytes at byte @skip of the iovec list into @dst. */
+static void iov_gather(const struct iovec *iov, unsigned int n, uint64_t skip,
+		       void *dst, size_t len)
+{
+	iov_walk(iov, n, skip, dst, NULL, len);
+}
+
+/* Copy @len bytes of @src (zeros if NULL) to byte @skip of the iovec list. */
 static void iov_scatter(const struct iovec *iov, unsigned int n, uint64_t skip,
 			const void *src, size_t len)
 {
-	const char *s = src;
-
-	for (unsigned int i = 0; i < n && len; i++) {
-		size_t seg = iov[i].iov_len, c;
-
-		if (skip >= seg) {
-			skip -= seg;
-			continue;
-		}
-		c = MIN(seg - skip, len);
-		if (s)
-			memcpy((char *)iov[i].iov_base + skip, s, c);
-		else
-			memset((char *)iov[i].iov_base + skip, 0, c);
-		if (s)
-			s += c;
-		len -= c;
-		skip = 0;
-	}
+	iov_walk(iov, n, skip, NULL, src, len);
 }
 
 /*
