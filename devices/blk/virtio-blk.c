@@ -170,7 +170,7 @@ static bool queue_drained(void *opaque)
 	return q->d->sync_engine || blk_uring_engine_idle(q->eng);
 }
 
-/* Context: the queue's I/O thread (iothread_call_sync). */
+/* Context: the queue's I/O thread (a call posted by vblk_dev_post_attach()). */
 static int queue_attach(void *opaque)
 {
 	struct vblk_dev_queue *q = opaque;
@@ -320,9 +320,14 @@ static int vblk_dev_wait_attach(struct vblk_dev *d, struct vblk_dev_queue *q)
 /*
  * Attach every enabled queue.  Each attach runs on its queue's I/O thread;
  * they are all posted before any is waited for, so a guest's DRIVER_OK
- * stalls its vCPU for one wait, not one round trip per queue (32 queues:
- * ~1.2 ms each in the nested rig).  On failure every queue that did attach
- * is stopped again (the first error is returned).
+ * stalls its vCPU for one wait, not one round trip per queue (on a host
+ * with the cores to run them at once; bench/start_bench.sh).  On failure
+ * every queue that did attach is stopped again and the error of the
+ * lowest-numbered failing queue is returned.  Unlike one attach after
+ * another, the queues after a failing one have attached too by then: what
+ * the driver made available before DRIVER_OK may have been popped, and is
+ * completed (or cancelled, VIRTIO_BLK_S_IOERR) by the stop, before the
+ * transport sets NEEDS_RESET.
  */
 static int vblk_dev_start(void *dev, struct virtio_queue *queues, unsigned int nr)
 {
@@ -332,7 +337,9 @@ static int vblk_dev_start(void *dev, struct virtio_queue *queues, unsigned int n
 	for (unsigned int i = 0; i < nr && i < d->nr_queues; i++)
 		if (queues[i].enabled)
 			vblk_dev_post_attach(d, &queues[i]);
-	for (unsigned int i = 0; i < nr && i < d->nr_queues; i++) {
+	/* Every queue posted is waited for (the transport's queues[i] is
+	 * queue i, but a posted call must never be left unwaited). */
+	for (unsigned int i = 0; i < d->nr_queues; i++) {
 		struct vblk_dev_queue *q = &d->qs[i];
 		int r;
 

@@ -12,8 +12,9 @@
  * for a bounded time before sleeping.
  *
  * The core knows nothing of devices: they register callbacks.  State owned
- * by a thread is changed from other threads only through
- * iothread_call_sync(), which runs a function on the I/O thread and waits.
+ * by a thread is changed from other threads only through a call run on
+ * the I/O thread: iothread_call_sync(), or iothread_call_post() and
+ * iothread_call_wait() for calls to many threads at once.
  *
  * Registered files.  Where the kernel allows (5.10+), the ring has a table
  * of registered files and only accepts SQEs that name a file by its slot
@@ -122,8 +123,14 @@ int iothread_call_sync(struct iothread *io, int (*fn)(void *opaque),
  * queue per vCPU: one sequential round trip per queue is what a guest's
  * DRIVER_OK or reset would otherwise stall for).  The caller owns @c;
  * fields are internal.  Every posted call must be waited for, with the
- * same @io, before @c is reused or freed; several calls may be posted to
- * one thread (they run in some order, one at a time).
+ * same @io, before @c is reused or freed.
+ *
+ * Several calls may be posted to one thread.  Their order is unspecified
+ * (a batch taken at once runs newest first), and they may nest: a call
+ * that runs the loop (iothread_run_until()) can have a call posted later
+ * run inside it.  So calls posted to one thread must not wait for one
+ * another's effects: whether the other one can run first depends on
+ * timing.
  */
 struct iothread_call {
 	int (*fn)(void *opaque);
@@ -137,7 +144,8 @@ struct iothread_call {
  * run or when called from it). */
 void iothread_call_post(struct iothread *io, struct iothread_call *c,
 			int (*fn)(void *opaque), void *opaque);
-/* Wait for a posted call to have run; returns fn's value. */
+/* Wait for a posted call to have run; returns fn's value.  Context: as
+ * iothread_call_sync() (it blocks). */
 int iothread_call_wait(struct iothread *io, struct iothread_call *c);
 
 /* ---- Context: the I/O thread (or before start) ---- */
@@ -174,7 +182,7 @@ void iothread_run_until(struct iothread *io, bool (*done)(void *opaque),
 			void *opaque);
 
 /* ---- registered files.  Context: any thread (the work is done on the
- * I/O thread through iothread_call_sync() while it runs). ---- */
+ * I/O thread, through a call to it, while it runs). ---- */
 
 /*
  * iothread_file_get - register @fd in the ring's table (one slot per call,

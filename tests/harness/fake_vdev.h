@@ -12,7 +12,8 @@
  * device contract (virtio.h) -- a configuration access out of range; a
  * start whose queues are not in index order, or with an enabled queue not
  * ready, without a kick eventfd or with EVENT_IDX other than negotiated --
- * makes it print what happened and abort().
+ * makes it print what happened and abort(): a failed test in Check's usual
+ * forked mode, the end of the whole runner with CK_FORK=no.
  */
 #ifndef VMM_TESTS_HARNESS_FAKE_VDEV_H
 #define VMM_TESTS_HARNESS_FAKE_VDEV_H

@@ -2,7 +2,8 @@
 /*
  * I/O threads on their own (libvmm/core/iothread.c): iothread_call_sync from
  * other threads and inline, calls posted to many threads and waited for
- * later (they run at once), watching and unwatching an eventfd, end-of-batch
+ * later (they run at once; one that runs the loop does not keep another
+ * call to its thread from running), watching and unwatching an eventfd, end-of-batch
  * hooks, SQEs with callbacks and the nested loop (iothread_run_until),
  * busy-pollers, stop/destroy idempotence.  Real threads and io_uring rings;
  * no timing assertions (waits have a 10 s deadline).
@@ -346,6 +347,46 @@ static int watch_then_unwatch(void *opaque)
 		ret = do_unwatch(wt);
 	return ret;
 }
+
+static bool fired_once(void *opaque)
+{
+	return __atomic_load_n(&((struct watch *)opaque)->fired, __ATOMIC_ACQUIRE) >= 1;
+}
+
+/* Runs the loop until the watch fired, as a queue's detach drains. */
+static int run_until_fired(void *opaque)
+{
+	iothread_run_until(io, fired_once, opaque);
+	return 7;
+}
+
+/*
+ * A posted call that runs the loop and a second call posted to the same
+ * thread meanwhile: both run to completion, once each, whether the second
+ * ran inside the first's loop or before or after it (iothread.h: their
+ * order is not promised).
+ */
+START_TEST(posted_call_running_the_loop)
+{
+	struct watch wt = { 0 };
+	struct iothread_call a, b;
+	struct call_rec rec = { 0 };
+	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+	ck_assert_int_ge(efd, 0);
+	wt.w = (struct iothread_fd){ .fd = efd, .fn = watch_fired, .opaque = &wt };
+	ck_assert_int_eq(iothread_call_sync(io, do_watch, &wt), 0);
+	iothread_call_post(io, &a, run_until_fired, &wt);
+	iothread_call_post(io, &b, record_tid, &rec);
+	ck_assert_int_eq(eventfd_write(efd, 1), 0);
+	ck_assert_int_eq(iothread_call_wait(io, &a), 7);
+	ck_assert_int_eq(iothread_call_wait(io, &b), 42);
+	ck_assert_uint_eq(rec.n, 1);
+	ck_assert(!pthread_equal(rec.tid, pthread_self()));
+	ck_assert_int_eq(iothread_call_sync(io, do_unwatch, &wt), 0);
+	close(efd);
+}
+END_TEST
 
 START_TEST(unwatch_signalled_fd_in_one_call)
 {
@@ -727,6 +768,7 @@ static Suite *iothread_suite(void)
 	tcase_add_test(tc, posted_call_inline_when_not_started);
 	tcase_add_test(tc, watch_and_unwatch_eventfd);
 	tcase_add_test(tc, unwatch_signalled_fd_in_one_call);
+	tcase_add_test(tc, posted_call_running_the_loop);
 	tcase_add_test(tc, hooks_run_once_per_batch);
 	tcase_add_test(tc, hook_from_fd_callback);
 	tcase_add_test(tc, sqe_callbacks_and_run_until);
