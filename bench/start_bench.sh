@@ -4,13 +4,16 @@
 #
 # What a guest's DRIVER_OK and reset hold a vCPU for in the device start
 # and stop, one queue per I/O thread, without KVM (bench/start_bench.c:
-# the real transport, device and I/O threads on the unit tests' fake KVM).
-# KVM-free and CPU-bound: it runs on this host, not in the rig, and scales
-# with the host's cores (the queues' attaches run on their I/O threads at
-# once).  --baseline BIN: another build's start_bench (e.g. one built from
-# an older commit in a git worktree), alternated with this build's round by
-# round, so both see the same machine; the table then gives the ratios
-# (NAME, say the commit it was built from, labels it there).
+# the real transport, device and I/O threads on the unit tests' fake KVM;
+# null engine, idle queues).  KVM-free and CPU-bound: it runs on this
+# host, not in the rig, and scales with the host's cores (the queues'
+# attaches run on their I/O threads at once).  --baseline BIN: another
+# build's start_bench, alternated with this build's round by round, so both
+# see the same machine; the table then gives the ratios (NAME, say the
+# commit it was built from, labels it there).  For a commit older than
+# start_bench itself, copy bench/start_bench.c and start_bench.cmake into
+# a worktree of it (its internal APIs are older than the bench) and build
+# the start_bench target there.
 # BENCH_OUT (default bench/results) gets start_bench.json, start_bench.md
 # and start_bench.png.  Timings are reported, never asserted.
 set -euo pipefail
@@ -51,38 +54,46 @@ for ((r = 1; r <= rounds; r++)); do
 	for b in "${builds[@]}"; do
 		exe=$bin
 		[[ $b == baseline ]] && exe=$baseline
-		"$exe" --rounds 1 "${qargs[@]}" 2>/dev/null |
-			jq -c --arg b "$b" --arg rev "$rev" --argjson r "$r" \
-				--argjson cpus "$(nproc)" --arg date "$(date -u +%F)" \
-				'.build = $b | .round = $r | .rev = (if $b == "this" then $rev else null end) |
-				 .host_cpus = $cpus | .date = $date' >>"$tmp/all.json"
+		if ! "$exe" --rounds 1 "${qargs[@]}" >"$tmp/run.json" 2>"$tmp/run.err"; then
+			cat "$tmp/run.err" >&2
+			bench_die "$b build ($exe) failed in round $r"
+		fi
+		jq -c --arg b "$b" --arg rev "$rev" --argjson r "$r" \
+			--argjson cpus "$(nproc)" --arg date "$(date -u +%F)" \
+			'.build = $b | .round = $r | .rev = (if $b == "this" then $rev else null end) |
+			 .host_cpus = $cpus | .date = $date' "$tmp/run.json" >>"$tmp/all.json"
 	done
 	bench_log "round $r of $rounds"
 done
 jq -s . "$tmp/all.json" >"$out/start_bench.json"
 
-# Medians per build and queue count, and the ratios this / baseline.
+# Medians per build and queue count (ms), and the ratios this / baseline
+# of the unrounded medians ("NaN" where there is no baseline).
 jq -r '
-	def med: sort | .[(length - 1) / 2 | floor];
-	def ms: . / 1e6 * 1000 | round / 1000;
+	def med: if length == 0 then null else sort | .[(length - 1) / 2 | floor] end;
+	def ms: if . == null then "NaN" else . / 1e6 * 1000 | round / 1000 end;
+	def ratio(a; b): if a == null or b == null or b == 0 then "NaN"
+		else a / b * 100 | round / 100 end;
 	group_by(.queues) | map(
 		(map(select(.build == "this"))) as $t |
 		(map(select(.build == "baseline"))) as $b |
-		[.[0].queues,
-		 ($t | map(.driver_ok_ns) | med | ms), ($t | map(.reset_ns) | med | ms),
-		 (if ($b | length) > 0 then ($b | map(.driver_ok_ns) | med | ms) else "NaN" end),
-		 (if ($b | length) > 0 then ($b | map(.reset_ns) | med | ms) else "NaN" end)]) |
+		($t | map(.driver_ok_ns) | med) as $tu | ($t | map(.reset_ns) | med) as $td |
+		($b | map(.driver_ok_ns) | med) as $bu | ($b | map(.reset_ns) | med) as $bd |
+		[.[0].queues, ($tu | ms), ($td | ms), ($bu | ms), ($bd | ms),
+		 ratio($tu; $bu), ratio($td; $bd)]) |
 	.[] | @tsv' "$out/start_bench.json" >"$tmp/med.dat"
 
 {
 	echo "# start_bench: DRIVER_OK and reset, one queue per I/O thread (fake KVM)"
 	echo
 	echo "$(date -u +%F), $(nproc) host CPUs, $rounds rounds, build $rev$([[ -n $baseline ]] && echo ", baseline $baseline_name"); medians in ms."
+	echo "The null engine serves the queues, which are idle at the reset; below ~0.5 ms (1 queue) the"
+	echo "figures are mostly the run's noise (first-touch page faults, thread wake-ups)."
 	echo
 	if [[ -n $baseline ]]; then
 		echo "| queues | DRIVER_OK | reset | baseline DRIVER_OK | baseline reset | DRIVER_OK this / baseline | reset this / baseline |"
 		echo "|---|---|---|---|---|---|---|"
-		awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %.2f | %.2f |\n", $1, $2, $3, $4, $5, $2 / $4, $3 / $5 }' "$tmp/med.dat"
+		awk -F'\t' '{ printf "| %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7 }' "$tmp/med.dat"
 	else
 		echo "| queues | DRIVER_OK | reset |"
 		echo "|---|---|---|"
