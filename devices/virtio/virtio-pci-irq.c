@@ -26,11 +26,11 @@
  * The I/O thread's flush takes t->lock with pthread_mutex_trylock(), never
  * blocking: a vCPU may hold t->lock while it waits for that very I/O thread
  * (ops->start()/ops->stop() post calls to I/O threads and wait for them,
- * possibly for another transport served by the same thread).  Holding t->lock, the flush only
- * takes the irq lock (order t->lock -> irq lock, as on the vCPU path) and
- * makes KVM ioctls and eventfd writes; no holder of the irq lock waits for
- * an I/O thread, and the flush never takes the PCI or MMIO bus lock, calls
- * a device op or waits for a thread.  So no cycle: at worst a vCPU waits
+ * possibly for another transport served by the same thread).  Holding
+ * t->lock, the flush only takes the irq lock (order t->lock -> irq lock, as
+ * on the vCPU path) and makes KVM ioctls and eventfd writes; no holder of
+ * the irq lock waits for an I/O thread, and the flush never takes the PCI
+ * or MMIO bus lock, calls a device op or waits for a thread.  So no cycle: at worst a vCPU waits
  * for one routing update.  A failed trylock just leaves the vector dirty.
  */
 #include <errno.h>

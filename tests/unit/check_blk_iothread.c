@@ -735,6 +735,31 @@ START_TEST(poll_queue_no_vector)
 }
 END_TEST
 
+/* After a reset the device comes back: fresh rings, and every queue
+ * serves again (request pools, engines and kick watches were reset). */
+static void check_comes_back(const struct rig_opts *o)
+{
+	drv_up(o);
+	for (unsigned int q = 0; q < NQ; q++)
+		one_read(q, 6000 + q * 8);
+}
+
+/*
+ * Wait until the device has popped the first @n requests of queue @q: it
+ * asks for the next kick at avail index @n once it has (EVENT_IDX:
+ * virtq_enable_notify after the pops).
+ */
+static void wait_popped(unsigned int q, uint16_t n)
+{
+	uint64_t deadline = now_ms() + WAIT_MS;
+
+	while (fg_vq_avail_event(&R.q[q].vq) != n) {
+		ck_assert_msg(now_ms() < deadline,
+			      "queue %u: requests never popped", q);
+		usleep(100);
+	}
+}
+
 /*
  * After a reset: each of the @n writes of @len bytes in @reqs on queue @q
  * got exactly one used entry, of length 1 (the status byte): done (OK, its
@@ -789,7 +814,6 @@ START_TEST(reset_drains_in_flight)
 	struct rig_opts o = { 0 };
 	struct io_req *reqs = calloc(N, sizeof(*reqs));
 	struct drvq *d = &R.q[Q];
-	uint64_t deadline;
 	uint8_t *used, *statuses[N];
 	size_t used_len = 6 + 8 * QSIZE;
 
@@ -800,13 +824,7 @@ START_TEST(reset_drains_in_flight)
 		add_req(Q, &reqs[i], VIRTIO_BLK_T_OUT, (uint64_t)i * (LEN / SECTOR),
 			LEN, 4, i & 1, (uint8_t)(0x80 + i));
 	ck_assert(publish(Q));
-	/* The device has popped all of them once it asks for the next kick
-	 * at avail index N (virtq_enable_notify after the pops). */
-	deadline = now_ms() + WAIT_MS;
-	while (fg_vq_avail_event(&d->vq) != N) {
-		ck_assert_msg(now_ms() < deadline, "requests never popped");
-		usleep(100);
-	}
+	wait_popped(Q, N);
 
 	/* Reset: returns only once every popped request is answered: done
 	 * (OK, its data in the image) or cancelled by the reset (IOERR,
@@ -839,11 +857,7 @@ START_TEST(reset_drains_in_flight)
 		ck_assert(all_bytes(gptr(reqs[i].data, LEN), LEN, 0xa5));
 	}
 
-	/* And the device comes back: fresh rings, every queue serves again
-	 * (request pools, engines and kick watches were reset). */
-	drv_up(&o);
-	for (unsigned int q = 0; q < NQ; q++)
-		one_read(q, 6000 + q * 8);
+	check_comes_back(&o);
 	free(reqs);
 	rig_down();
 }
@@ -861,7 +875,6 @@ START_TEST(reset_drains_every_queue)
 	enum { N = 16, LEN = 16 * 1024 }; /* 1 MiB: below one_read's sectors */
 	struct rig_opts o = { 0 };
 	struct io_req *reqs = calloc(NQ * N, sizeof(*reqs));
-	uint64_t deadline;
 
 	ck_assert_ptr_nonnull(reqs);
 	rig_up(&o);
@@ -873,22 +886,14 @@ START_TEST(reset_drains_every_queue)
 				false, (uint8_t)(q * N + i));
 		publish(q);
 	}
-	deadline = now_ms() + WAIT_MS;
 	for (unsigned int q = 0; q < NQ; q++)
-		while (fg_vq_avail_event(&R.q[q].vq) != N) {
-			ck_assert_msg(now_ms() < deadline,
-				      "queue %u: requests never popped", q);
-			usleep(100);
-		}
+		wait_popped(q, N);
 	COMMON_WR(STATUS, 0, 1);
 	ck_assert_uint_eq(status_rd(), 0);
 	ck_assert_uint_eq(fv_kvm_get(R.v.kvm, &R.v.kvm->live_irqfd), 0);
 	for (unsigned int q = 0; q < NQ; q++)
 		check_answered(q, &reqs[q * N], N, LEN);
-
-	drv_up(&o);
-	for (unsigned int q = 0; q < NQ; q++)
-		one_read(q, 6000 + q * 8);
+	check_comes_back(&o);
 	free(reqs);
 	rig_down();
 }

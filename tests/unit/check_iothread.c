@@ -3,10 +3,11 @@
  * I/O threads on their own (libvmm/core/iothread.c): iothread_call_sync from
  * other threads and inline, calls posted to many threads and waited for
  * later (they run at once; one that runs the loop does not keep another
- * call to its thread from running), watching and unwatching an eventfd, end-of-batch
- * hooks, SQEs with callbacks and the nested loop (iothread_run_until),
- * busy-pollers, stop/destroy idempotence.  Real threads and io_uring rings;
- * no timing assertions (waits have a 10 s deadline).
+ * call to its thread from running), watching and unwatching an eventfd,
+ * end-of-batch hooks, SQEs with callbacks and the nested loop
+ * (iothread_run_until), busy-pollers, stop/destroy idempotence.  Real
+ * threads and io_uring rings; no timing assertions (waits have a 10 s
+ * deadline).
  */
 #include <check.h>
 #include <errno.h>
