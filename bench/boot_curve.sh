@@ -34,7 +34,7 @@
 #            such a boot has no time, exit status 124)
 #   --quick  1, 8, 32 vCPUs, 1 round (~5 minutes)
 #   --full   1, 8, 32, 64, 128, 255, 288, 384 vCPUs, 3 rounds (hours in
-#            the rig: 255-384 vCPUs boot in 11-28 minutes each there;
+#            the rig: 255-384 vCPUs boot in 11-42 minutes each there;
 #            tests/rig/README, "Big guests", says why)
 #
 # Writes $BENCH_OUT (default bench/results): boot.json (one record per
