@@ -243,7 +243,7 @@ bench_records "$out/$tag-run.log" | jq -c --arg date "$date" '. + {date:$date}' 
 # What the records cover (also for --report).
 counts=$(jq -r 'select(.bench == "boot_curve") | .vcpus' "$out/$tag.json" | sort -nu | tr '\n' ' ')
 counts=${counts% }
-rounds=$(jq -r 'select(.bench == "boot_curve") | .round' "$out/$tag.json" | sort -nu | tail -1)
+rounds=$(jq -r 'select(.bench == "boot_curve") | .round' "$out/$tag.json" | sort -nu | wc -l)
 
 # Medians per mode and count; ratios against minivmm-qn.
 jq -rs "$BENCH_JQ_DEFS"'
