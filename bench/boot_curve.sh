@@ -276,25 +276,41 @@ jq -rs "$BENCH_JQ_DEFS"'
 } >"$out/$tag.md"
 rm -f "$out/$tag-table.md"
 
+# Each boot a point and each mode's medians a line (one colour a mode), on
+# log axes so that 1-64 vCPUs (seconds) and 255-384 (tens of minutes) both
+# show; with one vCPU count (--disks 101) the modes stand side by side.
+xs=$(jq -r 'select(.bench == "boot_curve") | .vcpus' "$out/$tag.json" | sort -nu)
+dx=1
+[[ $(wc -l <<<"$xs") -gt 1 ]] || dx=1.06
+titles=("minivmm, 1 queue/vCPU" "minivmm, 1 queue" "minivmm, 1 queue/vCPU, per-vector wiring"
+	"minivmm PVH (vmlinux), 1 queue/vCPU" "QEMU 7.2 q35, 1 queue/vCPU" "QEMU 7.2 q35, 1 queue"
+	"QEMU 7.2 q35 PVH (vmlinux), 1 queue/vCPU")
+plots=() i=0
 for m in minivmm-qn minivmm-q1 minivmm-pv minivmm-pvh qemu-qn qemu-q1 qemu-pvh; do
-	jq -r --arg m "$m" 'select(.bench == "boot_curve" and .mode == $m and .boot_to_init_ms != null) |
-		"\(.vcpus) \(.boot_to_init_ms / 1000)"' "$out/$tag.json" | sort -n >"$out/.boot.$m.dat"
+	# shellcheck disable=SC2016 # $m is a jq variable
+	sel='select(.bench == "boot_curve" and .mode == $m and .boot_to_init_ms != null)'
+	jq -r --arg m "$m" "$sel"' | "\(.vcpus) \(.boot_to_init_ms / 1000)"' \
+		"$out/$tag.json" | sort -n >"$out/.boot.$m.dat"
+	jq -rs --arg m "$m" "$BENCH_JQ_DEFS"'[.[] | '"$sel"'] | group_by(.vcpus)[] |
+		"\(.[0].vcpus) \(map(.boot_to_init_ms / 1000) | median)"' \
+		"$out/$tag.json" >"$out/.boot.$m.med"
+	i=$((i + 1))
+	[[ -s $out/.boot.$m.dat ]] || continue
+	plots+=("\"$out/.boot.$m.med\" using (\$1 * $dx ** ($i - 4)):2 with linespoints lc $i pt 7 ps 0.6 lw 2 title \"${titles[i - 1]}\"")
+	plots+=("\"$out/.boot.$m.dat\" using (\$1 * $dx ** ($i - 4)):2 with points lc $i pt $i notitle")
 done
 gnuplot <<EOF
 set terminal pngcairo size 900,560
 set output "$out/${tag}_curve.png"
-set title "Guest boot (launch to init) vs vCPUs, nested-KVM rig"
+set title "Guest boot (launch to init) vs vCPUs, nested-KVM rig (lines: medians; points: each boot)"
 set xlabel "vCPUs"
 set ylabel "seconds"
+set logscale xy
+set xtics ($(paste -sd, <<<"$xs")) rotate by 90 right
+set xrange [$(head -1 <<<"$xs") * 0.8:$(tail -1 <<<"$xs") * 1.25]
 set key left top
 set grid
-plot "$out/.boot.minivmm-qn.dat" using 1:2 with linespoints title "minivmm, 1 queue/vCPU", \
-     "$out/.boot.minivmm-q1.dat" using 1:2 with linespoints title "minivmm, 1 queue", \
-     "$out/.boot.minivmm-pv.dat" using 1:2 with linespoints title "minivmm, 1 queue/vCPU, per-vector wiring", \
-     "$out/.boot.minivmm-pvh.dat" using 1:2 with linespoints title "minivmm PVH (vmlinux), 1 queue/vCPU", \
-     "$out/.boot.qemu-qn.dat" using 1:2 with linespoints title "QEMU 7.2 q35, 1 queue/vCPU", \
-     "$out/.boot.qemu-q1.dat" using 1:2 with linespoints title "QEMU 7.2 q35, 1 queue", \
-     "$out/.boot.qemu-pvh.dat" using 1:2 with linespoints title "QEMU 7.2 q35 PVH (vmlinux), 1 queue/vCPU"
+plot $(IFS=,; echo "${plots[*]}")
 EOF
-rm -f "$out"/.boot.*.dat
+rm -f "$out"/.boot.*.dat "$out"/.boot.*.med
 cat "$out/$tag.md"
