@@ -299,7 +299,8 @@ for m in minivmm-qn minivmm-q1 minivmm-pv minivmm-pvh qemu-qn qemu-q1 qemu-pvh; 
 	plots+=("\"$out/.boot.$m.med\" using (\$1 * $dx ** ($i - 4)):2 with linespoints lc $i pt 7 ps 0.6 lw 2 title \"${titles[i - 1]}\"")
 	plots+=("\"$out/.boot.$m.dat\" using (\$1 * $dx ** ($i - 4)):2 with points lc $i pt $i notitle")
 done
-gnuplot <<EOF
+# No boot reached init: the table says so, there is nothing to draw.
+((${#plots[@]})) && gnuplot <<EOF
 set terminal pngcairo size 900,560
 set output "$out/${tag}_curve.png"
 set title "Guest boot (launch to init) vs vCPUs, nested-KVM rig (lines: medians; points: each boot)"
