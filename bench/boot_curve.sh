@@ -279,9 +279,8 @@ rm -f "$out/$tag-table.md"
 # Each boot a point and each mode's medians a line (one colour a mode), on
 # log axes so that 1-64 vCPUs (seconds) and 255-384 (tens of minutes) both
 # show; with one vCPU count (--disks 101) the modes stand side by side.
-xs=$(jq -r 'select(.bench == "boot_curve") | .vcpus' "$out/$tag.json" | sort -nu)
 dx=1
-[[ $(wc -l <<<"$xs") -gt 1 ]] || dx=1.06
+[[ $counts == *" "* ]] || dx=1.06
 titles=("minivmm, 1 queue/vCPU" "minivmm, 1 queue" "minivmm, 1 queue/vCPU, per-vector wiring"
 	"minivmm PVH (vmlinux), 1 queue/vCPU" "QEMU 7.2 q35, 1 queue/vCPU" "QEMU 7.2 q35, 1 queue"
 	"QEMU 7.2 q35 PVH (vmlinux), 1 queue/vCPU")
@@ -290,7 +289,7 @@ for m in minivmm-qn minivmm-q1 minivmm-pv minivmm-pvh qemu-qn qemu-q1 qemu-pvh; 
 	# shellcheck disable=SC2016 # $m is a jq variable
 	sel='select(.bench == "boot_curve" and .mode == $m and .boot_to_init_ms != null)'
 	jq -r --arg m "$m" "$sel"' | "\(.vcpus) \(.boot_to_init_ms / 1000)"' \
-		"$out/$tag.json" | sort -n >"$out/.boot.$m.dat"
+		"$out/$tag.json" >"$out/.boot.$m.dat"
 	jq -rs --arg m "$m" "$BENCH_JQ_DEFS"'[.[] | '"$sel"'] | group_by(.vcpus)[] |
 		"\(.[0].vcpus) \(map(.boot_to_init_ms / 1000) | median)"' \
 		"$out/$tag.json" >"$out/.boot.$m.med"
@@ -307,8 +306,8 @@ set title "Guest boot (launch to init) vs vCPUs, nested-KVM rig (lines: medians;
 set xlabel "vCPUs"
 set ylabel "seconds"
 set logscale xy
-set xtics ($(paste -sd, <<<"$xs")) rotate by 90 right
-set xrange [$(head -1 <<<"$xs") * 0.8:$(tail -1 <<<"$xs") * 1.25]
+set xtics (${counts// /,}) rotate by 90 right
+set xrange [${counts%% *} * 0.8:${counts##* } * 1.25]
 set key left top
 set grid
 plot $(IFS=,; echo "${plots[*]}")
