@@ -14,6 +14,7 @@
  * (registered files only) as in the VMM.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@
 #include "blkd-cli.h"
 #include "iothread.h"
 #include "log.h"
+#include "nbfd.h"
 #include "sandbox.h"
 #include "vhost-user/vu-backend.h"
 
@@ -56,10 +58,12 @@ struct blkd {
 	struct vu_backend *vu;
 	struct sandbox *sb;
 	int listen_fd, sig_fd;
+	struct nbfd out; /* stdout, for --stats-json: never blocks (nbfd.h) */
 };
 
-/* Log sink: one write(2) per message, nothing glibc's stdio might need
- * (the threads run under seccomp). */
+/* Log sink: one non-blocking write per message (vmm_log_write(): a
+ * stalled stderr costs the line, never a stuck thread), nothing glibc's
+ * stdio might need (the threads run under seccomp). */
 static void log_sink(int level, const char *msg, void *opaque)
 {
 	static const char *const tag[] = { "error: ", "warning: ", "", "" };
@@ -71,8 +75,8 @@ static void log_sink(int level, const char *msg, void *opaque)
 		     level >= 0 && level <= VMM_LOG_DEBUG ? tag[level] : "", msg);
 	if (n > (int)sizeof(buf) - 1)
 		n = (int)sizeof(buf) - 1;
-	if (n > 0 && write(STDERR_FILENO, buf, (size_t)n) < 0)
-		return;
+	if (n > 0)
+		vmm_log_write(buf, (size_t)n, 0);
 }
 
 /* Bind and listen on @path; a stale socket there is replaced, anything
@@ -206,6 +210,7 @@ static void teardown(struct blkd *d)
 		close(d->listen_fd);
 	if (d->sig_fd >= 0)
 		close(d->sig_fd);
+	nbfd_close(&d->out);
 	sandbox_free(d->sb);
 }
 
@@ -222,6 +227,7 @@ static void print_stats(struct blkd *d)
 	size_t n = 0, cap = sizeof(buf) - 4;
 	uint64_t req = 0, kicks = 0, bells = 0, irqs = 0, supp = 0, errs = 0, disc = 0, wz = 0;
 	unsigned int nq = d->o.disk.cfg.num_queues;
+	int err;
 
 #define OUT(...)                                                                \
 	do {                                                                    \
@@ -262,8 +268,12 @@ static void print_stats(struct blkd *d)
 	    (unsigned long long)wz);
 #undef OUT
 	buf[n++] = '\n';
-	if (write(STDOUT_FILENO, buf, n) < 0)
-		vmm_warn("--stats-json: write: %s", strerror(errno));
+	/* stdout may be the pipe stderr is on, stalled: a reader that keeps
+	 * reading gets the line, one that takes nothing for a second loses
+	 * it, and the front end after it is served all the same. */
+	if (nbfd_write_all(&d->out, buf, n, 1000, &err) != n)
+		vmm_warn("--stats-json: counters line not written: %s",
+			 strerror(err == -EAGAIN ? ETIMEDOUT : -err));
 }
 
 /* Serve front ends one after the other until a signal.  Returns the
@@ -334,6 +344,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	vmm_set_log(log_sink, NULL, d.o.log_level);
+	nbfd_open(STDOUT_FILENO, O_WRONLY, &d.out); /* before any confinement */
 	/* Before any thread exists, so that every thread inherits the mask
 	 * and the signals only ever reach the signalfd. */
 	sigemptyset(&set);
@@ -342,7 +353,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (pthread_sigmask(SIG_BLOCK, &set, NULL) ||
 	    (d.sig_fd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
-		fprintf(stderr, "minivmm-blkd: signalfd: %s\n", strerror(errno));
+		vmm_err("signalfd: %s", strerror(errno));
+		nbfd_close(&d.out);
 		blkd_free(&d.o);
 		return 1;
 	}
@@ -354,9 +366,13 @@ int main(int argc, char **argv)
 		blkd_free(&d.o);
 		return 1;
 	}
-	if (d.o.log_level > VMM_LOG_ERROR)
-		fprintf(stderr, "minivmm-blkd: ready: %s on %s\n", d.o.disk.cfg.path,
-			d.o.socket);
+	if (d.o.log_level > VMM_LOG_ERROR) {
+		char ready[512];
+
+		snprintf(ready, sizeof(ready), "ready: %s on %s", d.o.disk.cfg.path,
+			 d.o.socket);
+		log_sink(VMM_LOG_INFO, ready, NULL);
+	}
 	sig = serve(&d);
 	vmm_info("signal %d: stopping", sig);
 	teardown(&d);
