@@ -51,6 +51,15 @@ struct console {
 	bool drop_pending;
 	bool out_dead; /* out_fd failed for good: everything is dropped */
 	struct console_stats st;
+	/*
+	 * Held by the console thread across push_input() and the bytes_in
+	 * update that follows it, and by console_get_stats() around its
+	 * copy: the bytes are the guest's to read as soon as the device has
+	 * them, so without it a reader that saw them could still read the
+	 * old count.  Order: in_lock, then the device's lock (inside
+	 * push_input()), then lock; no writer path takes it.
+	 */
+	pthread_mutex_t in_lock;
 
 	/* Console thread only. */
 	bool out_blocked;     /* last write would block: wait for POLLOUT */
@@ -86,6 +95,12 @@ int console_create(const struct console_params *p, struct console **out)
 	c->out.fd = -1;
 	ret = -pthread_mutex_init(&c->lock, NULL);
 	if (ret) {
+		free(c);
+		return ret;
+	}
+	ret = -pthread_mutex_init(&c->in_lock, NULL);
+	if (ret) {
+		pthread_mutex_destroy(&c->lock);
 		free(c);
 		return ret;
 	}
@@ -382,13 +397,16 @@ static void *console_thread(void *arg)
 			off = 0;
 		}
 		if (have) {
-			size_t done = c->p.push_input(c->p.opaque, in + off, have);
+			size_t done;
 
-			off += done;
-			have -= done;
+			pthread_mutex_lock(&c->in_lock);
+			done = c->p.push_input(c->p.opaque, in + off, have);
 			pthread_mutex_lock(&c->lock);
 			c->st.bytes_in += done;
 			pthread_mutex_unlock(&c->lock);
+			pthread_mutex_unlock(&c->in_lock);
+			off += done;
+			have -= done;
 		}
 		/* POLLERR/POLLHUP count as ready: write() says what it is. */
 		if (out_i >= 0 && pfd[out_i].revents)
@@ -447,13 +465,16 @@ void console_destroy(struct console *c)
 	if (c->wake_efd >= 0)
 		close(c->wake_efd);
 	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->in_lock);
 	free(c->buf);
 	free(c);
 }
 
 void console_get_stats(struct console *c, struct console_stats *st)
 {
+	pthread_mutex_lock(&c->in_lock);
 	pthread_mutex_lock(&c->lock);
 	*st = c->st;
 	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->in_lock);
 }
