@@ -59,9 +59,18 @@ void log_prepare_stderr(void)
 
 	pthread_mutex_lock(&out_lock);
 	if (fstat(STDERR_FILENO, &st) < 0) {
-		/* Closed: nothing to write to (lines are dropped). */
+		/* Closed: nothing to write to (lines are dropped), and the
+		 * old file is not held open by our reopen any more. */
 		__atomic_store_n(&out_state, NBFD_NONE, __ATOMIC_RELEASE);
 		memset(&out_st, 0, sizeof(out_st));
+		if (own_fd >= 0) {
+			int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+			if (null >= 0) {
+				dup3(null, own_fd, O_CLOEXEC);
+				close(null);
+			}
+		}
 		pthread_mutex_unlock(&out_lock);
 		return;
 	}

@@ -389,10 +389,16 @@ START_TEST(redirect_followed_old_released)
 	ck_assert_uint_gt(drain(b[0], out, sizeof(out)), 0);
 	ck_assert_str_eq(out, "libvmm: to b\n");
 	ck_assert_int_eq(read(a[0], &c, 1), 0); /* EOF: nobody holds a */
+	/* fd 2 closed altogether: b is released too, and text has nowhere
+	 * to go (-EBADF, counted). */
+	close(b[1]);
+	close(STDERR_FILENO);
+	ck_assert_int_eq(vmm_set_log(NULL, NULL, VMM_LOG_DEBUG), 0);
+	ck_assert_int_eq(read(b[0], &c, 1), 0);
+	ck_assert_int_eq(vmm_log_write("lost\n", 5, 0), -EBADF);
 	stderr_restore();
 	close(a[0]);
 	close(b[0]);
-	close(b[1]);
 }
 END_TEST
 
