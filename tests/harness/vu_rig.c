@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,11 +57,27 @@ static int make_image(const char *path, uint64_t size)
 	return 0;
 }
 
+/* The first @n CPUs of our affinity mask in @set; -EINVAL if we have
+ * fewer. */
+static int first_cpus(unsigned int n, cpu_set_t *set)
+{
+	cpu_set_t all;
+
+	if (sched_getaffinity(0, sizeof(all), &all))
+		return -errno;
+	CPU_ZERO(set);
+	for (int c = 0; c < CPU_SETSIZE && (unsigned int)CPU_COUNT(set) < n; c++)
+		if (CPU_ISSET(c, &all))
+			CPU_SET(c, set);
+	return (unsigned int)CPU_COUNT(set) == n ? 0 : -EINVAL;
+}
+
 int vr_spawn(struct vr *r, const char *bin, const struct vr_opts *o)
 {
 	char disk[512];
 	const char *argv[32];
 	unsigned int n = 0;
+	cpu_set_t cpus;
 	int ret, logfd;
 
 	memset(r, 0, sizeof(*r));
@@ -74,6 +91,8 @@ int vr_spawn(struct vr *r, const char *bin, const struct vr_opts *o)
 	snprintf(r->sock, sizeof(r->sock), "%s/sock", r->dir);
 	snprintf(r->img, sizeof(r->img), "%s/disk.img", r->dir);
 	snprintf(r->log, sizeof(r->log), "%s/log", r->dir);
+	if (o && o->cpus && (ret = first_cpus(o->cpus, &cpus)))
+		return ret;
 	r->img_size = o && o->img_size ? o->img_size : 16ull << 20;
 	ret = make_image(r->img, r->img_size);
 	if (ret)
@@ -103,6 +122,8 @@ int vr_spawn(struct vr *r, const char *bin, const struct vr_opts *o)
 		/* A test that dies (a failed assertion) takes its daemon
 		 * with it. */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (o && o->cpus && sched_setaffinity(0, sizeof(cpus), &cpus))
+			_exit(126);
 
 		dup2(null, 0);
 		dup2(logfd, 1);
@@ -174,6 +195,36 @@ int vr_fd_count(const struct vr *r)
 	while ((de = readdir(d)))
 		if (de->d_name[0] != '.')
 			n++;
+	closedir(d);
+	return n;
+}
+
+int vr_thread_count(const struct vr *r, const char *prefix)
+{
+	char path[300], comm[32];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)r->pid);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", (int)r->pid,
+			 de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue; /* a thread that just ended */
+		if (fgets(comm, sizeof(comm), f) &&
+		    !strncmp(comm, prefix, strlen(prefix)))
+			n++;
+		fclose(f);
+	}
 	closedir(d);
 	return n;
 }

@@ -19,12 +19,14 @@
 #include "fake_guest.h"
 #include "vu_front.h"
 
-#define VR_MAX_Q 4
+#define VR_MAX_Q 64
 
 struct vr_opts {
 	uint64_t img_size;	/* 0: 16 MiB, filled with vr_pat() */
 	const char *disk_extra; /* appended to "path=IMG": ",ro=on,..." */
 	const char *const *args; /* more daemon arguments, NULL-terminated */
+	unsigned int cpus;	/* run it on this many of our CPUs (its
+				   affinity mask, as taskset would); 0: all */
 };
 
 struct vr_q {
@@ -59,6 +61,9 @@ int vr_stop(struct vr *r);
 bool vr_alive(struct vr *r, int *status);
 /* Its open file descriptors and resident memory (/proc). */
 int vr_fd_count(const struct vr *r);
+/* Its threads whose name starts with @prefix ("vmm-io": the I/O threads),
+ * or -errno. */
+int vr_thread_count(const struct vr *r, const char *prefix);
 long vr_rss_kib(const struct vr *r);
 /* The daemon's stderr so far (for failure messages), NUL-terminated. */
 void vr_log_tail(const struct vr *r, char *buf, unsigned int len);
