@@ -265,6 +265,57 @@ void vr_log_tail(const struct vr *r, char *buf, unsigned int len)
 	close(fd);
 }
 
+int vr_end(struct vr *r, char *why, unsigned int len)
+{
+	char log[2048];
+	int st;
+
+	vr_disconnect(r);
+	if (r->pid > 0 && !vr_alive(r, &st)) {
+		vr_log_tail(r, log, sizeof(log));
+		vr_stop(r);
+		snprintf(why, len, "minivmm-blkd died (status %#x):\n%s", st, log);
+		return -1;
+	}
+	st = vr_stop(r);
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		snprintf(why, len, "minivmm-blkd exit status %#x after SIGTERM", st);
+		return -1;
+	}
+	return 0;
+}
+
+int vr_stats_line(struct vr *r, unsigned int nth, char *out, size_t len)
+{
+	/* The tail it looks in: enough for a few lines of 1024 queues. */
+	static char log[1 << 20];
+
+	for (int tries = 0; tries < 500; tries++) {
+		const char *p = log;
+		unsigned int seen = 0;
+
+		vr_log_tail(r, log, sizeof(log));
+		while ((p = strstr(p, "{\"blkd\":"))) {
+			const char *e;
+
+			if (++seen < nth) {
+				p++;
+				continue;
+			}
+			e = strchr(p, '\n');
+			if (!e)
+				break; /* still being written */
+			if ((size_t)(e - p) >= len)
+				return -E2BIG;
+			memcpy(out, p, (size_t)(e - p));
+			out[e - p] = '\0';
+			return 0;
+		}
+		usleep(10000);
+	}
+	return -ETIMEDOUT;
+}
+
 int vr_connect_bare(struct vr *r)
 {
 	int ret = vuf_connect(&r->f, r->sock, 10000);

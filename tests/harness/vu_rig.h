@@ -13,6 +13,7 @@
 #define VMM_TESTS_HARNESS_VU_RIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -67,6 +68,18 @@ int vr_thread_count(const struct vr *r, const char *prefix);
 long vr_rss_kib(const struct vr *r);
 /* The daemon's stderr so far (for failure messages), NUL-terminated. */
 void vr_log_tail(const struct vr *r, char *buf, unsigned int len);
+/*
+ * The end of a test: disconnect, then the daemon must still run and exit
+ * 0 on SIGTERM (vr_stop()).  Returns 0, or -1 with what went wrong (and
+ * the log's tail if it died) in @why.
+ */
+int vr_end(struct vr *r, char *why, unsigned int len);
+/*
+ * The @nth (1-based) --stats-json line ({"blkd":...}) the daemon printed,
+ * waited for up to 5 s, without its newline, in @out.  Returns 0,
+ * -ETIMEDOUT (not there in time) or -E2BIG (longer than @len - 1).
+ */
+int vr_stats_line(struct vr *r, unsigned int nth, char *out, size_t len);
 
 /*
  * Connect as a front end and bring up @nq rings of @qsize entries on fresh

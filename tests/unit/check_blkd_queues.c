@@ -43,18 +43,9 @@ static void spawn(const char *disk_extra, const char *const *args)
 
 static void teardown(void)
 {
-	char log[2048];
-	int st;
+	char why[2304];
 
-	vr_disconnect(&R);
-	if (R.pid > 0 && !vr_alive(&R, &st)) {
-		vr_log_tail(&R, log, sizeof(log));
-		vr_stop(&R);
-		ck_abort_msg("minivmm-blkd died (status %#x):\n%s", st, log);
-	}
-	st = vr_stop(&R);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-		      "minivmm-blkd exit status %#x after SIGTERM", st);
+	ck_assert_msg(!vr_end(&R, why, sizeof(why)), "%s", why);
 }
 
 /* What the daemon offers a front end: GET_QUEUE_NUM and the config
@@ -123,33 +114,6 @@ static int io_threads(void)
 	return n;
 }
 
-/* The @nth (1-based) --stats-json line, waited for. */
-static void stats_line(unsigned int nth, char *out, size_t len)
-{
-	static char log[65536];
-
-	for (int tries = 0; tries < 500; tries++) {
-		const char *p = log;
-		unsigned int seen = 0;
-
-		vr_log_tail(&R, log, sizeof(log));
-		while ((p = strstr(p, "{\"blkd\":"))) {
-			if (++seen == nth) {
-				const char *e = strchr(p, '\n');
-
-				ck_assert_msg(e, "counters line not terminated");
-				ck_assert_uint_lt((size_t)(e - p), len);
-				memcpy(out, p, (size_t)(e - p));
-				out[e - p] = '\0';
-				return;
-			}
-			p++;
-		}
-		usleep(10000);
-	}
-	ck_abort_msg("no counters line %u", nth);
-}
-
 static unsigned int count(const char *s, const char *what)
 {
 	unsigned int n = 0;
@@ -185,9 +149,9 @@ START_TEST(defaults_on_one_cpu)
 	vr_disconnect(&R);
 	/* The counters list the 4 queues it started, not the 1024 offered
 	 * (line 1: the front end of offered(), which started none). */
-	stats_line(1, line, sizeof(line));
+	ck_assert_int_eq(vr_stats_line(&R, 1, line, sizeof(line)), 0);
 	ck_assert_ptr_nonnull(strstr(line, "\"queues\":[],"));
-	stats_line(2, line, sizeof(line));
+	ck_assert_int_eq(vr_stats_line(&R, 2, line, sizeof(line)), 0);
 	ck_assert_uint_eq(count(line, "{\"q\":"), 4);
 	ck_assert_ptr_nonnull(strstr(line, "{\"q\":3,\"requests\":2,"));
 
@@ -196,7 +160,7 @@ START_TEST(defaults_on_one_cpu)
 	io_on_every_ring(64);
 	ck_assert_int_eq(io_threads(), 1);
 	vr_disconnect(&R);
-	stats_line(3, line, sizeof(line));
+	ck_assert_int_eq(vr_stats_line(&R, 3, line, sizeof(line)), 0);
 	ck_assert_uint_eq(count(line, "{\"q\":"), 64);
 	ck_assert_ptr_nonnull(strstr(line, "{\"q\":63,\"requests\":2,"));
 	teardown();
@@ -246,17 +210,6 @@ START_TEST(iothreads_override)
 }
 END_TEST
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZER_BUILD 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZER_BUILD 1
-#endif
-#endif
-#ifndef SANITIZER_BUILD
-#define SANITIZER_BUILD 0
-#endif
-
 /* Resident memory of a daemon with @disk_extra and one I/O thread,
  * listening (KiB). */
 static long rss_of(const char *disk_extra)
@@ -276,9 +229,8 @@ static long rss_of(const char *disk_extra)
 /*
  * Offering 1024 queues costs little until they are used: per-queue state,
  * request pools and in-flight trackers are zero pages until a front end
- * starts the queue.  (Measured: 2.1 MB with num-queues=1, 2.6 MB with
- * 1024; 12.9 MB when every queue's pool and state was written at start.)
- * The bound is generous; sanitizer runtimes account memory their own way.
+ * starts the queue.  (Measured: +0.5 MB for 1024 queues, in ASan builds
+ * too; +10.8 MB when every queue's pool and state was written at start.)
  */
 START_TEST(memory_of_unused_queues)
 {
@@ -286,10 +238,6 @@ START_TEST(memory_of_unused_queues)
 
 	printf("resident memory: %ld KiB with 1 queue, %ld KiB with 1024\n", one, all);
 	fflush(stdout);
-	if (SANITIZER_BUILD) {
-		printf("sanitizer build: the bound is not checked\n");
-		return;
-	}
 	ck_assert_msg(all - one < 4096,
 		      "1024 unused queues cost %ld KiB of resident memory (1 queue: %ld KiB)",
 		      all - one, one);
