@@ -59,7 +59,14 @@ struct blkd {
 	struct sandbox *sb;
 	int listen_fd, sig_fd;
 	struct nbfd out; /* stdout, for --stats-json: never blocks (nbfd.h) */
+	/* --stats-json's line, sized at start-up for every queue (the
+	 * control thread formats it under seccomp). */
+	char *stats_buf;
+	size_t stats_len;
 };
+
+/* The longest per-queue entry of --stats-json: four 20-digit counters. */
+#define BLKD_STATS_PER_QUEUE 160
 
 /* Log sink: one non-blocking write per message (vmm_log_write(): a
  * stalled stderr costs the line, never a stuck thread), nothing glibc's
@@ -160,6 +167,12 @@ static int setup(struct blkd *d)
 		vblk_close(blk);
 		return ret;
 	}
+	if (d->o.stats_json) {
+		d->stats_len = 512 + (size_t)c->num_queues * BLKD_STATS_PER_QUEUE;
+		d->stats_buf = malloc(d->stats_len);
+		if (!d->stats_buf)
+			return -ENOMEM;
+	}
 	vp.dev = d->dev;
 	vp.num_queues = vblk_num_queues(blk);
 	vp.max_queue_size = vblk_queue_size(blk);
@@ -169,7 +182,7 @@ static int setup(struct blkd *d)
 	d->listen_fd = listen_on(d->o.socket);
 	if (d->listen_fd < 0)
 		return -EINVAL;
-	vmm_info("%s: %llu sectors%s, %u queues of up to %u, %u I/O threads",
+	vmm_info("%s: %llu sectors%s, up to %u queues of up to %u entries, %u I/O threads",
 		 c->path, (unsigned long long)vblk_capacity(blk),
 		 (c->flags & VMM_DISK_READONLY) ? " read-only" : "",
 		 vp.num_queues, vp.max_queue_size, d->nio);
@@ -206,6 +219,7 @@ static void teardown(struct blkd *d)
 	for (unsigned int i = 0; i < d->nio; i++)
 		iothread_destroy(d->io[i]);
 	free(d->io);
+	free(d->stats_buf);
 	if (d->listen_fd >= 0)
 		close(d->listen_fd);
 	if (d->sig_fd >= 0)
@@ -216,17 +230,20 @@ static void teardown(struct blkd *d)
 
 /* --stats-json: the device's counters since the start (doorbells: the
  * front end's kick eventfd writes; kicks: the I/O thread wake-ups that
- * served them), one JSON line on
- * stdout after each front end (formatted here, one write(2): the thread runs under seccomp and
- * stdio may need more than write).  Context: the control thread, between
- * front ends or after the last (the I/O threads update the counters with
- * relaxed atomics; a reader between front ends sees them final). */
+ * served them), one JSON line on stdout after each front end, per queue
+ * only those a front end started (of up to 1024 offered), formatted here
+ * in the buffer sized at start-up and written with one write(2): the
+ * thread runs under seccomp and stdio may need more than write.  Context:
+ * the control thread, between front ends or after the last (the I/O
+ * threads update the counters with relaxed atomics; a reader between front
+ * ends sees them final). */
 static void print_stats(struct blkd *d)
 {
-	char buf[16384];
-	size_t n = 0, cap = sizeof(buf) - 4;
+	char *buf = d->stats_buf;
+	size_t n = 0, cap = d->stats_len - 4;
 	uint64_t req = 0, kicks = 0, bells = 0, irqs = 0, supp = 0, errs = 0, disc = 0, wz = 0;
 	unsigned int nq = d->o.disk.cfg.num_queues;
+	bool first = true;
 	int err;
 
 #define OUT(...)                                                                \
@@ -240,7 +257,7 @@ static void print_stats(struct blkd *d)
 		struct vblk_dev_queue_stats st;
 		uint64_t r = 0;
 
-		if (vblk_dev_queue_stats(d->dev, q, &st))
+		if (vblk_dev_queue_stats(d->dev, q, &st) || !st.started)
 			continue;
 		for (unsigned int t = 0; t < VBLK_STAT_NR; t++)
 			r += st.blk.reqs[t];
@@ -254,9 +271,10 @@ static void print_stats(struct blkd *d)
 		wz += st.blk.reqs[VBLK_STAT_WRITE_ZEROES];
 		OUT("%s{\"q\":%u,\"requests\":%llu,\"doorbells\":%llu,\"kicks\":%llu,"
 		    "\"interrupts\":%llu}",
-		    q ? "," : "", q, (unsigned long long)r,
+		    first ? "" : ",", q, (unsigned long long)r,
 		    (unsigned long long)st.doorbells, (unsigned long long)st.kicks,
 		    (unsigned long long)st.interrupts);
+		first = false;
 	}
 	OUT("],\"requests\":%llu,\"doorbells\":%llu,\"kicks\":%llu,\"interrupts\":%llu,"
 	    "\"suppressed\":%llu,\"io_errors\":%llu,\"discards\":%llu,"
@@ -325,11 +343,9 @@ int main(int argc, char **argv)
 	struct blkd d = { .listen_fd = -1, .sig_fd = -1 };
 	char err[256];
 	sigset_t set;
-	long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int ret, sig;
 
-	if (blkd_parse(argc, argv, ncpus > 0 ? (unsigned int)ncpus : 1, &d.o, err,
-		       sizeof(err))) {
+	if (blkd_parse(argc, argv, blkd_host_cpus(), &d.o, err, sizeof(err))) {
 		fprintf(stderr, "minivmm-blkd: %s\n", err);
 		fprintf(stderr, "Try '%s --help'.\n", argv[0]);
 		blkd_free(&d.o);
