@@ -22,8 +22,12 @@ struct vblk_queue {
 	struct vblk_queue_stats stats; /* written by the owner, atomically */
 	bool broken;		       /* protocol error latched until reset */
 	struct vblk_req *free;	       /* free list of used-before requests */
-	unsigned int nr_fresh;	       /* slots [nr_fresh..] of its pool
-					  (struct vblk.pools) never handed out */
+	unsigned int nr_fresh;	       /* pool[nr_fresh..] never handed out */
+	/* queue_size requests of req_size, allocated (calloc) by the queue's
+	 * first request: a queue never used costs no memory, resident or
+	 * committed (minivmm-blkd offers 1024 queues; most front ends start
+	 * a few). */
+	char *pool;
 	struct vblk_req *pending;      /* refused with -EAGAIN, retried first */
 	struct virtq_chain chain;      /* scratch for virtq_pop() */
 };
@@ -52,15 +56,10 @@ struct vblk {
 	struct log_limit err_log, proto_log;
 	struct virtio_blk_config cfg; /* little-endian image, wce patched */
 	size_t req_size;
-	/*
-	 * Per queue, its state and a pool of queue_size requests of req_size
-	 * bytes (queue q's at pools + q * queue_size * req_size).  Each is one
-	 * calloc, written nowhere at open: a large calloc maps zero pages
-	 * lazily, so a queue costs memory only once it is used (minivmm-blkd
-	 * offers 1024 queues; most front ends start a few).
-	 */
+	/* Per queue; one calloc, written nowhere at open (a large calloc maps
+	 * zero pages lazily: an unused queue's state costs no resident
+	 * memory). */
 	struct vblk_queue *queues;
-	char *pools;
 };
 
 static inline void stat_add(uint64_t *c, uint64_t n)

@@ -339,9 +339,12 @@ struct vblk_req *vblk_req_get(struct vblk *b, unsigned int q)
 		req = qs->free;
 		qs->free = req->next;
 	} else if (qs->nr_fresh < b->queue_size) {
-		size_t slot = (size_t)q * b->queue_size + qs->nr_fresh++;
-
-		req = (struct vblk_req *)(b->pools + slot * b->req_size);
+		if (!qs->pool) {
+			qs->pool = calloc(b->queue_size, b->req_size);
+			if (!qs->pool)
+				return NULL; /* vblk_process_queue() tells */
+		}
+		req = (struct vblk_req *)(qs->pool + qs->nr_fresh++ * b->req_size);
 		req->max_iov = b->seg_max;
 		req->iov = req->inline_iov;
 	} else {
@@ -439,6 +442,13 @@ int vblk_process_queue(struct vblk *b, unsigned int q, struct virtq *vq,
 		for (;;) {
 			struct vblk_req *req = vblk_req_get(b, q);
 
+			if (!req && !qs->pool) {
+				/* Its first request found no memory for the
+				 * queue's pool: never a stall. */
+				count = queue_broken(b, q, "no memory for its requests",
+						     false);
+				goto out;
+			}
 			if (!req)
 				goto out; /* all in flight: called again on reap */
 			r = virtq_pop(vq, &qs->chain);

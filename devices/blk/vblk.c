@@ -323,10 +323,10 @@ int vblk_open(const struct vblk_options *opt, struct vblk **out)
 			       MIN(b->seg_max, VBLK_INLINE_IOV) *
 				       sizeof(struct iovec),
 			       (size_t)64);
-	/* Nothing written here: see struct vblk (vblk-int.h). */
+	/* Nothing written here, and the request pools come with each
+	 * queue's first request: see struct vblk_queue (vblk-int.h). */
 	b->queues = calloc(b->num_queues, sizeof(*b->queues));
-	b->pools = calloc((size_t)b->num_queues * qsz, b->req_size);
-	if (!b->queues || !b->pools) {
+	if (!b->queues) {
 		ret = -ENOMEM;
 		goto err;
 	}
@@ -346,10 +346,10 @@ void vblk_close(struct vblk *b)
 			/* A parked request's heap iovec array, if any. */
 			if (b->queues[q].pending)
 				vblk_req_put(b->queues[q].pending);
+			free(b->queues[q].pool);
 		}
 		free(b->queues);
 	}
-	free(b->pools);
 	if (b->fd >= 0) {
 		unlock_image(b);
 		close(b->fd);

@@ -31,9 +31,11 @@
 #endif
 
 /*
- * minivmm's own messages: "minivmm: MSG" on stderr, like the library's
- * lines never blocking (vmm_log_write()): a stalled stderr (one pipe with
- * stdout that nobody drains) costs the line, not a stuck exit.
+ * minivmm's own messages: "minivmm: MSG" on stderr through
+ * vmm_log_write(), waiting at most 200 ms for a stderr that takes nothing
+ * (a pipe with stdout that is full for a moment after a guest's flood
+ * still gets the last word; one nobody drains costs the line, not a stuck
+ * exit).
  */
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
@@ -50,7 +52,7 @@ static void say(const char *fmt, ...)
 	if (m > 0)
 		n += (size_t)m < sizeof(line) - n - 1 ? (size_t)m : sizeof(line) - n - 2;
 	line[n++] = '\n';
-	vmm_log_write(line, n, 0);
+	vmm_log_write(line, n, 200);
 }
 
 /*
@@ -65,8 +67,10 @@ static void stats_report(struct vmm *vm, const struct cli_opts *o)
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
-	if (!f)
+	if (!f) {
+		say("--stats: %s", strerror(errno));
 		return;
+	}
 	stats_print(vm, o->nr_disks, o->stats_json, f);
 	if (!fclose(f))
 		vmm_log_write(buf, len, 1000);

@@ -74,8 +74,8 @@ extern "C" {
 #pragma GCC visibility push(default)
 
 #define VMM_VERSION_MAJOR 0
-#define VMM_VERSION_MINOR 1
-#define VMM_VERSION_STRING "0.1.0"
+#define VMM_VERSION_MINOR 2
+#define VMM_VERSION_STRING "0.2.0"
 
 /* Signal used to kick vCPU threads out of KVM_RUN (see Threading above). */
 #define VMM_KICK_SIGNAL SIGUSR1
@@ -175,7 +175,9 @@ int vmm_get_version(int *major, int *minor);
  * @level:  messages with a level greater than this are dropped
  *
  * This is the only process-wide setting: logging is shared by all VMs.
- * A callback must not block either: a VMM thread that waits in it stalls
+ * Called from a thread the library confined (a vmm_log_fn), or one
+ * confined with vmm_seccomp_confine_current_thread(), it changes the
+ * sink but does not look at fd 2 again.  A callback must not block either: a VMM thread that waits in it stalls
  * its vCPU or queue, and vmm_stop() waits for that thread.  One that
  * writes to stderr can do it with vmm_log_write().
  *
@@ -197,16 +199,20 @@ int vmm_set_log(vmm_log_fn fn, void *opaque, int level);
  * reads, as under conmon or systemd when the reader stalls) costs the
  * text, counted in vmm_log_dropped(), never a blocked thread.  The
  * embedder's open file description is not changed: a pipe or terminal is
- * written through a private non-blocking reopen (/proc/self/fd/2), a
- * socket with send(MSG_DONTWAIT), a regular file directly, anything else
- * (no /proc) in chunks of 256 bytes after poll() says it is writable.
- * Up to PIPE_BUF (4096) bytes reach a pipe whole or not at all; a longer
- * text, or one to a terminal or socket, may be cut (the rest is dropped,
- * and the next text starts on a new line).  After drops, the next text
- * that goes through is preceded by "libvmm: N log lines dropped: standard
- * error would block".  Which file fd 2 is gets looked at again by
- * vmm_create() and vmm_set_log() (a dup2() onto fd 2 takes effect there,
- * and the library stops holding the old one open).
+ * written through a private non-blocking reopen (/proc/self/fd/2, kept
+ * at an fd number >= 100, close-on-exec), a socket with
+ * send(MSG_DONTWAIT), a regular file directly; where it cannot be
+ * reopened (no /proc), after poll() says it is writable, by one thread at
+ * a time (the others' texts are dropped), PIPE_BUF bytes at a time to a
+ * pipe and 256 to anything else.  Up to PIPE_BUF (4096) bytes reach a
+ * pipe whole or not at all; a longer text, or one to a terminal or
+ * socket, may be cut (the rest is dropped, and the next text starts on a
+ * new line).  After drops, the next text that goes through is preceded
+ * by "libvmm: N log lines dropped: standard error would block".  Which
+ * file fd 2 is gets looked at again by vmm_create() and vmm_set_log() (a
+ * dup2() onto fd 2 takes effect there, and the library stops holding the
+ * old one open; so does closing fd 2); an embedder that closes every fd
+ * it does not know (closefrom()) calls vmm_set_log() afterwards.
  *
  * Context: any thread, also seccomp-confined ones (vmm_set_seccomp());
  * async-signal-safe.

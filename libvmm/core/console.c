@@ -153,7 +153,7 @@ void console_write(struct console *c, const void *buf, size_t len)
 	 * (EAGAIN, a short write, an error the thread will report) is
 	 * queued.
 	 */
-	if (!c->count && !c->out_dead && c->out.mode != NBFD_POLL) {
+	if (!c->count && !c->out_dead && !nbfd_polled(&c->out)) {
 		ssize_t w = nbfd_write(&c->out, p, len);
 
 		if (w > 0) {
@@ -206,7 +206,7 @@ static void console_out_failed(struct console *c, int err)
 
 /*
  * Write queued output until the ring is empty or the fd would block.
- * @ready: poll() just reported the fd writable (needed for an NBFD_POLL
+ * @ready: poll() just reported the fd writable (needed for an nbfd_polled()
  * fd, which then gets one chunk).  Context: console thread.
  */
 static void console_flush(struct console *c, bool ready)
@@ -215,9 +215,9 @@ static void console_flush(struct console *c, bool ready)
 		size_t n;
 		ssize_t w;
 
-		if (c->out.mode == NBFD_POLL && !ready) {
-			/* Blocking description: one chunk (NBFD_POLL_CHUNK)
-			 * per POLLOUT. */
+		if (nbfd_polled(&c->out) && !ready) {
+			/* Blocking description: one chunk per POLLOUT
+			 * (nbfd_write() bounds it). */
 			pthread_mutex_lock(&c->lock);
 			c->out_blocked = c->count > 0;
 			pthread_mutex_unlock(&c->lock);

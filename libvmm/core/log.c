@@ -15,7 +15,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,70 +40,117 @@ static int sink_level = VMM_LOG_WARN; /* read without the lock as a filter */
  * log_prepare_stderr().  Writers read it lock-free, from signal handlers
  * too (sandbox_trap.c): one atomic word, fd << 3 | mode, -1 before the
  * first prepare.  out_lock serialises the prepares only.
+ *
+ * The reopen lives at one fd number, own_fd, for good: a writer may still
+ * hold the number from the word it read, so a prepare never closes it
+ * (any open() could reuse a closed number, and a log line would land in
+ * that file) but puts another description under it with dup3(): the new
+ * reopen, or /dev/null -- never a blocking description, which a writer of
+ * the old word would write() to.  The number is moved high
+ * (OWN_FD_MIN), out of the way of embedders' dup2() onto small numbers;
+ * an embedder that closes it anyway (closefrom()) is noticed at the next
+ * prepare by its identity (own_st) and the number given up.
  */
+#define OWN_FD_MIN 100
+
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static int out_state = -1;
-static int own_fd = -1;	 /* our reopen; its number never changes (dup3) */
+static int own_fd = -1;	   /* out_lock */
+static struct stat own_st; /* of what we put under own_fd (out_lock) */
 static struct stat out_st; /* of fd 2 at the last prepare (out_lock) */
-static uint64_t out_dropped;	/* lines dropped (atomic) */
-static uint64_t out_reported;	/* of those, already reported (atomic) */
-static bool out_cut;		/* a partial write left a line open (atomic) */
+static uint64_t out_dropped;  /* texts dropped (atomic) */
+static uint64_t out_reported; /* of those, already reported (atomic) */
+static bool out_cut;	      /* a partial write left a line open (atomic) */
+static bool out_poll_busy;    /* a writer is between poll() and write() */
+/* This thread is seccomp-confined: no open()/fstat() (sandbox.c). */
+static __thread bool thread_confined;
+
+void log_thread_confined(void)
+{
+	thread_confined = true;
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
+	       a->st_rdev == b->st_rdev;
+}
+
+/* Put @fd's description under own_fd (made first if there is none, or if
+ * the embedder closed ours).  Returns own_fd, or -1.  out_lock held. */
+static int own_fd_set(int fd)
+{
+	struct stat st;
+
+	if (own_fd >= 0 && (fstat(own_fd, &st) < 0 || !same_file(&st, &own_st)))
+		own_fd = -1; /* not ours any more: leave it to its owner */
+	if (own_fd < 0) {
+		own_fd = fcntl(fd, F_DUPFD_CLOEXEC, OWN_FD_MIN);
+		if (own_fd < 0)
+			return -1;
+	} else if (dup3(fd, own_fd, O_CLOEXEC) < 0) {
+		return -1;
+	}
+	if (fstat(own_fd, &own_st) < 0)
+		memset(&own_st, 0, sizeof(own_st));
+	return own_fd;
+}
+
+/* Stop holding the old file open (a pipe's reader would never see its
+ * end) without giving the number up: /dev/null under it.  out_lock. */
+static void own_fd_release(void)
+{
+	int null;
+
+	if (own_fd < 0)
+		return;
+	null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (null >= 0) {
+		own_fd_set(null);
+		close(null);
+	}
+}
 
 void log_prepare_stderr(void)
 {
-	struct stat st;
 	enum nbfd_mode mode;
+	struct stat st;
 	struct nbfd e;
 	int fd, state;
 
+	if (thread_confined)
+		return; /* keeps what an unconfined thread prepared */
 	pthread_mutex_lock(&out_lock);
 	if (fstat(STDERR_FILENO, &st) < 0) {
-		/* Closed: nothing to write to (lines are dropped), and the
-		 * old file is not held open by our reopen any more. */
+		/* Closed: nothing to write to (texts are dropped). */
 		__atomic_store_n(&out_state, NBFD_NONE, __ATOMIC_RELEASE);
 		memset(&out_st, 0, sizeof(out_st));
-		if (own_fd >= 0) {
-			int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-
-			if (null >= 0) {
-				dup3(null, own_fd, O_CLOEXEC);
-				close(null);
-			}
-		}
+		own_fd_release();
 		pthread_mutex_unlock(&out_lock);
 		return;
 	}
 	if (__atomic_load_n(&out_state, __ATOMIC_RELAXED) > NBFD_NONE &&
-	    st.st_dev == out_st.st_dev && st.st_ino == out_st.st_ino &&
-	    st.st_rdev == out_st.st_rdev) {
+	    same_file(&st, &out_st)) {
 		pthread_mutex_unlock(&out_lock);
 		return; /* the same file as last time */
 	}
 	nbfd_open(STDERR_FILENO, O_WRONLY, &e);
 	fd = e.fd;
 	mode = e.mode;
-	if (e.own && own_fd < 0) {
-		own_fd = e.fd;
-	} else if (e.own) {
-		/* A writer may still hold the old number: put the new
-		 * description under it atomically rather than close it (a
-		 * closed number could be reused by any open()). */
-		fd = own_fd;
-		if (dup3(e.fd, own_fd, O_CLOEXEC) < 0) {
+	if (e.own) {
+		fd = own_fd_set(e.fd);
+		if (fd < 0) { /* no fd left: the blocking one, after poll() */
 			fd = STDERR_FILENO;
 			mode = NBFD_POLL;
 		}
 		nbfd_close(&e);
-	} else if (own_fd >= 0) {
-		/* No reopen needed now: stop holding the old file open (a
-		 * pipe's reader would never see its end) without freeing the
-		 * number. */
-		dup3(STDERR_FILENO, own_fd, O_CLOEXEC);
 	}
 	state = fd << 3 | (int)mode;
 	out_st = st;
 	/* Release: pairs with the acquire load in log_write_stderr(). */
 	__atomic_store_n(&out_state, state, __ATOMIC_RELEASE);
+	if (fd != own_fd)
+		own_fd_release(); /* after the switch: see above */
 	pthread_mutex_unlock(&out_lock);
 }
 
@@ -118,22 +164,55 @@ static size_t out_put(int state, const char *buf, size_t len, int timeout_ms,
 	return nbfd_write_all(&e, buf, len, timeout_ms, err);
 }
 
+/* "libvmm: N log lines dropped: ...\n" into @buf (128 bytes) without
+ * stdio: the SIGSYS handler gets here.  Returns its length. */
+static size_t drop_note(char *buf, uint64_t n)
+{
+	static const char pre[] = "libvmm: ";
+	static const char post[] = " log lines dropped: standard error would block\n";
+	char digits[20];
+	size_t len = 0, nd = 0;
+
+	do {
+		digits[nd++] = (char)('0' + n % 10);
+		n /= 10;
+	} while (n);
+	memcpy(buf, pre, sizeof(pre) - 1);
+	len = sizeof(pre) - 1;
+	while (nd)
+		buf[len++] = digits[--nd];
+	memcpy(buf + len, post, sizeof(post) - 1);
+	return len + sizeof(post) - 1;
+}
+
 int log_write_stderr(const char *buf, size_t len, int timeout_ms)
 {
 	int state = __atomic_load_n(&out_state, __ATOMIC_ACQUIRE);
 	uint64_t dropped, reported;
+	bool polled;
 	size_t n;
 	int err;
 
 	if (state < 0) { /* before any prepare: tests of internal modules */
 		log_prepare_stderr();
 		state = __atomic_load_n(&out_state, __ATOMIC_ACQUIRE);
+		if (state < 0) /* a confined thread cannot: after poll() */
+			state = STDERR_FILENO << 3 | NBFD_POLL;
 	}
 	if (!len)
 		return 0;
 	if (state == NBFD_NONE) {
 		__atomic_add_fetch(&out_dropped, 1, __ATOMIC_RELAXED);
 		return -EBADF;
+	}
+	/* A blocking description written after poll(): one of our writers
+	 * at a time, or two could see the same free room and the second
+	 * block.  The others drop their text, as for a full stderr.
+	 * Acquire/release: pairs with the release below. */
+	polled = (state & 7) == NBFD_POLL || (state & 7) == NBFD_POLL_PIPE;
+	if (polled && __atomic_exchange_n(&out_poll_busy, true, __ATOMIC_ACQUIRE)) {
+		__atomic_add_fetch(&out_dropped, 1, __ATOMIC_RELAXED);
+		return -EAGAIN;
 	}
 	/* A text cut short by a partial write: end its line first. */
 	if (__atomic_load_n(&out_cut, __ATOMIC_RELAXED)) {
@@ -150,10 +229,7 @@ int log_write_stderr(const char *buf, size_t len, int timeout_ms)
 	    __atomic_compare_exchange_n(&out_reported, &reported, dropped, false,
 					__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
 		char note[128];
-		size_t m = (size_t)snprintf(note, sizeof(note),
-					    "libvmm: %" PRIu64 " log lines dropped: "
-					    "standard error would block\n",
-					    dropped - reported);
+		size_t m = drop_note(note, dropped - reported);
 
 		n = out_put(state, note, m, timeout_ms, &err);
 		if (n != m) {
@@ -165,12 +241,17 @@ int log_write_stderr(const char *buf, size_t len, int timeout_ms)
 		}
 	}
 	n = out_put(state, buf, len, timeout_ms, &err);
-	if (n == len)
+	if (n == len) {
+		if (polled)
+			__atomic_store_n(&out_poll_busy, false, __ATOMIC_RELEASE);
 		return 0;
+	}
 	/* A terminal or socket took part of it: the rest is lost. */
 	if (n)
 		__atomic_store_n(&out_cut, buf[n - 1] != '\n', __ATOMIC_RELAXED);
 drop:
+	if (polled)
+		__atomic_store_n(&out_poll_busy, false, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&out_dropped, 1, __ATOMIC_RELAXED);
 	return err ? err : -EAGAIN;
 }

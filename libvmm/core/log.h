@@ -22,6 +22,11 @@ void vmm_logf(int level, const char *fmt, ...)
  * the file it was.  Context: a thread that is not seccomp-confined.
  */
 void log_prepare_stderr(void);
+/* The calling thread is about to confine itself (sandbox.c): from now on
+ * log_prepare_stderr() does nothing on it (vmm_set_log() from a
+ * vmm_log_fn, or from an embedder's thread confined with
+ * vmm_seccomp_confine_current_thread(), must not open() or fstat()). */
+void log_thread_confined(void);
 /*
  * Write @buf to standard error without blocking, or waiting at most
  * @timeout_ms whenever it takes nothing (vmm_log_write()).

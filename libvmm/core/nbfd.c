@@ -2,6 +2,7 @@
 /* Non-blocking use of a borrowed fd (see nbfd.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <sys/socket.h>
@@ -14,7 +15,7 @@ int nbfd_open(int fd, int acc, struct nbfd *e)
 {
 	struct stat st;
 	char path[32];
-	int fl, nfd;
+	int nfd, err;
 
 	e->fd = fd;
 	e->own = false;
@@ -31,11 +32,13 @@ int nbfd_open(int fd, int acc, struct nbfd *e)
 			return 0;
 		}
 	}
-	fl = fcntl(fd, F_GETFL);
-	if (fl >= 0 && (fl & O_NONBLOCK))
-		return 0;
-	/* A new open file description of the same pipe / terminal / device,
-	 * non-blocking; O_NOCTTY: never become our controlling terminal. */
+	/*
+	 * A new open file description of the same pipe / terminal / device,
+	 * non-blocking; O_NOCTTY: never become our controlling terminal.
+	 * Also when the embedder's description is non-blocking now: its
+	 * O_NONBLOCK is shared with whoever holds it and may be cleared at
+	 * any time (node.js sets and clears it on its children's stdio).
+	 */
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	nfd = open(path, acc | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (nfd >= 0) {
@@ -44,8 +47,10 @@ int nbfd_open(int fd, int acc, struct nbfd *e)
 		e->mode = NBFD_REOPEN;
 		return 0;
 	}
-	e->mode = NBFD_POLL;
-	return errno;
+	err = errno;
+	e->mode = fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) ? NBFD_POLL_PIPE
+							      : NBFD_POLL;
+	return err;
 }
 
 void nbfd_close(struct nbfd *e)
@@ -63,7 +68,8 @@ ssize_t nbfd_write(const struct nbfd *e, const void *buf, size_t len)
 
 	if (e->fd < 0 || e->mode == NBFD_NONE)
 		return -EBADF;
-	if (e->mode == NBFD_POLL) {
+	if (e->mode == NBFD_POLL || e->mode == NBFD_POLL_PIPE) {
+		size_t chunk = e->mode == NBFD_POLL_PIPE ? PIPE_BUF : NBFD_POLL_CHUNK;
 		struct pollfd pfd = { .fd = e->fd, .events = POLLOUT };
 		int r;
 
@@ -75,8 +81,8 @@ ssize_t nbfd_write(const struct nbfd *e, const void *buf, size_t len)
 		/* POLLERR/POLLHUP: the write below says what it is. */
 		if (!r)
 			return -EAGAIN;
-		if (len > NBFD_POLL_CHUNK)
-			len = NBFD_POLL_CHUNK;
+		if (len > chunk)
+			len = chunk;
 	}
 	do {
 		if (e->mode == NBFD_SOCKET)

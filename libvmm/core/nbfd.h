@@ -6,20 +6,25 @@
  * with whoever else holds it (a shell, a supervisor), so setting it would
  * change their I/O too.
  *
- * nbfd_open() picks one of four ways to reach the fd:
+ * nbfd_open() picks one of these ways to reach the fd:
  *  - NBFD_DIRECT: a regular file or block device (neither waits for a
- *    reader), or a description that already is non-blocking: used as it is;
+ *    reader): used as it is;
  *  - NBFD_REOPEN: a pipe, FIFO, terminal or other character device: a
  *    private, non-blocking open file description of the same file
- *    (/proc/self/fd/N reopened with O_NONBLOCK);
+ *    (/proc/self/fd/N reopened with O_NONBLOCK), even where the
+ *    embedder's description is non-blocking now (its flag is shared and
+ *    may be cleared by anyone who holds it);
  *  - NBFD_SOCKET: a socket (which /proc cannot reopen): written with
  *    send(MSG_DONTWAIT | MSG_NOSIGNAL), which never waits whatever the
  *    description's flags;
- *  - NBFD_POLL: anything else, or a reopen that failed (no /proc,
- *    permissions): written NBFD_POLL_CHUNK bytes at a time, only after
- *    poll() reports it writable (a pipe then has a free page, a terminal
- *    room for WAKEUP_CHARS), which does not block unless another writer
- *    fills the same pipe in between.
+ *  - NBFD_POLL_PIPE, NBFD_POLL: a pipe or FIFO, or anything else, whose
+ *    reopen failed (no /proc, permissions): written only after poll()
+ *    reports it writable, PIPE_BUF bytes at a time to a pipe (POLLOUT
+ *    means a free page there, which such a write fills at most),
+ *    NBFD_POLL_CHUNK otherwise (a terminal's POLLOUT promises little
+ *    room).  That does not block unless another writer fills the same
+ *    file between the poll() and the write: callers with several
+ *    writers on one such fd let one of them write at a time.
  *
  * This module logs nothing (the log sink itself is built on it): failures
  * come back as -errno for the caller to report.
@@ -33,7 +38,14 @@
 
 #define NBFD_POLL_CHUNK 256u
 
-enum nbfd_mode { NBFD_NONE, NBFD_DIRECT, NBFD_REOPEN, NBFD_SOCKET, NBFD_POLL };
+enum nbfd_mode {
+	NBFD_NONE,
+	NBFD_DIRECT,
+	NBFD_REOPEN,
+	NBFD_SOCKET,
+	NBFD_POLL,
+	NBFD_POLL_PIPE,
+};
 
 struct nbfd {
 	int fd;		     /* the fd used: the caller's, or our reopen; -1 none */
@@ -50,14 +62,20 @@ struct nbfd {
  */
 int nbfd_open(int fd, int acc, struct nbfd *e);
 
+/* Written only after poll() (NBFD_POLL, NBFD_POLL_PIPE). */
+static inline bool nbfd_polled(const struct nbfd *e)
+{
+	return e->mode == NBFD_POLL || e->mode == NBFD_POLL_PIPE;
+}
+
 /* Close what nbfd_open() opened (nothing for a borrowed fd). */
 void nbfd_close(struct nbfd *e);
 
 /*
  * Write at most @len bytes without blocking.  Returns the bytes written
  * (> 0), -EAGAIN when the fd takes nothing now, or -errno (EPIPE, EIO,
- * ...).  NBFD_POLL: checks with poll(fd, POLLOUT, 0) first, and writes at
- * most NBFD_POLL_CHUNK bytes.  EINTR is
+ * ...).  NBFD_POLL*: checks with poll(fd, POLLOUT, 0) first, and writes
+ * at most PIPE_BUF / NBFD_POLL_CHUNK bytes.  EINTR is
  * retried.  Async-signal-safe.  Context: any thread; the calls it makes
  * (write, sendto with MSG_DONTWAIT | MSG_NOSIGNAL, poll) are on every
  * seccomp allow-list (sandbox.c).

@@ -300,8 +300,10 @@ static int add_rule(scmp_filter_ctx ctx, const struct rule *r,
 					SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu,
 						IORING_REGISTER_FILES_UPDATE));
 	case ARG_SEND_NOWAIT:
+		/* flags is an int: compare its 32 bits, whatever the caller
+		 * left above; the address is a pointer: all 64. */
 		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 2,
-					SCMP_A3(SCMP_CMP_EQ,
+					SCMP_A3(SCMP_CMP_MASKED_EQ, 0xffffffffu,
 						MSG_DONTWAIT | MSG_NOSIGNAL),
 					SCMP_A4(SCMP_CMP_EQ, 0));
 	case ARG_OWN_PID:
@@ -453,8 +455,9 @@ int sandbox_install(const struct sandbox *f, enum sandbox_class cls)
 		return -EINVAL;
 	/* Last unconfined moment of this thread: what glibc would otherwise
 	 * initialise under the filter (sandbox_warm.c), and the record the
-	 * violation report names it by. */
+	 * violation report names it by; the log sink stops preparing on it. */
 	sandbox_warm_thread();
+	log_thread_confined();
 	ret = sandbox_trap_thread(cls);
 	if (ret)
 		return ret;

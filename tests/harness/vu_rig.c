@@ -229,9 +229,10 @@ int vr_thread_count(const struct vr *r, const char *prefix)
 	return n;
 }
 
-long vr_rss_kib(const struct vr *r)
+long vr_status_kib(const struct vr *r, const char *field)
 {
 	char path[64], line[128];
+	size_t n = strlen(field);
 	long kib = -1;
 	FILE *f;
 
@@ -240,10 +241,16 @@ long vr_rss_kib(const struct vr *r)
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld", &kib) == 1)
+		if (!strncmp(line, field, n) && line[n] == ':' &&
+		    sscanf(line + n + 1, "%ld", &kib) == 1)
 			break;
 	fclose(f);
 	return kib;
+}
+
+long vr_rss_kib(const struct vr *r)
+{
+	return vr_status_kib(r, "VmRSS");
 }
 
 void vr_log_tail(const struct vr *r, char *buf, unsigned int len)

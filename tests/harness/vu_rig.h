@@ -66,6 +66,8 @@ int vr_fd_count(const struct vr *r);
  * or -errno. */
 int vr_thread_count(const struct vr *r, const char *prefix);
 long vr_rss_kib(const struct vr *r);
+/* Any "NAME:  N kB" line of /proc/PID/status (VmSize: its address space). */
+long vr_status_kib(const struct vr *r, const char *field);
 /* The daemon's stderr so far (for failure messages), NUL-terminated. */
 void vr_log_tail(const struct vr *r, char *buf, unsigned int len);
 /*

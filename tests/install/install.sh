@@ -96,6 +96,7 @@ LD_LIBRARY_PATH=$lib check_embed "$tmp/embed-pc"
 # CMake puts the library's dir into the build RPATH).
 CC=$cc cmake -S "$src/tests/install/consumer" -B "$tmp/consumer" \
 	-DCMAKE_PREFIX_PATH="$tmp/prefix" -DEMBED_SRC="$src/examples/embed.c" \
+	-DLIBVMM_WANT="$major.$minor" \
 	>"$tmp/consumer.log" 2>&1 || { cat "$tmp/consumer.log" >&2; fail "configuring the find_package(libvmm) project"; }
 cmake --build "$tmp/consumer" >>"$tmp/consumer.log" 2>&1 ||
 	{ cat "$tmp/consumer.log" >&2; fail "building the find_package(libvmm) project"; }

@@ -128,7 +128,13 @@ static size_t heap_in_use(void)
 
 START_TEST(reset_releases_parked_request)
 {
-	size_t before = heap_in_use();
+	size_t before;
+
+	/* The queue's request pool comes with its first request and stays:
+	 * not what this counts. */
+	vblk_req_put(vblk_req_get(blk, 0));
+	vblk_queue_reset(blk, 0);
+	before = heap_in_use();
 
 	park_long_read();
 	vblk_queue_reset(blk, 0);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -66,9 +67,26 @@ static int blocked_in_pipe_write(pid_t pid)
 	return n;
 }
 
+/* Made and removed by the runner (an unchecked fixture), so that a test
+ * that fails half-way leaves nothing behind. */
+static char dir[] = "/tmp/blkd_stall.XXXXXX", sock[64], img[64];
+
+static void dir_make(void)
+{
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/sock", dir);
+	snprintf(img, sizeof(img), "%s/img", dir);
+}
+
+static void dir_remove(void)
+{
+	unlink(img);
+	unlink(sock);
+	rmdir(dir);
+}
+
 START_TEST(stalled_output_sigterm)
 {
-	char dir[] = "/tmp/blkd_stall.XXXXXX", sock[64], img[64];
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	/* VHOST_USER_GET_FEATURES (1), version 1, no payload. */
 	const uint32_t msg[3] = { 1, 0x1, 0 };
@@ -78,9 +96,6 @@ START_TEST(stalled_output_sigterm)
 	double t0, dt;
 	pid_t pid;
 
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(sock, sizeof(sock), "%s/sock", dir);
-	snprintf(img, sizeof(img), "%s/img", dir);
 	fd = open(img, O_CREAT | O_RDWR | O_TRUNC, 0600);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(ftruncate(fd, 16 << 20), 0);
@@ -99,6 +114,8 @@ START_TEST(stalled_output_sigterm)
 	if (!pid) {
 		char disk[160];
 
+		/* Gone with the test, whatever assertion ends it. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		snprintf(disk, sizeof(disk), "path=%s", img);
 		dup2(pfd[1], STDOUT_FILENO);
 		dup2(pfd[1], STDERR_FILENO);
@@ -160,9 +177,6 @@ START_TEST(stalled_output_sigterm)
 		      "status %#x", status);
 	ck_assert_msg(dt <= 2.0, "SIGTERM took %.3f s (limit 2 s)", dt);
 	close(pfd[0]);
-	unlink(img);
-	unlink(sock);
-	rmdir(dir);
 }
 END_TEST
 
@@ -174,6 +188,7 @@ int main(void)
 	int nf;
 
 	tcase_set_timeout(tc, 60);
+	tcase_add_unchecked_fixture(tc, dir_make, dir_remove);
 	tcase_add_test(tc, stalled_output_sigterm);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -9,18 +9,25 @@
  * they all return, every line is either written whole or counted as
  * dropped, and the count comes out once the reader drains.  Also: the
  * embedder's file description keeps its flags, a redirected stderr is
- * followed (and the old one not held open), and seccomp-confined threads
- * (the vCPU allow-list) reach a socket and a poll()-first fd.
+ * followed (and the old one not held open) even while threads log, a
+ * description whose shared O_NONBLOCK is cleared later, a terminal, a
+ * pipe that cannot be reopened (no /proc: written after poll(), 32
+ * threads), and seccomp-confined threads (the vCPU allow-list) reach a
+ * socket and a poll()-first fd.
  */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pty.h>
+#include <sched.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -65,7 +72,7 @@ static size_t fill(int wfd)
 	size_t total = 0;
 
 	memset(junk, 'x', sizeof(junk));
-	ck_assert_int_eq(nbfd_open(wfd, O_WRONLY, &e), 0);
+	nbfd_open(wfd, O_WRONLY, &e); /* without /proc: after poll() */
 	for (;;) {
 		ssize_t n = nbfd_write(&e, junk, sizeof(junk));
 
@@ -402,6 +409,193 @@ START_TEST(redirect_followed_old_released)
 }
 END_TEST
 
+/*
+ * vmm_create()/vmm_set_log() after a redirect while another VM's threads
+ * log: fd 2 flips between a full pipe (written through the library's
+ * reopen) and a full socket, a prepare each time, with 8 writers going.
+ * None may block: a prepare that put the embedder's blocking description
+ * under the reopen's number before switching the writers over made them
+ * block in write() there.
+ */
+static volatile int flip_stop;
+
+static void *flip_writer(void *arg)
+{
+	(void)arg;
+	while (!flip_stop)
+		vmm_log_write("libvmm: thread 7 line 7\n", 24, 0);
+	return NULL;
+}
+
+START_TEST(prepare_races_writers)
+{
+	int pfd[2], sv[2];
+	pthread_t t[THREADS];
+	struct timespec dl;
+
+	ck_assert_int_eq(pipe(pfd), 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	fill(pfd[1]);
+	fill(sv[1]);
+	stderr_to(pfd[1]);
+	flip_stop = 0;
+	for (long i = 0; i < THREADS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, flip_writer, NULL), 0);
+	for (int i = 0; i < 400; i++) {
+		ck_assert_int_eq(dup2(i % 2 ? pfd[1] : sv[1], STDERR_FILENO),
+				 STDERR_FILENO);
+		ck_assert_int_eq(vmm_set_log(NULL, NULL, VMM_LOG_DEBUG), 0);
+	}
+	flip_stop = 1;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 20;
+	for (int i = 0; i < THREADS; i++)
+		ck_assert_msg(pthread_timedjoin_np(t[i], NULL, &dl) == 0,
+			      "writer %d blocked while stderr was redirected", i);
+	stderr_restore();
+	close(pfd[0]);
+	close(pfd[1]);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
+/*
+ * The embedder's description is non-blocking when the library looks at
+ * it, and someone clears the flag later (it is shared: node.js sets and
+ * clears it on its children's stdio): still never blocks.
+ */
+static void *one_write(void *arg)
+{
+	*(int *)arg = vmm_log_write("libvmm: thread 5 line 5\n", 24, 0);
+	return NULL;
+}
+
+START_TEST(nonblocking_flag_cleared_later)
+{
+	int pfd[2], fl, ret = 1;
+	pthread_t t;
+	struct timespec dl;
+
+	ck_assert_int_eq(pipe(pfd), 0);
+	fl = fcntl(pfd[1], F_GETFL);
+	ck_assert_int_eq(fcntl(pfd[1], F_SETFL, fl | O_NONBLOCK), 0);
+	stderr_to(pfd[1]);
+	ck_assert_int_eq(fcntl(pfd[1], F_SETFL, fl), 0); /* cleared */
+	fill(pfd[1]);
+	ck_assert_int_eq(pthread_create(&t, NULL, one_write, &ret), 0);
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 20;
+	ck_assert_msg(pthread_timedjoin_np(t, NULL, &dl) == 0,
+		      "a write blocked once the shared O_NONBLOCK was cleared");
+	ck_assert_int_eq(ret, -EAGAIN);
+	stderr_restore();
+	close(pfd[0]);
+	close(pfd[1]);
+}
+END_TEST
+
+/*
+ * No /proc (a sandbox, a chroot): the pipe cannot be reopened, and is
+ * written after poll().  32 threads log into a pipe with room for a few
+ * pages, a slow reader draining it: none blocks (one of our writers at a
+ * time), every line arrives whole, and lines + notices = lines logged.
+ * Needs a private mount namespace (root): /proc hidden under a tmpfs.
+ */
+#define POLL_THREADS 32
+
+static void *poll_logger(void *arg)
+{
+	long id = (long)arg;
+
+	for (int i = 0; i < 200; i++)
+		vmm_logf(VMM_LOG_ERROR, "thread %ld line %d", id, i);
+	return NULL;
+}
+
+START_TEST(no_proc_poll_first_many_threads)
+{
+	int pfd[2];
+	pthread_t t[POLL_THREADS], r;
+	struct timespec dl;
+	unsigned long notices = 0, lines = 0;
+	char junk[4096];
+
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount("none", "/proc", "tmpfs", 0, NULL)) {
+		printf("log_stall: no private mount namespace here (%s); "
+		       "poll-first case not run\n", strerror(errno));
+		return;
+	}
+	ck_assert_int_eq(pipe(pfd), 0);
+	ck_assert_int_eq(fcntl(pfd[0], F_SETFL, O_NONBLOCK), 0);
+	fill(pfd[1]); /* through the poll-first path itself: no reopen */
+	ck_assert_uint_gt(read(pfd[0], junk, sizeof(junk)), 0);
+	stderr_to(pfd[1]);
+	reader_stop = 0;
+	slow_len = 0;
+	ck_assert_int_eq(pthread_create(&r, NULL, slow_reader, &pfd[0]), 0);
+	for (long i = 0; i < POLL_THREADS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, poll_logger, (void *)i), 0);
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 20;
+	for (int i = 0; i < POLL_THREADS; i++)
+		ck_assert_msg(pthread_timedjoin_np(t[i], NULL, &dl) == 0,
+			      "poll-first: thread %d blocked", i);
+	reader_stop = 1;
+	pthread_join(r, NULL);
+	slow_len += drain(pfd[0], slow_buf + slow_len,
+			  (size_t)THREADS * LINES * 64 + 4096 - slow_len);
+	vmm_logf(VMM_LOG_ERROR, "thread 99 line 0");
+	slow_len += drain(pfd[0], slow_buf + slow_len,
+			  (size_t)THREADS * LINES * 64 + 4096 - slow_len);
+	stderr_restore();
+	{
+		char *p = strstr(slow_buf, "libvmm: ");
+
+		ck_assert_ptr_nonnull(p);
+		tally(p, &notices, &lines);
+	}
+	printf("log_stall: poll-first: %lu lines written, %lu dropped\n", lines,
+	       notices);
+	ck_assert_uint_eq(lines + notices, POLL_THREADS * 200 + 1);
+	free(slow_buf);
+	close(pfd[0]);
+	close(pfd[1]);
+}
+END_TEST
+
+/* A terminal nobody reads (after Ctrl-S, a stalled ssh): loggers return;
+ * once it drains, a line goes through whole. */
+START_TEST(stalled_terminal)
+{
+	int master, slave;
+	struct termios tio;
+	static char out[1 << 16];
+	uint64_t before;
+
+	ck_assert_int_eq(openpty(&master, &slave, NULL, NULL, NULL), 0);
+	ck_assert_int_eq(tcgetattr(slave, &tio), 0);
+	cfmakeraw(&tio);
+	ck_assert_int_eq(tcsetattr(slave, TCSANOW, &tio), 0);
+	ck_assert_int_eq(fcntl(master, F_SETFL, O_NONBLOCK), 0);
+	stderr_to(slave);
+	before = vmm_log_dropped();
+	run_loggers();
+	ck_assert_uint_gt(vmm_log_dropped() - before, 0);
+	drain(master, NULL, 0);
+	usleep(100000);
+	drain(master, NULL, 0);
+	ck_assert_int_eq(vmm_log_write("libvmm: thread 98 line 0\n", 25, 0), 0);
+	usleep(100000);
+	drain(master, out, sizeof(out));
+	stderr_restore();
+	ck_assert_msg(strstr(out, "libvmm: thread 98 line 0\n"), "got: %s", out);
+	close(master);
+	close(slave);
+}
+END_TEST
+
 /* Confined like a vCPU thread, a logger reaches a socket stderr (sendto
  * with MSG_DONTWAIT) and a poll()-first fd: the allow-lists have the calls
  * (VMM_SECCOMP_ERRNO: a refused call would make the write fail). */
@@ -476,6 +670,10 @@ int main(void)
 	tcase_add_test(tc, log_write_api);
 	tcase_add_test(tc, long_text_with_timeout);
 	tcase_add_test(tc, redirect_followed_old_released);
+	tcase_add_test(tc, prepare_races_writers);
+	tcase_add_test(tc, nonblocking_flag_cleared_later);
+	tcase_add_test(tc, no_proc_poll_first_many_threads);
+	tcase_add_test(tc, stalled_terminal);
 	tcase_add_test(tc, confined_thread_reaches_socket);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

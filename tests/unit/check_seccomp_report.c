@@ -12,6 +12,8 @@
  *  - a SIGSYS that is not a trap of ours (kill -SYS) ends the process as
  *    the default disposition does, without a report;
  *  - VMM_SECCOMP_ERRNO is unchanged: EPERM, no report, the process lives;
+ *  - a stderr that is a full pipe nobody reads: no report, still killed
+ *    by SIGSYS at once (the report never blocks);
  *  - the line for a call of a foreign architecture (int 0x80).
  */
 #include <check.h>
@@ -251,6 +253,67 @@ START_TEST(errno_mode_unchanged)
 }
 END_TEST
 
+/*
+ * stderr is a pipe that is full and never read (a stalled supervisor):
+ * the report is dropped, and the process still ends by SIGSYS at once.
+ * The old handler blocked in write(2) there, and the violating thread
+ * never died.
+ */
+static int full_pipe[2];
+
+static void stderr_full(void)
+{
+	static char junk[4096];
+	int fl;
+
+	if (pipe(full_pipe))
+		_exit(7);
+	fl = fcntl(full_pipe[1], F_GETFL);
+	fcntl(full_pipe[1], F_SETFL, fl | O_NONBLOCK);
+	while (write(full_pipe[1], junk, sizeof(junk)) > 0 ||
+	       write(full_pipe[1], junk, 1) > 0)
+		;
+	fcntl(full_pipe[1], F_SETFL, fl); /* blocking, as the embedder's */
+	if (dup2(full_pipe[1], STDERR_FILENO) < 0)
+		_exit(8);
+}
+
+START_TEST(report_into_a_full_stderr)
+{
+	struct job j = { .cls = SANDBOX_CLASS_IO, .mode = VMM_SECCOMP_KILL,
+			 .body = do_openat };
+	int status = 0;
+	pid_t pid = fork(), w = 0;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		pthread_t t;
+
+		stderr_full();
+		if (sandbox_build(j.mode, &j.sb))
+			_exit(5);
+		if (pthread_create(&t, NULL, job_thread, &j))
+			_exit(6);
+		pthread_join(t, NULL);
+		_exit(0);
+	}
+	for (int i = 0; i < 2000 && w == 0; i++) {
+		w = waitpid(pid, &status, WNOHANG);
+		if (!w)
+			usleep(10000);
+	}
+	if (w == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		ck_abort_msg("the violating process was still alive 20 s later: "
+			     "its report blocked on the full stderr");
+	}
+	ck_assert_int_eq(w, pid);
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS,
+		      "status 0x%x, expected killed by SIGSYS", status);
+}
+END_TEST
+
 /* The line itself, for what a live test cannot easily make: a call of a
  * foreign architecture, an unknown number, a thread never recorded. */
 START_TEST(format_lines)
@@ -291,6 +354,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, embedder_sigsys_handler_not_replaced);
 	tcase_add_test(tc, foreign_sigsys_is_default);
 	tcase_add_test(tc, errno_mode_unchanged);
+	tcase_add_test(tc, report_into_a_full_stderr);
 	tcase_add_test(tc, format_lines);
 	suite_add_tcase(s, tc);
 	return s;
