@@ -177,7 +177,7 @@ static int run(const struct cli_opts *o, struct drop *drop)
 		console_restore();
 		close(sfd);
 		if (drop && drop->err[0])
-			fprintf(stderr, "minivmm: %s\n", drop->err);
+			fprintf(stderr, "minivmm: --user: %s\n", drop->err);
 		else
 			fprintf(stderr, "minivmm: cannot start the VM: %s\n",
 				strerror(-ret));
@@ -185,7 +185,8 @@ static int run(const struct cli_opts *o, struct drop *drop)
 	}
 	if (drop && o->log_level >= VMM_LOG_INFO)
 		fprintf(stderr,
-			"minivmm: running as uid %u gid %u, no supplementary groups\n",
+			"minivmm: running as uid %u gid %u, no supplementary groups, "
+			"no capabilities, no_new_privs\n",
 			(unsigned int)drop->uid, (unsigned int)drop->gid);
 	/* This thread now only waits, stops, reports and tears down: the
 	 * control allow-list (no open, no exec) is all it needs. */
@@ -271,6 +272,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "minivmm: %s (see --help)\n", err);
 		cli_free(&o);
 		return 2;
+	}
+	/* The capability sets a uid change keeps, emptied while this is the
+	 * only thread: every VMM thread inherits them (user.h). */
+	if (o.user.set && user_restrict(err, sizeof(err))) {
+		fprintf(stderr, "minivmm: --user: %s\n", err);
+		cli_free(&o);
+		return 1;
 	}
 	raise_nofile();
 	ret = run(&o, o.user.set ? &drop : NULL);
