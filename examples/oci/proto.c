@@ -70,6 +70,13 @@ void proto_rec_u8(struct proto_buf *b, uint16_t type, uint8_t v)
 	proto_rec(b, type, &v, 1);
 }
 
+void proto_rec_u64(struct proto_buf *b, uint16_t type, uint64_t v)
+{
+	put_le(b, type, 2);
+	put_le(b, 8, 4);
+	put_le(b, v, 8);
+}
+
 void proto_rec_strs(struct proto_buf *b, uint16_t type, const char *const *s,
 		    unsigned int n)
 {

@@ -15,12 +15,12 @@ mapfile -t paths < <("$here/../rig/mkguest.sh")
 rig_kernel_vars
 key=$( {
 	echo "$RIG_KVER"
-	sha256sum "$build/minivmm-oci-init" "$build/minivmm-oci-mkinitrd"
+	sha256sum "$build/libexec/minivmm-oci/init" "$build/minivmm-oci-mkinitrd"
 } | sha256sum | cut -c1-16)
 initrd="$RIG_CACHE/oci/initrd-$key.cpio.gz"
 if [[ ! -f "$initrd" ]]; then
 	rig_lock "$RIG_CACHE/oci/.lock"
-	[[ -f "$initrd" ]] || "$build/minivmm-oci-mkinitrd" --init "$build/minivmm-oci-init" \
+	[[ -f "$initrd" ]] || "$build/minivmm-oci-mkinitrd" --init "$build/libexec/minivmm-oci/init" \
 		--kver "$RIG_KVER" --modroot "$RIG_CACHE/kernel/$RIG_KVER" --out "$initrd"
 fi
 # The test image: busybox-static with its applets, and /blob, 1 MiB of
