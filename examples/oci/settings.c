@@ -129,10 +129,19 @@ int oci_settings_load(struct oci_settings *s, char *err, size_t errlen)
 
 			bad = *end || !n || n > SPEC_MAX_VCPUS;
 			s->cpus_default = (unsigned int)n;
-		} else if (!strcmp(k, "seccomp"))
+		} else if (!strcmp(k, "seccomp")) {
 			s->seccomp = strcmp(v, "off") && strcmp(v, "0") && strcmp(v, "no");
-		else
+		} else if (!strcmp(k, "user")) {
+			char why[256];
+
+			user_spec_free(&s->user);
+			if (user_parse(v, "user", &s->user, why, sizeof(why))) {
+				fclose(f);
+				return fail(err, errlen, "%s:%u: %s", path, lineno, why);
+			}
+		} else {
 			bad = 1;
+		}
 		if (bad) {
 			fclose(f);
 			return fail(err, errlen, "%s:%u: bad setting %s", path, lineno, k);
