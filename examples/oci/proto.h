@@ -91,6 +91,13 @@ void proto_rec_str(struct proto_buf *b, uint16_t type, const char *s);
 void proto_rec_u32(struct proto_buf *b, uint16_t type, uint32_t v);
 void proto_rec_u8(struct proto_buf *b, uint16_t type, uint8_t v);
 void proto_rec_u64(struct proto_buf *b, uint16_t type, uint64_t v);
+/* RLIMIT: u32 resource, u64 soft, u64 hard. */
+void proto_rec_rlimit(struct proto_buf *b, uint32_t resource, uint64_t soft,
+		      uint64_t hard);
+/* DEVICE: u8 type, u32 major, minor, mode, uid, gid (@n), then @len bytes
+ * of @path. */
+void proto_rec_device(struct proto_buf *b, char type, const uint32_t n[5],
+		      const char *path, size_t len);
 /* Several NUL-separated strings as one record (the last without NUL). */
 void proto_rec_strs(struct proto_buf *b, uint16_t type, const char *const *s,
 		    unsigned int n);

@@ -713,18 +713,9 @@ void spec_encode(const struct oci_spec *s, uint16_t rows, uint16_t cols,
 		if (m->kind == SPEC_MOUNT_GUEST)
 			proto_rec_strs(b, PROTO_REC_MOUNT, f, 4);
 	}
-	for (unsigned int i = 0; i < s->nrlimits; i++) {
-		uint8_t v[20];
-		uint64_t soft = s->rlimits[i].soft, hard = s->rlimits[i].hard;
-
-		for (int k = 0; k < 4; k++)
-			v[k] = (uint8_t)(s->rlimits[i].resource >> (8 * k));
-		for (int k = 0; k < 8; k++) {
-			v[4 + k] = (uint8_t)(soft >> (8 * k));
-			v[12 + k] = (uint8_t)(hard >> (8 * k));
-		}
-		proto_rec(b, PROTO_REC_RLIMIT, v, sizeof(v));
-	}
+	for (unsigned int i = 0; i < s->nrlimits; i++)
+		proto_rec_rlimit(b, s->rlimits[i].resource, s->rlimits[i].soft,
+				 s->rlimits[i].hard);
 	for (unsigned int i = 0; i < s->nmasked; i++)
 		proto_rec_str(b, PROTO_REC_MASK, s->masked[i]);
 	for (unsigned int i = 0; i < s->nropaths; i++)
@@ -736,22 +727,9 @@ void spec_encode(const struct oci_spec *s, uint16_t rows, uint16_t cols,
 	}
 	for (unsigned int i = 0; i < s->ndevices; i++) {
 		const struct spec_device *d = &s->devices[i];
-		struct proto_buf v = { 0 };
 		uint32_t n[5] = { d->major, d->minor, d->mode, d->uid, d->gid };
 
-		proto_put(&v, &d->type, 1);
-		for (int k = 0; k < 5; k++) {
-			uint8_t le[4] = { (uint8_t)n[k], (uint8_t)(n[k] >> 8),
-					  (uint8_t)(n[k] >> 16), (uint8_t)(n[k] >> 24) };
-
-			proto_put(&v, le, 4);
-		}
-		proto_put(&v, d->path, strlen(d->path));
-		if (v.err)
-			b->err = v.err;
-		else
-			proto_rec(b, PROTO_REC_DEVICE, v.data, v.len);
-		proto_buf_free(&v);
+		proto_rec_device(b, d->type, n, d->path, strlen(d->path));
 	}
 }
 

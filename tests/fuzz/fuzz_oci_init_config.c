@@ -76,25 +76,9 @@ static void encode(const struct init_config *c, struct proto_buf *b)
 
 		proto_rec_strs(b, PROTO_REC_MOUNT, f, 4);
 	}
-	for (unsigned int i = 0; i < c->nrlimits; i++) {
-		struct proto_buf v = { 0 };
-		uint8_t le[8];
-
-		for (int k = 0; k < 4; k++)
-			le[k] = (uint8_t)(c->rlimits[i].res >> (8 * k));
-		proto_put(&v, le, 4);
-		for (int k = 0; k < 8; k++)
-			le[k] = (uint8_t)(c->rlimits[i].soft >> (8 * k));
-		proto_put(&v, le, 8);
-		for (int k = 0; k < 8; k++)
-			le[k] = (uint8_t)(c->rlimits[i].hard >> (8 * k));
-		proto_put(&v, le, 8);
-		if (v.err)
-			b->err = v.err;
-		else
-			proto_rec(b, PROTO_REC_RLIMIT, v.data, v.len);
-		proto_buf_free(&v);
-	}
+	for (unsigned int i = 0; i < c->nrlimits; i++)
+		proto_rec_rlimit(b, c->rlimits[i].res, c->rlimits[i].soft,
+				 c->rlimits[i].hard);
 	for (unsigned int i = 0; i < c->nmasked; i++)
 		proto_rec_str(b, PROTO_REC_MASK, c->masked[i]);
 	for (unsigned int i = 0; i < c->nropaths; i++)
@@ -107,23 +91,10 @@ static void encode(const struct init_config *c, struct proto_buf *b)
 	for (unsigned int i = 0; i < c->ndevs; i++) {
 		const struct init_dev *d = &c->devs[i];
 		uint32_t n[5] = { d->major, d->minor, d->mode, d->uid, d->gid };
-		struct proto_buf v = { 0 };
 
-		proto_put(&v, &d->type, 1);
-		for (int k = 0; k < 5; k++) {
-			uint8_t le[4] = { (uint8_t)n[k], (uint8_t)(n[k] >> 8),
-					  (uint8_t)(n[k] >> 16), (uint8_t)(n[k] >> 24) };
-
-			proto_put(&v, le, 4);
-		}
 		/* With its NUL: a path decoded as "" still makes a record
 		 * longer than the 21 bytes of numbers. */
-		proto_put(&v, d->path, strlen(d->path) + 1);
-		if (v.err)
-			b->err = v.err;
-		else
-			proto_rec(b, PROTO_REC_DEVICE, v.data, v.len);
-		proto_buf_free(&v);
+		proto_rec_device(b, d->type, n, d->path, strlen(d->path) + 1);
 	}
 }
 
