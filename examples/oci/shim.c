@@ -12,6 +12,9 @@
  * the exit port (the process's exit code, or 128 + its signal).
  * Its stdin/stdout/stderr are the container's (ports minivmm.stdin/
  * stdout/stderr) and then /dev/null: nothing it says reaches them.
+ * Started as root, it runs as an unprivileged user with no capabilities
+ * from libvmm's start hook on (drop_hook()): whatever it uses afterwards
+ * must have been opened before.
  */
 #include <errno.h>
 #include <fcntl.h>
