@@ -177,7 +177,8 @@ static int parse_record(struct init_config *c, uint16_t t, const uint8_t *v,
 
 int init_config_parse(struct init_config *c, const uint8_t *p, uint32_t n)
 {
-	struct proto_iter it = { p, p + n };
+	/* No payload at all may come as NULL (no offset on a null pointer). */
+	struct proto_iter it = { p, p ? p + n : p };
 	const uint8_t *v;
 	uint32_t len;
 	uint16_t t;
