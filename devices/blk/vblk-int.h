@@ -22,9 +22,9 @@ struct vblk_queue {
 	struct vblk_queue_stats stats; /* written by the owner, atomically */
 	bool broken;		       /* protocol error latched until reset */
 	struct vblk_req *free;	       /* free list of used-before requests */
-	unsigned int nr_fresh;	       /* pool[nr_fresh..] never handed out */
+	unsigned int nr_fresh;	       /* slots [nr_fresh..] of its pool
+					  (struct vblk.pools) never handed out */
 	struct vblk_req *pending;      /* refused with -EAGAIN, retried first */
-	char *pool;		       /* queue_size requests of req_size */
 	struct virtq_chain chain;      /* scratch for virtq_pop() */
 };
 
@@ -52,7 +52,15 @@ struct vblk {
 	struct log_limit err_log, proto_log;
 	struct virtio_blk_config cfg; /* little-endian image, wce patched */
 	size_t req_size;
+	/*
+	 * Per queue, its state and a pool of queue_size requests of req_size
+	 * bytes (queue q's at pools + q * queue_size * req_size).  Each is one
+	 * calloc, written nowhere at open: a large calloc maps zero pages
+	 * lazily, so a queue costs memory only once it is used (minivmm-blkd
+	 * offers 1024 queues; most front ends start a few).
+	 */
 	struct vblk_queue *queues;
+	char *pools;
 };
 
 static inline void stat_add(uint64_t *c, uint64_t n)

@@ -339,7 +339,9 @@ struct vblk_req *vblk_req_get(struct vblk *b, unsigned int q)
 		req = qs->free;
 		qs->free = req->next;
 	} else if (qs->nr_fresh < b->queue_size) {
-		req = (struct vblk_req *)(qs->pool + qs->nr_fresh++ * b->req_size);
+		size_t slot = (size_t)q * b->queue_size + qs->nr_fresh++;
+
+		req = (struct vblk_req *)(b->pools + slot * b->req_size);
 		req->max_iov = b->seg_max;
 		req->iov = req->inline_iov;
 	} else {

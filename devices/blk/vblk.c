@@ -323,19 +323,12 @@ int vblk_open(const struct vblk_options *opt, struct vblk **out)
 			       MIN(b->seg_max, VBLK_INLINE_IOV) *
 				       sizeof(struct iovec),
 			       (size_t)64);
+	/* Nothing written here: see struct vblk (vblk-int.h). */
 	b->queues = calloc(b->num_queues, sizeof(*b->queues));
-	if (!b->queues) {
+	b->pools = calloc((size_t)b->num_queues * qsz, b->req_size);
+	if (!b->queues || !b->pools) {
 		ret = -ENOMEM;
 		goto err;
-	}
-	for (unsigned int q = 0; q < b->num_queues; q++) {
-		/* calloc of a large block maps zero pages lazily: a request
-		 * slot costs memory only once it has been used. */
-		b->queues[q].pool = calloc(qsz, b->req_size);
-		if (!b->queues[q].pool) {
-			ret = -ENOMEM;
-			goto err;
-		}
 	}
 	*out = b;
 	return 0;
@@ -353,10 +346,10 @@ void vblk_close(struct vblk *b)
 			/* A parked request's heap iovec array, if any. */
 			if (b->queues[q].pending)
 				vblk_req_put(b->queues[q].pending);
-			free(b->queues[q].pool);
 		}
 		free(b->queues);
 	}
+	free(b->pools);
 	if (b->fd >= 0) {
 		unlock_image(b);
 		close(b->fd);

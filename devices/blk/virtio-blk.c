@@ -37,6 +37,7 @@ struct vblk_dev_queue {
 	 * with cancel false): their batches still interrupt the driver. */
 	bool draining;
 	bool pushed; /* used entries pushed since the last notify decision */
+	bool started; /* attached once (stats readers: relaxed atomic) */
 	/* Written by the queue's I/O thread, read by stats readers (relaxed). */
 	uint64_t kicks, doorbells, interrupts, suppressed;
 };
@@ -209,6 +210,7 @@ static int queue_attach(void *opaque)
 	if (q->poller.poll_us)
 		iothread_add_poller(q->io, &q->poller);
 	q->attached = true;
+	__atomic_store_n(&q->started, true, __ATOMIC_RELAXED);
 	q->pushed = false;
 	queue_process(q); /* buffers made available before DRIVER_OK */
 	return 0;
@@ -503,5 +505,6 @@ int vblk_dev_queue_stats(struct vblk_dev *d, unsigned int q,
 	st->suppressed = __atomic_load_n(&dq->suppressed, __ATOMIC_RELAXED);
 	st->iothread = (uint32_t)(q % d->nr_iothreads);
 	st->attached = __atomic_load_n(&dq->attached, __ATOMIC_RELAXED);
+	st->started = __atomic_load_n(&dq->started, __ATOMIC_RELAXED);
 	return 0;
 }

@@ -43,6 +43,9 @@ struct vblk_dev_queue_stats {
 	uint64_t suppressed;	/* batches whose interrupt EVENT_IDX suppressed */
 	uint32_t iothread;	/* index of the serving I/O thread */
 	bool attached;
+	bool started;		/* attached at least once since create (a
+				   vhost-user back end offers more queues
+				   than most front ends start) */
 };
 
 int vblk_dev_create(const struct vblk_dev_params *p, struct vblk_dev **out)

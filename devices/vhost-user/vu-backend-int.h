@@ -47,9 +47,6 @@ struct vu_ring {
 	pthread_mutex_t fd_lock;
 	int call_fd, err_fd;	 /* -1: none */
 	bool broken_logged;	 /* needs_reset logged (fd_lock) */
-	/* The ring's in-flight tracker while it runs on the front end's
-	 * buffer (SET_INFLIGHT_FD): r->q.vq.inflight points here. */
-	struct virtq_inflight trk;
 };
 
 struct vu_backend {
@@ -81,6 +78,14 @@ struct vu_backend {
 	uint8_t *own_buf;
 	size_t own_len;
 	struct vu_ring *rings;
+	/*
+	 * Per ring, its in-flight tracker while it runs on the front end's
+	 * buffer (SET_INFLIGHT_FD): rings[i].q.vq.inflight points to trk[i].
+	 * Apart from the rings (2 KiB each, most of it a resubmission list)
+	 * and written only when a ring is tracked: minivmm-blkd offers 1024
+	 * rings, and calloc maps the pages of those never tracked lazily.
+	 */
+	struct virtq_inflight *trk;
 	struct vu_backend_stats st;
 };
 

@@ -137,7 +137,8 @@ static int ring_track(struct vu_ring *r)
 	}
 	reg = (struct virtq_inflight_region *)(b->inflight +
 		r->q.index * virtq_inflight_region_size(b->inflight_qsize));
-	ret = virtq_inflight_attach(&r->q.vq, &r->trk, reg, b->inflight_qsize, &n);
+	ret = virtq_inflight_attach(&r->q.vq, &b->trk[r->q.index], reg,
+				    b->inflight_qsize, &n);
 	if (ret) {
 		vmm_err("vhost-user %s: ring %u: the in-flight buffer is not one this back end can use",
 			b->name, r->q.index);
@@ -305,7 +306,10 @@ int vu_backend_create(const struct vu_backend_params *p, struct vu_backend **out
 	if (!b)
 		return -ENOMEM;
 	b->rings = calloc(p->num_queues, sizeof(*b->rings));
-	if (!b->rings) {
+	b->trk = calloc(p->num_queues, sizeof(*b->trk));
+	if (!b->rings || !b->trk) {
+		free(b->rings);
+		free(b->trk);
 		free(b);
 		return -ENOMEM;
 	}
@@ -345,6 +349,7 @@ void vu_backend_destroy(struct vu_backend *b)
 	for (unsigned int i = 0; i < b->nq; i++)
 		pthread_mutex_destroy(&b->rings[i].fd_lock);
 	free(b->rings);
+	free(b->trk);
 	free(b);
 }
 

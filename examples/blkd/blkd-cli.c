@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include "blkd-cli.h"
 
@@ -48,19 +50,24 @@ void blkd_usage(const char *prog, void *file)
 		"                       [,cache=writeback|unsafe][,event-idx=off]\n"
 		"                       [,lock=off]\n"
 		"                       num-queues: the most the front end may use\n"
-		"                       (default: the host's online CPUs);\n"
+		"                       (default %d, all virtio-pci allows: the\n"
+		"                       front end picks, QEMU one per guest vCPU);\n"
 		"                       queue-size: the largest ring it may set\n"
 		"                       (default 256)\n"
-		"      --iothreads N    I/O threads; queue i is served by thread\n"
-		"                       i mod N (default: one per queue)\n"
+		"      --iothreads N    I/O threads, started up front; queue i is\n"
+		"                       served by thread i mod N (default: one per\n"
+		"                       CPU the daemon may run on, at most\n"
+		"                       num-queues: a front end with Q queues keeps\n"
+		"                       min(Q, N) of them busy)\n"
 		"      --io-sched P     I/O threads' scheduling policy: batch\n"
 		"                       (default) or normal, as minivmm's\n"
 		"      --no-seccomp     do not confine the threads with seccomp-bpf\n"
 		"                       allow-lists (on by default)\n"
 		"      --stats-json     when a front end disconnects, print the\n"
 		"                       device's counters so far (requests,\n"
-		"                       doorbells, kicks, interrupts, per queue) as\n"
-		"                       one JSON line on stdout\n"
+		"                       doorbells, kicks, interrupts, per queue\n"
+		"                       a front end started) as one JSON line on\n"
+		"                       stdout\n"
 		"  -v, --verbose        more log messages (repeat for debug)\n"
 		"  -q, --quiet          errors only\n"
 		"  -h, --help           this text\n"
@@ -70,7 +77,7 @@ void blkd_usage(const char *prog, void *file)
 		"back end stops its rings and waits for the next.  SIGINT or SIGTERM\n"
 		"stop the daemon (exit status 0).  Exit status: 0 stopped by a\n"
 		"signal, 1 failure, 2 usage error.\n",
-		prog, VMM_VERSION_STRING);
+		prog, VMM_VERSION_STRING, VMM_MAX_DISK_QUEUES);
 }
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -180,11 +187,15 @@ int blkd_parse(int argc, char **argv, unsigned int ncpus, struct blkd_opts *o,
 		return fail(err, errlen, "--socket is required");
 	if (!o->has_disk)
 		return fail(err, errlen, "--disk is required");
+	/* The queue count is the front end's business (QEMU's
+	 * vhost-user-blk-pci asks for one per guest vCPU, however many CPUs
+	 * this host has): offer all virtio-pci allows.  The I/O threads are
+	 * this host's: one per CPU, no more than there are queues to serve. */
 	if (!o->disk.cfg.num_queues)
-		o->disk.cfg.num_queues = (uint16_t)(ncpus < 1 ? 1 :
-						    ncpus > 1024 ? 1024 : ncpus);
+		o->disk.cfg.num_queues = VMM_MAX_DISK_QUEUES;
 	if (!o->iothreads)
-		o->iothreads = o->disk.cfg.num_queues;
+		o->iothreads = ncpus < 1 ? 1 : ncpus < o->disk.cfg.num_queues ?
+			       ncpus : o->disk.cfg.num_queues;
 	if (o->iothreads > o->disk.cfg.num_queues)
 		return fail(err, errlen,
 			    "--iothreads %u: more I/O threads than queues (%u)",
@@ -196,4 +207,20 @@ void blkd_free(struct blkd_opts *o)
 {
 	free(o->disk.spec);
 	o->disk.spec = NULL;
+}
+
+unsigned int blkd_host_cpus(void)
+{
+	cpu_set_t set;
+	long n;
+
+	/* The affinity mask, not the online count: a daemon started under
+	 * taskset or in a cpuset gains nothing from threads for CPUs it
+	 * cannot run on (the kernel answers the mask and the active CPUs).
+	 * A host with more than CPU_SETSIZE CPUs gets EINVAL: the online
+	 * count then. */
+	if (!sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) > 0)
+		return (unsigned int)CPU_COUNT(&set);
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (unsigned int)n : 1;
 }

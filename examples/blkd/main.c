@@ -14,6 +14,7 @@
  * (registered files only) as in the VMM.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@
 #include "blkd-cli.h"
 #include "iothread.h"
 #include "log.h"
+#include "nbfd.h"
 #include "sandbox.h"
 #include "vhost-user/vu-backend.h"
 
@@ -56,10 +58,19 @@ struct blkd {
 	struct vu_backend *vu;
 	struct sandbox *sb;
 	int listen_fd, sig_fd;
+	struct nbfd out; /* stdout, for --stats-json: never blocks (nbfd.h) */
+	/* --stats-json's line, sized at start-up for every queue (the
+	 * control thread formats it under seccomp). */
+	char *stats_buf;
+	size_t stats_len;
 };
 
-/* Log sink: one write(2) per message, nothing glibc's stdio might need
- * (the threads run under seccomp). */
+/* The longest per-queue entry of --stats-json: four 20-digit counters. */
+#define BLKD_STATS_PER_QUEUE 160
+
+/* Log sink: one non-blocking write per message (vmm_log_write(): a
+ * stalled stderr costs the line, never a stuck thread), nothing glibc's
+ * stdio might need (the threads run under seccomp). */
 static void log_sink(int level, const char *msg, void *opaque)
 {
 	static const char *const tag[] = { "error: ", "warning: ", "", "" };
@@ -71,8 +82,8 @@ static void log_sink(int level, const char *msg, void *opaque)
 		     level >= 0 && level <= VMM_LOG_DEBUG ? tag[level] : "", msg);
 	if (n > (int)sizeof(buf) - 1)
 		n = (int)sizeof(buf) - 1;
-	if (n > 0 && write(STDERR_FILENO, buf, (size_t)n) < 0)
-		return;
+	if (n > 0)
+		vmm_log_write(buf, (size_t)n, 0);
 }
 
 /* Bind and listen on @path; a stale socket there is replaced, anything
@@ -156,6 +167,12 @@ static int setup(struct blkd *d)
 		vblk_close(blk);
 		return ret;
 	}
+	if (d->o.stats_json) {
+		d->stats_len = 512 + (size_t)c->num_queues * BLKD_STATS_PER_QUEUE;
+		d->stats_buf = malloc(d->stats_len);
+		if (!d->stats_buf)
+			return -ENOMEM;
+	}
 	vp.dev = d->dev;
 	vp.num_queues = vblk_num_queues(blk);
 	vp.max_queue_size = vblk_queue_size(blk);
@@ -165,7 +182,7 @@ static int setup(struct blkd *d)
 	d->listen_fd = listen_on(d->o.socket);
 	if (d->listen_fd < 0)
 		return -EINVAL;
-	vmm_info("%s: %llu sectors%s, %u queues of up to %u, %u I/O threads",
+	vmm_info("%s: %llu sectors%s, up to %u queues of up to %u entries, %u I/O threads",
 		 c->path, (unsigned long long)vblk_capacity(blk),
 		 (c->flags & VMM_DISK_READONLY) ? " read-only" : "",
 		 vp.num_queues, vp.max_queue_size, d->nio);
@@ -202,26 +219,32 @@ static void teardown(struct blkd *d)
 	for (unsigned int i = 0; i < d->nio; i++)
 		iothread_destroy(d->io[i]);
 	free(d->io);
+	free(d->stats_buf);
 	if (d->listen_fd >= 0)
 		close(d->listen_fd);
 	if (d->sig_fd >= 0)
 		close(d->sig_fd);
+	nbfd_close(&d->out);
 	sandbox_free(d->sb);
 }
 
 /* --stats-json: the device's counters since the start (doorbells: the
  * front end's kick eventfd writes; kicks: the I/O thread wake-ups that
- * served them), one JSON line on
- * stdout after each front end (formatted here, one write(2): the thread runs under seccomp and
- * stdio may need more than write).  Context: the control thread, between
- * front ends or after the last (the I/O threads update the counters with
- * relaxed atomics; a reader between front ends sees them final). */
+ * served them), one JSON line on stdout after each front end, per queue
+ * only those a front end started (of up to 1024 offered), formatted here
+ * in the buffer sized at start-up and written with one write(2): the
+ * thread runs under seccomp and stdio may need more than write.  Context:
+ * the control thread, between front ends or after the last (the I/O
+ * threads update the counters with relaxed atomics; a reader between front
+ * ends sees them final). */
 static void print_stats(struct blkd *d)
 {
-	char buf[16384];
-	size_t n = 0, cap = sizeof(buf) - 4;
+	char *buf = d->stats_buf;
+	size_t n = 0, cap = d->stats_len - 4;
 	uint64_t req = 0, kicks = 0, bells = 0, irqs = 0, supp = 0, errs = 0, disc = 0, wz = 0;
 	unsigned int nq = d->o.disk.cfg.num_queues;
+	bool first = true;
+	int err;
 
 #define OUT(...)                                                                \
 	do {                                                                    \
@@ -234,7 +257,7 @@ static void print_stats(struct blkd *d)
 		struct vblk_dev_queue_stats st;
 		uint64_t r = 0;
 
-		if (vblk_dev_queue_stats(d->dev, q, &st))
+		if (vblk_dev_queue_stats(d->dev, q, &st) || !st.started)
 			continue;
 		for (unsigned int t = 0; t < VBLK_STAT_NR; t++)
 			r += st.blk.reqs[t];
@@ -248,9 +271,10 @@ static void print_stats(struct blkd *d)
 		wz += st.blk.reqs[VBLK_STAT_WRITE_ZEROES];
 		OUT("%s{\"q\":%u,\"requests\":%llu,\"doorbells\":%llu,\"kicks\":%llu,"
 		    "\"interrupts\":%llu}",
-		    q ? "," : "", q, (unsigned long long)r,
+		    first ? "" : ",", q, (unsigned long long)r,
 		    (unsigned long long)st.doorbells, (unsigned long long)st.kicks,
 		    (unsigned long long)st.interrupts);
+		first = false;
 	}
 	OUT("],\"requests\":%llu,\"doorbells\":%llu,\"kicks\":%llu,\"interrupts\":%llu,"
 	    "\"suppressed\":%llu,\"io_errors\":%llu,\"discards\":%llu,"
@@ -262,8 +286,12 @@ static void print_stats(struct blkd *d)
 	    (unsigned long long)wz);
 #undef OUT
 	buf[n++] = '\n';
-	if (write(STDOUT_FILENO, buf, n) < 0)
-		vmm_warn("--stats-json: write: %s", strerror(errno));
+	/* stdout may be the pipe stderr is on, stalled: a reader that keeps
+	 * reading gets the line, one that takes nothing for a second loses
+	 * it, and the front end after it is served all the same. */
+	if (nbfd_write_all(&d->out, buf, n, 1000, &err) != n)
+		vmm_warn("--stats-json: counters line not written: %s",
+			 strerror(err == -EAGAIN ? ETIMEDOUT : -err));
 }
 
 /* Serve front ends one after the other until a signal.  Returns the
@@ -315,11 +343,9 @@ int main(int argc, char **argv)
 	struct blkd d = { .listen_fd = -1, .sig_fd = -1 };
 	char err[256];
 	sigset_t set;
-	long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int ret, sig;
 
-	if (blkd_parse(argc, argv, ncpus > 0 ? (unsigned int)ncpus : 1, &d.o, err,
-		       sizeof(err))) {
+	if (blkd_parse(argc, argv, blkd_host_cpus(), &d.o, err, sizeof(err))) {
 		fprintf(stderr, "minivmm-blkd: %s\n", err);
 		fprintf(stderr, "Try '%s --help'.\n", argv[0]);
 		blkd_free(&d.o);
@@ -334,6 +360,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	vmm_set_log(log_sink, NULL, d.o.log_level);
+	nbfd_open(STDOUT_FILENO, O_WRONLY, &d.out); /* before any confinement */
 	/* Before any thread exists, so that every thread inherits the mask
 	 * and the signals only ever reach the signalfd. */
 	sigemptyset(&set);
@@ -342,7 +369,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (pthread_sigmask(SIG_BLOCK, &set, NULL) ||
 	    (d.sig_fd = signalfd(-1, &set, SFD_CLOEXEC)) < 0) {
-		fprintf(stderr, "minivmm-blkd: signalfd: %s\n", strerror(errno));
+		vmm_err("signalfd: %s", strerror(errno));
+		nbfd_close(&d.out);
 		blkd_free(&d.o);
 		return 1;
 	}
@@ -354,9 +382,13 @@ int main(int argc, char **argv)
 		blkd_free(&d.o);
 		return 1;
 	}
-	if (d.o.log_level > VMM_LOG_ERROR)
-		fprintf(stderr, "minivmm-blkd: ready: %s on %s\n", d.o.disk.cfg.path,
-			d.o.socket);
+	if (d.o.log_level > VMM_LOG_ERROR) {
+		char ready[512];
+
+		snprintf(ready, sizeof(ready), "ready: %s on %s", d.o.disk.cfg.path,
+			 d.o.socket);
+		log_sink(VMM_LOG_INFO, ready, NULL);
+	}
 	sig = serve(&d);
 	vmm_info("signal %d: stopping", sig);
 	teardown(&d);

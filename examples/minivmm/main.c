@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,49 @@
 #ifndef SANITIZER_BUILD
 #define SANITIZER_BUILD 0
 #endif
+
+/*
+ * minivmm's own messages: "minivmm: MSG" on stderr, like the library's
+ * lines never blocking (vmm_log_write()): a stalled stderr (one pipe with
+ * stdout that nobody drains) costs the line, not a stuck exit.
+ */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	char line[1024];
+	size_t n = sizeof("minivmm: ") - 1;
+	va_list ap;
+	int m;
+
+	memcpy(line, "minivmm: ", n);
+	va_start(ap, fmt);
+	m = vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);
+	va_end(ap);
+	if (m > 0)
+		n += (size_t)m < sizeof(line) - n - 1 ? (size_t)m : sizeof(line) - n - 2;
+	line[n++] = '\n';
+	vmm_log_write(line, n, 0);
+}
+
+/*
+ * --stats / --stats-json at exit: composed in memory, then written with a
+ * bounded wait (the JSON of many disks is one line of hundreds of KiB,
+ * more than a pipe holds): a reader that keeps reading gets all of it, a
+ * stderr that takes nothing for a second costs the rest.
+ */
+static void stats_report(struct vmm *vm, const struct cli_opts *o)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return;
+	stats_print(vm, o->nr_disks, o->stats_json, f);
+	if (!fclose(f))
+		vmm_log_write(buf, len, 1000);
+	free(buf);
+}
 
 static struct termios saved_tio;
 static int tio_saved;
@@ -109,19 +153,19 @@ static int run(const struct cli_opts *o, struct drop *drop)
 	vmm_set_log(NULL, NULL, o->log_level);
 	ret = vmm_create(&vm);
 	if (ret) {
-		fprintf(stderr, "minivmm: cannot create the VM: %s\n", strerror(-ret));
+		say("cannot create the VM: %s", strerror(-ret));
 		return 1;
 	}
 	if ((ret = vmm_set_vcpus(vm, o->smp))) {
-		fprintf(stderr, "minivmm: --smp %u: %s\n", o->smp, strerror(-ret));
+		say("--smp %u: %s", o->smp, strerror(-ret));
 		goto out;
 	}
 	if ((ret = vmm_set_memory(vm, o->mem))) {
-		fprintf(stderr, "minivmm: --mem: %s\n", strerror(-ret));
+		say("--mem: %s", strerror(-ret));
 		goto out;
 	}
 	if ((ret = vmm_set_kernel(vm, o->kernel, o->initrd, o->cmdline))) {
-		fprintf(stderr, "minivmm: kernel: %s\n", strerror(-ret));
+		say("kernel: %s", strerror(-ret));
 		goto out;
 	}
 	if ((ret = vmm_set_console(vm, STDIN_FILENO, STDOUT_FILENO)))
@@ -131,28 +175,28 @@ static int run(const struct cli_opts *o, struct drop *drop)
 	 * runtime (LeakSanitizer at exit) needs ptrace and clone. */
 	if (!o->no_seccomp && !SANITIZER_BUILD &&
 	    (ret = vmm_set_seccomp(vm, VMM_SECCOMP_KILL))) {
-		fprintf(stderr, "minivmm: seccomp: %s\n", strerror(-ret));
+		say("seccomp: %s", strerror(-ret));
 		goto out;
 	}
 	/* --user: vmm_start() opens the kernel, initrd and disk images, then
 	 * calls this before it confines or starts a thread that runs the
 	 * guest. */
 	if (drop && (ret = vmm_set_start_hook(vm, drop_hook, drop))) {
-		fprintf(stderr, "minivmm: --user: %s\n", strerror(-ret));
+		say("--user: %s", strerror(-ret));
 		goto out;
 	}
 	if ((ret = vmm_set_memory_backend(vm, o->mem_backend))) {
-		fprintf(stderr, "minivmm: --mem-backend: %s\n", strerror(-ret));
+		say("--mem-backend: %s", strerror(-ret));
 		goto out;
 	}
 	if ((ret = vmm_set_iothread_sched(vm, o->io_sched))) {
-		fprintf(stderr, "minivmm: --io-sched: %s\n", strerror(-ret));
+		say("--io-sched: %s", strerror(-ret));
 		goto out;
 	}
 	for (unsigned int i = 0; i < o->nr_disks; i++) {
 		ret = vmm_add_disk(vm, &o->disks[i].cfg, NULL);
 		if (ret) {
-			fprintf(stderr, "minivmm: --disk %s: %s\n",
+			say("--disk %s: %s",
 				o->disks[i].cfg.path, strerror(-ret));
 			goto out;
 		}
@@ -168,7 +212,7 @@ static int run(const struct cli_opts *o, struct drop *drop)
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (sfd < 0) {
 		ret = -errno;
-		fprintf(stderr, "minivmm: signalfd: %s\n", strerror(errno));
+		say("signalfd: %s", strerror(errno));
 		goto out;
 	}
 	console_raw();
@@ -177,22 +221,21 @@ static int run(const struct cli_opts *o, struct drop *drop)
 		console_restore();
 		close(sfd);
 		if (drop && drop->err[0])
-			fprintf(stderr, "minivmm: --user: %s\n", drop->err);
+			say("--user: %s", drop->err);
 		else
-			fprintf(stderr, "minivmm: cannot start the VM: %s\n",
+			say("cannot start the VM: %s",
 				strerror(-ret));
 		goto out;
 	}
 	if (drop && o->log_level >= VMM_LOG_INFO)
-		fprintf(stderr,
-			"minivmm: running as uid %u gid %u, no supplementary groups, "
-			"no capabilities, no_new_privs\n",
+		say("running as uid %u gid %u, no supplementary groups, "
+		    "no capabilities, no_new_privs",
 			(unsigned int)drop->uid, (unsigned int)drop->gid);
 	/* This thread now only waits, stops, reports and tears down: the
 	 * control allow-list (no open, no exec) is all it needs. */
 	if (!o->no_seccomp && !SANITIZER_BUILD &&
 	    (ret = vmm_seccomp_confine_current_thread(vm))) {
-		fprintf(stderr, "minivmm: seccomp: %s\n", strerror(-ret));
+		say("seccomp: %s", strerror(-ret));
 		vmm_stop(vm);
 	}
 	sig = wait_for_exit(vm, sfd);
@@ -201,7 +244,7 @@ static int run(const struct cli_opts *o, struct drop *drop)
 		reason = VMM_EXIT_ERROR; /* cannot happen: the status is set */
 	console_restore();
 	if (o->stats)
-		stats_print(vm, o->nr_disks, o->stats_json, stderr);
+		stats_report(vm, o);
 	close(sfd);
 	vmm_destroy(vm);
 	if (sig)
@@ -215,10 +258,10 @@ static int run(const struct cli_opts *o, struct drop *drop)
 		 * process exit status (its low 8 bits). */
 		return (int)(status & 0xff);
 	case VMM_EXIT_TRIPLE_FAULT:
-		fprintf(stderr, "minivmm: the guest triple-faulted\n");
+		say("the guest triple-faulted");
 		return 1;
 	default:
-		fprintf(stderr, "minivmm: the VM stopped: %s\n",
+		say("the VM stopped: %s",
 			vmm_exit_reason_str(reason));
 		return 1;
 	}
@@ -252,7 +295,7 @@ int main(int argc, char **argv)
 	int ret;
 
 	if (cli_parse(argc, argv, &o, err, sizeof(err))) {
-		fprintf(stderr, "minivmm: %s (see --help)\n", err);
+		say("%s (see --help)", err);
 		cli_free(&o);
 		return 2;
 	}
@@ -269,14 +312,14 @@ int main(int argc, char **argv)
 	/* Names are looked up now, while this is the only thread. */
 	if (o.user.set && user_resolve(&o.user, &drop.uid, &drop.gid, err,
 				       sizeof(err))) {
-		fprintf(stderr, "minivmm: %s (see --help)\n", err);
+		say("%s (see --help)", err);
 		cli_free(&o);
 		return 2;
 	}
 	/* The capability sets a uid change keeps, emptied while this is the
 	 * only thread: every VMM thread inherits them (user.h). */
 	if (o.user.set && user_restrict(err, sizeof(err))) {
-		fprintf(stderr, "minivmm: --user: %s\n", err);
+		say("--user: %s", err);
 		cli_free(&o);
 		return 1;
 	}

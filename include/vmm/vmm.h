@@ -168,16 +168,62 @@ int vmm_get_version(int *major, int *minor);
 
 /**
  * vmm_set_log() - route library messages to @fn (process-wide).
- * @fn:     callback, or NULL to restore the default (stderr, prefixed
- *          "libvmm: ": one write(2) per line to fd 2, not stdio)
+ * @fn:     callback, or NULL to restore the default: standard error, a
+ *          line "libvmm: MSG" per message in one non-blocking write
+ *          (vmm_log_write())
  * @opaque: passed to @fn
  * @level:  messages with a level greater than this are dropped
  *
  * This is the only process-wide setting: logging is shared by all VMs.
+ * A callback must not block either: a VMM thread that waits in it stalls
+ * its vCPU or queue, and vmm_stop() waits for that thread.  One that
+ * writes to stderr can do it with vmm_log_write().
  *
  * Returns: 0, or -EINVAL if @level is not an enum vmm_log_level.
  */
 int vmm_set_log(vmm_log_fn fn, void *opaque, int level);
+
+/**
+ * vmm_log_write() - write text to standard error without blocking for long.
+ * @buf:        the text, normally whole lines ending in '\n'
+ * @len:        its length in bytes
+ * @timeout_ms: how long to wait, each time stderr takes nothing, before
+ *              the rest is dropped: 0 never waits (what the default log
+ *              sink uses); a final report can afford a little (minivmm's
+ *              --stats: 1000)
+ *
+ * The default log sink's way to stderr, for an embedder's own messages
+ * and vmm_log_fn callbacks: a stderr that takes nothing (a pipe nobody
+ * reads, as under conmon or systemd when the reader stalls) costs the
+ * text, counted in vmm_log_dropped(), never a blocked thread.  The
+ * embedder's open file description is not changed: a pipe or terminal is
+ * written through a private non-blocking reopen (/proc/self/fd/2), a
+ * socket with send(MSG_DONTWAIT), a regular file directly, anything else
+ * (no /proc) in chunks of 256 bytes after poll() says it is writable.
+ * Up to PIPE_BUF (4096) bytes reach a pipe whole or not at all; a longer
+ * text, or one to a terminal or socket, may be cut (the rest is dropped,
+ * and the next text starts on a new line).  After drops, the next text
+ * that goes through is preceded by "libvmm: N log lines dropped: standard
+ * error would block".  Which file fd 2 is gets looked at again by
+ * vmm_create() and vmm_set_log() (a dup2() onto fd 2 takes effect there,
+ * and the library stops holding the old one open).
+ *
+ * Context: any thread, also seccomp-confined ones (vmm_set_seccomp());
+ * async-signal-safe.
+ * Returns: 0 when all of @buf was written; -EAGAIN: stderr would block,
+ * @buf (or what it did not take) dropped; -EINVAL: @buf NULL with a
+ * length, or @timeout_ms < 0; another -errno of the write (-EPIPE;
+ * -EBADF: fd 2 closed; -EIO).
+ */
+int vmm_log_write(const char *buf, size_t len, int timeout_ms);
+
+/**
+ * vmm_log_dropped() - texts vmm_log_write() and the default log sink
+ * dropped (wholly or in part) since the process started.
+ *
+ * Returns: the count (process-wide, like the sink).
+ */
+uint64_t vmm_log_dropped(void);
 
 /**
  * vmm_create() - open /dev/kvm and create an empty VM in state CONFIG.
@@ -777,7 +823,8 @@ enum vmm_seccomp_mode {
  * everywhere; mmap/mprotect with PROT_EXEC too.  The caller's threads are
  * never confined implicitly: see vmm_seccomp_confine_current_thread().
  * A vmm_log_fn callback runs under these filters (it may write() to an
- * already open fd, lock, allocate; nothing else).  Filters stay in force
+ * already open fd -- vmm_log_write() for stderr --, lock, allocate;
+ * nothing else).  Filters stay in force
  * until the threads end.  Needs Linux 4.14+ (SECCOMP_RET_KILL_PROCESS).
  *
  * A refused call in VMM_SECCOMP_KILL mode: the kernel skips it and traps

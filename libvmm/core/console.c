@@ -16,23 +16,16 @@
 
 #include "console.h"
 #include "log.h"
+#include "nbfd.h"
 #include "sandbox.h"
 #include "thread.h"
 
 /* Seconds between two "output stalled" warnings. */
 #define CONSOLE_WARN_INTERVAL 10
 
-/* How the thread reaches one of the embedder's fds. */
-struct console_end {
-	int fd;		 /* the fd used: the embedder's, or our reopen; -1 none */
-	bool own;	 /* fd is our private reopen: close it */
-	bool poll_first; /* blocking description we could not reopen: only
-			    touch it right after poll() said it is ready */
-};
-
 struct console {
 	struct console_params p;
-	struct console_end in, out;
+	struct nbfd in, out; /* the embedder's fds, non-blocking (nbfd.h) */
 	int stop_efd; /* console_stop() -> thread */
 	int wake_efd; /* console_write() -> thread: output queued, or dropped */
 	pthread_t thread;
@@ -58,6 +51,15 @@ struct console {
 	bool drop_pending;
 	bool out_dead; /* out_fd failed for good: everything is dropped */
 	struct console_stats st;
+	/*
+	 * Held by the console thread across push_input() and the bytes_in
+	 * update that follows it, and by console_get_stats() around its
+	 * copy: the bytes are the guest's to read as soon as the device has
+	 * them, so without it a reader that saw them could still read the
+	 * old count.  Order: in_lock, then the device's lock (inside
+	 * push_input()), then lock; no writer path takes it.
+	 */
+	pthread_mutex_t in_lock;
 
 	/* Console thread only. */
 	bool out_blocked;     /* last write would block: wait for POLLOUT */
@@ -66,41 +68,16 @@ struct console {
 	time_t last_warn;     /* CLOCK_MONOTONIC seconds */
 };
 
-/*
- * Pick how to use @fd (see console.h) for @acc (O_RDONLY / O_WRONLY).  The
- * embedder's file description is never modified.  Context: vmm_start(),
- * before confinement (the reopen is an open()).
- */
+/* Prepare the embedder's @fd for non-blocking use (nbfd.h).  Context:
+ * vmm_start(), before confinement (the reopen is an open()). */
 static void console_open_end(const char *what, int fd, int acc,
-			     struct console_end *e)
+			     struct nbfd *e)
 {
-	struct stat st;
-	char path[32];
-	int fl, nfd;
+	int err = nbfd_open(fd, acc, e);
 
-	e->fd = fd;
-	e->own = false;
-	e->poll_first = false;
-	if (fd < 0)
-		return;
-	/* Regular files and block devices never wait for a reader. */
-	if (fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)))
-		return;
-	fl = fcntl(fd, F_GETFL);
-	if (fl >= 0 && (fl & O_NONBLOCK))
-		return;
-	/* A new open file description of the same pipe / terminal / device,
-	 * non-blocking; O_NOCTTY: never become our controlling terminal. */
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	nfd = open(path, acc | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	if (nfd >= 0) {
-		e->fd = nfd;
-		e->own = true;
-		return;
-	}
-	vmm_dbg("console %s fd %d: cannot reopen it non-blocking (%s); "
-		"using it after poll()", what, fd, strerror(errno));
-	e->poll_first = true;
+	if (err)
+		vmm_dbg("console %s fd %d: cannot reopen it non-blocking (%s); "
+			"using it after poll()", what, fd, strerror(err));
 }
 
 int console_create(const struct console_params *p, struct console **out)
@@ -118,6 +95,12 @@ int console_create(const struct console_params *p, struct console **out)
 	c->out.fd = -1;
 	ret = -pthread_mutex_init(&c->lock, NULL);
 	if (ret) {
+		free(c);
+		return ret;
+	}
+	ret = -pthread_mutex_init(&c->in_lock, NULL);
+	if (ret) {
+		pthread_mutex_destroy(&c->lock);
 		free(c);
 		return ret;
 	}
@@ -170,12 +153,9 @@ void console_write(struct console *c, const void *buf, size_t len)
 	 * (EAGAIN, a short write, an error the thread will report) is
 	 * queued.
 	 */
-	if (!c->count && !c->out_dead && !c->out.poll_first) {
-		ssize_t w;
+	if (!c->count && !c->out_dead && c->out.mode != NBFD_POLL) {
+		ssize_t w = nbfd_write(&c->out, p, len);
 
-		do
-			w = write(c->out.fd, p, len);
-		while (w < 0 && errno == EINTR);
 		if (w > 0) {
 			c->st.bytes_out += (uint64_t)w;
 			p += w;
@@ -226,7 +206,7 @@ static void console_out_failed(struct console *c, int err)
 
 /*
  * Write queued output until the ring is empty or the fd would block.
- * @ready: poll() just reported the fd writable (needed for a poll_first
+ * @ready: poll() just reported the fd writable (needed for an NBFD_POLL
  * fd, which then gets one chunk).  Context: console thread.
  */
 static void console_flush(struct console *c, bool ready)
@@ -235,8 +215,9 @@ static void console_flush(struct console *c, bool ready)
 		size_t n;
 		ssize_t w;
 
-		if (c->out.poll_first && !ready) {
-			/* Blocking description: one chunk per POLLOUT. */
+		if (c->out.mode == NBFD_POLL && !ready) {
+			/* Blocking description: one chunk (NBFD_POLL_CHUNK)
+			 * per POLLOUT. */
 			pthread_mutex_lock(&c->lock);
 			c->out_blocked = c->count > 0;
 			pthread_mutex_unlock(&c->lock);
@@ -253,22 +234,14 @@ static void console_flush(struct console *c, bool ready)
 		/* Single consumer: the bytes stay in the ring (the writer only
 		 * appends) until committed below. */
 		n = MIN(c->count, CONSOLE_OUT_BUF - c->head);
-		if (c->out.poll_first)
-			n = MIN(n, (size_t)CONSOLE_POLL_CHUNK);
 		pthread_mutex_unlock(&c->lock);
-		w = write(c->out.fd, c->buf + c->head, n);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN) {
-				c->out_blocked = true;
-				return;
-			}
-			console_out_failed(c, errno);
+		w = nbfd_write(&c->out, c->buf + c->head, n);
+		if (w == -EAGAIN) {
+			c->out_blocked = true;
 			return;
 		}
-		if (w == 0) {
-			console_out_failed(c, EIO);
+		if (w < 0) {
+			console_out_failed(c, (int)-w);
 			return;
 		}
 		pthread_mutex_lock(&c->lock);
@@ -424,13 +397,16 @@ static void *console_thread(void *arg)
 			off = 0;
 		}
 		if (have) {
-			size_t done = c->p.push_input(c->p.opaque, in + off, have);
+			size_t done;
 
-			off += done;
-			have -= done;
+			pthread_mutex_lock(&c->in_lock);
+			done = c->p.push_input(c->p.opaque, in + off, have);
 			pthread_mutex_lock(&c->lock);
 			c->st.bytes_in += done;
 			pthread_mutex_unlock(&c->lock);
+			pthread_mutex_unlock(&c->in_lock);
+			off += done;
+			have -= done;
 		}
 		/* POLLERR/POLLHUP count as ready: write() says what it is. */
 		if (out_i >= 0 && pfd[out_i].revents)
@@ -482,22 +458,23 @@ void console_destroy(struct console *c)
 	if (!c)
 		return;
 	console_stop(c);
-	if (c->in.own)
-		close(c->in.fd);
-	if (c->out.own)
-		close(c->out.fd);
+	nbfd_close(&c->in);
+	nbfd_close(&c->out);
 	if (c->stop_efd >= 0)
 		close(c->stop_efd);
 	if (c->wake_efd >= 0)
 		close(c->wake_efd);
 	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->in_lock);
 	free(c->buf);
 	free(c);
 }
 
 void console_get_stats(struct console *c, struct console_stats *st)
 {
+	pthread_mutex_lock(&c->in_lock);
 	pthread_mutex_lock(&c->lock);
 	*st = c->st;
 	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&c->in_lock);
 }

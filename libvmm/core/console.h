@@ -9,17 +9,18 @@
  * bounded buffer (CONSOLE_OUT_BUF bytes) that the console thread drains;
  * bytes that do not fit there are dropped and counted: the guest keeps
  * running at full speed whatever the reader does (a stalled pipe, a
- * terminal after Ctrl-S).  No write() ever blocks:
+ * terminal after Ctrl-S).  No write() ever blocks: the fds are used
+ * through nbfd.h, which never changes the embedder's own file description:
  *  - a pipe, FIFO, terminal or other character device is written through
  *    a private, non-blocking open file description of the same file
- *    (/proc/self/fd/N reopened with O_NONBLOCK): the embedder's own file
- *    description, which a shell or the embedder may share, keeps its flags;
+ *    (/proc/self/fd/N reopened with O_NONBLOCK);
+ *  - a socket with send(MSG_DONTWAIT);
  *  - a regular file or block device, or a description that already is
  *    non-blocking, is written as it is (neither waits for a reader);
- *  - anything else (a socket, or a reopen that failed: no /proc,
- *    permissions) is written in chunks of at most CONSOLE_POLL_CHUNK bytes
- *    once poll() reports it writable, which does not block unless another
- *    writer fills the same pipe in between.
+ *  - anything else (a reopen that failed: no /proc, permissions) is
+ *    written in chunks of at most NBFD_POLL_CHUNK bytes once poll()
+ *    reports it writable, which does not block unless another writer
+ *    fills the same pipe in between.
  * Input is read the same way (reopened non-blocking, or after poll()), so
  * a read never waits either, and pushed to the device as it has room.
  *
@@ -40,7 +41,6 @@
 #include "util/compiler.h"
 
 #define CONSOLE_OUT_BUF (64u << 10)
-#define CONSOLE_POLL_CHUNK 256u
 #define CONSOLE_FLUSH_MS 1000
 
 struct console;

@@ -5,21 +5,187 @@
  * (fn, opaque, level) triple; messages are formatted and delivered outside
  * it, from a copy, so a slow callback never blocks another thread's
  * vmm_set_log().
+ *
+ * The default sink writes to standard error and never blocks: a stderr
+ * that takes nothing now (a pipe nobody drains: conmon, systemd, a shell
+ * pipeline that stopped) costs the line, which is counted, not a stuck
+ * thread.  Several VMM threads log (vCPUs, I/O threads, the console
+ * thread, the control thread that stops the VM): one of them blocked in
+ * write(2) would make the VM unstoppable.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "log.h"
+#include "nbfd.h"
 
 static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
 static vmm_log_fn sink_fn;	       /* NULL: stderr */
 static void *sink_opaque;
 static int sink_level = VMM_LOG_WARN; /* read without the lock as a filter */
+
+/* ---- standard error, non-blocking ------------------------------------ */
+
+/*
+ * Where the default sink writes: fd 2 reached through nbfd.h (a private
+ * non-blocking reopen of a pipe or terminal, send(MSG_DONTWAIT) on a
+ * socket, fd 2 itself for a file), as fd 2 was at the last
+ * log_prepare_stderr().  Writers read it lock-free, from signal handlers
+ * too (sandbox_trap.c): one atomic word, fd << 3 | mode, -1 before the
+ * first prepare.  out_lock serialises the prepares only.
+ */
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+static int out_state = -1;
+static int own_fd = -1;	 /* our reopen; its number never changes (dup3) */
+static struct stat out_st; /* of fd 2 at the last prepare (out_lock) */
+static uint64_t out_dropped;	/* lines dropped (atomic) */
+static uint64_t out_reported;	/* of those, already reported (atomic) */
+static bool out_cut;		/* a partial write left a line open (atomic) */
+
+void log_prepare_stderr(void)
+{
+	struct stat st;
+	enum nbfd_mode mode;
+	struct nbfd e;
+	int fd, state;
+
+	pthread_mutex_lock(&out_lock);
+	if (fstat(STDERR_FILENO, &st) < 0) {
+		/* Closed: nothing to write to (lines are dropped), and the
+		 * old file is not held open by our reopen any more. */
+		__atomic_store_n(&out_state, NBFD_NONE, __ATOMIC_RELEASE);
+		memset(&out_st, 0, sizeof(out_st));
+		if (own_fd >= 0) {
+			int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+			if (null >= 0) {
+				dup3(null, own_fd, O_CLOEXEC);
+				close(null);
+			}
+		}
+		pthread_mutex_unlock(&out_lock);
+		return;
+	}
+	if (__atomic_load_n(&out_state, __ATOMIC_RELAXED) > NBFD_NONE &&
+	    st.st_dev == out_st.st_dev && st.st_ino == out_st.st_ino &&
+	    st.st_rdev == out_st.st_rdev) {
+		pthread_mutex_unlock(&out_lock);
+		return; /* the same file as last time */
+	}
+	nbfd_open(STDERR_FILENO, O_WRONLY, &e);
+	fd = e.fd;
+	mode = e.mode;
+	if (e.own && own_fd < 0) {
+		own_fd = e.fd;
+	} else if (e.own) {
+		/* A writer may still hold the old number: put the new
+		 * description under it atomically rather than close it (a
+		 * closed number could be reused by any open()). */
+		fd = own_fd;
+		if (dup3(e.fd, own_fd, O_CLOEXEC) < 0) {
+			fd = STDERR_FILENO;
+			mode = NBFD_POLL;
+		}
+		nbfd_close(&e);
+	} else if (own_fd >= 0) {
+		/* No reopen needed now: stop holding the old file open (a
+		 * pipe's reader would never see its end) without freeing the
+		 * number. */
+		dup3(STDERR_FILENO, own_fd, O_CLOEXEC);
+	}
+	state = fd << 3 | (int)mode;
+	out_st = st;
+	/* Release: pairs with the acquire load in log_write_stderr(). */
+	__atomic_store_n(&out_state, state, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&out_lock);
+}
+
+/* Write all of @buf, waiting up to @timeout_ms whenever stderr takes
+ * nothing (nbfd_write_all()).  Async-signal-safe. */
+static size_t out_put(int state, const char *buf, size_t len, int timeout_ms,
+		      int *err)
+{
+	struct nbfd e = { .fd = state >> 3, .mode = (enum nbfd_mode)(state & 7) };
+
+	return nbfd_write_all(&e, buf, len, timeout_ms, err);
+}
+
+int log_write_stderr(const char *buf, size_t len, int timeout_ms)
+{
+	int state = __atomic_load_n(&out_state, __ATOMIC_ACQUIRE);
+	uint64_t dropped, reported;
+	size_t n;
+	int err;
+
+	if (state < 0) { /* before any prepare: tests of internal modules */
+		log_prepare_stderr();
+		state = __atomic_load_n(&out_state, __ATOMIC_ACQUIRE);
+	}
+	if (!len)
+		return 0;
+	if (state == NBFD_NONE) {
+		__atomic_add_fetch(&out_dropped, 1, __ATOMIC_RELAXED);
+		return -EBADF;
+	}
+	/* A text cut short by a partial write: end its line first. */
+	if (__atomic_load_n(&out_cut, __ATOMIC_RELAXED)) {
+		if (out_put(state, "\n", 1, timeout_ms, &err) != 1)
+			goto drop;
+		__atomic_store_n(&out_cut, false, __ATOMIC_RELAXED);
+	}
+	/* Texts dropped since the last report: say so first.  The claim on
+	 * the count (the CAS) keeps two threads from reporting the same
+	 * drops; one that fails to write gives its claim back. */
+	dropped = __atomic_load_n(&out_dropped, __ATOMIC_RELAXED);
+	reported = __atomic_load_n(&out_reported, __ATOMIC_RELAXED);
+	if (dropped > reported &&
+	    __atomic_compare_exchange_n(&out_reported, &reported, dropped, false,
+					__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+		char note[128];
+		size_t m = (size_t)snprintf(note, sizeof(note),
+					    "libvmm: %" PRIu64 " log lines dropped: "
+					    "standard error would block\n",
+					    dropped - reported);
+
+		n = out_put(state, note, m, timeout_ms, &err);
+		if (n != m) {
+			__atomic_sub_fetch(&out_reported, dropped - reported,
+					   __ATOMIC_RELAXED);
+			if (n) /* part of it: the next text starts anew */
+				__atomic_store_n(&out_cut, true, __ATOMIC_RELAXED);
+			goto drop;
+		}
+	}
+	n = out_put(state, buf, len, timeout_ms, &err);
+	if (n == len)
+		return 0;
+	/* A terminal or socket took part of it: the rest is lost. */
+	if (n)
+		__atomic_store_n(&out_cut, buf[n - 1] != '\n', __ATOMIC_RELAXED);
+drop:
+	__atomic_add_fetch(&out_dropped, 1, __ATOMIC_RELAXED);
+	return err ? err : -EAGAIN;
+}
+
+int vmm_log_write(const char *buf, size_t len, int timeout_ms)
+{
+	if ((!buf && len) || timeout_ms < 0)
+		return -EINVAL;
+	return log_write_stderr(buf, len, timeout_ms);
+}
+
+uint64_t vmm_log_dropped(void)
+{
+	return __atomic_load_n(&out_dropped, __ATOMIC_RELAXED);
+}
 
 int vmm_set_log(vmm_log_fn fn, void *opaque, int level)
 {
@@ -30,34 +196,28 @@ int vmm_set_log(vmm_log_fn fn, void *opaque, int level)
 	sink_opaque = opaque;
 	__atomic_store_n(&sink_level, level, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&sink_lock);
+	/* The embedder's threads are never confined by the library: this
+	 * thread may open() (see log.h). */
+	log_prepare_stderr();
 	return 0;
 }
 
 /*
- * The default sink: one write(2) of "libvmm: MSG\n" to fd 2, not stdio.
- * It runs on seccomp-confined threads, and a buffered stderr's first
- * output would fstat() the fd (on no allow-list but control's); one write
- * also keeps lines from different threads whole.
+ * The default sink: "libvmm: MSG\n" in one non-blocking write (not stdio:
+ * it runs on seccomp-confined threads, and a buffered stderr's first
+ * output would fstat() the fd, on no allow-list but control's); one write
+ * keeps lines from different threads whole.
  */
 static void log_stderr(const char *msg)
 {
 	char line[sizeof("libvmm: ") + 512 + 1];
 	size_t len = (size_t)snprintf(line, sizeof(line), "libvmm: %s\n", msg);
-	size_t off = 0;
 
 	if (len >= sizeof(line)) { /* cut: keep the newline */
 		len = sizeof(line) - 1;
 		line[len - 1] = '\n';
 	}
-	while (off < len) {
-		ssize_t n = write(STDERR_FILENO, line + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		off += (size_t)n;
-	}
+	log_write_stderr(line, len, 0);
 }
 
 void vmm_logf(int level, const char *fmt, ...)

@@ -6,12 +6,28 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "vmm/vmm.h"
 
 void vmm_logf(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/*
+ * (Re)prepare the default sink's way to standard error (log.c): done by
+ * vmm_set_log() and vmm_create() on the embedder's thread, and by every
+ * thread before it confines itself (sandbox.c), so that a confined thread
+ * never needs the open() and fstat() it takes.  Cheap when fd 2 is still
+ * the file it was.  Context: a thread that is not seccomp-confined.
+ */
+void log_prepare_stderr(void);
+/*
+ * Write @buf to standard error without blocking, or waiting at most
+ * @timeout_ms whenever it takes nothing (vmm_log_write()).
+ * Async-signal-safe once prepared (the SIGSYS handler uses it).
+ */
+int log_write_stderr(const char *buf, size_t len, int timeout_ms);
 
 #define vmm_err(...) vmm_logf(VMM_LOG_ERROR, __VA_ARGS__)
 #define vmm_warn(...) vmm_logf(VMM_LOG_WARN, __VA_ARGS__)

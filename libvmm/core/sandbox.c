@@ -36,6 +36,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <termios.h>
@@ -57,6 +58,9 @@ enum arg_check {
 	ARG_FCNTL,   /* command (argument 1) in fcntl_cmds[]: no F_DUPFD */
 	ARG_URING_FILES_UPDATE, /* io_uring_register command (argument 1)
 				   IORING_REGISTER_FILES_UPDATE only */
+	ARG_SEND_NOWAIT, /* sendto on a connected socket (no address,
+			    argument 4) with flags (argument 3) exactly
+			    MSG_DONTWAIT | MSG_NOSIGNAL: nbfd.c's write */
 };
 
 /* Disk image locks (OFD locks, released explicitly at vblk_close()) and
@@ -72,10 +76,15 @@ struct rule {
 
 /* Every class: memory management for malloc (glibc and, in sanitizer
  * builds, ASan's allocator), locks, signals (the vCPU kick), time, and
- * ending the thread. */
+ * ending the thread; the non-blocking writes of the log sink to stderr
+ * (log.c through nbfd.c: write, send(MSG_DONTWAIT) to a socket, poll()
+ * first where it could not be reopened non-blocking). */
 static const struct rule common_rules[] = {
 	{ SCMP_SYS(read), ARG_ANY },
 	{ SCMP_SYS(write), ARG_ANY },
+	{ SCMP_SYS(sendto), ARG_SEND_NOWAIT },
+	{ SCMP_SYS(poll), ARG_ANY },
+	{ SCMP_SYS(ppoll), ARG_ANY },
 	{ SCMP_SYS(close), ARG_ANY },
 	{ SCMP_SYS(futex), ARG_ANY },
 	{ SCMP_SYS(brk), ARG_ANY },
@@ -149,8 +158,6 @@ static const unsigned long io_ioctls[] = {
  * thread (KVM_SIGNAL_MSI, and KVM_SET_GSI_ROUTING for a lazy route
  * refresh in virtio_queue_notify()). */
 static const struct rule console_rules[] = {
-	{ SCMP_SYS(poll), ARG_ANY },
-	{ SCMP_SYS(ppoll), ARG_ANY },
 	{ SCMP_SYS(ioctl), ARG_ANY }, /* by request: console_ioctls[] */
 };
 static const unsigned long console_ioctls[] = { KVM_IRQ_LINE, KVM_SIGNAL_MSI,
@@ -165,8 +172,6 @@ static const unsigned long console_ioctls[] = { KVM_IRQ_LINE, KVM_SIGNAL_MSI,
  * thread cannot build another VM.
  */
 static const struct rule control_rules[] = {
-	{ SCMP_SYS(poll), ARG_ANY },
-	{ SCMP_SYS(ppoll), ARG_ANY },
 	{ SCMP_SYS(epoll_wait), ARG_ANY },
 	{ SCMP_SYS(epoll_pwait), ARG_ANY },
 	{ SCMP_SYS(ioctl), ARG_ANY }, /* by request: control_ioctls[] */
@@ -198,8 +203,6 @@ static const struct rule vhost_rules[] = {
 	{ SCMP_SYS(accept4), ARG_ANY },
 	{ SCMP_SYS(recvmsg), ARG_ANY },
 	{ SCMP_SYS(sendmsg), ARG_ANY },
-	{ SCMP_SYS(poll), ARG_ANY },
-	{ SCMP_SYS(ppoll), ARG_ANY },
 	{ SCMP_SYS(fstat), ARG_ANY },
 	{ SCMP_SYS(newfstatat), ARG_FD_ONLY }, /* glibc's fstat() */
 	{ SCMP_SYS(fcntl), ARG_FCNTL },	       /* image unlock at exit */
@@ -296,6 +299,11 @@ static int add_rule(scmp_filter_ctx ctx, const struct rule *r,
 		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 1,
 					SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu,
 						IORING_REGISTER_FILES_UPDATE));
+	case ARG_SEND_NOWAIT:
+		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 2,
+					SCMP_A3(SCMP_CMP_EQ,
+						MSG_DONTWAIT | MSG_NOSIGNAL),
+					SCMP_A4(SCMP_CMP_EQ, 0));
 	case ARG_OWN_PID:
 		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 1,
 					SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid()));

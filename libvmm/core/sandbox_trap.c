@@ -9,8 +9,9 @@
  * the data bits (sandbox.c), so the kernel skips the call and sends SIGSYS
  * to the thread with si_code SYS_SECCOMP, si_errno SANDBOX_TRAP_DATA,
  * si_syscall and si_arch.  The handler below runs on that thread, under the
- * same filter, so it only uses calls every list allows (write, gettid) and
- * memory that needs no allocation.  It then makes one more refused call
+ * same filter, so it only uses calls every list allows (gettid, and the
+ * log sink's non-blocking write to stderr: write, sendto, poll) and memory
+ * that needs no allocation.  It then makes one more refused call
  * (seccomp(), on no list) while SIGSYS is blocked (the kernel blocks it for
  * the handler's duration): for a trapped call with the signal blocked the
  * kernel resets SIGSYS to SIG_DFL, unblocks and delivers it, and the
@@ -42,6 +43,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "sandbox.h"
 
 #ifndef SYS_SECCOMP
@@ -174,7 +176,7 @@ static void die_by_sigsys(void)
 static void sigsys_handler(int sig, siginfo_t *si, void *uctx)
 {
 	char buf[256];
-	size_t len, off = 0;
+	size_t len;
 
 	(void)uctx;
 	if (si->si_code != SYS_SECCOMP || si->si_errno != SANDBOX_TRAP_DATA) {
@@ -192,15 +194,9 @@ static void sigsys_handler(int sig, siginfo_t *si, void *uctx)
 	len = sandbox_trap_format(si, buf, sizeof(buf));
 	if (len > sizeof(buf) - 1)
 		len = sizeof(buf) - 1;
-	while (off < len) {
-		ssize_t n = write(STDERR_FILENO, buf + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		off += (size_t)n;
-	}
+	/* Non-blocking, like every log line: a stalled stderr must not keep
+	 * the process from ending. */
+	log_write_stderr(buf, len, 0);
 	die_by_sigsys();
 }
 

@@ -50,6 +50,7 @@
 #include <string.h>
 #include <sys/sysinfo.h>
 
+#include "log.h"
 #include "sandbox.h"
 
 static pthread_once_t arena_once = PTHREAD_ONCE_INIT;
@@ -91,6 +92,9 @@ void sandbox_warm_process(void)
 	(void)strerror(EIO);
 	if (old)
 		uselocale(old);
+	/* The default log sink's way to stderr (an open() and an fstat()
+	 * that no allow-list has): a confined thread only writes. */
+	log_prepare_stderr();
 }
 
 #if defined(__SANITIZE_ADDRESS__)

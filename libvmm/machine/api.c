@@ -67,6 +67,9 @@ int vmm_create(struct vmm **out)
 
 	if (!out)
 		return -EINVAL;
+	/* The log sink's way to stderr as it is now (the embedder may have
+	 * redirected it since the last VM). */
+	log_prepare_stderr();
 	vm = calloc(1, sizeof(*vm));
 	if (!vm)
 		return -ENOMEM;

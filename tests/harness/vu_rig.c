@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,11 +57,27 @@ static int make_image(const char *path, uint64_t size)
 	return 0;
 }
 
+/* The first @n CPUs of our affinity mask in @set; -EINVAL if we have
+ * fewer. */
+static int first_cpus(unsigned int n, cpu_set_t *set)
+{
+	cpu_set_t all;
+
+	if (sched_getaffinity(0, sizeof(all), &all))
+		return -errno;
+	CPU_ZERO(set);
+	for (int c = 0; c < CPU_SETSIZE && (unsigned int)CPU_COUNT(set) < n; c++)
+		if (CPU_ISSET(c, &all))
+			CPU_SET(c, set);
+	return (unsigned int)CPU_COUNT(set) == n ? 0 : -EINVAL;
+}
+
 int vr_spawn(struct vr *r, const char *bin, const struct vr_opts *o)
 {
 	char disk[512];
 	const char *argv[32];
 	unsigned int n = 0;
+	cpu_set_t cpus;
 	int ret, logfd;
 
 	memset(r, 0, sizeof(*r));
@@ -74,6 +91,8 @@ int vr_spawn(struct vr *r, const char *bin, const struct vr_opts *o)
 	snprintf(r->sock, sizeof(r->sock), "%s/sock", r->dir);
 	snprintf(r->img, sizeof(r->img), "%s/disk.img", r->dir);
 	snprintf(r->log, sizeof(r->log), "%s/log", r->dir);
+	if (o && o->cpus && (ret = first_cpus(o->cpus, &cpus)))
+		return ret;
 	r->img_size = o && o->img_size ? o->img_size : 16ull << 20;
 	ret = make_image(r->img, r->img_size);
 	if (ret)
@@ -103,6 +122,8 @@ int vr_spawn(struct vr *r, const char *bin, const struct vr_opts *o)
 		/* A test that dies (a failed assertion) takes its daemon
 		 * with it. */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (o && o->cpus && sched_setaffinity(0, sizeof(cpus), &cpus))
+			_exit(126);
 
 		dup2(null, 0);
 		dup2(logfd, 1);
@@ -178,6 +199,36 @@ int vr_fd_count(const struct vr *r)
 	return n;
 }
 
+int vr_thread_count(const struct vr *r, const char *prefix)
+{
+	char path[300], comm[32];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)r->pid);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", (int)r->pid,
+			 de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue; /* a thread that just ended */
+		if (fgets(comm, sizeof(comm), f) &&
+		    !strncmp(comm, prefix, strlen(prefix)))
+			n++;
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
 long vr_rss_kib(const struct vr *r)
 {
 	char path[64], line[128];
@@ -212,6 +263,57 @@ void vr_log_tail(const struct vr *r, char *buf, unsigned int len)
 	n = read(fd, buf, len - 1);
 	buf[n > 0 ? n : 0] = '\0';
 	close(fd);
+}
+
+int vr_end(struct vr *r, char *why, unsigned int len)
+{
+	char log[2048];
+	int st;
+
+	vr_disconnect(r);
+	if (r->pid > 0 && !vr_alive(r, &st)) {
+		vr_log_tail(r, log, sizeof(log));
+		vr_stop(r);
+		snprintf(why, len, "minivmm-blkd died (status %#x):\n%s", st, log);
+		return -1;
+	}
+	st = vr_stop(r);
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		snprintf(why, len, "minivmm-blkd exit status %#x after SIGTERM", st);
+		return -1;
+	}
+	return 0;
+}
+
+int vr_stats_line(struct vr *r, unsigned int nth, char *out, size_t len)
+{
+	/* The tail it looks in: enough for a few lines of 1024 queues. */
+	static char log[1 << 20];
+
+	for (int tries = 0; tries < 500; tries++) {
+		const char *p = log;
+		unsigned int seen = 0;
+
+		vr_log_tail(r, log, sizeof(log));
+		while ((p = strstr(p, "{\"blkd\":"))) {
+			const char *e;
+
+			if (++seen < nth) {
+				p++;
+				continue;
+			}
+			e = strchr(p, '\n');
+			if (!e)
+				break; /* still being written */
+			if ((size_t)(e - p) >= len)
+				return -E2BIG;
+			memcpy(out, p, (size_t)(e - p));
+			out[e - p] = '\0';
+			return 0;
+		}
+		usleep(10000);
+	}
+	return -ETIMEDOUT;
 }
 
 int vr_connect_bare(struct vr *r)

@@ -13,18 +13,21 @@
 #define VMM_TESTS_HARNESS_VU_RIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "fake_guest.h"
 #include "vu_front.h"
 
-#define VR_MAX_Q 4
+#define VR_MAX_Q 64
 
 struct vr_opts {
 	uint64_t img_size;	/* 0: 16 MiB, filled with vr_pat() */
 	const char *disk_extra; /* appended to "path=IMG": ",ro=on,..." */
 	const char *const *args; /* more daemon arguments, NULL-terminated */
+	unsigned int cpus;	/* run it on this many of our CPUs (its
+				   affinity mask, as taskset would); 0: all */
 };
 
 struct vr_q {
@@ -59,9 +62,24 @@ int vr_stop(struct vr *r);
 bool vr_alive(struct vr *r, int *status);
 /* Its open file descriptors and resident memory (/proc). */
 int vr_fd_count(const struct vr *r);
+/* Its threads whose name starts with @prefix ("vmm-io": the I/O threads),
+ * or -errno. */
+int vr_thread_count(const struct vr *r, const char *prefix);
 long vr_rss_kib(const struct vr *r);
 /* The daemon's stderr so far (for failure messages), NUL-terminated. */
 void vr_log_tail(const struct vr *r, char *buf, unsigned int len);
+/*
+ * The end of a test: disconnect, then the daemon must still run and exit
+ * 0 on SIGTERM (vr_stop()).  Returns 0, or -1 with what went wrong (and
+ * the log's tail if it died) in @why.
+ */
+int vr_end(struct vr *r, char *why, unsigned int len);
+/*
+ * The @nth (1-based) --stats-json line ({"blkd":...}) the daemon printed,
+ * waited for up to 5 s, without its newline, in @out.  Returns 0,
+ * -ETIMEDOUT (not there in time) or -E2BIG (longer than @len - 1).
+ */
+int vr_stats_line(struct vr *r, unsigned int nth, char *out, size_t len);
 
 /*
  * Connect as a front end and bring up @nq rings of @qsize entries on fresh

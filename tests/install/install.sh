@@ -6,7 +6,8 @@
 #     (PKG_CONFIG_PATH=TMP/prefix/lib/pkgconfig), and through a tiny CMake
 #     project with find_package(libvmm) + libvmm::vmm (consumer/);
 #  3. runs both binaries far enough to prove they load the installed
-#     libvmm.so.0 (ldd resolves it inside TMP/prefix): without arguments
+#     libvmm.so (its SONAME, which the ABI policy sets: checked first;
+#     ldd resolves it inside TMP/prefix): without arguments
 #     embed.c prints its usage and exits 2; with missing files it calls
 #     vmm_create() etc. and fails cleanly with 1 (no /dev/kvm, or the
 #     missing kernel), never a loader error (127) or a signal;
@@ -37,11 +38,44 @@ lib=$(pkg-config --variable=libdir libvmm)
 [[ $(cd "$lib" && pwd -P) == "$tmp"/prefix/* ]] || fail "libdir $lib is outside $tmp/prefix"
 echo "install.sh: libvmm.pc: $(pkg-config --cflags --libs libvmm)"
 
+# The ABI policy (README): the SONAME and the CMake package's version file
+# make the same promise -- 0.x: libvmm.so.0.MINOR and the same minor only;
+# from 1.0: libvmm.so.MAJOR and the same major.
+ver=$(sed -n 's/^set(PACKAGE_VERSION "\(.*\)")$/\1/p' "$lib/cmake/libvmm/libvmmConfigVersion.cmake")
+[[ $ver =~ ^([0-9]+)\.([0-9]+)\.([0-9]+)$ ]] || fail "no version in libvmmConfigVersion.cmake"
+major=${BASH_REMATCH[1]} minor=${BASH_REMATCH[2]}
+soname=$(objdump -p "$(readlink -f "$lib/libvmm.so")" | awk '$1 == "SONAME" { print $2 }')
+if ((major == 0)); then
+	want=libvmm.so.0.$minor same=0.$minor.0 other=0.$((minor + 1)).0
+else
+	want=libvmm.so.$major same=$major.0.0 other=$((major + 1)).0.0
+fi
+[[ $soname == "$want" ]] || fail "SONAME $soname, the policy says $want for $ver"
+# compatible VERSION: whether find_package(libvmm VERSION) accepts this one.
+cat >"$tmp/compat.cmake" <<EOF
+string(REPLACE "." ";" v "\${PACKAGE_FIND_VERSION}")
+list(GET v 0 PACKAGE_FIND_VERSION_MAJOR)
+list(GET v 1 PACKAGE_FIND_VERSION_MINOR)
+list(GET v 2 PACKAGE_FIND_VERSION_PATCH)
+include("$lib/cmake/libvmm/libvmmConfigVersion.cmake")
+if(NOT PACKAGE_VERSION_COMPATIBLE)
+  message(FATAL_ERROR "incompatible")
+endif()
+EOF
+compatible() {
+	cmake -DPACKAGE_FIND_VERSION="$1" -P "$tmp/compat.cmake"
+}
+compatible "$same" >/dev/null 2>&1 || fail "the package refuses $same (same SONAME $soname)"
+if compatible "$other" >/dev/null 2>&1; then
+	fail "the package accepts $other, whose SONAME would differ from $soname"
+fi
+echo "install.sh: ABI: $ver, SONAME $soname, find_package accepts $same, refuses $other"
+
 # check_embed BIN: loads the installed library and behaves as embed.c says.
 check_embed() {
 	local bin=$1 out rc so
-	so=$(ldd "$bin" | awk '$1 == "libvmm.so.0" { print $3 }')
-	[[ -n $so ]] || fail "$bin: ldd finds no libvmm.so.0: $(ldd "$bin" | tr '\n' ' ')"
+	so=$(ldd "$bin" | awk -v n="$soname" '$1 == n { print $3 }')
+	[[ -n $so ]] || fail "$bin: ldd finds no $soname: $(ldd "$bin" | tr '\n' ' ')"
 	[[ $(readlink -f "$so") == "$tmp"/prefix/* ]] || fail "$bin loads $so, not the installed one"
 	rc=0
 	out=$("$bin" 2>&1) || rc=$?

@@ -30,33 +30,6 @@
 
 static struct vr R;
 
-/* The @nth (1-based) counters line in the daemon's output, waited for. */
-static void stats_line(unsigned int nth, char *out, size_t len)
-{
-	static char log[16384];
-
-	for (int tries = 0; tries < 500; tries++) {
-		const char *p = log;
-		unsigned int seen = 0;
-
-		vr_log_tail(&R, log, sizeof(log));
-		while ((p = strstr(p, "{\"blkd\":"))) {
-			if (++seen == nth) {
-				const char *e = strchr(p, '\n');
-
-				ck_assert_msg(e, "counters line not terminated");
-				ck_assert_uint_lt((size_t)(e - p), len);
-				memcpy(out, p, (size_t)(e - p));
-				out[e - p] = '\0';
-				return;
-			}
-			p++;
-		}
-		usleep(10000);
-	}
-	ck_abort_msg("no counters line %u in:\n%s", nth, log);
-}
-
 /* The number after "KEY": in the totals (after the per-queue array). */
 static unsigned long long total(const char *line, const char *key)
 {
@@ -97,7 +70,7 @@ START_TEST(counters_per_front_end)
 				sizeof(range)),
 			 VIRTIO_BLK_S_OK);
 	vr_disconnect(&R);
-	stats_line(1, line, sizeof(line));
+	ck_assert_int_eq(vr_stats_line(&R, 1, line, sizeof(line)), 0);
 	ck_assert_uint_eq(total(line, "requests"), 8);
 	ck_assert_uint_eq(total(line, "discards"), 1);
 	ck_assert_uint_eq(total(line, "write_zeroes"), 1);
@@ -116,7 +89,7 @@ START_TEST(counters_per_front_end)
 	ck_assert_int_eq(vr_connect(&R, 1, 64, FEATURES, 0), 0);
 	ck_assert_int_eq(vr_req(&R, 0, VIRTIO_BLK_T_IN, 0, buf, BLK), VIRTIO_BLK_S_OK);
 	vr_disconnect(&R);
-	stats_line(2, line, sizeof(line));
+	ck_assert_int_eq(vr_stats_line(&R, 2, line, sizeof(line)), 0);
 	ck_assert_uint_eq(total(line, "requests"), 9);
 	ck_assert_ptr_nonnull(strstr(line, "{\"q\":0,\"requests\":7,"));
 

@@ -48,18 +48,9 @@ static void spawn(const char *disk_extra)
 
 static void teardown(void)
 {
-	int st;
-	char log[2048];
+	char why[2304];
 
-	vr_disconnect(&R);
-	if (R.pid > 0 && !vr_alive(&R, &st)) {
-		vr_log_tail(&R, log, sizeof(log));
-		vr_stop(&R);
-		ck_abort_msg("minivmm-blkd died (status %#x):\n%s", st, log);
-	}
-	st = vr_stop(&R);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-		      "minivmm-blkd exit status %#x after SIGTERM", st);
+	ck_assert_msg(!vr_end(&R, why, sizeof(why)), "%s", why);
 }
 
 static void fill(uint8_t *b, uint32_t len, uint32_t seed)
