@@ -30,7 +30,7 @@ case $mode in
 --quick) rounds=2 sizes="2 10 50 100" ;;
 *) rounds=5 sizes="2 10 50 100" ;;
 esac
-for b in minivmm-oci minivmm-oci-init minivmm-oci-mkinitrd bench/oci_image_bench; do
+for b in minivmm-oci libexec/minivmm-oci/init minivmm-oci-mkinitrd bench/oci_image_bench; do
 	[[ -x $build/$b ]] || bench_die "$build/$b is missing (build the minivmm-oci targets)"
 done
 records=$(mktemp)

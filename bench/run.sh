@@ -58,7 +58,7 @@ date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
 if [[ ${BENCH_PREBUILT:-0} == 1 ]]; then
 	for f in minivmm bench/wiring_bench bench/footprint_preload.so bench/footprint_exec bench/devbench \
-		minivmm-oci minivmm-oci-init minivmm-oci-mkinitrd bench/oci_image_bench minivmm-blkd; do
+		minivmm-oci libexec/minivmm-oci/init minivmm-oci-mkinitrd bench/oci_image_bench minivmm-blkd; do
 		[[ -e $build/$f ]] || bench_die "BENCH_PREBUILT: $build/$f is missing"
 	done
 else

@@ -81,8 +81,10 @@ void cli_usage(const char *prog, void *file)
 		"                       images are open and before the guest runs,\n"
 		"                       drop to this user and group (numbers or\n"
 		"                       names; GID defaults to the user's group) with\n"
-		"                       no supplementary groups; minivmm must start\n"
-		"                       as root; 0 (root) is refused\n"
+		"                       no supplementary groups, no capabilities\n"
+		"                       (bounding set included) and no_new_privs;\n"
+		"                       minivmm must start as root; 0 (root) is\n"
+		"                       refused\n"
 		"      --io-sched P     I/O threads' scheduling policy: batch\n"
 		"                       (default: a kick does not preempt the\n"
 		"                       vCPU, so requests are served in batches)\n"
@@ -272,97 +274,6 @@ int cli_parse_disk(const char *spec, struct cli_disk *d, char *err, size_t errle
 	return 0;
 }
 
-#define CLI_NAME_MAX 64
-
-/*
- * One side of --user UID[:GID] (@len bytes at @s): digits are an id, anything
- * else must look like a user or group name (resolved later, in user.c).
- * @what: "user" or "group".  Invalid input is not echoed: the reason stays
- * one line whatever bytes it holds.
- */
-static int parse_user_part(const char *s, size_t len, const char *what,
-			   uint32_t *id, char **name, char *err, size_t errlen)
-{
-	unsigned long long n;
-	char buf[24];
-	bool digits = true;
-
-	if (!len) /* only around a ':' (an empty value is caught before) */
-		return fail(err, errlen, "--user: the %s %s ':' is missing", what,
-			    strcmp(what, "user") ? "after" : "before");
-	for (size_t i = 0; i < len; i++) {
-		char c = s[i];
-
-		if (c >= '0' && c <= '9')
-			continue;
-		digits = false;
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      c == '_' || c == '.' || (c == '-' && i > 0) ||
-		      (c == '$' && i == len - 1)))
-			return fail(err, errlen,
-				    "--user: the %s is neither a number nor a name "
-				    "(letters, digits, '.', '_', '-')",
-				    what);
-	}
-	if (digits) {
-		if (len >= sizeof(buf))
-			return fail(err, errlen,
-				    "--user: %s id out of range (1..4294967294)", what);
-		memcpy(buf, s, len);
-		buf[len] = '\0';
-		/* 4294967295 is (uid_t)-1: "leave unchanged" for setresuid(). */
-		if (parse_uint(buf, 0, UINT32_MAX - 1, &n))
-			return fail(err, errlen,
-				    "--user: %s id %s out of range (1..4294967294)",
-				    what, buf);
-		if (!n)
-			return fail(err, errlen,
-				    "--user: %s id 0 is root%s: dropping to it "
-				    "confines nothing, give an unprivileged %s",
-				    what, strcmp(what, "user") ? "'s group" : "", what);
-		*id = (uint32_t)n;
-		return 0;
-	}
-	if (len > CLI_NAME_MAX)
-		return fail(err, errlen, "--user: %s name longer than %d bytes", what,
-			    CLI_NAME_MAX);
-	*name = strndup(s, len);
-	if (!*name)
-		return fail(err, errlen, "out of memory");
-	return 0;
-}
-
-int cli_parse_user(const char *s, struct cli_user *u, char *err, size_t errlen)
-{
-	const char *colon;
-
-	memset(u, 0, sizeof(*u));
-	if (!s || !*s)
-		return fail(err, errlen, "--user needs a value: UID[:GID]");
-	colon = strchr(s, ':');
-	if (parse_user_part(s, colon ? (size_t)(colon - s) : strlen(s), "user",
-			    &u->uid, &u->user_name, err, errlen))
-		return -1;
-	if (colon) {
-		if (strchr(colon + 1, ':'))
-			return fail(err, errlen,
-				    "--user: expected UID[:GID], got more than one ':'");
-		u->has_gid = true;
-		if (parse_user_part(colon + 1, strlen(colon + 1), "group", &u->gid,
-				    &u->group_name, err, errlen))
-			return -1;
-	}
-	u->set = true;
-	return 0;
-}
-
-void cli_free_user(struct cli_user *u)
-{
-	free(u->user_name);
-	free(u->group_name);
-	memset(u, 0, sizeof(*u));
-}
-
 static int append_cmdline(struct cli_opts *o, const char *s, char *err,
 			  size_t errlen)
 {
@@ -470,8 +381,8 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
 			o->no_seccomp = true;
 			break;
 		case OPT_USER: /* the last one counts */
-			cli_free_user(&o->user);
-			if (cli_parse_user(optarg, &o->user, err, errlen))
+			user_spec_free(&o->user);
+			if (user_parse(optarg, "--user", &o->user, err, errlen))
 				return -1;
 			break;
 		case OPT_MEM_BACKEND:
@@ -531,5 +442,5 @@ void cli_free(struct cli_opts *o)
 	free(o->cmdline);
 	o->cmdline = NULL;
 	o->nr_disks = 0;
-	cli_free_user(&o->user);
+	user_spec_free(&o->user);
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "user.h"
 #include "vmm/vmm.h"
 
 #define CLI_MAX_DISKS VMM_MAX_DISKS
@@ -52,18 +53,6 @@ struct cli_disk {
 	char *spec;		    /* owned copy of the --disk argument */
 };
 
-/*
- * --user UID[:GID]: who minivmm becomes once the VM's files are open.  Each
- * side is a number or a name; names are resolved later (user.c), not here,
- * so that parsing never consults the user database.
- */
-struct cli_user {
-	bool set;
-	bool has_gid;		      /* ":GID" or ":GROUP" given */
-	uint32_t uid, gid;	      /* numeric sides (when the name is NULL) */
-	char *user_name, *group_name; /* owned: names to resolve, or NULL */
-};
-
 struct cli_opts {
 	unsigned int smp;
 	uint64_t mem;
@@ -73,7 +62,8 @@ struct cli_opts {
 	unsigned int nr_disks;
 	bool stats, stats_json;
 	bool no_seccomp; /* --no-seccomp: seccomp is on by default */
-	struct cli_user user; /* --user */
+	struct user_spec user; /* --user: who minivmm becomes once the VM's
+				  files are open (user.h) */
 	int io_sched;	 /* --io-sched: enum vmm_iothread_sched */
 	int mem_backend; /* --mem-backend: enum vmm_memory_backend */
 	int log_level;
@@ -92,12 +82,6 @@ int cli_parse_size(const char *s, uint64_t *out);
 /* "IMG" or "path=IMG,num-queues=N,queue-size=N,ro=on,serial=S,direct=on,
  * poll-us=N".  0, or -1 with a reason in @err. */
 int cli_parse_disk(const char *spec, struct cli_disk *d, char *err, size_t errlen);
-
-/* "UID[:GID]", each side digits (1..4294967294; 0, root, is refused) or a
- * name ([A-Za-z0-9._-], not starting with '-', optionally ending in '$').
- * 0, or -1 with a reason in @err; free @u's names with cli_free_user(). */
-int cli_parse_user(const char *s, struct cli_user *u, char *err, size_t errlen);
-void cli_free_user(struct cli_user *u);
 
 void cli_usage(const char *prog, void *file);
 

@@ -225,14 +225,15 @@ static int run(const struct cli_opts *o, struct drop *drop)
 		console_restore();
 		close(sfd);
 		if (drop && drop->err[0])
-			say("%s", drop->err);
+			say("--user: %s", drop->err);
 		else
 			say("cannot start the VM: %s",
 				strerror(-ret));
 		goto out;
 	}
 	if (drop && o->log_level >= VMM_LOG_INFO)
-		say("running as uid %u gid %u, no supplementary groups",
+		say("running as uid %u gid %u, no supplementary groups, "
+		    "no capabilities, no_new_privs",
 			(unsigned int)drop->uid, (unsigned int)drop->gid);
 	/* This thread now only waits, stops, reports and tears down: the
 	 * control allow-list (no open, no exec) is all it needs. */
@@ -318,6 +319,13 @@ int main(int argc, char **argv)
 		say("%s (see --help)", err);
 		cli_free(&o);
 		return 2;
+	}
+	/* The capability sets a uid change keeps, emptied while this is the
+	 * only thread: every VMM thread inherits them (user.h). */
+	if (o.user.set && user_restrict(err, sizeof(err))) {
+		say("--user: %s", err);
+		cli_free(&o);
+		return 1;
 	}
 	raise_nofile();
 	ret = run(&o, o.user.set ? &drop : NULL);

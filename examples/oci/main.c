@@ -253,6 +253,9 @@ static int cmd_create(const struct oci_cli *c)
 	uint64_t t0 = oci_now_ns(), t_img;
 	int tty = -1, lfd = -1, ready[2] = { -1, -1 }, status;
 	pid_t child, vmm = 0;
+	bool drop = geteuid() == 0;
+	uid_t vmm_uid = 0;
+	gid_t vmm_gid = 0;
 	size_t have = 0;
 
 	if (!realpath(c->bundle, bundle)) {
@@ -275,6 +278,12 @@ static int cmd_create(const struct oci_cli *c)
 	}
 	if (spec_check_executable(&spec, err, sizeof(err)) ||
 	    oci_boot_files(&SET, err, sizeof(err))) {
+		oci_err("%s", err);
+		goto err_spec;
+	}
+	/* Who the VMM process becomes (resolved here: one thread).  Not
+	 * started as root, it has no privilege to give up and keeps its ids. */
+	if (drop && oci_vmm_user(&SET, &vmm_uid, &vmm_gid, err, sizeof(err))) {
 		oci_err("%s", err);
 		goto err_spec;
 	}
@@ -325,6 +334,7 @@ static int cmd_create(const struct oci_cli *c)
 				.spec = &spec, .set = &SET, .state_dir = dir,
 				.image = img, .listen_fd = lfd, .tty_slave = tty,
 				.ready_fd = ready[1], .t0_ns = t0,
+				.drop = drop, .uid = vmm_uid, .gid = vmm_gid,
 			};
 
 			_exit(oci_shim_run(&sp));
@@ -555,7 +565,11 @@ static int cmd_features(void)
 	       "\"strictatime\", \"sync\", \"nodiratime\"],\n"
 	       "  \"linux\": {\n"
 	       "    \"namespaces\": [\"pid\", \"mount\", \"uts\", \"ipc\", \"network\"],\n"
-	       "    \"capabilities\": [],\n"
+	       "    \"capabilities\": [");
+	/* Applied by the guest init (process.capabilities). */
+	for (int i = 0; i <= SPEC_CAP_LAST; i++)
+		printf("%s\"%s\"", i ? ", " : "", spec_cap_names[i]);
+	printf("],\n"
 	       "    \"cgroup\": {\"v1\": false, \"v2\": false, \"systemd\": false},\n"
 	       "    \"seccomp\": {\"enabled\": false},\n"
 	       "    \"apparmor\": {\"enabled\": false},\n"

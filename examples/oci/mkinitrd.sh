@@ -1,8 +1,10 @@
 #!/bin/bash
-# minivmm-oci-mkinitrd --init INIT --kver VERSION [--modroot DIR] --out FILE
+# minivmm-oci-mkinitrd [--init INIT] --kver VERSION [--modroot DIR] --out FILE
 #
 # Builds the initramfs minivmm-oci boots every container VM with: the static
-# guest init (minivmm-oci-init) as /init, and the kernel modules it needs
+# guest init as /init -- INIT, or by default libexec/minivmm-oci/init beside
+# this script (the build tree), else ../libexec/minivmm-oci/init (an
+# install: LIBEXECDIR/minivmm-oci/init) -- and the kernel modules it needs
 # from DIR/lib/modules/VERSION (default DIR=/, i.e. the host's modules of
 # that kernel), with their dependencies: virtio_pci, virtio_blk,
 # virtio_console, ext4 (jbd2, mbcache, crc16, crc32c).  A module built into
@@ -24,7 +26,13 @@ while [[ $# -gt 0 ]]; do
 	shift
 done
 die() { echo "minivmm-oci-mkinitrd: $*" >&2; exit 1; }
-[[ -n "$init" && -n "$kver" && -n "$out" ]] || die "--init, --kver and --out are required"
+[[ -n "$kver" && -n "$out" ]] || die "--kver and --out are required"
+if [[ -z "$init" ]]; then
+	here=$(dirname "$(readlink -f "$0")")
+	for init in "$here/libexec/minivmm-oci/init" "$here/../libexec/minivmm-oci/init"; do
+		[[ -x "$init" ]] && break
+	done
+fi
 [[ -x "$init" ]] || die "guest init $init is missing or not executable"
 moddir="$modroot/lib/modules/$kver"
 [[ -d "$moddir" ]] || die "no modules for kernel $kver in $moddir"

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "spec.h"
+#include "user.h"
 
 #define OCI_NAME "minivmm-oci"
 #define OCI_VERSION "0.1.0"
@@ -47,15 +48,28 @@ struct oci_settings {
 	char *timings;	       /* append JSON timing records here, or NULL */
 	char *console_dir;     /* guest kernel logs go to DIR/ID.console.log
 				  (kept after delete), or NULL: the state dir */
+	struct user_spec user; /* who the VMM process becomes; unset: the
+				  default (oci_vmm_user()) */
 };
 /*
  * Defaults, then the config file ($MINIVMM_OCI_CONFIG or OCI_CONFIG_FILE,
  * "key = value" lines: kernel, initrd, modules, append, memory, cpus,
- * root_free, seccomp, timings, console_dir), then the environment (MINIVMM_OCI_KERNEL,
- * MINIVMM_OCI_INITRD).  0, or -1 with a reason in @err.
+ * root_free, seccomp, timings, console_dir, user), then the environment
+ * (MINIVMM_OCI_KERNEL, MINIVMM_OCI_INITRD).  0, or -1 with a reason in @err.
  */
 int oci_settings_load(struct oci_settings *s, char *err, size_t errlen);
 void oci_settings_free(struct oci_settings *s);
+/* The system user the VMM process drops to without a `user` setting, if
+ * it exists; else "nobody", else 65534:65534. */
+#define OCI_VMM_USER "minivmm-oci"
+/*
+ * The uid and gid the VMM process drops to: the `user` setting
+ * (user_resolve()), else OCI_VMM_USER's, else nobody's (their primary
+ * groups), else 65534:65534; never 0.  Call while the process has one
+ * thread (the user database).  0, or -1 with a reason in @err.
+ */
+int oci_vmm_user(const struct oci_settings *s, uid_t *uid, gid_t *gid, char *err,
+		 size_t errlen);
 /*
  * Resolve the kernel and initramfs to boot: the configured kernel (default
  * /vmlinuz, Debian's link to the newest installed kernel), and the
@@ -120,9 +134,15 @@ struct oci_shim_params {
 	int tty_slave;	   /* -1 without a terminal */
 	int ready_fd;	   /* write "ok\n" or "error: ...\n", then close */
 	uint64_t t0_ns;	   /* when create started (timings) */
+	bool drop;	   /* become uid:gid once the VM's files are open */
+	uid_t uid;
+	gid_t gid;
 };
 /* Runs the VM until the container's process exits; returns the exit
- * status for the process (the container's: 0..255). */
+ * status for the process (the container's: 0..255).  With @p->drop, the
+ * process empties its capability sets before it starts the VM and becomes
+ * @p->uid:@p->gid from libvmm's start hook (examples/common/user.h).  Call
+ * while the process has one thread. */
 int oci_shim_run(const struct oci_shim_params *p);
 
 #endif

@@ -70,6 +70,34 @@ void proto_rec_u8(struct proto_buf *b, uint16_t type, uint8_t v)
 	proto_rec(b, type, &v, 1);
 }
 
+void proto_rec_u64(struct proto_buf *b, uint16_t type, uint64_t v)
+{
+	put_le(b, type, 2);
+	put_le(b, 8, 4);
+	put_le(b, v, 8);
+}
+
+void proto_rec_rlimit(struct proto_buf *b, uint32_t resource, uint64_t soft,
+		      uint64_t hard)
+{
+	put_le(b, PROTO_REC_RLIMIT, 2);
+	put_le(b, 20, 4);
+	put_le(b, resource, 4);
+	put_le(b, soft, 8);
+	put_le(b, hard, 8);
+}
+
+void proto_rec_device(struct proto_buf *b, char type, const uint32_t n[5],
+		      const char *path, size_t len)
+{
+	put_le(b, PROTO_REC_DEVICE, 2);
+	put_le(b, 21 + len, 4);
+	proto_put(b, &type, 1);
+	for (int k = 0; k < 5; k++)
+		put_le(b, n[k], 4);
+	proto_put(b, path, len);
+}
+
 void proto_rec_strs(struct proto_buf *b, uint16_t type, const char *const *s,
 		    unsigned int n)
 {

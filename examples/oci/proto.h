@@ -57,6 +57,24 @@ enum proto_rec {
 				    u32 mode, u32 uid, u32 gid, path */
 	PROTO_REC_ROWS = 18,	 /* u16: initial terminal rows */
 	PROTO_REC_COLS = 19,	 /* u16 */
+	/* process.capabilities, one u64 mask each (bit N: capability N).
+	 * Sent, all five, only when config.json has the object; without
+	 * them the process keeps every capability (as runc does). */
+	PROTO_REC_CAP_BOUNDING = 20,
+	PROTO_REC_CAP_EFFECTIVE = 21,
+	PROTO_REC_CAP_PERMITTED = 22,
+	PROTO_REC_CAP_INHERITABLE = 23,
+	PROTO_REC_CAP_AMBIENT = 24,
+};
+
+/* The capability sets, in the order of their records. */
+enum proto_cap_set {
+	PROTO_CAP_BOUNDING,
+	PROTO_CAP_EFFECTIVE,
+	PROTO_CAP_PERMITTED,
+	PROTO_CAP_INHERITABLE,
+	PROTO_CAP_AMBIENT,
+	PROTO_CAP_SETS,
 };
 
 /* A growable byte buffer for encoding. */
@@ -72,6 +90,14 @@ void proto_rec(struct proto_buf *b, uint16_t type, const void *v, size_t n);
 void proto_rec_str(struct proto_buf *b, uint16_t type, const char *s);
 void proto_rec_u32(struct proto_buf *b, uint16_t type, uint32_t v);
 void proto_rec_u8(struct proto_buf *b, uint16_t type, uint8_t v);
+void proto_rec_u64(struct proto_buf *b, uint16_t type, uint64_t v);
+/* RLIMIT: u32 resource, u64 soft, u64 hard. */
+void proto_rec_rlimit(struct proto_buf *b, uint32_t resource, uint64_t soft,
+		      uint64_t hard);
+/* DEVICE: u8 type, u32 major, minor, mode, uid, gid (@n), then @len bytes
+ * of @path. */
+void proto_rec_device(struct proto_buf *b, char type, const uint32_t n[5],
+		      const char *path, size_t len);
 /* Several NUL-separated strings as one record (the last without NUL). */
 void proto_rec_strs(struct proto_buf *b, uint16_t type, const char *const *s,
 		    unsigned int n);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +83,7 @@ int oci_settings_load(struct oci_settings *s, char *err, size_t errlen)
 	FILE *f;
 
 	memset(s, 0, sizeof(*s));
+	s->user.what = "user";
 	s->mem_default = 512ull << 20;
 	s->cpus_default = 1;
 	s->root_free = 256ull << 20;
@@ -127,10 +129,19 @@ int oci_settings_load(struct oci_settings *s, char *err, size_t errlen)
 
 			bad = *end || !n || n > SPEC_MAX_VCPUS;
 			s->cpus_default = (unsigned int)n;
-		} else if (!strcmp(k, "seccomp"))
+		} else if (!strcmp(k, "seccomp")) {
 			s->seccomp = strcmp(v, "off") && strcmp(v, "0") && strcmp(v, "no");
-		else
+		} else if (!strcmp(k, "user")) {
+			char why[256];
+
+			user_spec_free(&s->user);
+			if (user_parse(v, "user", &s->user, why, sizeof(why))) {
+				fclose(f);
+				return fail(err, errlen, "%s:%u: %s", path, lineno, why);
+			}
+		} else {
 			bad = 1;
+		}
 		if (bad) {
 			fclose(f);
 			return fail(err, errlen, "%s:%u: bad setting %s", path, lineno, k);
@@ -155,7 +166,30 @@ void oci_settings_free(struct oci_settings *s)
 	free(s->append);
 	free(s->timings);
 	free(s->console_dir);
+	user_spec_free(&s->user);
 	memset(s, 0, sizeof(*s));
+}
+
+int oci_vmm_user(const struct oci_settings *s, uid_t *uid, gid_t *gid, char *err,
+		 size_t errlen)
+{
+	static const char *const dflt[] = { OCI_VMM_USER, "nobody" };
+	const struct passwd *pw;
+
+	if (s->user.set)
+		return user_resolve(&s->user, uid, gid, err, errlen);
+	for (size_t i = 0; i < sizeof(dflt) / sizeof(dflt[0]); i++) {
+		pw = getpwnam(dflt[i]);
+		if (pw && pw->pw_uid && pw->pw_gid && pw->pw_uid != (uid_t)-1 &&
+		    pw->pw_gid != (gid_t)-1) {
+			*uid = pw->pw_uid;
+			*gid = pw->pw_gid;
+			return 0;
+		}
+	}
+	*uid = 65534;
+	*gid = 65534;
+	return 0;
 }
 
 int oci_kernel_release(const char *kernel, char *out, size_t len)
@@ -188,42 +222,59 @@ int oci_kernel_release(const char *kernel, char *out, size_t len)
 	return i ? 0 : -EINVAL;
 }
 
-/* A helper program: next to this executable (the build tree), else where
- * `cmake --install` put it. */
-static int find_helper(const char *name, const char *installed_dir, char *out,
+/* The directory of this executable, into @out; -1 if unknown. */
+static int self_dir(char *out, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", out, len - 1);
+	char *slash;
+
+	if (n <= 0)
+		return -1;
+	out[n] = 0;
+	slash = strrchr(out, '/');
+	if (!slash)
+		return -1;
+	*slash = 0;
+	return 0;
+}
+
+/*
+ * A helper program: @rel (a path relative to this executable's directory:
+ * "minivmm-oci-mkinitrd" in the build tree, "libexec/minivmm-oci/init";
+ * then "../libexec/minivmm-oci/init", an install under any prefix), else
+ * @installed (where `cmake --install` put it).
+ */
+static int find_helper(const char *const *rel, const char *installed, char *out,
 		       size_t len)
 {
 	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
-	if (n > 0) {
-		char *slash;
-
-		self[n] = 0;
-		slash = strrchr(self, '/');
-		if (slash) {
-			*slash = 0;
-			if (snprintf(out, len, "%s/%s", self, name) < (int)len &&
+	if (self_dir(self, sizeof(self)) == 0)
+		for (; *rel; rel++)
+			if (snprintf(out, len, "%s/%s", self, *rel) < (int)len &&
 			    access(out, X_OK) == 0)
 				return 0;
-		}
-	}
-	snprintf(out, len, "%s/%s", installed_dir, name);
+	snprintf(out, len, "%s", installed);
 	return access(out, X_OK) == 0 ? 0 : -1;
 }
 
 static int build_initrd(const struct oci_settings *s, const char *kver,
 			const char *out, char *err, size_t errlen)
 {
+	static const char *const mk_rel[] = { "minivmm-oci-mkinitrd", NULL };
+	/* The guest init is no host program: in libexec, never beside us. */
+	static const char *const init_rel[] = { "libexec/minivmm-oci/init",
+						"../libexec/minivmm-oci/init", NULL };
 	char mk[PATH_MAX], init[PATH_MAX], lock[PATH_MAX + 8];
 	int lfd, status;
 	pid_t pid;
 	struct stat st;
 
-	if (find_helper("minivmm-oci-mkinitrd", OCI_BINDIR, mk, sizeof(mk)) ||
-	    find_helper("minivmm-oci-init", OCI_LIBEXECDIR, init, sizeof(init)))
+	if (find_helper(mk_rel, OCI_BINDIR "/minivmm-oci-mkinitrd", mk, sizeof(mk)) ||
+	    find_helper(init_rel, OCI_LIBEXECDIR "/init", init, sizeof(init)))
 		return fail(err, errlen, "no initramfs at %s and minivmm-oci-mkinitrd or "
-			    "minivmm-oci-init is not installed", out);
+			    "the guest init (%s/init) is not installed", out,
+			    OCI_LIBEXECDIR);
 	mkdir(OCI_CACHE_DIR, 0755);
 	snprintf(lock, sizeof(lock), "%s.lock", out);
 	lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);

@@ -12,6 +12,9 @@
  * the exit port (the process's exit code, or 128 + its signal).
  * Its stdin/stdout/stderr are the container's (ports minivmm.stdin/
  * stdout/stderr) and then /dev/null: nothing it says reaches them.
+ * Started as root, it runs as an unprivileged user with no capabilities
+ * from libvmm's start hook on (drop_hook()): whatever it uses afterwards
+ * must have been opened before.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,6 +53,8 @@ struct shim {
 	int clients[MAX_CLIENTS]; /* start requests waiting for an answer */
 	unsigned int nclients;
 	int exit_code; /* when the VM is stopped by us before start: 128+N */
+	int timings_fd; /* opened before the uid drop, or -1 */
+	char drop_err[256];
 };
 
 static void libvmm_log(int level, const char *msg, void *opaque)
@@ -118,20 +123,20 @@ static void send_config(struct shim *s)
 	s->config_sent = true;
 }
 
+/* One record, one write() (O_APPEND: records from several VMM processes
+ * do not interleave); the fd was opened before the uid drop. */
 static void timing(struct shim *s, const char *what)
 {
-	const char *path = s->p->set->timings;
-	FILE *f;
+	char rec[512];
+	int n;
 
-	if (!path)
+	if (s->timings_fd < 0)
 		return;
-	f = fopen(path, "ae");
-	if (!f)
+	n = snprintf(rec, sizeof(rec), "{\"id\":\"%s\",\"event\":\"%s\",\"ms\":%.3f}\n",
+		     strrchr(s->p->state_dir, '/') + 1, what,
+		     (double)(oci_now_ns() - s->p->t0_ns) / 1e6);
+	if (n > 0 && (size_t)n < sizeof(rec) && write(s->timings_fd, rec, (size_t)n) < 0)
 		return;
-	fprintf(f, "{\"id\":\"%s\",\"event\":\"%s\",\"ms\":%.3f}\n",
-		strrchr(s->p->state_dir, '/') + 1, what,
-		(double)(oci_now_ns() - s->p->t0_ns) / 1e6);
-	fclose(f);
 }
 
 /* A frame from the guest init (guest-controlled: only types we know). */
@@ -278,6 +283,20 @@ static int add_port(struct vmm *vm, const char *name, int in, int out)
 	return ret;
 }
 
+/* libvmm's start hook: every file of the VM is open (the image, /dev/kvm,
+ * the console log, the ports' fds), no thread is confined, no vCPU runs.
+ * Context: vmm_start(), on this process's main thread. */
+static int drop_hook(void *opaque)
+{
+	struct shim *s = opaque;
+	int ret = user_drop(s->p->uid, s->p->gid, s->drop_err, sizeof(s->drop_err));
+
+	if (ret)
+		oci_err("dropping to uid %u gid %u: %s", (unsigned int)s->p->uid,
+			(unsigned int)s->p->gid, s->drop_err);
+	return ret;
+}
+
 static int build_vm(struct shim *s, int guest_ctl)
 {
 	const struct oci_shim_params *p = s->p;
@@ -317,6 +336,8 @@ static int build_vm(struct shim *s, int guest_ctl)
 		return ret;
 	if (p->set->seccomp && (ret = vmm_set_seccomp(s->vm, VMM_SECCOMP_KILL)))
 		return ret;
+	if (p->drop && (ret = vmm_set_start_hook(s->vm, drop_hook, s)))
+		return ret;
 	if ((ret = vmm_start(s->vm))) {
 		oci_err("starting the VM: %s (see %s)", strerror(-ret), console);
 		return ret;
@@ -343,7 +364,7 @@ static void ready_report(int fd, const char *fmt, ...)
 
 int oci_shim_run(const struct oci_shim_params *p)
 {
-	struct shim s = { .p = p, .ctl = -1, .sfd = -1 };
+	struct shim s = { .p = p, .ctl = -1, .sfd = -1, .timings_fd = -1 };
 	int sp[2], reason = VMM_EXIT_ERROR, null, code;
 	sigset_t mask;
 	uint32_t status;
@@ -359,6 +380,17 @@ int oci_shim_run(const struct oci_shim_params *p)
 	sigaddset(&mask, SIGWINCH);
 	/* Blocked before any thread exists: every VMM thread inherits it. */
 	sigprocmask(SIG_BLOCK, &mask, NULL);
+	/* So is what user_restrict() empties (user.h): every capability set
+	 * but the permitted and effective ones, which the uid change in
+	 * drop_hook() clears; no execve() can give one back. */
+	if (p->drop && user_restrict(s.drop_err, sizeof(s.drop_err))) {
+		oci_err("%s", s.drop_err);
+		ready_report(p->ready_fd, "error: %s\n", s.drop_err);
+		return 1;
+	}
+	if (p->set->timings)
+		s.timings_fd = open(p->set->timings,
+				    O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 	s.sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) || s.sfd < 0) {
 		ready_report(p->ready_fd, "error: %s\n", strerror(errno));

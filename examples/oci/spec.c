@@ -143,6 +143,79 @@ static const struct {
 	{ "RLIMIT_SIGPENDING", RLIMIT_SIGPENDING }, { "RLIMIT_STACK", RLIMIT_STACK },
 };
 
+const char *const spec_cap_names[SPEC_CAP_LAST + 1] = {
+	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER",
+	"CAP_FSETID", "CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP",
+	"CAP_LINUX_IMMUTABLE", "CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST",
+	"CAP_NET_ADMIN", "CAP_NET_RAW", "CAP_IPC_LOCK", "CAP_IPC_OWNER",
+	"CAP_SYS_MODULE", "CAP_SYS_RAWIO", "CAP_SYS_CHROOT", "CAP_SYS_PTRACE",
+	"CAP_SYS_PACCT", "CAP_SYS_ADMIN", "CAP_SYS_BOOT", "CAP_SYS_NICE",
+	"CAP_SYS_RESOURCE", "CAP_SYS_TIME", "CAP_SYS_TTY_CONFIG", "CAP_MKNOD",
+	"CAP_LEASE", "CAP_AUDIT_WRITE", "CAP_AUDIT_CONTROL", "CAP_SETFCAP",
+	"CAP_MAC_OVERRIDE", "CAP_MAC_ADMIN", "CAP_SYSLOG", "CAP_WAKE_ALARM",
+	"CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ", "CAP_PERFMON", "CAP_BPF",
+	"CAP_CHECKPOINT_RESTORE",
+};
+
+int spec_cap_number(const char *name)
+{
+	for (int i = 0; i <= SPEC_CAP_LAST; i++)
+		if (!strcmp(name, spec_cap_names[i]))
+			return i;
+	return -1;
+}
+
+/* process.capabilities: each set an array of names (runc's spelling,
+ * "CAP_NET_ADMIN"); a set left out is empty.  A name we do not know is an
+ * error: ignoring it would run the process with less (or, in a bounding
+ * set, more) than asked. */
+static int parse_caps(json_t *c, struct oci_spec *s, char *err, size_t len)
+{
+	static const char *const sets[PROTO_CAP_SETS] = {
+		[PROTO_CAP_BOUNDING] = "bounding",
+		[PROTO_CAP_EFFECTIVE] = "effective",
+		[PROTO_CAP_PERMITTED] = "permitted",
+		[PROTO_CAP_INHERITABLE] = "inheritable",
+		[PROTO_CAP_AMBIENT] = "ambient",
+	};
+	json_t *a, *v;
+	size_t i;
+
+	if (!c || json_is_null(c))
+		return 0;
+	if (!json_is_object(c))
+		return fail(err, len, "config.json: process.capabilities must be an object");
+	s->has_caps = true;
+	for (int k = 0; k < PROTO_CAP_SETS; k++) {
+		a = json_object_get(c, sets[k]);
+		if (!a || json_is_null(a))
+			continue;
+		if (!json_is_array(a))
+			return fail(err, len, "config.json: process.capabilities.%s must "
+				    "be an array of strings", sets[k]);
+		json_array_foreach(a, i, v) {
+			const char *name = json_string_value(v);
+			int n;
+
+			if (!name)
+				return fail(err, len, "config.json: process.capabilities.%s"
+					    "[%zu] is not a string", sets[k], i);
+			n = spec_cap_number(name);
+			if (n < 0)
+				/* Echoed only if it looks like a name: the
+				 * reason stays one printable line. */
+				return fail(err, len, "config.json: unknown capability "
+					    "\"%.64s\" in process.capabilities.%s (known: "
+					    "CAP_CHOWN ... CAP_CHECKPOINT_RESTORE)",
+					    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+						   "abcdefghijklmnopqrstuvwxyz0123456789_") ==
+						    strlen(name) ? name : "?", sets[k]);
+			s->caps[k] |= 1ull << n;
+		}
+	}
+	return 0;
+}
+
 static int parse_process(json_t *p, struct oci_spec *s, char *err, size_t len)
 {
 	json_t *user, *rl, *v, *cs;
@@ -167,6 +240,8 @@ static int parse_process(json_t *p, struct oci_spec *s, char *err, size_t len)
 	if (get_bool(p, "terminal", &s->terminal) ||
 	    get_bool(p, "noNewPrivileges", &s->nnp))
 		return fail(err, len, "config.json: process.terminal/noNewPrivileges must be booleans");
+	if (parse_caps(json_object_get(p, "capabilities"), s, err, len))
+		return -1;
 	cs = json_object_get(p, "consoleSize");
 	if (json_is_object(cs)) {
 		if (get_uint(cs, "height", 65535, &u, &has))
@@ -621,6 +696,8 @@ void spec_encode(const struct oci_spec *s, uint16_t rows, uint16_t cols,
 	proto_rec_u8(b, PROTO_REC_TERMINAL, s->terminal);
 	proto_rec_u8(b, PROTO_REC_ROOT_RO, s->root_ro);
 	proto_rec_u8(b, PROTO_REC_NNP, s->nnp);
+	for (int k = 0; s->has_caps && k < PROTO_CAP_SETS; k++)
+		proto_rec_u64(b, (uint16_t)(PROTO_REC_CAP_BOUNDING + k), s->caps[k]);
 	if (rows && cols) {
 		uint8_t r[2] = { (uint8_t)rows, (uint8_t)(rows >> 8) };
 		uint8_t c[2] = { (uint8_t)cols, (uint8_t)(cols >> 8) };
@@ -636,18 +713,9 @@ void spec_encode(const struct oci_spec *s, uint16_t rows, uint16_t cols,
 		if (m->kind == SPEC_MOUNT_GUEST)
 			proto_rec_strs(b, PROTO_REC_MOUNT, f, 4);
 	}
-	for (unsigned int i = 0; i < s->nrlimits; i++) {
-		uint8_t v[20];
-		uint64_t soft = s->rlimits[i].soft, hard = s->rlimits[i].hard;
-
-		for (int k = 0; k < 4; k++)
-			v[k] = (uint8_t)(s->rlimits[i].resource >> (8 * k));
-		for (int k = 0; k < 8; k++) {
-			v[4 + k] = (uint8_t)(soft >> (8 * k));
-			v[12 + k] = (uint8_t)(hard >> (8 * k));
-		}
-		proto_rec(b, PROTO_REC_RLIMIT, v, sizeof(v));
-	}
+	for (unsigned int i = 0; i < s->nrlimits; i++)
+		proto_rec_rlimit(b, s->rlimits[i].resource, s->rlimits[i].soft,
+				 s->rlimits[i].hard);
 	for (unsigned int i = 0; i < s->nmasked; i++)
 		proto_rec_str(b, PROTO_REC_MASK, s->masked[i]);
 	for (unsigned int i = 0; i < s->nropaths; i++)
@@ -659,22 +727,9 @@ void spec_encode(const struct oci_spec *s, uint16_t rows, uint16_t cols,
 	}
 	for (unsigned int i = 0; i < s->ndevices; i++) {
 		const struct spec_device *d = &s->devices[i];
-		struct proto_buf v = { 0 };
 		uint32_t n[5] = { d->major, d->minor, d->mode, d->uid, d->gid };
 
-		proto_put(&v, &d->type, 1);
-		for (int k = 0; k < 5; k++) {
-			uint8_t le[4] = { (uint8_t)n[k], (uint8_t)(n[k] >> 8),
-					  (uint8_t)(n[k] >> 16), (uint8_t)(n[k] >> 24) };
-
-			proto_put(&v, le, 4);
-		}
-		proto_put(&v, d->path, strlen(d->path));
-		if (v.err)
-			b->err = v.err;
-		else
-			proto_rec(b, PROTO_REC_DEVICE, v.data, v.len);
-		proto_buf_free(&v);
+		proto_rec_device(b, d->type, n, d->path, strlen(d->path));
 	}
 }
 

@@ -53,6 +53,11 @@ struct oci_spec {
 	uint32_t *gids;
 	unsigned int ngids;
 	bool terminal, nnp;
+	/* process.capabilities: @caps[enum proto_cap_set], bit N for
+	 * capability N; @has_caps false without the object (every capability
+	 * kept, as runc does) */
+	bool has_caps;
+	uint64_t caps[PROTO_CAP_SETS];
 	uint16_t rows, cols;
 	char *hostname;
 	struct spec_mount *mounts;
@@ -77,7 +82,8 @@ struct oci_spec {
 /*
  * Parse @bundle/config.json (or @path if not NULL).  Returns 0, or -1 with
  * a one-line reason in @err: unreadable or malformed JSON, a field of the
- * wrong type, no process.args, no root.path, and what a VM cannot do:
+ * wrong type, no process.args, no root.path, a capability name not in
+ * spec_cap_names, and what a VM cannot do:
  * bind mounts of host directories or devices (except /dev/shm, which
  * becomes a tmpfs), a network namespace joined by path, an unknown mount
  * type.  Call spec_free() in both cases.
@@ -94,6 +100,12 @@ uint64_t spec_guest_memory(const struct oci_spec *s, uint64_t dflt);
 unsigned int spec_guest_vcpus(const struct oci_spec *s, unsigned int dflt);
 /* Number of CPUs in a cpuset list ("0-3,8,10-11"); 0 if malformed. */
 unsigned int spec_cpuset_count(const char *list);
+
+/* The capabilities by number, "CAP_CHOWN" (0) to SPEC_CAP_LAST. */
+#define SPEC_CAP_LAST 40
+extern const char *const spec_cap_names[SPEC_CAP_LAST + 1];
+/* A capability's number by its name ("CAP_NET_ADMIN"), or -1. */
+int spec_cap_number(const char *name);
 
 /* The guest init's CONFIG records (proto.h) for @s into @b. */
 void spec_encode(const struct oci_spec *s, uint16_t rows, uint16_t cols,

@@ -15,13 +15,17 @@ mapfile -t paths < <("$here/../rig/mkguest.sh")
 rig_kernel_vars
 key=$( {
 	echo "$RIG_KVER"
-	sha256sum "$build/minivmm-oci-init" "$build/minivmm-oci-mkinitrd"
+	sha256sum "$build/libexec/minivmm-oci/init" "$build/minivmm-oci-mkinitrd"
 } | sha256sum | cut -c1-16)
 initrd="$RIG_CACHE/oci/initrd-$key.cpio.gz"
+# rig_lock holds fd 9 until it is closed: closed after each build, or the
+# exec below would hand the lock to rig-run and every other oci-rig.sh
+# would wait for this whole test to end.
 if [[ ! -f "$initrd" ]]; then
 	rig_lock "$RIG_CACHE/oci/.lock"
-	[[ -f "$initrd" ]] || "$build/minivmm-oci-mkinitrd" --init "$build/minivmm-oci-init" \
+	[[ -f "$initrd" ]] || "$build/minivmm-oci-mkinitrd" --init "$build/libexec/minivmm-oci/init" \
 		--kver "$RIG_KVER" --modroot "$RIG_CACHE/kernel/$RIG_KVER" --out "$initrd"
+	exec 9>&-
 fi
 # The test image: busybox-static with its applets, and /blob, 1 MiB of
 # random bytes (cached: made once).
@@ -42,6 +46,7 @@ if [[ ! -f "$image" ]]; then
 		mv "$image.tmp" "$image"
 		rm -rf "$stage"
 	fi
+	exec 9>&-
 fi
 export OCI_KERNEL="${paths[0]}" OCI_INITRD="$initrd" OCI_RUNTIME="$build/minivmm-oci"
 export OCI_IMAGE_TAR="$image"

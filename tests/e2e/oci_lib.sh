@@ -47,6 +47,47 @@ oci_dump_logs() {
 	done
 }
 
+NOCAPS=0000000000000000
+
+# oci_vmm_threads PID: one line per thread of the VMM process, "COMM
+# uid=[..] gid=[..] groups=[..] inh=.. prm=.. eff=.. bnd=.. amb=..
+# nnp=N seccomp=N", shell builtins only.  Each status file is read whole
+# in one read(2) (see tests/e2e/user_drop.sh); a thread that ends
+# meanwhile is left out.
+oci_vmm_threads() {
+	local t comm line status uid gid grp inh prm eff bnd amb nnp sec
+	for t in /proc/"$1"/task/*; do
+		{ read -r comm <"$t/comm"; } 2>/dev/null || continue
+		status=$(<"$t/status") 2>/dev/null || continue
+		uid='' gid='' grp='' inh='' prm='' eff='' bnd='' amb='' nnp='' sec=''
+		while IFS= read -r line; do
+			# shellcheck disable=SC2086 # word splitting normalises blanks
+			case "$line" in
+			Uid:*) set -- ${line#Uid:}; uid=$* ;;
+			Gid:*) set -- ${line#Gid:}; gid=$* ;;
+			Groups:*) set -- ${line#Groups:}; grp=$* ;;
+			CapInh:*) inh=${line##*[[:space:]]} ;;
+			CapPrm:*) prm=${line##*[[:space:]]} ;;
+			CapEff:*) eff=${line##*[[:space:]]} ;;
+			CapBnd:*) bnd=${line##*[[:space:]]} ;;
+			CapAmb:*) amb=${line##*[[:space:]]} ;;
+			NoNewPrivs:*) nnp=${line##*[[:space:]]} ;;
+			Seccomp:*) sec=${line##*[[:space:]]} ;;
+			esac
+		done <<<"$status"
+		[[ -n "$uid" && -n "$sec" ]] || continue
+		echo "$comm uid=[$uid] gid=[$gid] groups=[$grp] inh=$inh prm=$prm eff=$eff bnd=$bnd amb=$amb nnp=$nnp seccomp=$sec"
+	done
+}
+
+# oci_caps FILE: the Cap* and NoNewPrivs lines of a /proc/PID/status in
+# FILE as "inh=.. prm=.. eff=.. bnd=.. amb=.. nnp=N".
+oci_caps() {
+	awk '/^CapInh:/ { i = $2 } /^CapPrm:/ { p = $2 } /^CapEff:/ { e = $2 }
+	     /^CapBnd:/ { b = $2 } /^CapAmb:/ { a = $2 } /^NoNewPrivs:/ { n = $2 }
+	     END { printf "inh=%s prm=%s eff=%s bnd=%s amb=%s nnp=%s", i, p, e, b, a, n }' "$1"
+}
+
 oci_finish() {
 	echo "---- timings (minivmm-oci)"
 	cat /tmp/oci-timings.json 2>/dev/null | tail -n 40

@@ -9,7 +9,8 @@
 # with no host I/O error (--stats-json).
 # While the guest runs, the host reads /proc/PID/task/*/status of every
 # thread of minivmm: Uid and Gid 65534 (real, effective, saved, fs), no
-# supplementary group, no capability.  minivmm exits 0.
+# supplementary group, every capability set empty (permitted, effective,
+# inheritable, ambient, bounding) and NoNewPrivs 1.  minivmm exits 0.
 set -euo pipefail
 here=$(dirname "$0")
 . "$here/lib.sh"
@@ -48,14 +49,15 @@ log=$dir/log
 pid=$!
 
 # snap PID: one line per thread, "COMM uid=[..] gid=[..] groups=[..]
-# capprm=.. capeff=..", with shell builtins only (no program run per
+# capprm=.. capeff=.. capinh=.. capamb=.. capbnd=.. nnp=N", with shell
+# builtins only (no program run per
 # thread: the rig has one slow CPU).  A thread that ends meanwhile is left
 # out.
 snap() {
-	local t comm line uid gid grp cp ce status
+	local t comm line uid gid grp cp ce ci ca cb nnp status
 	for t in /proc/"$1"/task/*; do
 		{ read -r comm <"$t/comm"; } 2>/dev/null || continue
-		uid='' gid='' grp='' cp='' ce=''
+		uid='' gid='' grp='' cp='' ce='' ci='' ca='' cb='' nnp=''
 		# The whole file in one read(2): bash's `read` on a seekable
 		# file reads 128 bytes and seeks back after each line, and
 		# /proc regenerates status at every read, so a field changing
@@ -70,13 +72,17 @@ snap() {
 			Groups:*) set -- ${line#Groups:}; grp=$* ;;
 			CapPrm:*) set -- ${line#CapPrm:}; cp=$* ;;
 			CapEff:*) set -- ${line#CapEff:}; ce=$* ;;
+			CapInh:*) set -- ${line#CapInh:}; ci=$* ;;
+			CapAmb:*) set -- ${line#CapAmb:}; ca=$* ;;
+			CapBnd:*) set -- ${line#CapBnd:}; cb=$* ;;
+			NoNewPrivs:*) set -- ${line#NoNewPrivs:}; nnp=$* ;;
 			esac
 		done <<<"$status"
 		# A thread that ended before its status was read leaves an
-		# empty or partial file: without CapEff (the last field used)
-		# it is left out.
-		[[ -n "$uid" && -n "$ce" ]] || continue
-		echo "$comm uid=[$uid] gid=[$gid] groups=[$grp] capprm=$cp capeff=$ce"
+		# empty or partial file: without NoNewPrivs (the last field
+		# used) it is left out.
+		[[ -n "$uid" && -n "$nnp" ]] || continue
+		echo "$comm uid=[$uid] gid=[$gid] groups=[$grp] capprm=$cp capeff=$ce capinh=$ci capamb=$ca capbnd=$cb nnp=$nnp"
 	done
 }
 
@@ -124,9 +130,9 @@ crash_check "$img" 64
 errs=$(grep -o '"io_errors":[0-9]*' "$log" | cut -d: -f2 | sort -n | tail -1)
 [[ "${errs:-none}" == 0 ]] || e2e_fail "host I/O errors after the drop: io_errors=${errs:-none}"
 [[ $n -gt 0 ]] || e2e_fail "no sample of minivmm's threads while the guest ran"
-bad=$(grep -v -e '^--$' -e "uid=\[$ids\] gid=\[$ids\] groups=\[\] capprm=$nocaps capeff=$nocaps\$" \
+bad=$(grep -v -e '^--$' -e "uid=\[$ids\] gid=\[$ids\] groups=\[\] capprm=$nocaps capeff=$nocaps capinh=$nocaps capamb=$nocaps capbnd=$nocaps nnp=1\$" \
 	"$dir/samples" || true)
 [[ -z "$bad" ]] || e2e_fail "threads not dropped to 65534:65534 (or with groups/capabilities): $bad"
 [[ -n "$full" ]] ||
 	e2e_fail "no sample shows the 2 vCPU threads, the 2 I/O threads and the main thread"
-echo "PASS: --user 65534:65534: guest wrote its root-only (0600) image after the drop; all threads (2 vCPU, 2 I/O, main) at uid/gid 65534, no groups, no capabilities in $n samples; exit 0"
+echo "PASS: --user 65534:65534: guest wrote its root-only (0600) image after the drop; all threads (2 vCPU, 2 I/O, main) at uid/gid 65534, no groups, every capability set empty, NoNewPrivs 1 in $n samples; exit 0"

@@ -1,14 +1,18 @@
 /*
- * minivmm --user UID[:GID]: parsing (cli.c), name resolution and the drop
- * itself (user.c), and libvmm's vmm_set_start_hook() argument checks.  The
- * drop runs in a forked child when the test runs as root (CI does), with a
- * second thread blocked in read(): glibc must move it to the new ids too.
+ * minivmm --user UID[:GID]: parsing, name resolution, the capability
+ * restriction and the drop itself (examples/common/user.c, shared with
+ * minivmm-oci's VMM process), and libvmm's vmm_set_start_hook() argument
+ * checks.  The drop runs in a forked child when the test runs as root (CI
+ * does), with a second thread blocked in read(): glibc must move it to the
+ * new ids too, and it must inherit the emptied bounding, inheritable and
+ * ambient sets and no_new_privs from user_restrict().
  */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <pwd.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,39 +39,39 @@ static int parse(struct cli_opts *o, char *err, int argc, ...)
 
 START_TEST(parse_ok)
 {
-	struct cli_user u;
+	struct user_spec u;
 	struct cli_opts o;
 	char err[256];
 
-	ck_assert_int_eq(cli_parse_user("65534:65534", &u, err, sizeof(err)), 0);
+	ck_assert_int_eq(user_parse("65534:65534", "--user", &u, err, sizeof(err)), 0);
 	ck_assert(u.set && u.has_gid);
 	ck_assert_uint_eq(u.uid, 65534);
 	ck_assert_uint_eq(u.gid, 65534);
 	ck_assert_ptr_null(u.user_name);
 	ck_assert_ptr_null(u.group_name);
-	cli_free_user(&u);
+	user_spec_free(&u);
 
-	ck_assert_int_eq(cli_parse_user("1000", &u, err, sizeof(err)), 0);
+	ck_assert_int_eq(user_parse("1000", "--user", &u, err, sizeof(err)), 0);
 	ck_assert(u.set && !u.has_gid);
 	ck_assert_uint_eq(u.uid, 1000);
-	cli_free_user(&u);
+	user_spec_free(&u);
 
-	ck_assert_int_eq(cli_parse_user("4294967294:007", &u, err, sizeof(err)), 0);
+	ck_assert_int_eq(user_parse("4294967294:007", "--user", &u, err, sizeof(err)), 0);
 	ck_assert_uint_eq(u.uid, 4294967294u);
 	ck_assert_uint_eq(u.gid, 7);
-	cli_free_user(&u);
+	user_spec_free(&u);
 
-	ck_assert_int_eq(cli_parse_user("nobody:nogroup", &u, err, sizeof(err)), 0);
+	ck_assert_int_eq(user_parse("nobody:nogroup", "--user", &u, err, sizeof(err)), 0);
 	ck_assert(u.set && u.has_gid);
 	ck_assert_str_eq(u.user_name, "nobody");
 	ck_assert_str_eq(u.group_name, "nogroup");
-	cli_free_user(&u);
+	user_spec_free(&u);
 
-	ck_assert_int_eq(cli_parse_user("vmm-user.1$:100", &u, err, sizeof(err)), 0);
+	ck_assert_int_eq(user_parse("vmm-user.1$:100", "--user", &u, err, sizeof(err)), 0);
 	ck_assert_str_eq(u.user_name, "vmm-user.1$");
 	ck_assert_ptr_null(u.group_name);
 	ck_assert_uint_eq(u.gid, 100);
-	cli_free_user(&u);
+	user_spec_free(&u);
 
 	/* Through cli_parse(): off by default, the last --user counts. */
 	ck_assert_int_eq(parse(&o, err, 2, "--kernel", "bz"), 0);
@@ -113,13 +117,13 @@ START_TEST(parse_errors)
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct cli_user u;
+		struct user_spec u;
 		char err[256] = "";
-		int ret = cli_parse_user(bad[i].arg, &u, err, sizeof(err));
+		int ret = user_parse(bad[i].arg, "--user", &u, err, sizeof(err));
 
 		if (!bad[i].reason) {
 			ck_assert_msg(ret == 0, "refused '%s': %s", bad[i].arg, err);
-			cli_free_user(&u);
+			user_spec_free(&u);
 			continue;
 		}
 		ck_assert_msg(ret == -1, "accepted '%s'", bad[i].arg);
@@ -127,7 +131,7 @@ START_TEST(parse_errors)
 			      bad[i].arg, err, bad[i].reason);
 		ck_assert_msg(!strchr(err, '\n'), "reason must be one line: '%s'", err);
 		ck_assert(!u.set);
-		cli_free_user(&u);
+		user_spec_free(&u);
 	}
 }
 END_TEST
@@ -151,13 +155,13 @@ END_TEST
 
 static int resolve(const char *arg, uid_t *uid, gid_t *gid, char *err)
 {
-	struct cli_user u;
+	struct user_spec u;
 	int ret;
 
-	ck_assert_msg(cli_parse_user(arg, &u, err, 256) == 0, "parse '%s': %s", arg,
+	ck_assert_msg(user_parse(arg, "--user", &u, err, 256) == 0, "parse '%s': %s", arg,
 		      err);
 	ret = user_resolve(&u, uid, gid, err, 256);
-	cli_free_user(&u);
+	user_spec_free(&u);
 	return ret;
 }
 
@@ -217,12 +221,50 @@ START_TEST(resolve_ids_and_names)
 }
 END_TEST
 
+/* The calling thread's capability sets and no_new_privs, as /proc shows
+ * them (CapInh/CapPrm/CapEff/CapBnd/CapAmb, NoNewPrivs). */
+struct capstate {
+	unsigned long long inh, prm, eff, bnd, amb;
+	int nnp;
+};
+
+static int read_capstate(struct capstate *c)
+{
+	char path[64], line[256];
+	FILE *f;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/thread-self/status");
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	memset(c, 0, sizeof(*c));
+	c->nnp = -1;
+	while (fgets(line, sizeof(line), f)) {
+		n += sscanf(line, "CapInh: %llx", &c->inh) == 1;
+		n += sscanf(line, "CapPrm: %llx", &c->prm) == 1;
+		n += sscanf(line, "CapEff: %llx", &c->eff) == 1;
+		n += sscanf(line, "CapBnd: %llx", &c->bnd) == 1;
+		n += sscanf(line, "CapAmb: %llx", &c->amb) == 1;
+		n += sscanf(line, "NoNewPrivs: %d", &c->nnp) == 1;
+	}
+	fclose(f);
+	return n == 6 ? 0 : -1;
+}
+
+static bool capstate_empty(const struct capstate *c)
+{
+	return !c->inh && !c->prm && !c->eff && !c->bnd && !c->amb && c->nnp == 1;
+}
+
 /* A second thread, blocked in read() while the first one drops. */
 struct peer {
 	int pipe[2];
 	uid_t r, e, s;
 	gid_t rg, eg, sg;
 	int ngroups;
+	struct capstate caps;
+	int caps_ok;
 };
 
 static void *peer_main(void *arg)
@@ -235,6 +277,7 @@ static void *peer_main(void *arg)
 	getresuid(&p->r, &p->e, &p->s);
 	getresgid(&p->rg, &p->eg, &p->sg);
 	p->ngroups = getgroups(0, NULL);
+	p->caps_ok = read_capstate(&p->caps) == 0;
 	return NULL;
 }
 
@@ -242,12 +285,24 @@ static void *peer_main(void *arg)
 static int drop_child(const char *rootonly)
 {
 	struct peer p = { .ngroups = -1 };
+	struct capstate cs;
 	char err[256] = "";
 	pthread_t t;
 	int fd;
 
 	fd = open(rootonly, O_RDWR); /* before the drop, like the VM's files */
-	if (fd < 0 || pipe(p.pipe) || pthread_create(&t, NULL, peer_main, &p))
+	if (fd < 0 || pipe(p.pipe))
+		return __LINE__;
+	/* One thread: the sets the uid change keeps are emptied here. */
+	if (user_restrict(err, sizeof(err)))
+		return __LINE__;
+	/* Root keeps its permitted and effective sets until the drop. */
+	if (read_capstate(&cs) || !cs.prm || !cs.eff || cs.bnd || cs.inh ||
+	    cs.amb || cs.nnp != 1)
+		return __LINE__;
+	if (open(rootonly, O_RDONLY) < 0)
+		return __LINE__;
+	if (pthread_create(&t, NULL, peer_main, &p))
 		return __LINE__;
 	usleep(20000); /* let the peer block in read() */
 	if (user_drop(65534, 65534, err, sizeof(err)))
@@ -257,7 +312,11 @@ static int drop_child(const char *rootonly)
 	if (p.r != 65534 || p.e != 65534 || p.s != 65534 || p.rg != 65534 ||
 	    p.eg != 65534 || p.sg != 65534 || p.ngroups != 0)
 		return __LINE__; /* the other thread kept its ids */
+	if (!p.caps_ok || !capstate_empty(&p.caps))
+		return __LINE__; /* ... or a capability, or may gain one */
 	if (geteuid() != 65534 || getegid() != 65534 || getgroups(0, NULL))
+		return __LINE__;
+	if (read_capstate(&cs) || !capstate_empty(&cs))
 		return __LINE__;
 	/* The fd opened before still writes; the path no longer opens. */
 	if (pwrite(fd, "ok", 2, 0) != 2)
@@ -272,38 +331,72 @@ static int drop_child(const char *rootonly)
 	return 0;
 }
 
+/* Without user_restrict() first, the drop itself works but its check
+ * finds the bounding set still full: user_drop() fails. */
+static int drop_unrestricted_child(void)
+{
+	char err[256] = "";
+
+	if (user_drop(65534, 65534, err, sizeof(err)) != -EPERM ||
+	    !strstr(err, "bounding capability set is not empty"))
+		return __LINE__;
+	return 0;
+}
+
+/* Run @fn in a forked child; its return value is the failing line. */
+static void in_child(int (*fn)(void *), void *arg, const char *what)
+{
+	int status, line = -1, rep[2];
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(rep), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		line = fn(arg);
+		_exit(write(rep[1], &line, sizeof(line)) == sizeof(line) ? 0 : 1);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "%s: the child died (status 0x%x)", what, status);
+	ck_assert_int_eq(read(rep[0], &line, sizeof(line)), sizeof(line));
+	ck_assert_msg(line == 0, "%s: failed at check_cli_user.c:%d", what, line);
+	close(rep[0]);
+	close(rep[1]);
+}
+
+static int drop_child_fn(void *arg)
+{
+	return drop_child(arg);
+}
+
+static int drop_unrestricted_fn(void *arg)
+{
+	(void)arg;
+	return drop_unrestricted_child();
+}
+
 START_TEST(drop_as_root)
 {
 	char path[] = "/tmp/check_cli_user.XXXXXX", err[256] = "", buf[4] = "";
-	int fd, status, line = -1, rep[2];
-	pid_t pid;
+	int fd;
 
 	if (geteuid() != 0) {
-		/* Unprivileged: the drop fails at its first step, saying why. */
+		/* Unprivileged: both steps fail at once, saying why. */
+		ck_assert_int_eq(user_restrict(err, sizeof(err)), -EPERM);
+		ck_assert_ptr_nonnull(strstr(err, "must start as root"));
 		ck_assert_int_eq(user_drop(65534, 65534, err, sizeof(err)), -EPERM);
 		ck_assert_ptr_nonnull(strstr(err, "must start as root"));
 		return;
 	}
 	fd = mkstemp(path); /* mode 0600, owned by root */
 	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(pipe(rep), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		line = drop_child(path);
-		_exit(write(rep[1], &line, sizeof(line)) == sizeof(line) ? 0 : 1);
-	}
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		      "the drop child died (status 0x%x)", status);
-	ck_assert_int_eq(read(rep[0], &line, sizeof(line)), sizeof(line));
-	ck_assert_msg(line == 0, "the drop check failed at check_cli_user.c:%d", line);
-	close(rep[0]);
-	close(rep[1]);
+	in_child(drop_child_fn, path, "restrict + drop");
 	ck_assert_int_eq(pread(fd, buf, 2, 0), 2);
 	ck_assert_str_eq(buf, "ok");
 	close(fd);
 	unlink(path);
+	in_child(drop_unrestricted_fn, NULL, "drop without restrict");
 }
 END_TEST
 

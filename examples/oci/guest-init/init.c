@@ -10,13 +10,18 @@
  *     sends READY on minivmm.ctl and waits for the CONFIG message (the host
  *     sends it when `minivmm-oci start` runs);
  *  3. mounts the root disk (/dev/vda, ext4; read-only when asked) at
- *     /newroot and starts the container process with clone(CLONE_NEWPID):
- *     it is PID 1 of its own PID namespace, as under runc, so signals it
- *     has no handler for are ignored unless they are SIGKILL/SIGSTOP.  The
- *     child mounts what the spec lists (proc, sysfs, tmpfs, devpts, mqueue,
+ *     /newroot and starts the container process with clone(CLONE_NEWPID |
+ *     CLONE_NEWNS): it is PID 1 of its own PID namespace, as under runc, so
+ *     signals it has no handler for are ignored unless they are
+ *     SIGKILL/SIGSTOP, and has its own mount namespace (rslave).  The child
+ *     mounts what the spec lists (proc, sysfs, tmpfs, devpts, mqueue,
  *     cgroup2; /dev gets its device nodes), masks and protects paths, sets
- *     hostname, sysctls, rlimits, umask, groups, gid, uid, chroots, changes
- *     to cwd and execs the process with the spec's environment;
+ *     hostname and sysctls, detaches the init's /dev, /proc and /sys,
+ *     moves /newroot onto / and chroots into it (runc's way when the root
+ *     is an initramfs, where pivot_root(2) is refused), sets rlimits,
+ *     umask, the bounding set, groups, gid, uid, the other capability sets
+ *     (process.capabilities), no_new_privs, changes to cwd and execs the
+ *     process with the spec's environment;
  *  4. forwards SIGNAL messages to the process, relays the terminal (-t)
  *     between the ports and a pty, applies RESIZE, reaps every child;
  *  5. when the process has exited, writes its status (exit code, or
@@ -24,6 +29,10 @@
  * Any failure before the process runs is reported as ERROR on minivmm.ctl
  * and ends the VM with status 127 (not found), 126 (not executable) or 1.
  * Its own messages go to the kernel console (ttyS0: the runtime's log).
+ *
+ * Run anywhere but as PID 1 of a VM's initial PID namespace (e.g. by
+ * mistake on a host, where it would mount over /dev, load modules and
+ * reboot), it prints one line and exits 1 before doing anything else.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -58,10 +67,11 @@
 #include <unistd.h>
 
 #include "../proto.h"
+#include "caps.h"
+#include "config.h"
 
 #define EXIT_PORT 0xf4 /* VMM_EXIT_PORT */
 #define NEWROOT "/newroot"
-#define MAX_ITEMS 1024
 
 static void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void msg(const char *fmt, ...)
@@ -92,152 +102,7 @@ static void __attribute__((noreturn)) vm_exit(uint32_t status)
 
 /* ---- the configuration ------------------------------------------------ */
 
-struct mnt {
-	char *dest, *type, *source, *options;
-};
-
-struct dev {
-	char type;
-	uint32_t major, minor, mode, uid, gid;
-	char *path;
-};
-
-struct rl {
-	uint32_t res;
-	uint64_t soft, hard;
-};
-
-static struct {
-	char *args[MAX_ITEMS + 1];
-	unsigned int nargs;
-	char *env[MAX_ITEMS + 1];
-	unsigned int nenv;
-	char *cwd, *hostname;
-	uint32_t uid, gid, umask_v;
-	gid_t groups[64];
-	unsigned int ngroups;
-	bool terminal, root_ro, nnp;
-	struct mnt mounts[128];
-	unsigned int nmounts;
-	struct rl rlimits[32];
-	unsigned int nrlimits;
-	char *masked[128], *ropaths[128];
-	unsigned int nmasked, nropaths;
-	char *sysctls[64][2];
-	unsigned int nsysctls;
-	struct dev devs[64];
-	unsigned int ndevs;
-	uint16_t rows, cols;
-} C = { .umask_v = 022 };
-
-static char *dupn(const uint8_t *v, uint32_t len)
-{
-	char *s = malloc(len + 1);
-
-	if (!s) {
-		msg("out of memory");
-		vm_exit(1);
-	}
-	memcpy(s, v, len);
-	s[len] = 0;
-	return s;
-}
-
-/* Split a NUL-separated record into @n strings (missing ones are ""). */
-static void split(const uint8_t *v, uint32_t len, char **out, unsigned int n)
-{
-	char *s = dupn(v, len), *end = s + len;
-
-	for (unsigned int i = 0; i < n; i++) {
-		out[i] = s < end ? s : end;
-		s += strlen(out[i]) + 1;
-		if (s > end)
-			s = end;
-	}
-}
-
-static int parse_config(const uint8_t *p, uint32_t n)
-{
-	struct proto_iter it = { p, p + n };
-	const uint8_t *v;
-	uint32_t len;
-	uint16_t t;
-	int r;
-
-	while ((r = proto_next(&it, &t, &v, &len)) > 0) {
-		switch (t) {
-		case PROTO_REC_ARG:
-			if (C.nargs < MAX_ITEMS)
-				C.args[C.nargs++] = dupn(v, len);
-			break;
-		case PROTO_REC_ENV:
-			if (C.nenv < MAX_ITEMS)
-				C.env[C.nenv++] = dupn(v, len);
-			break;
-		case PROTO_REC_CWD: C.cwd = dupn(v, len); break;
-		case PROTO_REC_HOSTNAME: C.hostname = dupn(v, len); break;
-		case PROTO_REC_UID: if (len == 4) C.uid = proto_get_u32(v); break;
-		case PROTO_REC_GID: if (len == 4) C.gid = proto_get_u32(v); break;
-		case PROTO_REC_UMASK: if (len == 4) C.umask_v = proto_get_u32(v); break;
-		case PROTO_REC_GROUP:
-			if (len == 4 && C.ngroups < 64)
-				C.groups[C.ngroups++] = proto_get_u32(v);
-			break;
-		case PROTO_REC_TERMINAL: C.terminal = len && v[0]; break;
-		case PROTO_REC_ROOT_RO: C.root_ro = len && v[0]; break;
-		case PROTO_REC_NNP: C.nnp = len && v[0]; break;
-		case PROTO_REC_ROWS: if (len == 2) C.rows = (uint16_t)(v[0] | v[1] << 8); break;
-		case PROTO_REC_COLS: if (len == 2) C.cols = (uint16_t)(v[0] | v[1] << 8); break;
-		case PROTO_REC_MOUNT:
-			if (C.nmounts < 128) {
-				char *f[4];
-				struct mnt *m = &C.mounts[C.nmounts++];
-
-				split(v, len, f, 4);
-				*m = (struct mnt){ f[0], f[1], f[2], f[3] };
-			}
-			break;
-		case PROTO_REC_RLIMIT:
-			if (len == 20 && C.nrlimits < 32)
-				C.rlimits[C.nrlimits++] = (struct rl){
-					proto_get_u32(v), proto_get_u64(v + 4),
-					proto_get_u64(v + 12) };
-			break;
-		case PROTO_REC_MASK:
-			if (C.nmasked < 128)
-				C.masked[C.nmasked++] = dupn(v, len);
-			break;
-		case PROTO_REC_RO_PATH:
-			if (C.nropaths < 128)
-				C.ropaths[C.nropaths++] = dupn(v, len);
-			break;
-		case PROTO_REC_SYSCTL:
-			if (C.nsysctls < 64)
-				split(v, len, C.sysctls[C.nsysctls++], 2);
-			break;
-		case PROTO_REC_DEVICE:
-			if (len > 21 && C.ndevs < 64) {
-				struct dev *d = &C.devs[C.ndevs++];
-
-				d->type = (char)v[0];
-				d->major = proto_get_u32(v + 1);
-				d->minor = proto_get_u32(v + 5);
-				d->mode = proto_get_u32(v + 9);
-				d->uid = proto_get_u32(v + 13);
-				d->gid = proto_get_u32(v + 17);
-				d->path = dupn(v + 21, len - 21);
-			}
-			break;
-		default:
-			break; /* newer host: skip */
-		}
-	}
-	C.args[C.nargs] = NULL;
-	C.env[C.nenv] = NULL;
-	if (!C.cwd)
-		C.cwd = dupn((const uint8_t *)"/", 1);
-	return r < 0 || !C.nargs ? -1 : 0;
-}
+static struct init_config C; /* decoded once, then read-only */
 
 /* ---- the control port ------------------------------------------------- */
 
@@ -506,13 +371,13 @@ static void make_dev_nodes(const char *dev)
 	symlink("/proc/kcore", p);
 }
 
-/* Context: the child, in its PID namespace, before chroot. */
+/* Context: the child, in its PID and mount namespaces, before chroot. */
 static void do_mounts(void)
 {
 	char target[4096], data[1024];
 
 	for (unsigned int i = 0; i < C.nmounts; i++) {
-		const struct mnt *m = &C.mounts[i];
+		const struct init_mnt *m = &C.mounts[i];
 		unsigned long flags = parse_opts(m->options, data, sizeof(data));
 		const char *type = m->type;
 
@@ -536,7 +401,7 @@ static void do_mounts(void)
 			msg("remount %s read-only: %s", m->dest, strerror(errno));
 	}
 	for (unsigned int i = 0; i < C.ndevs; i++) {
-		const struct dev *d = &C.devs[i];
+		const struct init_dev *d = &C.devs[i];
 		mode_t t = d->type == 'b' ? S_IFBLK : S_IFCHR;
 
 		snprintf(target, sizeof(target), NEWROOT "%s", d->path);
@@ -688,11 +553,39 @@ child_fail(int pipe_fd, int status, const char *fmt, ...)
 	_exit(status);
 }
 
+/*
+ * Make NEWROOT the root of the child's mount namespace: detach the init's
+ * own mounts first (its devtmpfs holds every device of the VM, the ports
+ * included), then move NEWROOT onto "/" and chroot there, as runc does
+ * without pivot_root.  pivot_root(2) is refused on an initramfs (its root,
+ * rootfs, cannot be unmounted), and would leave the same namespace: the
+ * container's tree mounted on rootfs, whose files (this program, modules)
+ * are all an escape from the chroot could reach.
+ * Context: the child, in its own mount namespace.
+ */
+static int enter_root(void)
+{
+	static const char *const init_mounts[] = { "/dev", "/proc", "/sys" };
+
+	for (size_t i = 0; i < sizeof(init_mounts) / sizeof(init_mounts[0]); i++)
+		if (umount2(init_mounts[i], MNT_DETACH))
+			msg("detaching %s: %s", init_mounts[i], strerror(errno));
+	if (chdir(NEWROOT) || mount(NEWROOT, "/", NULL, MS_MOVE, NULL) ||
+	    chroot(".") || chdir("/"))
+		return -errno;
+	return 0;
+}
+
 static int child_main(void *arg)
 {
 	struct child_args *a = arg;
 	int fd = a->err_pipe;
+	char why[300];
 
+	/* Its own mount namespace (clone(CLONE_NEWNS)): nothing it mounts
+	 * reaches the init's, and nothing the init mounts later reaches it. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL))
+		child_fail(fd, 1, "making / rslave: %s", strerror(errno));
 	/* The new PID namespace's proc is mounted by do_mounts(). */
 	do_mounts();
 	do_paths();
@@ -727,8 +620,8 @@ static int child_main(void *arg)
 		if (slave > 2)
 			close(slave);
 	}
-	if (chroot(NEWROOT) || chdir("/"))
-		child_fail(fd, 1, "chroot: %s", strerror(errno));
+	if (enter_root())
+		child_fail(fd, 1, "entering the root file system: %s", strerror(errno));
 	if (!C.terminal) {
 		if (in_fd >= 0)
 			dup2(in_fd, 0);
@@ -739,14 +632,18 @@ static int child_main(void *arg)
 	}
 	do_rlimits();
 	umask(C.umask_v);
+	if (C.has_caps && init_caps_before_user(C.caps, why, sizeof(why)))
+		child_fail(fd, 1, "%s", why);
 	if (setgroups(C.ngroups, C.groups) || setgid(C.gid) || setuid(C.uid))
 		child_fail(fd, 1, "setting uid %u gid %u: %s", C.uid, C.gid,
 			   strerror(errno));
+	if (C.has_caps && init_caps_after_user(C.caps, why, sizeof(why)))
+		child_fail(fd, 1, "%s", why);
 	if (chdir(C.cwd))
 		child_fail(fd, 1, "chdir to cwd (\"%s\") set in config.json failed: %s",
 			   C.cwd, strerror(errno));
-	if (C.nnp)
-		prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	if (C.nnp && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		child_fail(fd, 1, "no_new_privs: %s", strerror(errno));
 	/* Default signal handling for the process, as a fresh exec has. */
 	sigset_t all;
 	sigemptyset(&all);
@@ -761,19 +658,69 @@ static int child_main(void *arg)
 
 /* ---- main ----------------------------------------------------------------- */
 
+/*
+ * The VM's init is PID 1 of the initial PID namespace, started by the
+ * kernel with nothing mounted.  Anything else -- run on a host by mistake,
+ * or as PID 1 of a PID namespace there (unshare -pf, a container), where
+ * /proc is the host's -- gets one line and exit 1, before this program
+ * mounts, loads a module or reboots anything.  0xEFFFFFFC: the initial PID
+ * namespace's inode (PROC_PID_INIT_INO); in the VM /proc is not mounted yet.
+ */
+static void refuse_unless_vm_init(void)
+{
+	static const char not_pid1[] =
+		"minivmm-oci-init: refusing to run: not PID 1 (this is the init of "
+		"minivmm-oci's container VMs, not a program for a host)\n";
+	static const char child_ns[] =
+		"minivmm-oci-init: refusing to run: PID 1 of a child PID namespace "
+		"(this is the init of minivmm-oci's container VMs, not a program "
+		"for a host)\n";
+	struct stat st;
+
+	if (getpid() != 1) {
+		if (write(2, not_pid1, sizeof(not_pid1) - 1) < 0)
+			_exit(1);
+		_exit(1);
+	}
+	if (stat("/proc/self/ns/pid", &st) == 0 && st.st_ino != 0xEFFFFFFCu) {
+		if (write(2, child_ns, sizeof(child_ns) - 1) < 0)
+			_exit(1);
+		_exit(1);
+	}
+}
+
+/* The mounts in the init's own namespace below NEWROOT (the container's
+ * are in its namespace: none is expected; logged for the tests). */
+static unsigned int mounts_under_newroot(void)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[1024], mp[512];
+	unsigned int n = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*s %*s %*s %*s %511s", mp) == 1 &&
+		    !strncmp(mp, NEWROOT "/", sizeof(NEWROOT)))
+			n++;
+	fclose(f);
+	return n;
+}
+
 int main(void)
 {
 	static char stack[256 * 1024] __attribute__((aligned(16)));
 	struct child_args ca = { .tty_sock = -1 };
 	int pipefd[2], sfd, master = -1, status = 0, tty_sock = -1;
 	bool exited = false, in_open = true, ctl_dead = false, tty_hup = false;
-	int idle = 0;
+	int idle = 0, ret;
 	const uint8_t *payload;
 	sigset_t mask;
 	uint32_t len;
 	uint8_t type;
 	pid_t pid;
 
+	refuse_unless_vm_init();
 	mount("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755");
 	mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 	mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
@@ -803,8 +750,8 @@ int main(void)
 		if (type == PROTO_MSG_CONFIG)
 			break;
 	}
-	if (parse_config(payload, len))
-		fail(1, "malformed configuration");
+	if ((ret = init_config_parse(&C, payload, len)))
+		fail(1, ret == -ENOMEM ? "out of memory" : "malformed configuration");
 	msg("configuration received");
 
 	wait_for("/dev/vda");
@@ -833,7 +780,8 @@ int main(void)
 	if (pipe2(pipefd, O_CLOEXEC))
 		fail(1, "pipe: %s", strerror(errno));
 	ca.err_pipe = pipefd[1];
-	pid = clone(child_main, stack + sizeof(stack), CLONE_NEWPID | SIGCHLD, &ca);
+	pid = clone(child_main, stack + sizeof(stack),
+		    CLONE_NEWPID | CLONE_NEWNS | SIGCHLD, &ca);
 	if (pid < 0)
 		fail(1, "clone: %s", strerror(errno));
 	close(pipefd[1]);
@@ -928,6 +876,8 @@ int main(void)
 			}
 		}
 	}
+	msg("process exited; mounts under " NEWROOT " in the init's namespace: %u",
+	    mounts_under_newroot());
 	if (WIFEXITED(status))
 		vm_exit((uint32_t)WEXITSTATUS(status));
 	vm_exit(128u + (uint32_t)WTERMSIG(status));

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The guest init's view of the CONFIG message (config.c): the records
+ * spec_encode() writes (proto.h), decoded into fixed-size tables.  Split
+ * from init.c so that the fuzz target (tests/fuzz/fuzz_oci_init_config.c)
+ * and the unit tests link exactly the decoder the init runs.
+ */
+#ifndef MINIVMM_OCI_INIT_CONFIG_H
+#define MINIVMM_OCI_INIT_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../proto.h"
+
+#define INIT_MAX_ARGS 1024 /* args, env: more are dropped */
+#define INIT_MAX_GROUPS 64
+#define INIT_MAX_MOUNTS 128
+#define INIT_MAX_RLIMITS 32
+#define INIT_MAX_PATHS 128 /* masked, read-only */
+#define INIT_MAX_SYSCTLS 64
+#define INIT_MAX_DEVICES 64
+
+struct init_mnt {
+	char *dest, *type, *source, *options; /* one allocation, at dest */
+};
+
+struct init_dev {
+	char type;
+	uint32_t major, minor, mode, uid, gid;
+	char *path;
+};
+
+struct init_rl {
+	uint32_t res;
+	uint64_t soft, hard;
+};
+
+struct init_config {
+	char *args[INIT_MAX_ARGS + 1]; /* NULL-terminated */
+	unsigned int nargs;
+	char *env[INIT_MAX_ARGS + 1];  /* NULL-terminated */
+	unsigned int nenv;
+	char *cwd, *hostname;	       /* cwd: "/" unless given */
+	uint32_t uid, gid, umask_v;
+	gid_t groups[INIT_MAX_GROUPS];
+	unsigned int ngroups;
+	bool terminal, root_ro, nnp;
+	/* process.capabilities, bit N for capability N (enum proto_cap_set);
+	 * has_caps false: none sent, keep every capability. */
+	bool has_caps;
+	uint64_t caps[PROTO_CAP_SETS];
+	struct init_mnt mounts[INIT_MAX_MOUNTS];
+	unsigned int nmounts;
+	struct init_rl rlimits[INIT_MAX_RLIMITS];
+	unsigned int nrlimits;
+	char *masked[INIT_MAX_PATHS], *ropaths[INIT_MAX_PATHS];
+	unsigned int nmasked, nropaths;
+	char *sysctls[INIT_MAX_SYSCTLS][2]; /* key, value: one allocation */
+	unsigned int nsysctls;
+	struct init_dev devs[INIT_MAX_DEVICES];
+	unsigned int ndevs;
+	uint16_t rows, cols;
+};
+
+/*
+ * Decode the CONFIG payload @p (@n bytes, guest-side input from the host,
+ * still checked: every record against the end of the buffer, every
+ * integer record's length) into @c, which must be zeroed first (the
+ * defaults are set here: umask 022, cwd "/").  Unknown
+ * record types are skipped (a newer host); an integer record of the wrong
+ * length, and entries past a table's size, are ignored.  Strings are
+ * NUL-terminated copies (a NUL inside a value ends it early).  Returns 0;
+ * -EINVAL if a record runs past the end or there is no ARG; -ENOMEM.
+ * Free @c with init_config_free() in every case.
+ */
+int init_config_parse(struct init_config *c, const uint8_t *p, uint32_t n);
+void init_config_free(struct init_config *c);
+
+#endif
