@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* Non-blocking output to an embedder's fd (see nbfd.h). */
+/* Non-blocking output to an embedder's fd (see nbfd.h).  libc only: also
+ * compiled into minivmm-oci (examples/oci), whose logging needs the same. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
-#include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
 #include "nbfd.h"
 
 void nbfd_open_out(struct nbfd *e, int fd)
@@ -40,8 +39,6 @@ void nbfd_open_out(struct nbfd *e, int fd)
 		e->own = true;
 		return;
 	}
-	vmm_dbg("fd %d: cannot reopen it non-blocking (%s); writing to it after "
-		"poll()", fd, strerror(errno));
 	e->poll_first = true;
 }
 

@@ -17,7 +17,8 @@
  *
  * So nbfd_write() returns -1/EAGAIN instead of waiting for a reader, and a
  * thread that must stay responsive (a device thread told to stop) polls
- * nbfd.fd for POLLOUT together with whatever wakes it.
+ * nbfd.fd for POLLOUT together with whatever wakes it.  Needs nothing but
+ * libc (minivmm-oci compiles it in for its log: examples/oci).
  */
 #ifndef VMM_NBFD_H
 #define VMM_NBFD_H
