@@ -50,29 +50,6 @@ static double ms(uint64_t ns)
 	return (double)ns / 1e6;
 }
 
-static int write_file_atomic(const char *path, const char *text)
-{
-	char tmp[PATH_MAX + 8];
-	int fd;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	/* The pid file's directory may be writable by others: never through
-	 * a link planted at PATH.tmp.  (rename() replaces PATH itself, link
-	 * or not, without following it.) */
-	fd = oci_file_create(tmp, 0644);
-	if (fd < 0) {
-		errno = -fd;
-		return -1;
-	}
-	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text)) {
-		close(fd);
-		unlink(tmp);
-		return -1;
-	}
-	close(fd);
-	return rename(tmp, path);
-}
-
 /* runc's console socket: the pty master goes to @path with SCM_RIGHTS. */
 static int send_console(const char *path, int master, char *err, size_t errlen)
 {
@@ -334,7 +311,7 @@ static int cmd_create(const struct oci_cli *c)
 		char p[32];
 
 		snprintf(p, sizeof(p), "%d", (int)vmm);
-		if (write_file_atomic(c->pid_file, p)) {
+		if (oci_file_write_atomic(c->pid_file, p)) {
 			oci_err("pid file %s: %s", c->pid_file, strerror(errno));
 			kill(vmm, SIGKILL);
 			goto err_dir;
@@ -402,7 +379,7 @@ static int cmd_start(const struct oci_cli *c)
 	}
 	/* Running from now on: recorded once the process did start. */
 	snprintf(started, sizeof(started), "%s/started", st.dir);
-	if (write_file_atomic(started, "")) {
+	if (oci_file_write_atomic(started, "")) {
 		oci_err("%s: %s", started, strerror(errno));
 		return 1;
 	}

@@ -131,6 +131,9 @@ int oci_ctl_request(const char *dir, const char *req, char *ans, size_t len,
  * an entry we may not remove, e.g. another user's in a sticky directory).
  */
 int oci_file_create(const char *path, mode_t mode);
+/* Write @text to PATH.tmp (oci_file_create(), 0644) and rename it to
+ * @path (--pid-file, ROOT/ID/started).  0, or -1 with errno. */
+int oci_file_write_atomic(const char *path, const char *text);
 
 /* ---- conlog.c: the guest's serial console, capped ---- */
 struct oci_conlog {
