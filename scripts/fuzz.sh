@@ -36,8 +36,9 @@ targets=("$@")
 	targets=(fuzz_virtqueue_blk fuzz_virtio_pci fuzz_bzimage fuzz_pvh fuzz_arm64_boot fuzz_cli
 		fuzz_vhost_user)
 
-# The OCI runtime's guest-facing parsers (virtio-console, proto.c).
-[[ $# -gt 0 ]] || targets+=(fuzz_vcon fuzz_oci_proto)
+# The OCI runtime's guest-facing parsers (virtio-console, proto.c) and its
+# VMM process's control plane (shim-ctl.c).
+[[ $# -gt 0 ]] || targets+=(fuzz_vcon fuzz_oci_proto fuzz_oci_shim)
 
 if ! command -v clang >/dev/null; then
 	echo "fuzz.sh: clang not found (scripts/deps.sh installs it)" >&2

@@ -141,6 +141,12 @@ START_TEST(oci_proto)
 }
 END_TEST
 
+START_TEST(oci_shim)
+{
+	replay("fuzz_oci_shim", fuzz_oci_shim);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fuzz_regressions");
@@ -159,6 +165,7 @@ int main(void)
 	tcase_add_test(tc, vhost_user);
 	tcase_add_test(tc, vcon);
 	tcase_add_test(tc, oci_proto);
+	tcase_add_test(tc, oci_shim);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
