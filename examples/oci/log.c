@@ -112,26 +112,32 @@ static void log_line(const char *level, bool to_stderr, const char *msg)
 		return;
 }
 
-void oci_log(const char *level, const char *fmt, ...)
+static void vlog(const char *level, bool to_stderr, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
+static void vlog(const char *level, bool to_stderr, const char *fmt, va_list ap)
 {
 	char msg[2048];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	log_line(level, to_stderr, msg);
+}
+
+void oci_log(const char *level, const char *fmt, ...)
+{
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vlog(level, true, fmt, ap);
 	va_end(ap);
-	log_line(level, true, msg);
 }
 
 void oci_log_file(const char *level, const char *fmt, ...)
 {
-	char msg[2048];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vlog(level, false, fmt, ap);
 	va_end(ap);
-	log_line(level, false, msg);
 }
 
 /* ---- rate limit -------------------------------------------------------- */
@@ -153,7 +159,7 @@ void oci_log_limited(struct oci_limit *l, const char *level, bool to_stderr,
 		     const char *fmt, ...)
 {
 	uint64_t now = oci_now_ns();
-	char msg[2048], sum[160];
+	char sum[160];
 	bool pass, summary = false;
 	va_list ap;
 
@@ -177,9 +183,8 @@ void oci_log_limited(struct oci_limit *l, const char *level, bool to_stderr,
 	if (summary)
 		log_line(level, false, sum);
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vlog(level, to_stderr, fmt, ap);
 	va_end(ap);
-	log_line(level, to_stderr, msg);
 }
 
 void oci_limit_flush(struct oci_limit *l, const char *level)

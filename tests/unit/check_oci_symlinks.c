@@ -60,7 +60,8 @@ static void regular_file(const char *path)
 	ck_assert_uint_eq(st.st_nlink, 1);
 }
 
-START_TEST(test_console_log_planted_symlink)
+/* A link planted at console_dir/c1.console.log by @plant. */
+static void console_log_planted(int (*plant)(const char *target, const char *path))
 {
 	struct oci_settings set = { .console_dir = dir, .console_max = 1 << 20 };
 	char state[128], planted[160], err[256];
@@ -68,7 +69,7 @@ START_TEST(test_console_log_planted_symlink)
 
 	snprintf(state, sizeof(state), "%s/c1", dir);
 	snprintf(planted, sizeof(planted), "%s/c1.console.log", dir);
-	ck_assert_int_eq(symlink(victim, planted), 0);
+	ck_assert_int_eq(plant(victim, planted), 0);
 	ck_assert_int_eq(oci_conlog_open(&c, &set, state, err, sizeof(err)), 0);
 	ck_assert_int_eq(write(c.pipe_w, "guest bytes\n", 12), 12);
 	oci_conlog_finish(&c);
@@ -76,23 +77,16 @@ START_TEST(test_console_log_planted_symlink)
 	victim_intact();
 	regular_file(planted);
 }
+
+START_TEST(test_console_log_planted_symlink)
+{
+	console_log_planted(symlink);
+}
 END_TEST
 
 START_TEST(test_console_log_planted_hardlink)
 {
-	struct oci_settings set = { .console_dir = dir };
-	char state[128], planted[160], err[256];
-	struct oci_conlog c;
-
-	snprintf(state, sizeof(state), "%s/c1", dir);
-	snprintf(planted, sizeof(planted), "%s/c1.console.log", dir);
-	ck_assert_int_eq(link(victim, planted), 0);
-	ck_assert_int_eq(oci_conlog_open(&c, &set, state, err, sizeof(err)), 0);
-	ck_assert_int_eq(write(c.pipe_w, "guest bytes\n", 12), 12);
-	oci_conlog_finish(&c);
-	close(c.pipe_w);
-	victim_intact();
-	regular_file(planted);
+	console_log_planted(link);
 }
 END_TEST
 
