@@ -778,8 +778,8 @@ enum vmm_seccomp_mode {
  * ioctls device emulation needs, checked by request number), I/O threads
  * once the devices exist (io_uring_enter, the block fallback's
  * preadv/pwritev/fdatasync/fallocate), the console thread and the
- * vmm_add_port() threads (console class: poll, read/write of their fds,
- * MSI delivery) before their loops.
+ * vmm_add_port() threads (console class: poll, read/write -- sendto for a
+ * socket -- of their fds, MSI delivery) before their loops.
  * Opening files, sockets, execve, clone, ptrace and the like are refused
  * everywhere; mmap/mprotect with PROT_EXEC too.  The caller's threads are
  * never confined implicitly: see vmm_seccomp_confine_current_thread().
