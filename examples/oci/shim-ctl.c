@@ -62,14 +62,22 @@ static void send_frame(struct shim_ctl *s, uint8_t type, const void *p, size_t n
 		s->out_off = 0;
 		s->out_len = pending;
 	}
-	grown = realloc(s->out, s->out_len + b.len);
-	if (!grown) {
-		s->frames_dropped++;
-		oci_err("out of memory for a message to the guest init");
-		proto_buf_free(&b);
-		return;
+	if (s->out_len + b.len > s->out_cap) {
+		/* Doubling: a guest that does not read costs no copy per frame. */
+		size_t cap = s->out_cap ? 2 * s->out_cap : 4096;
+
+		while (cap < s->out_len + b.len)
+			cap *= 2;
+		grown = realloc(s->out, cap);
+		if (!grown) {
+			s->frames_dropped++;
+			oci_err("out of memory for a message to the guest init");
+			proto_buf_free(&b);
+			return;
+		}
+		s->out = grown;
+		s->out_cap = cap;
 	}
-	s->out = grown;
 	memcpy(s->out + s->out_len, b.data, b.len);
 	s->out_len += b.len;
 	proto_buf_free(&b);
@@ -432,5 +440,5 @@ void shim_ctl_finish(struct shim_ctl *s)
 	proto_reader_free(&s->rd);
 	free(s->out);
 	s->out = NULL;
-	s->out_len = s->out_off = 0;
+	s->out_len = s->out_off = s->out_cap = 0;
 }

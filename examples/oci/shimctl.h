@@ -54,9 +54,10 @@ struct shim_ctl {
 	char guest_error[512];
 	struct shim_client clients[SHIM_MAX_CLIENTS];
 	unsigned int nclients;
-	/* Frames to the guest not yet written: out[out_off..out_len). */
+	/* Frames to the guest not yet written: out[out_off..out_len) of
+	 * out_cap bytes (at most 2 x SHIM_OUT_MAX). */
 	uint8_t *out;
-	size_t out_len, out_off;
+	size_t out_len, out_off, out_cap;
 	uint64_t frames_dropped;
 	int exit_code; /* when the VM is stopped by us before start: 128+N */
 	/* Stop the VM (a malformed frame; a deadly signal before start). */
