@@ -14,16 +14,21 @@
 #     ERROR lines are rate-limited: it grew by ~23 MB); the console log is
 #     capped at console_max (64K here) plus one line.
 #  2. The runtime alone (create/start), its VMM's stdout and stderr on one
-#     pipe that nobody reads while the container writes to stdout: SIGTERM
-#     (forwarded, trapped by the container) ends the VMM process within
-#     2 s (its stdout port thread, stuck on the full pipe, used to keep the
-#     device stop waiting).
+#     pipe that nobody reads while the container's `yes` writes to stdout:
+#     SIGTERM (forwarded; the container's sh traps it and exits, the PID
+#     namespace takes `yes` with it) ends the VMM process within 2 s (its
+#     stdout port thread, stuck on the full pipe, used to keep the device
+#     stop waiting for good).
 set -uo pipefail
 . "$(dirname "$0")/oci_lib.sh"
 oci_setup
 [[ -r "${OCI_HOSTILE_TAR:-}" ]] || e2e_fail "OCI_HOSTILE_TAR not set (run through tests/e2e/oci-rig.sh)"
 echo "console_max = 64K" >>/etc/minivmm-oci.conf
 
+# podman gives a runtime --log (its oci-log) only when containers.conf
+# says the runtime writes JSON logs.
+printf '[engine]\nruntime_supports_json = ["minivmm-oci"]\n' >"$W/containers.conf"
+export CONTAINERS_CONF="$W/containers.conf"
 P=(podman --root "$W/pstore" --runroot /run/oci-prun.$$ --storage-driver vfs
 	--cgroup-manager cgroupfs --events-backend file)
 RT=(--runtime "$OCI_RUNTIME")
@@ -41,7 +46,7 @@ dt=$((SECONDS - t0))
 echo "flood container: podman run rc $rc after $dt s"
 [[ $rc -eq 42 ]] && oci_ok "flood: podman run returned 42 (the exit port) after $dt s" ||
 	oci_bad "flood: podman run rc $rc after $dt s: $(tail -c 600 "$W/err1") $(tail -c 300 "$W/out1")"
-log=$(find /run/oci-prun.$$ -name oci-log 2>/dev/null | head -1)
+log=$(find /run/oci-prun.$$ "$W/pstore" -name oci-log 2>/dev/null | head -1)
 if [[ -n "$log" ]]; then
 	sz=$(stat -c %s "$log")
 	lines=$(wc -l <"$log")
@@ -71,7 +76,7 @@ mkdir -p "$B/rootfs"
 tar -C "$B/rootfs" -xf "$OCI_IMAGE_TAR"
 cat >"$B/config.json" <<'JSON'
 {"ociVersion":"1.0.2","root":{"path":"rootfs"},
- "process":{"args":["sh","-c","trap 'exit 143' TERM; echo started >&2; while :; do echo 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef; done"],
+ "process":{"args":["sh","-c","trap 'exit 143' TERM; echo started >&2; yes 0123456789abcdef & wait"],
   "env":["PATH=/bin"],"cwd":"/","user":{"uid":0,"gid":0}},
  "mounts":[{"destination":"/proc","type":"proc","source":"proc"}],
  "linux":{"namespaces":[{"type":"pid"},{"type":"mount"}]}}
@@ -94,8 +99,10 @@ state=$("$OCI_RUNTIME" "${R[@]}" state stall)
 grep -q '"status": "running"' <<<"$state" || oci_bad "stalled container not running: $state"
 t0=$(date +%s%N)
 kill -TERM "$pid"
-for _ in $(seq 300); do
-	"$OCI_RUNTIME" "${R[@]}" state stall | grep -q '"status": "stopped"' && break
+# Gone, or a zombie for its parent to reap.
+for _ in $(seq 600); do
+	st=$(sed -n 's/^[0-9]* (.*) \(.\).*/\1/p' /proc/"$pid"/stat 2>/dev/null)
+	[[ -z "$st" || "$st" == Z ]] && break
 	sleep 0.05
 done
 dt=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')
