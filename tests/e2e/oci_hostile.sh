@@ -14,9 +14,9 @@
 #     ERROR lines are rate-limited: it grew by ~23 MB); the console log is
 #     capped at console_max (64K here) plus one line.
 #  2. The runtime alone (create/start), its VMM's stdout and stderr on one
-#     pipe that nobody reads while the container's `yes` writes to stdout:
-#     SIGTERM (forwarded; the container's sh traps it and exits, the PID
-#     namespace takes `yes` with it) ends the VMM process within 2 s (its
+#     pipe that nobody reads while a subshell of the container writes to
+#     stdout: SIGTERM (forwarded; the container's sh traps it and exits,
+#     the PID namespace takes the writer with it) ends the VMM process within 2 s (its
 #     stdout port thread, stuck on the full pipe, used to keep the device
 #     stop waiting for good).
 set -uo pipefail
@@ -76,7 +76,7 @@ mkdir -p "$B/rootfs"
 tar -C "$B/rootfs" -xf "$OCI_IMAGE_TAR"
 cat >"$B/config.json" <<'JSON'
 {"ociVersion":"1.0.2","root":{"path":"rootfs"},
- "process":{"args":["sh","-c","trap 'exit 143' TERM; echo started >&2; yes 0123456789abcdef & wait"],
+ "process":{"args":["sh","-c","trap 'exit 143' TERM; (while :; do echo 0123456789abcdef0123456789abcdef; done) & while :; do wait; done"],
   "env":["PATH=/bin"],"cwd":"/","user":{"uid":0,"gid":0}},
  "mounts":[{"destination":"/proc","type":"proc","source":"proc"}],
  "linux":{"namespaces":[{"type":"pid"},{"type":"mount"}]}}
