@@ -36,9 +36,10 @@ targets=("$@")
 	targets=(fuzz_virtqueue_blk fuzz_virtio_pci fuzz_bzimage fuzz_pvh fuzz_arm64_boot fuzz_cli
 		fuzz_vhost_user)
 
-# The OCI runtime's guest-facing parsers (virtio-console, proto.c), and
-# its guest init's decoder of what the host sends.
-[[ $# -gt 0 ]] || targets+=(fuzz_vcon fuzz_oci_proto fuzz_oci_init_config)
+# The OCI runtime's guest-facing parsers (virtio-console, proto.c), its
+# VMM process's control plane (shim-ctl.c) and its guest init's decoder of
+# what the host sends.
+[[ $# -gt 0 ]] || targets+=(fuzz_vcon fuzz_oci_proto fuzz_oci_shim fuzz_oci_init_config)
 
 if ! command -v clang >/dev/null; then
 	echo "fuzz.sh: clang not found (scripts/deps.sh installs it)" >&2

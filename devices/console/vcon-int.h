@@ -16,6 +16,7 @@
 
 #include "console/vcon.h"
 #include "log.h"
+#include "nbfd.h"
 
 #define BOUNCE_SIZE 65536u
 /* Control messages waiting for guest buffers, at most: the handshake
@@ -58,12 +59,16 @@ struct vcon_port {
 	bool in_eof;		 /* in_fd reached EOF (or failed) */
 	bool eof_told;		 /* PORT_OPEN 0 queued for the guest */
 	bool out_failed;	 /* out_fd broke: output discarded */
+	struct nbfd out;	 /* how out_fd is written without waiting */
 	/* Under c->lock. */
 	bool host_connected;
 	bool ready;		 /* the guest added the port (PORT_READY 1) */
 	bool guest_open;
 	/* Relaxed atomics (read by vcon_port_stats()). */
 	uint64_t bytes_in, bytes_out, dropped;
+	/* Relaxed atomic: bytes dropped because out_fd did not take them
+	 * before the stop's deadline; vcon_stop() reports and resets it. */
+	uint64_t stop_dropped;
 };
 
 struct vcon {
@@ -77,6 +82,12 @@ struct vcon {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool running, quit;
+	/* CLOCK_MONOTONIC ns until which a stop (or destroy) lets the
+	 * threads write out the guest's queued output; 0 while running.
+	 * Written under lock, read with relaxed atomic loads by port_write()
+	 * (a stale 0 only means one more poll, which the stop's wake-up
+	 * ends). */
+	uint64_t stop_deadline_ns;
 	struct virtio_queue *queues;
 	unsigned int nr_queues;
 	struct vcon_port *ports;

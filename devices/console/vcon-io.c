@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "console/vcon-int.h"
@@ -135,52 +136,103 @@ static size_t chain_fill(struct virtq_chain *ch, const uint8_t *src, size_t len)
 	return done;
 }
 
-/* Write all of @buf to @fd, blocking (waiting with poll on an O_NONBLOCK
- * fd).  Returns 0 or -errno. */
-static int write_all(int fd, const uint8_t *buf, size_t len)
+static uint64_t mono_ns(void)
 {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Context: port thread, or the thread stopping the device on its behalf.
+ * Write all of @buf to the port's out_fd.  While the device runs, a full
+ * fd is waited for as long as it takes (a reader that is slow holds the
+ * guest's writes back); once the device stops, only until
+ * c->stop_deadline_ns.  The wait also watches the thread's wake eventfd,
+ * so that a stop ends a wait that began while the device ran.  *@done:
+ * the bytes written.  Returns 0, -ETIMEDOUT (the stop's deadline passed:
+ * the caller drops the rest) or -errno of the write.
+ */
+static int port_write(struct vcon_port *p, const uint8_t *buf, size_t len,
+		      size_t *done)
+{
+	struct vcon *c = p->th.c;
+	bool woken = false;
+	int ret = 0;
+
+	*done = 0;
 	while (len) {
-		ssize_t n = write(fd, buf, len);
+		ssize_t n = nbfd_write(&p->out, buf, len);
+		struct pollfd pfd[2];
+		uint64_t deadline, now;
+		int timeout = -1;
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN) {
-				struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-
-				if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
-					return -errno;
-				continue;
-			}
-			return -errno;
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+			*done += (size_t)n;
+			continue;
 		}
-		buf += n;
-		len -= (size_t)n;
+		if (n != -EAGAIN) { /* nbfd_write() retried EINTR */
+			ret = n < 0 ? (int)n : -EIO;
+			break;
+		}
+		deadline = __atomic_load_n(&c->stop_deadline_ns, __ATOMIC_RELAXED);
+		if (deadline) {
+			now = mono_ns();
+			if (now >= deadline) {
+				ret = -ETIMEDOUT;
+				break;
+			}
+			/* Rounded up: never a busy loop of zero timeouts. */
+			timeout = (int)((deadline - now + 999999) / 1000000);
+		}
+		pfd[0] = (struct pollfd){ .fd = p->out.fd, .events = POLLOUT };
+		pfd[1] = (struct pollfd){ .fd = p->th.wake_efd, .events = POLLIN };
+		if (poll(pfd, 2, timeout) < 0 && errno != EINTR) {
+			ret = -errno;
+			break;
+		}
+		/* A wake-up (stop, quit) ends a wait of the running device;
+		 * consumed here, or the next poll would not wait at all. */
+		if (pfd[1].revents) {
+			vcon_drain_efd(p->th.wake_efd);
+			woken = true;
+		}
 	}
-	return 0;
+	/* ... and given back for the thread's loop, which polls next. */
+	if (woken)
+		vcon_thread_wake(&p->th);
+	return ret;
 }
 
 /* Context: port thread.  Send the readable segments of @ch to out_fd. */
 static void port_output(struct vcon_port *p, struct virtq_chain *ch)
 {
 	for (unsigned int i = 0; i < ch->nr_out; i++) {
-		size_t n = ch->iov[i].iov_len;
+		size_t n = ch->iov[i].iov_len, done;
 		int ret;
 
 		if (p->out_fd < 0 || p->out_failed) {
 			vcon_stat_add(&p->dropped, n);
 			continue;
 		}
-		ret = write_all(p->out_fd, ch->iov[i].iov_base, n);
-		if (ret) {
-			vmm_warn("virtio-console: port %u (%s): writing its output: %s; "
-				 "discarding it from now on", p->id, p->name,
-				 strerror(-ret));
-			p->out_failed = true;
-			vcon_stat_add(&p->dropped, n);
+		ret = port_write(p, ch->iov[i].iov_base, n, &done);
+		vcon_stat_add(&p->bytes_out, done);
+		if (!ret)
+			continue;
+		n -= done;
+		vcon_stat_add(&p->dropped, n);
+		if (ret == -ETIMEDOUT) {
+			/* Not a failure of out_fd: after a reset the port may
+			 * work again.  vcon_stop() reports the count. */
+			vcon_stat_add(&p->stop_dropped, n);
 			continue;
 		}
-		vcon_stat_add(&p->bytes_out, n);
+		vmm_warn("virtio-console: port %u (%s): writing its output: %s; "
+			 "discarding it from now on", p->id, p->name, strerror(-ret));
+		p->out_failed = true;
 	}
 }
 

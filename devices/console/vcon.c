@@ -3,6 +3,7 @@
  * the data path is vcon-io.c. */
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/virtio_config.h>
 #include <linux/virtio_console.h>
 #include <linux/virtio_ids.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "console/vcon-int.h"
@@ -78,6 +80,7 @@ static int vcon_start(void *dev, struct virtio_queue *queues, unsigned int nr)
 	pthread_mutex_lock(&c->lock);
 	c->queues = queues;
 	c->running = true;
+	c->stop_deadline_ns = 0;
 	pthread_mutex_unlock(&c->lock);
 	vcon_wake_all(c);
 	return 0;
@@ -110,14 +113,42 @@ static void stop_flush_idle(struct vcon *c, struct vcon_thread *t)
 	t->rxq = t->txq = NULL;
 }
 
+static uint64_t deadline_ns(unsigned int ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
+	       (uint64_t)ms * 1000000ull;
+}
+
+/* Context: vcon_stop, every thread inactive, lock not held.  One line per port that lost
+ * output at this stop (rate-limited: a guest can reset in a loop). */
+static void stop_report_dropped(struct vcon *c)
+{
+	for (unsigned int i = 0; i < c->nr_ports; i++) {
+		struct vcon_port *p = &c->ports[i];
+		uint64_t n = __atomic_exchange_n(&p->stop_dropped, 0, __ATOMIC_RELAXED);
+
+		if (n)
+			log_limited(&c->log, VMM_LOG_WARN, "virtio-console",
+				    "port %u (%s): %llu bytes of guest output dropped: "
+				    "its reader did not take them within %u ms of the "
+				    "device stop", p->id, p->name, (unsigned long long)n,
+				    VCON_STOP_FLUSH_MS);
+	}
+}
+
 /* Context: vCPU thread (reset) or the API thread (vpci_quiesce/destroy);
- * transport lock held.  Returns once no thread touches the queues. */
+ * transport lock held.  Returns once no thread touches the queues: within
+ * about VCON_STOP_FLUSH_MS whatever the port fds' readers do. */
 static void vcon_stop(void *dev)
 {
 	struct vcon *c = dev;
 
 	pthread_mutex_lock(&c->lock);
 	c->running = false;
+	c->stop_deadline_ns = deadline_ns(VCON_STOP_FLUSH_MS);
 	pthread_mutex_unlock(&c->lock);
 	if (!c->threaded) {
 		/* Polled (vcon_poll()): nobody else will let go of the
@@ -147,6 +178,7 @@ static void vcon_stop(void *dev)
 	}
 	c->queues = NULL;
 	pthread_mutex_unlock(&c->lock);
+	stop_report_dropped(c);
 }
 
 static const struct virtio_device_ops vcon_ops = {
@@ -242,6 +274,7 @@ int vcon_create(const struct vcon_params *p, struct vcon **out)
 		port->id = i;
 		port->in_fd = p->ports[i].in_fd;
 		port->out_fd = p->ports[i].out_fd;
+		nbfd_open(port->out_fd, O_WRONLY, &port->out);
 		port->th.wake_efd = -1;
 		port->host_connected = true;
 	}
@@ -317,6 +350,8 @@ void vcon_destroy(struct vcon *c)
 	pthread_mutex_lock(&c->lock);
 	c->quit = true;
 	c->running = false;
+	if (!c->stop_deadline_ns) /* never stopped: nothing is waited for */
+		c->stop_deadline_ns = deadline_ns(0);
 	pthread_mutex_unlock(&c->lock);
 	vcon_wake_all(c);
 	thread_cleanup(&c->ctl);
@@ -324,6 +359,7 @@ void vcon_destroy(struct vcon *c)
 		struct vcon_port *p = &c->ports[i];
 
 		thread_cleanup(&p->th);
+		nbfd_close(&p->out);
 		if (p->in_fd >= 0)
 			close(p->in_fd);
 		if (p->out_fd >= 0)

@@ -16,9 +16,13 @@
  *    (VIRTIO_CONSOLE_PORT_OPEN 0) once the data read before it is in the
  *    guest's buffers: Linux's read() on the port then returns 0 (EOF).
  *  - out_fd (guest -> host): what the guest writes is written here, in
- *    order, with blocking writes (an O_NONBLOCK fd is waited for with poll).
- *    When a write fails (EPIPE: nobody reads) the port's output is
- *    discarded from then on (logged once).  -1: discarded.
+ *    order.  While the device runs, a full out_fd is waited for (poll) as
+ *    long as it takes: a slow reader holds the guest's writes back.  The
+ *    writes themselves never block (core/nbfd.h: a socket is written with
+ *    MSG_DONTWAIT, a pipe or terminal through a private non-blocking
+ *    reopen), so a stop always reaches the thread.  When a write fails
+ *    (EPIPE: nobody reads) the port's output is discarded from then on
+ *    (logged once).  -1: discarded.
  *  A port is "host connected" from the start until in_fd reaches EOF; a
  *  port without in_fd stays connected (Linux blocks writes to a port whose
  *  host side is not connected).
@@ -28,8 +32,12 @@
  * to vcon_destroy(), idle until the driver sets DRIVER_OK (ops->start) and
  * again after a reset (ops->stop, which waits until every thread has let go
  * of the queues).  Guest output still queued when the device stops (reset,
- * or the VM's end through vpci_quiesce()) is written out first: everything
- * the guest wrote before it stopped reaches out_fd.  The threads block
+ * or the VM's end through vpci_quiesce()) is written out first, for at most
+ * VCON_STOP_FLUSH_MS: everything the guest wrote before it stopped reaches
+ * an out_fd whose reader keeps up; what a reader that stalled (or the very
+ * process that stops the VM, reading the port itself) did not take by then
+ * is dropped, counted in vcon_port_stats().dropped and logged (one line per
+ * port and stop, rate-limited).  So a stop never waits for a reader.  The threads block
  * SIGPIPE for themselves, so a closed pipe is an EPIPE, not a signal.
  * Without vcon_start_threads(), vcon_poll() does the threads' work on the
  * caller's thread (tests, fuzzing).
@@ -52,6 +60,8 @@
 #define VCON_NUM_QUEUES(nr_ports) (2u * ((nr_ports) + 1u))
 #define VCON_MAX_NAME 127u   /* bytes of a port name, NUL excluded */
 #define VCON_QUEUE_SIZE 128u /* like QEMU's virtio-serial */
+/* How long a stop keeps writing out queued guest output (see above). */
+#define VCON_STOP_FLUSH_MS 500u
 
 struct vcon;
 
@@ -91,8 +101,8 @@ int vcon_start_threads(struct vcon *c) __must_check;
  * check_fuzz_regressions, where it makes every run reproducible): one non-blocking turn of each thread's
  * loop -- take the queues if the device started, handle what the transmit
  * queues hold, read a port's in_fd if it is readable, fill receive
- * buffers.  Writes to out_fd block as they do on the threads, and the
- * caller must ignore or block SIGPIPE.  Without the threads, ops->stop
+ * buffers.  Writes to out_fd wait for a full fd as they do on the
+ * threads, and the caller must ignore or block SIGPIPE.  Without the threads, ops->stop
  * writes out queued output and lets go of the queues itself.  Returns 0,
  * or -EBUSY once vcon_start_threads() ran.
  */
@@ -106,7 +116,8 @@ void vcon_destroy(struct vcon *c);
 struct vcon_port_stats {
 	uint64_t bytes_in;  /* host -> guest */
 	uint64_t bytes_out; /* guest -> host, written to out_fd */
-	uint64_t dropped;   /* guest -> host bytes discarded (no/failed out_fd) */
+	uint64_t dropped;   /* guest -> host bytes discarded (no/failed out_fd,
+			       or not taken by the stop's deadline) */
 	bool guest_open;    /* the guest has the port open */
 	bool host_connected;
 };

@@ -50,77 +50,6 @@ static double ms(uint64_t ns)
 	return (double)ns / 1e6;
 }
 
-/* Connect to ROOT/ID/ctl.sock (by a relative path: the absolute one may
- * not fit in sun_path). */
-static int ctl_connect(const char *dir)
-{
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd, ret = -1;
-
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	snprintf(a.sun_path, sizeof(a.sun_path), "ctl.sock");
-	if (fd >= 0 && chdir(dir) == 0)
-		ret = connect(fd, (struct sockaddr *)&a, sizeof(a));
-	if (cwd >= 0) {
-		if (fchdir(cwd))
-			ret = -1;
-		close(cwd);
-	}
-	if (ret) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* Send @req to the VMM and read its one-line answer into @ans. */
-static int ctl_request(const char *dir, const char *req, char *ans, size_t len)
-{
-	int fd = ctl_connect(dir);
-	size_t have = 0;
-
-	if (fd < 0)
-		return -1;
-	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
-		close(fd);
-		return -1;
-	}
-	while (have + 1 < len) {
-		ssize_t n = read(fd, ans + have, len - 1 - have);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		have += (size_t)n;
-		if (memchr(ans, '\n', have))
-			break;
-	}
-	ans[have] = 0;
-	ans[strcspn(ans, "\n")] = 0;
-	close(fd);
-	return have ? 0 : -1;
-}
-
-static int write_file_atomic(const char *path, const char *text)
-{
-	char tmp[PATH_MAX + 8];
-	int fd;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -1;
-	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text)) {
-		close(fd);
-		unlink(tmp);
-		return -1;
-	}
-	close(fd);
-	return rename(tmp, path);
-}
-
 /* runc's console socket: the pty master goes to @path with SCM_RIGHTS. */
 static int send_console(const char *path, int master, char *err, size_t errlen)
 {
@@ -375,6 +304,14 @@ static int cmd_create(const struct oci_cli *c)
 	st.pid = vmm;
 	st.starttime = oci_proc_starttime(vmm);
 	st.annotations = spec.annotations_json;
+	/* 0: the VMM is gone already, or /proc does not show it (hidepid):
+	 * a state that cannot tell it from a reused pid is not written. */
+	if (!st.starttime) {
+		oci_err("the VMM process %d cannot be found in /proc (it exited, or "
+			"/proc hides it)", (int)vmm);
+		kill(vmm, SIGKILL);
+		goto err_dir;
+	}
 	if (oci_state_write(&st)) {
 		oci_err("writing %s/state.json failed", dir);
 		kill(vmm, SIGKILL);
@@ -384,7 +321,7 @@ static int cmd_create(const struct oci_cli *c)
 		char p[32];
 
 		snprintf(p, sizeof(p), "%d", (int)vmm);
-		if (write_file_atomic(c->pid_file, p)) {
+		if (oci_file_write_atomic(c->pid_file, p)) {
 			oci_err("pid file %s: %s", c->pid_file, strerror(errno));
 			kill(vmm, SIGKILL);
 			goto err_dir;
@@ -429,6 +366,7 @@ static int cmd_start(const struct oci_cli *c)
 	struct oci_state st;
 	char ans[1024], started[4200];
 	enum oci_status s;
+	int ret;
 
 	if (load(c, &st))
 		return 1;
@@ -438,17 +376,21 @@ static int cmd_start(const struct oci_cli *c)
 		oci_err("cannot start a container that is %s", oci_status_name(s));
 		return 1;
 	}
-	snprintf(started, sizeof(started), "%s/started", st.dir);
-	if (write_file_atomic(started, "")) {
-		oci_err("%s: %s", started, strerror(errno));
-		return 1;
-	}
-	if (ctl_request(st.dir, "start\n", ans, sizeof(ans))) {
-		oci_err("container %s: its VMM process does not answer", c->id);
+	ret = oci_ctl_request(st.dir, "start\n", ans, sizeof(ans),
+			      OCI_CTL_START_TIMEOUT_MS);
+	if (ret) {
+		oci_err("container %s: its VMM process does not answer (%s)", c->id,
+			strerror(-ret));
 		return 1;
 	}
 	if (strcmp(ans, "ok")) {
 		oci_err("%s", !strncmp(ans, "error: ", 7) ? ans + 7 : ans);
+		return 1;
+	}
+	/* Running from now on: recorded once the process did start. */
+	snprintf(started, sizeof(started), "%s/started", st.dir);
+	if (oci_file_write_atomic(started, "")) {
+		oci_err("%s: %s", started, strerror(errno));
 		return 1;
 	}
 	return 0;
@@ -505,7 +447,8 @@ static int cmd_kill(const struct oci_cli *c)
 		return 0;
 	}
 	snprintf(req, sizeof(req), "signal %d\n", sig);
-	if (ctl_request(st.dir, req, ans, sizeof(ans)) || strcmp(ans, "ok")) {
+	if (oci_ctl_request(st.dir, req, ans, sizeof(ans), OCI_CTL_SIGNAL_TIMEOUT_MS) ||
+	    strcmp(ans, "ok")) {
 		if (oci_state_status(&st) == OCI_STOPPED) {
 			oci_err("container not running");
 			return 1;

@@ -7,9 +7,11 @@
 #ifndef MINIVMM_OCI_OCI_H
 #define MINIVMM_OCI_OCI_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "spec.h"
@@ -23,16 +25,51 @@
 
 /* ---- log.c ---- */
 /* Where errors go: stderr (unless quiet) and the --log file (json lines
- * {"level","msg","time"} with --log-format json, else text). */
+ * {"level","msg","time"} with --log-format json, else text).  Neither
+ * write waits: a line stderr does not take at once is dropped (counted:
+ * oci_log_stderr_dropped()).  Any thread; the log file and stderr are
+ * written with one write() per line, nothing else, so a libvmm thread
+ * under its seccomp filter may log (through oci_log_file()). */
 void oci_log_init(const char *path, bool json);
 void oci_log_quiet_stderr(bool quiet);
 void oci_log(const char *level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Only to the log file, never stderr. */
+void oci_log_file(const char *level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 #define oci_err(...) oci_log("error", __VA_ARGS__)
 #define oci_warn(...) oci_log("warning", __VA_ARGS__)
 #define oci_info(...) oci_log("info", __VA_ARGS__)
 /* The log file's fd (-1 if none), e.g. for libvmm's messages. */
 int oci_log_fd(void);
+uint64_t oci_log_stderr_dropped(void);
+
+/*
+ * A rate limit for lines a guest can cause as often as it likes (ERROR
+ * frames, libvmm's messages): per limiter, at most @burst lines per
+ * OCI_LIMIT_WINDOW_NS and OCI_LIMIT_LINES in all; the lines beyond are
+ * counted and reported as one "N more NOUN were suppressed" line before
+ * the next line that passes, and by oci_limit_flush().  So one limiter
+ * costs the log at most OCI_LIMIT_LINES + 1 lines whatever the guest does.
+ * Thread-safe (a mutex, held only to count).
+ */
+#define OCI_LIMIT_WINDOW_NS 10000000000ull /* 10 s */
+#define OCI_LIMIT_LINES 200u
+struct oci_limit {
+	pthread_mutex_t lock;
+	const char *noun;	  /* "guest error messages" */
+	unsigned int burst;	  /* lines per window */
+	unsigned int in_window, lines;
+	uint64_t window_ns;	  /* when the current window began */
+	uint64_t suppressed;	  /* since the last line that passed */
+	uint64_t total;		  /* every line offered */
+};
+#define OCI_LIMIT_INIT(noun_, burst_) \
+	{ .lock = PTHREAD_MUTEX_INITIALIZER, .noun = (noun_), .burst = (burst_) }
+void oci_log_limited(struct oci_limit *l, const char *level, bool to_stderr,
+		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void oci_limit_flush(struct oci_limit *l, const char *level);
+uint64_t oci_limit_total(struct oci_limit *l);
 /* Nanoseconds of CLOCK_MONOTONIC. */
 uint64_t oci_now_ns(void);
 
@@ -50,12 +87,14 @@ struct oci_settings {
 				  (kept after delete), or NULL: the state dir */
 	struct user_spec user; /* who the VMM process becomes; unset: the
 				  default (oci_vmm_user()) */
+	uint64_t console_max;  /* bytes of it kept (0: no limit) */
 };
 /*
  * Defaults, then the config file ($MINIVMM_OCI_CONFIG or OCI_CONFIG_FILE,
  * "key = value" lines: kernel, initrd, modules, append, memory, cpus,
- * root_free, seccomp, timings, console_dir, user), then the environment
- * (MINIVMM_OCI_KERNEL, MINIVMM_OCI_INITRD).  0, or -1 with a reason in @err.
+ * root_free, seccomp, timings, console_dir, console_max, user), then the
+ * environment (MINIVMM_OCI_KERNEL, MINIVMM_OCI_INITRD).  0, or -1 with a
+ * reason in @err.
  */
 int oci_settings_load(struct oci_settings *s, char *err, size_t errlen);
 void oci_settings_free(struct oci_settings *s);
@@ -81,6 +120,56 @@ int oci_vmm_user(const struct oci_settings *s, uid_t *uid, gid_t *gid, char *err
 int oci_boot_files(struct oci_settings *s, char *err, size_t errlen);
 /* The kernel release in a bzImage's header ("6.1.0-57-amd64"). */
 int oci_kernel_release(const char *kernel, char *out, size_t len);
+
+/* ---- ctl.c ---- */
+/*
+ * Send @req ("start\n", "signal N\n") to the VMM process of the container
+ * whose state directory is @dir and read its one-line answer (without the
+ * newline) into @ans, all within @timeout_ms.  0; -ETIMEDOUT (no answer
+ * in time); -EIO (closed without an answer); -errno of the connect
+ * (-ECONNREFUSED, -ENOENT: no VMM process listens).
+ */
+#define OCI_CTL_SIGNAL_TIMEOUT_MS 10000
+/* start waits for the guest to boot (about a minute in a nested rig) and
+ * run the process. */
+#define OCI_CTL_START_TIMEOUT_MS 300000
+int oci_ctl_request(const char *dir, const char *req, char *ans, size_t len,
+		    int timeout_ms);
+
+/* ---- file.c ---- */
+/*
+ * Create @path afresh for writing (0600-style @mode), safely as root in a
+ * directory others may write: whatever @path names is unlinked (a planted
+ * symlink or hard link is removed, never followed or truncated), then
+ * created with O_CREAT | O_EXCL | O_NOFOLLOW.  The fd, or -errno (-EEXIST:
+ * an entry we may not remove, e.g. another user's in a sticky directory).
+ */
+int oci_file_create(const char *path, mode_t mode);
+/* Write @text to PATH.tmp (oci_file_create(), 0644) and rename it to
+ * @path (--pid-file, ROOT/ID/started).  0, or -1 with errno. */
+int oci_file_write_atomic(const char *path, const char *text);
+
+/* ---- conlog.c: the guest's serial console, capped ---- */
+struct oci_conlog {
+	char path[4200];  /* STATE/console.log or console_dir/ID.console.log */
+	int file;	  /* that file */
+	int pipe_r, pipe_w; /* libvmm writes the console to pipe_w */
+	uint64_t max;	  /* console_max; 0: no limit */
+	uint64_t written; /* bytes in the file */
+	uint64_t dropped; /* bytes not written (over the cap, write errors) */
+	bool capped;	  /* the "console_max reached" line was written */
+};
+/* Bytes one call of oci_conlog_pump() reads at most (one loop turn). */
+#define OCI_CONLOG_TURN (256u << 10)
+/* Create the file (oci_file_create()) and the pipe.  0, or -1 with a
+ * reason in @err. */
+int oci_conlog_open(struct oci_conlog *c, const struct oci_settings *set,
+		    const char *state_dir, char *err, size_t errlen);
+/* Copy what the pipe holds (at most @budget bytes) to the file, up to
+ * the cap; returns the bytes read from the pipe. */
+size_t oci_conlog_pump(struct oci_conlog *c, size_t budget);
+/* Copy the rest, log what was dropped, close the file and pipe_r. */
+void oci_conlog_finish(struct oci_conlog *c);
 
 /* ---- state.c ---- */
 enum oci_status { OCI_CREATED, OCI_RUNNING, OCI_STOPPED };

@@ -88,6 +88,7 @@ int oci_settings_load(struct oci_settings *s, char *err, size_t errlen)
 	s->cpus_default = 1;
 	s->root_free = 256ull << 20;
 	s->seccomp = true;
+	s->console_max = 16ull << 20;
 	if (!path)
 		path = OCI_CONFIG_FILE;
 	f = fopen(path, "re");
@@ -124,6 +125,8 @@ int oci_settings_load(struct oci_settings *s, char *err, size_t errlen)
 			bad = parse_size(v, &s->mem_default);
 		else if (!strcmp(k, "root_free"))
 			bad = parse_size(v, &s->root_free);
+		else if (!strcmp(k, "console_max"))
+			bad = parse_size(v, &s->console_max);
 		else if (!strcmp(k, "cpus")) {
 			unsigned long n = strtoul(v, &end, 10);
 

@@ -145,7 +145,11 @@ enum oci_status oci_state_status(const struct oci_state *st)
 	ssize_t n;
 	int fd;
 
-	if (st->pid <= 0 || oci_proc_starttime(st->pid) != st->starttime)
+	/* A recorded starttime of 0 proves nothing (create never writes one
+	 * now; an old state may have it): read as stopped, like a process
+	 * /proc does not show (0 now). */
+	if (st->pid <= 0 || !st->starttime ||
+	    oci_proc_starttime(st->pid) != st->starttime)
 		return OCI_STOPPED;
 	/* A zombie VMM (exited, not yet reaped by conmon) is stopped. */
 	snprintf(stat_path, sizeof(stat_path), "/proc/%d/stat", (int)st->pid);

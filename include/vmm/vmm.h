@@ -486,10 +486,14 @@ struct vmm_port_config {
 	 * delivered, is EOF in the guest (Linux: read() returns 0).  -1: no
 	 * input (the guest's reads block). */
 	int in_fd;
-	/* Guest -> host: what the guest writes is written to out_fd in order,
-	 * with blocking writes (a full pipe holds the guest's writes back).
-	 * A failed write (EPIPE: nobody reads; SIGPIPE is blocked on the port
-	 * threads) discards the port's output from then on.  -1: discarded. */
+	/* Guest -> host: what the guest writes is written to out_fd in order;
+	 * a full pipe or socket holds the guest's writes back (the port's
+	 * thread waits for it while the VM runs; its writes never block: a
+	 * socket is written with MSG_DONTWAIT, a pipe or terminal through a
+	 * private non-blocking reopen of it, your file description keeps its
+	 * flags).  A failed write (EPIPE: nobody reads; SIGPIPE is blocked on
+	 * the port threads) discards the port's output from then on.  -1:
+	 * discarded. */
 	int out_fd;
 };
 
@@ -507,7 +511,10 @@ struct vmm_port_config {
  * for the device's control queue), started by vmm_start() after the start
  * hook and confined like the console thread under vmm_set_seccomp().
  * Guest output still queued when the VM stops is written out before
- * vmm_wait() returns (which therefore waits for a blocked out_fd).
+ * vmm_wait() returns, for at most half a second: what out_fd does not take
+ * by then (a stalled reader, or your own thread that reads the port and
+ * is now in vmm_wait()) is dropped and logged; vmm_wait() never waits for
+ * a reader longer than that.
  *
  * Returns: 0; -EINVAL for a bad argument (NULL, struct_size too small, no
  * name, a name too long or already used, an unknown flag, an fd < -1);
@@ -823,8 +830,8 @@ enum vmm_seccomp_mode {
  * ioctls device emulation needs, checked by request number), I/O threads
  * once the devices exist (io_uring_enter, the block fallback's
  * preadv/pwritev/fdatasync/fallocate), the console thread and the
- * vmm_add_port() threads (console class: poll, read/write of their fds,
- * MSI delivery) before their loops.
+ * vmm_add_port() threads (console class: poll, read/write -- sendto for a
+ * socket -- of their fds, MSI delivery) before their loops.
  * Opening files, sockets, execve, clone, ptrace and the like are refused
  * everywhere; mmap/mprotect with PROT_EXEC too.  The caller's threads are
  * never confined implicitly: see vmm_seccomp_confine_current_thread().

@@ -154,9 +154,10 @@ static const unsigned long io_ioctls[] = {
 
 /* Console input: poll the input fd, feed the UART (which raises its IRQ).
  * Also the virtio-console port threads (devices/console/vcon.c): poll,
- * read/write their fds and eventfds, and interrupt the guest like an I/O
- * thread (KVM_SIGNAL_MSI, and KVM_SET_GSI_ROUTING for a lazy route
- * refresh in virtio_queue_notify()). */
+ * read/write their fds and eventfds (send() with MSG_DONTWAIT to a socket
+ * out_fd: core/nbfd.c), and interrupt the guest like an I/O thread
+ * (KVM_SIGNAL_MSI, and KVM_SET_GSI_ROUTING for a lazy route refresh in
+ * virtio_queue_notify()). */
 static const struct rule console_rules[] = {
 	{ SCMP_SYS(ioctl), ARG_ANY }, /* by request: console_ioctls[] */
 };

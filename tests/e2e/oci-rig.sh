@@ -48,7 +48,26 @@ if [[ ! -f "$image" ]]; then
 	fi
 	exec 9>&-
 fi
+# The hostile image (oci_hostile.sh): the same busybox plus /hostile
+# (tests/guest/hostile/hostile.c, static), keyed on the source.
+hkey=$( {
+	sha256sum "$here/../guest/hostile/hostile.c"
+	gcc --version | head -1
+} | sha256sum | cut -c1-16)
+himage="$RIG_CACHE/oci/hostile-$hkey.tar"
+if [[ ! -f "$himage" ]]; then
+	rig_lock "$RIG_CACHE/oci/.lock"
+	if [[ ! -f "$himage" ]]; then
+		stage=$(mktemp -d)
+		tar -C "$stage" -xf "$image"
+		gcc -static -O2 -Wall -Wextra -Werror -o "$stage/hostile" \
+			"$here/../guest/hostile/hostile.c"
+		tar -C "$stage" -cf "$himage.tmp" .
+		mv "$himage.tmp" "$himage"
+		rm -rf "$stage"
+	fi
+fi
 export OCI_KERNEL="${paths[0]}" OCI_INITRD="$initrd" OCI_RUNTIME="$build/minivmm-oci"
-export OCI_IMAGE_TAR="$image"
-export RIG_PASS_ENV="${RIG_PASS_ENV:-} OCI_KERNEL OCI_INITRD OCI_RUNTIME OCI_IMAGE_TAR"
+export OCI_IMAGE_TAR="$image" OCI_HOSTILE_TAR="$himage"
+export RIG_PASS_ENV="${RIG_PASS_ENV:-} OCI_KERNEL OCI_INITRD OCI_RUNTIME OCI_IMAGE_TAR OCI_HOSTILE_TAR"
 exec "$here/../rig/rig-run" --timeout "${E2E_RIG_TIMEOUT:-1500}" -- "$@"

@@ -31,6 +31,7 @@ int fuzz_vhost_user(const uint8_t *data, size_t size);
 int fuzz_vcon(const uint8_t *data, size_t size);
 int fuzz_oci_proto(const uint8_t *data, size_t size);
 int fuzz_oci_init_config(const uint8_t *data, size_t size);
+int fuzz_oci_shim(const uint8_t *data, size_t size);
 int fuzz_arm64_boot(const uint8_t *data, size_t size);
 
 #ifdef VMM_FUZZ_LIBFUZZER

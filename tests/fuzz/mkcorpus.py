@@ -373,6 +373,30 @@ write(OP, 'over_max_length', u8(0x01) + frame(READY) + u32((4 << 20) + 1) +
       frame(STARTED))
 write(OP, 'long_error', u8(0x08) + frame(ERROR, bytes(range(1, 256)) * 3))
 
+# ---- fuzz_oci_shim ----------------------------------------------------------------
+OS = 'fuzz_oci_shim'
+G_RAW, G_FRAME, G_READ, C_NEW, C_CLOSE, SIG = range(6)
+
+
+def g_frame(t, payload=b''): return u8(G_FRAME) + u8(t) + u16(len(payload)) + payload
+def client(line): return u8(C_NEW) + u8(len(line)) + line
+
+
+write(OS, 'start_ready_started', client(b'start\n') + g_frame(READY) +
+      u8(G_READ) + u16(256) + g_frame(STARTED) + client(b'start\n') + u8(SIG) + u8(15) +
+      u8(SIG) + u8(28) + u8(G_READ) + u16(256))
+write(OS, 'error_flood', g_frame(READY) + (g_frame(ERROR, b'E' * 500) * 40) +
+      client(b'start\n'))
+write(OS, 'signal_before_start', client(b'signal 15\n') + client(b'signal 0\n') +
+      client(b'signal x\n') + u8(SIG) + u8(2))
+write(OS, 'guest_not_reading', g_frame(STARTED) + (u8(SIG) + u8(15)) * 200 +
+      u8(G_READ) + u16(0xffff))
+write(OS, 'malformed_stream', client(b'start\n') + g_frame(ERROR, b'no such file') +
+      u8(G_RAW) + u16(5) + u32(0) + u8(1) + u8(G_RAW) + u16(4) + b'junk')
+write(OS, 'clients', client(b'') + client(b'sta') + u8(C_CLOSE) + u8(0) +
+      client(b'x' * 200) + client(b'start') + client(b'signal 9999999999\n') +
+      u8(C_CLOSE) + u8(3))
+
 # ---- fuzz_arm64_boot ----------------------------------------------------------
 A64 = 'fuzz_arm64_boot'
 F_MPIDR, F_NO_CMDLINE, F_RANGES, F_LOADER = 0x01, 0x02, 0x04, 0x08

@@ -147,6 +147,12 @@ START_TEST(oci_init_config)
 }
 END_TEST
 
+START_TEST(oci_shim)
+{
+	replay("fuzz_oci_shim", fuzz_oci_shim);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fuzz_regressions");
@@ -166,6 +172,7 @@ int main(void)
 	tcase_add_test(tc, vcon);
 	tcase_add_test(tc, oci_proto);
 	tcase_add_test(tc, oci_init_config);
+	tcase_add_test(tc, oci_shim);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -225,6 +225,54 @@ START_TEST(test_executable)
 }
 END_TEST
 
+/* Symlinks inside the image resolve inside it, as the guest sees them
+ * (issue 31, 3.4): an image whose /usr/local/bin links to /opt/app/bin
+ * (absolute) finds its program there, and a link to a directory only the
+ * host has (/etc: /etc/passwd exists here, not in the image) finds
+ * nothing.  Both used to be resolved on the host: the first refused, the
+ * second accepted. */
+START_TEST(test_executable_image_links)
+{
+	char p[256];
+	struct oci_spec s;
+
+	snprintf(p, sizeof(p), "%s/rootfs/opt", dir);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/rootfs/opt/app", dir);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/rootfs/opt/app/bin", dir);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	write_file("rootfs/opt/app/bin/app", "");
+	snprintf(p, sizeof(p), "%s/rootfs/usr", dir);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/rootfs/usr/local", dir);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/rootfs/usr/local/bin", dir);
+	ck_assert_int_eq(symlink("/opt/app/bin", p), 0);
+	snprintf(p, sizeof(p), "%s/rootfs/hostonly", dir);
+	ck_assert_int_eq(symlink("/etc", p), 0);
+	snprintf(p, sizeof(p), "%s/rootfs/up", dir);
+	ck_assert_int_eq(symlink("../../../../../../etc", p), 0);
+	ck_assert_int_eq(access("/etc/passwd", F_OK), 0);
+
+	ck_assert(!load("\"process\":{\"args\":[\"app\"],\"env\":[\"PATH=/usr/local/bin\"]}",
+			"", "", ROOT_REL, &s));
+	ck_assert_msg(spec_check_executable(&s, err, sizeof(err)) == 0, "%s", err);
+	spec_free(&s);
+	ck_assert(!load("\"process\":{\"args\":[\"/usr/local/bin/app\"]}", "", "",
+			ROOT_REL, &s));
+	ck_assert_msg(spec_check_executable(&s, err, sizeof(err)) == 0, "%s", err);
+	spec_free(&s);
+	ck_assert(!load("\"process\":{\"args\":[\"/hostonly/passwd\"]}", "", "",
+			ROOT_REL, &s));
+	ck_assert_int_eq(spec_check_executable(&s, err, sizeof(err)), -1);
+	spec_free(&s);
+	ck_assert(!load("\"process\":{\"args\":[\"/up/passwd\"]}", "", "", ROOT_REL, &s));
+	ck_assert_int_eq(spec_check_executable(&s, err, sizeof(err)), -1);
+	spec_free(&s);
+}
+END_TEST
+
 START_TEST(test_signals)
 {
 	ck_assert_int_eq(spec_parse_signal("15"), SIGTERM);
@@ -339,6 +387,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_resources_defaults);
 	tcase_add_test(tc, test_refusals);
 	tcase_add_test(tc, test_executable);
+	tcase_add_test(tc, test_executable_image_links);
 	tcase_add_test(tc, test_signals);
 	tcase_add_test(tc, test_encode_decode);
 	tcase_add_test(tc, test_frames);

@@ -7,7 +7,11 @@
  * PORT_OPEN), page-sized receive buffers, transmit chains.  Checks binary
  * data both ways byte-exact, input split over small buffers, EOF on the
  * host fd delivered as PORT_OPEN 0 after the data, output queued at stop
- * written out, and a malformed chain setting NEEDS_RESET.
+ * written out, and a malformed chain setting NEEDS_RESET.  A stop is
+ * bounded whatever the reader does: output queued (not kicked) beyond a
+ * socket buffer that nobody reads, or a port thread stuck on a stalled
+ * pipe, is dropped and counted after VCON_STOP_FLUSH_MS, and the
+ * embedder's pipe keeps its blocking flags.
  */
 #include <check.h>
 #include <errno.h>
@@ -17,7 +21,10 @@
 #include <linux/virtio_ids.h>
 #include <linux/virtio_pci.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,6 +56,8 @@ static struct {
 	int in_w;  /* test writes port 0's input here */
 	int out_r; /* and reads port 0's output here */
 	int err_r; /* port 1's output */
+	bool out_sock; /* port 0's output is a socket, not a pipe */
+	int out_w_dup; /* our copy of the write end the device got */
 } R;
 
 static uint64_t now_ms(void)
@@ -167,10 +176,17 @@ static void setup_queues(void)
 	struct vpci_params vp = { .num_queues = NQ, .max_queue_size = QSIZE,
 				  .ioeventfd_any_length = true };
 	uint64_t offered;
+	bool sock = R.out_sock;
 
 	memset(&R, 0, sizeof(R));
+	R.out_sock = sock;
 	ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
-	ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+	if (sock)
+		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, out), 0);
+	else
+		ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
+	R.out_w_dup = fcntl(out[1], F_DUPFD_CLOEXEC, 0);
+	ck_assert_int_ge(R.out_w_dup, 0);
 	ck_assert_int_eq(pipe2(err, O_CLOEXEC), 0);
 	pp[0] = (struct vcon_port_params){ "minivmm.io", in[0], out[1] };
 	pp[1] = (struct vcon_port_params){ "minivmm.err", -1, err[1] };
@@ -244,6 +260,7 @@ static void teardown(void)
 		close(R.in_w);
 	close(R.out_r);
 	close(R.err_r);
+	close(R.out_w_dup);
 }
 
 START_TEST(test_input_binary_split)
@@ -380,6 +397,99 @@ START_TEST(test_create_errors)
 }
 END_TEST
 
+/* Context: a helper thread: the stop the VM's end performs. */
+static void *quiesce_thread(void *arg)
+{
+	vpci_quiesce(R.v.t);
+	__atomic_store_n((bool *)arg, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Stop the device on a helper thread; fail unless it returns within
+ * @limit_ms.  Returns how long it took. */
+static uint64_t stop_within(uint64_t limit_ms)
+{
+	uint64_t t0 = now_ms();
+	bool done = false;
+	pthread_t th;
+
+	ck_assert_int_eq(pthread_create(&th, NULL, quiesce_thread, &done), 0);
+	while (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
+		ck_assert_msg(now_ms() - t0 < limit_ms,
+			      "the device stop still waits for the reader after %llu ms",
+			      (unsigned long long)(now_ms() - t0));
+		usleep(5000);
+	}
+	pthread_join(th, NULL);
+	return now_ms() - t0;
+}
+
+/* minivmm-oci's case: the guest queues (without a kick) more than a socket
+ * buffer on a port whose only reader is the thread that stops the VM.  The
+ * stop used to write it all out with blocking writes: forever. */
+START_TEST(test_stop_bounded_socket_nobody_reads)
+{
+	enum { CHUNK = 64 << 10, CHUNKS = 32 }; /* 2 MiB */
+	static uint8_t chunk[CHUNK];
+	struct vcon_port_stats st;
+	uint64_t ms;
+	int avail = 0;
+
+	memset(chunk, 'x', sizeof(chunk));
+	for (int i = 0; i < CHUNKS; i++)
+		tx_send(1, chunk, CHUNK, false);
+	ms = stop_within(5000);
+	ck_assert_int_eq(vcon_port_stats(R.dev, 0, &st), 0);
+	ck_assert_int_eq(ioctl(R.out_r, FIONREAD, &avail), 0);
+	/* What the socket took, the rest dropped and counted. */
+	ck_assert_uint_eq(st.bytes_out, (uint64_t)avail);
+	ck_assert_uint_eq(st.bytes_out + st.dropped, (uint64_t)CHUNK * CHUNKS);
+	ck_assert_uint_gt(st.dropped, 0);
+	ck_assert_uint_ge(ms, VCON_STOP_FLUSH_MS / 2);
+}
+END_TEST
+
+/* A port thread waiting, while the VM runs, for a pipe whose reader
+ * stalled (conmon's stdout): the stop reaches it, and the embedder's file
+ * description stays blocking (the device writes through its own reopen). */
+START_TEST(test_stop_bounded_pipe_stalled)
+{
+	enum { LEN = 1 << 20 };
+	uint8_t *data = malloc(LEN);
+	struct vcon_port_stats st;
+	uint64_t deadline = now_ms() + WAIT_MS;
+	int avail = 0;
+
+	ck_assert_ptr_nonnull(data);
+	memset(data, 'y', LEN);
+	tx_send(1, data, LEN, true);
+	/* The thread filled the pipe (64 KiB) and waits for room. */
+	do {
+		ck_assert_int_eq(ioctl(R.out_r, FIONREAD, &avail), 0);
+		ck_assert_msg(now_ms() < deadline, "the port thread wrote %d bytes", avail);
+		usleep(1000);
+	} while (avail < 65536);
+	stop_within(5000);
+	ck_assert_int_eq(vcon_port_stats(R.dev, 0, &st), 0);
+	ck_assert_uint_eq(st.bytes_out + st.dropped, LEN);
+	ck_assert_uint_gt(st.dropped, 0);
+	ck_assert_int_eq(fcntl(R.out_w_dup, F_GETFL) & O_NONBLOCK, 0);
+	free(data);
+}
+END_TEST
+
+static void setup_sock(void)
+{
+	R.out_sock = true;
+	setup();
+}
+
+static void teardown_sock(void)
+{
+	teardown();
+	R.out_sock = false;
+}
+
 static Suite *vcon_suite(void)
 {
 	Suite *s = suite_create("vcon");
@@ -397,6 +507,14 @@ static Suite *vcon_suite(void)
 	tc = tcase_create("stop_race");
 	tcase_set_timeout(tc, 120); /* 100 rounds: ~3 s here, ASan under load more */
 	tcase_add_test(tc, test_stop_right_after_start);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("stop_bounded");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_stop_bounded_pipe_stalled);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("stop_bounded_socket");
+	tcase_add_checked_fixture(tc, setup_sock, teardown_sock);
+	tcase_add_test(tc, test_stop_bounded_socket_nobody_reads);
 	suite_add_tcase(s, tc);
 	return s;
 }

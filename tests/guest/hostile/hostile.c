@@ -41,6 +41,18 @@
  *                  DEVICE_NEEDS_RESET, as README.md promises
  *   sanity         after a reset: write, flush, read back, read sector 0
  *
+ * Console mode (a root container against minivmm-oci, tests/e2e/
+ * oci_hostile.sh), BDF "console" or a virtio-console function's:
+ *     hostile [-S BYTES] -c FRAMES [-u PAGES] [-x STATUS] console
+ *   -S  first write BYTES to COM1 (ioperm(0x3f8) + rep outsb);
+ *   -c  take the virtio-console over and send FRAMES ERROR frames (512
+ *       bytes each) on port 0's transmit queue (minivmm.ctl), kicked,
+ *       in chains of 16 pages, each completion awaited;
+ *   -u  then make PAGES pages of them available without a kick (at most
+ *       128: 512 KiB, more than a socket buffer; only the device's stop
+ *       finds them);
+ *   -x  then end the VM: outl(STATUS, 0xf4) (the exit port).
+ *
  * Output, one line each on stdout (the console):
  *     ABUSE phase=NAME begin
  *     ABUSE phase=NAME done key=value...
@@ -51,6 +63,7 @@
  * 2 if the device could not be taken over.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -60,6 +73,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/io.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -68,6 +82,7 @@
 #include <linux/pci_regs.h>
 #include <linux/virtio_blk.h>
 #include <linux/virtio_config.h>
+#include <linux/virtio_console.h>
 #include <linux/virtio_pci.h>
 #include <linux/virtio_ring.h>
 
@@ -185,6 +200,8 @@ static struct trk trk[QSZ];
 static double phase_s = 3.0;
 static unsigned int max_resets = 1000;
 static const char *only; /* -p: comma-separated phase names, or NULL */
+static bool console_mode;  /* -c: the function is a virtio-console */
+static uint16_t qsel;	   /* the queue queue_setup() sets up */
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 /* ---- utilities -------------------------------------------------------- */
@@ -508,6 +525,13 @@ static void take_over(struct dev *d, const char *bdf)
 		d->notify_spare = (uint32_t)(lim - end < 128 ? lim - end : 128) & ~1u;
 	}
 	d->nq = rd16(d->common, VIRTIO_PCI_COMMON_NUMQ);
+	d->desc = va_of(PG_DESC, 0);
+	d->avail = va_of(PG_AVAIL, 0);
+	d->used = va_of(PG_USED, 0);
+	if (console_mode) {
+		printf("ABUSE console %s: %u queues\n", bdf, d->nq);
+		return;
+	}
 	d->capacity = rd32(d->devcfg, 0) | (uint64_t)rd32(d->devcfg, 4) << 32;
 	d->seg_max = rd32(d->devcfg, 12);
 	printf("ABUSE device %s: BAR 0x%" PRIx64 "+0x%zx, %u queues, %u MSI-X "
@@ -516,10 +540,6 @@ static void take_over(struct dev *d, const char *bdf)
 	       d->capacity, d->seg_max);
 	if (d->capacity < 4096)
 		die("victim disk too small (%" PRIu64 " sectors)", d->capacity);
-
-	d->desc = va_of(PG_DESC, 0);
-	d->avail = va_of(PG_AVAIL, 0);
-	d->used = va_of(PG_USED, 0);
 }
 
 /* ---- MSI-X -------------------------------------------------------------- */
@@ -777,7 +797,7 @@ static void queue_setup(struct dev *d, uint16_t size, uint64_t desc,
 			uint64_t avail, uint64_t used, bool msix)
 {
 	wr16(d->common, VIRTIO_PCI_COMMON_MSIX, msix ? 0 : NO_VECTOR);
-	wr16(d->common, VIRTIO_PCI_COMMON_Q_SELECT, 0);
+	wr16(d->common, VIRTIO_PCI_COMMON_Q_SELECT, qsel);
 	wr16(d->common, VIRTIO_PCI_COMMON_Q_SIZE, size);
 	wr16(d->common, VIRTIO_PCI_COMMON_Q_MSIX, msix ? 1 : NO_VECTOR);
 	wr32(d->common, VIRTIO_PCI_COMMON_Q_DESCLO, (uint32_t)desc);
@@ -1785,6 +1805,150 @@ static void phase_sanity(struct dev *d)
 	phase_done("sanity", "ok=%d sector0=%s", ok, sec0);
 }
 
+/* ---- console mode ------------------------------------------------------ */
+
+#define CON_QSZ 128u	 /* the device's queue size (VCON_QUEUE_SIZE) */
+#define CON_CHAIN 16u	 /* pages per chain */
+#define CON_FRAME 512u	 /* bytes per ERROR frame: 8 per page */
+
+/* -S: @bytes to COM1's data register with `rep outsb`, a page at a time. */
+static void serial_flood(size_t bytes)
+{
+	static char line[PAGE];
+	size_t done = 0;
+	double t0 = now();
+
+	if (ioperm(0x3f8, 8, 1))
+		die("ioperm(0x3f8): %s", strerror(errno));
+	for (unsigned int i = 0; i < PAGE; i++)
+		line[i] = (i % 64 == 63) ? '\n' : (char)('a' + i % 26);
+	while (done < bytes) {
+		const char *p = line;
+		size_t n = bytes - done < PAGE ? bytes - done : PAGE;
+		size_t left = n;
+
+		__asm__ volatile("rep outsb" : "+S"(p), "+c"(left) : "d"(0x3f8) : "memory");
+		done += n;
+	}
+	printf("ABUSE serial bytes=%zu seconds=%.1f\n", done, now() - t0);
+}
+
+/* The first virtio-console function (vendor 0x1af4, device 0x1043). */
+static void find_console(char *bdf, size_t len)
+{
+	DIR *dir = opendir("/sys/bus/pci/devices");
+	struct dirent *e;
+
+	while (dir && (e = readdir(dir))) {
+		char path[300], dev[16] = "";
+		FILE *f;
+
+		if (e->d_name[0] == '.' || strlen(e->d_name) >= len ||
+		    strlen(e->d_name) > 32)
+			continue;
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%.32s/device", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (!fgets(dev, sizeof(dev), f))
+			dev[0] = 0;
+		fclose(f);
+		if (!strncmp(dev, "0x1043", 6)) {
+			memcpy(bdf, e->d_name, strlen(e->d_name) + 1);
+			closedir(dir);
+			return;
+		}
+	}
+	die("no virtio-console function in /sys/bus/pci/devices");
+}
+
+/* Let go of the function's driver (the guest's ports go away with it). */
+static void unbind(const char *bdf)
+{
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver/unbind", bdf);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return; /* no driver bound */
+	if (write(fd, bdf, strlen(bdf)) < 0)
+		die("%s: %s", path, strerror(errno));
+	close(fd);
+}
+
+/* Chain @c of the ring: CON_CHAIN descriptors, one data page each. */
+static void con_post(struct dev *d, unsigned int c)
+{
+	uint16_t head = (uint16_t)(c * CON_CHAIN % CON_QSZ);
+
+	for (unsigned int k = 0; k < CON_CHAIN; k++)
+		set_desc(d->desc, head + k, pa_of(PG_DATA + (head + k) % NDATA, 0), PAGE,
+			 k + 1 < CON_CHAIN ? VRING_DESC_F_NEXT : 0,
+			 (uint16_t)(head + k + 1));
+	d->avail->ring[d->avail_idx % CON_QSZ] = head;
+	__atomic_store_n(&d->avail->idx, (uint16_t)(d->avail_idx + 1), __ATOMIC_RELEASE);
+	d->avail_idx++;
+}
+
+static void console_flood(struct dev *d, unsigned long frames, unsigned int unkicked)
+{
+	const unsigned int per_chain = CON_CHAIN * (PAGE / CON_FRAME);
+	const unsigned int batch = CON_QSZ / CON_CHAIN;
+	unsigned long sent = 0;
+	double t0 = now();
+
+	/* Every data page: 8 ERROR frames (u32 length, type, text). */
+	for (unsigned int pgn = 0; pgn < NDATA; pgn++)
+		for (unsigned int f = 0; f < PAGE / CON_FRAME; f++) {
+			uint8_t *b = va_of(PG_DATA + pgn, f * CON_FRAME);
+			uint32_t len = CON_FRAME - 4;
+
+			memcpy(b, &len, 4);
+			b[4] = 4; /* PROTO_MSG_ERROR */
+			memset(b + 5, 'E', CON_FRAME - 5);
+			memcpy(b + 5, "hostile container: error flood ", 31);
+		}
+	qsel = 1; /* port 0 (minivmm.ctl): receiveq 0, transmitq 1 */
+	if (!dev_features(d, F(VIRTIO_F_VERSION_1) | F(VIRTIO_CONSOLE_F_MULTIPORT)))
+		die("FEATURES_OK refused");
+	rings_clear(d);
+	queue_setup(d, CON_QSZ, pa_of(PG_DESC, 0), pa_of(PG_AVAIL, 0),
+		    pa_of(PG_USED, 0), false);
+	driver_ok(d);
+	while (sent < frames) {
+		uint16_t want_used = (uint16_t)(d->avail_idx + batch);
+		double tw = now();
+
+		for (unsigned int c = 0; c < batch; c++)
+			con_post(d, c);
+		kick(d);
+		while (__atomic_load_n(&d->used->idx, __ATOMIC_ACQUIRE) != want_used) {
+			if (status(d) & VIRTIO_CONFIG_S_NEEDS_RESET)
+				die("console: device needs reset");
+			if (now() - tw > WAIT_S * 4)
+				die("console: chains not returned in %.0f s", WAIT_S * 4);
+			pause_us(100);
+		}
+		sent += (unsigned long)batch * per_chain;
+	}
+	printf("ABUSE console frames=%lu seconds=%.1f\n", sent, now() - t0);
+	if (unkicked > CON_QSZ)
+		unkicked = CON_QSZ;
+	for (unsigned int c = 0; c < unkicked / CON_CHAIN; c++)
+		con_post(d, c);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	printf("ABUSE console unkicked_bytes=%u\n", unkicked / CON_CHAIN * CON_CHAIN * PAGE);
+}
+
+static void exit_port(uint32_t status)
+{
+	if (ioperm(0xf4, 4, 1))
+		die("ioperm(0xf4): %s", strerror(errno));
+	outl(status, 0xf4);
+	die("still running after the exit port write");
+}
+
 static bool want(const char *name)
 {
 	size_t n = strlen(name);
@@ -1808,11 +1972,28 @@ int main(int argc, char **argv)
 {
 	struct dev d = { .cfg_fd = -1 };
 	double t0 = now();
+	unsigned long frames = 0, serial = 0;
+	unsigned int unkicked = 0;
+	long exit_status = -1;
+	char bdf[64];
 	int opt;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt(argc, argv, "s:r:p:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:r:p:c:u:x:S:")) != -1) {
 		switch (opt) {
+		case 'c':
+			console_mode = true;
+			frames = strtoul(optarg, NULL, 0);
+			break;
+		case 'u':
+			unkicked = (unsigned int)strtoul(optarg, NULL, 0);
+			break;
+		case 'x':
+			exit_status = strtol(optarg, NULL, 0);
+			break;
+		case 'S':
+			serial = strtoul(optarg, NULL, 0);
+			break;
 		case 's':
 			phase_s = atof(optarg);
 			break;
@@ -1823,8 +2004,9 @@ int main(int argc, char **argv)
 			only = optarg;
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-s SECONDS] [-r RESETS] [-p PHASE,...] BDF\n",
-				argv[0]);
+			fprintf(stderr, "usage: %s [-s SECONDS] [-r RESETS] [-p PHASE,...] BDF\n"
+				"       %s [-S BYTES] -c FRAMES [-u PAGES] [-x STATUS] "
+				"console|BDF\n", argv[0], argv[0]);
 			return 2;
 		}
 	}
@@ -1834,6 +2016,20 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	dma_setup(false);
+	if (console_mode) {
+		if (serial)
+			serial_flood(serial);
+		if (!strcmp(argv[optind], "console"))
+			find_console(bdf, sizeof(bdf));
+		else
+			snprintf(bdf, sizeof(bdf), "%s", argv[optind]);
+		unbind(bdf);
+		take_over(&d, bdf);
+		console_flood(&d, frames, unkicked);
+		if (exit_status >= 0)
+			exit_port((uint32_t)exit_status);
+		return 0;
+	}
 	take_over(&d, argv[optind]);
 
 	if (want("kick-idle"))
