@@ -223,6 +223,26 @@ static void *slow_reader(void *arg)
 	return NULL;
 }
 
+/* Stop the slow reader @r of @rfd, take what is left and one more line
+ * (which flushes the last notice out), restore stderr and tally what came
+ * (after the pipe's initial junk, fill()'s). */
+static void slow_reader_end(pthread_t r, int rfd, unsigned long *notices,
+			    unsigned long *lines)
+{
+	const size_t cap = (size_t)THREADS * LINES * 64 + 4096;
+	char *p;
+
+	reader_stop = 1;
+	pthread_join(r, NULL);
+	slow_len += drain(rfd, slow_buf + slow_len, cap - slow_len);
+	vmm_logf(VMM_LOG_ERROR, "thread 99 line 0");
+	slow_len += drain(rfd, slow_buf + slow_len, cap - slow_len);
+	stderr_restore();
+	p = strstr(slow_buf, "libvmm: ");
+	ck_assert_ptr_nonnull(p);
+	tally(p, notices, lines);
+}
+
 START_TEST(slow_reader_whole_lines_exact_count)
 {
 	int pfd[2];
@@ -241,22 +261,7 @@ START_TEST(slow_reader_whole_lines_exact_count)
 	logger_pause_ns = 100000; /* the reader drains some of it meanwhile */
 	run_loggers();
 	logger_pause_ns = 0;
-	reader_stop = 1;
-	pthread_join(r, NULL);
-	slow_len += drain(pfd[0], slow_buf + slow_len,
-			  (size_t)THREADS * LINES * 64 + 4096 - slow_len);
-	/* Flush the last notice out. */
-	vmm_logf(VMM_LOG_ERROR, "thread 99 line 0");
-	slow_len += drain(pfd[0], slow_buf + slow_len,
-			  (size_t)THREADS * LINES * 64 + 4096 - slow_len);
-	stderr_restore();
-	/* The pipe's initial junk first (fill()): skip to the first line. */
-	{
-		char *p = strstr(slow_buf, "libvmm: ");
-
-		ck_assert_ptr_nonnull(p);
-		tally(p, &notices, &lines);
-	}
+	slow_reader_end(r, pfd[0], &notices, &lines);
 	printf("log_stall: slow reader: %lu lines written, %lu dropped (%llu counted)\n",
 	       lines, notices, (unsigned long long)(vmm_log_dropped() - before));
 	ck_assert_uint_eq(notices, vmm_log_dropped() - before);
@@ -542,20 +547,7 @@ START_TEST(no_proc_poll_first_many_threads)
 	for (int i = 0; i < POLL_THREADS; i++)
 		ck_assert_msg(pthread_timedjoin_np(t[i], NULL, &dl) == 0,
 			      "poll-first: thread %d blocked", i);
-	reader_stop = 1;
-	pthread_join(r, NULL);
-	slow_len += drain(pfd[0], slow_buf + slow_len,
-			  (size_t)THREADS * LINES * 64 + 4096 - slow_len);
-	vmm_logf(VMM_LOG_ERROR, "thread 99 line 0");
-	slow_len += drain(pfd[0], slow_buf + slow_len,
-			  (size_t)THREADS * LINES * 64 + 4096 - slow_len);
-	stderr_restore();
-	{
-		char *p = strstr(slow_buf, "libvmm: ");
-
-		ck_assert_ptr_nonnull(p);
-		tally(p, &notices, &lines);
-	}
+	slow_reader_end(r, pfd[0], &notices, &lines);
 	printf("log_stall: poll-first: %lu lines written, %lu dropped\n", lines,
 	       notices);
 	ck_assert_uint_eq(lines + notices, POLL_THREADS * 200 + 1);
