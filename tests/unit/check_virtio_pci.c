@@ -857,6 +857,129 @@ START_TEST(parked_kicks_yield_to_another_bar)
 }
 END_TEST
 
+/* The same when one write does both: B was programmed onto A's BAR while
+ * A decoded it (B left unmapped), then A's decoding goes off, which maps B
+ * there in the same configuration write.  A must hear that its BAR is
+ * unmapped before it hears that its parked range is taken, or it keeps
+ * its kicks at a_bar, where B's writes would reach them (found by
+ * fuzz_pci_bus: bar_range_taken came before bar_moved). */
+START_TEST(parked_kicks_yield_in_one_write)
+{
+	struct vpci_params p = params(3);
+	struct virtio_transport *b;
+	unsigned int bslot;
+	uint64_t a_bar;
+	uint32_t v;
+
+	create(3);
+	a_bar = V.bar;
+	ck_assert_int_eq(vpci_create(&p, &b), 0);
+	bslot = vpci_pci_device(b)->slot;
+
+	/* B onto a_bar while A decodes it: B unmapped, its kicks parked. */
+	v = (uint32_t)a_bar;
+	ck_assert_int_eq(fv_cfg_access(&V, bslot, PCI_CFG_BAR0, &v, 4, true), 0);
+	ck_assert_uint_eq(pci_bar_gpa(vpci_pci_device(b), VPCI_BAR), PCI_BAR_UNMAPPED);
+	ck_assert_uint_eq(kvm->live_ioev, 6);
+	/* A's decoding off: B mapped at a_bar, A's kicks gone first (the fake
+	 * KVM aborts on two ioeventfds at one address), B's placed there. */
+	cfg_wr(PCI_CFG_COMMAND, 0, 2);
+	ck_assert_uint_eq(pci_bar_gpa(vpci_pci_device(b), VPCI_BAR), a_bar);
+	ck_assert_uint_eq(kvm->live_ioev, 3);
+	for (unsigned int q = 0; q < 3; q++) {
+		int fd = vpci_kick_fd(b, q);
+
+		ck_assert_uint_eq(kvm->ioev_addr[fd], notify_at(a_bar, q));
+		ck_assert_int_eq(fv_kvm_kick_fd(kvm, notify_at(a_bar, q)), fd);
+	}
+
+	vpci_destroy(b);
+	vpci_destroy(V.t);
+	V.t = NULL;
+	ck_assert_uint_eq(kvm->live_ioev, 0);
+}
+END_TEST
+
+/* And when the write moves a BAR away from a range another one then
+ * gets: A (slot 1) programmed onto B's BAR (left unmapped), B moved
+ * somewhere free maps A where B was.  B's kicks must leave b_bar before
+ * A's arrive, whatever the slots' order. */
+START_TEST(kicks_follow_a_move_before_the_next_owner)
+{
+	struct vpci_params p = params(3);
+	struct virtio_transport *b;
+	unsigned int bslot;
+	uint64_t b_bar, free_bar = FV_MMIO_BASE + 0x10000000;
+	uint32_t v;
+
+	create(3);
+	ck_assert_int_eq(vpci_create(&p, &b), 0);
+	bslot = vpci_pci_device(b)->slot;
+	ck_assert_uint_gt(bslot, V.slot);
+	ck_assert_int_eq(fv_cfg_access(&V, bslot, PCI_CFG_BAR0, &v, 4, false), 0);
+	b_bar = v & ~0xfu;
+
+	/* A onto b_bar while B decodes it: A unmapped, its kicks parked. */
+	cfg_wr(PCI_CFG_BAR0, (uint32_t)b_bar, 4);
+	ck_assert_uint_eq(pci_bar_gpa(vpci_pci_device(V.t), VPCI_BAR), PCI_BAR_UNMAPPED);
+	/* B moves away: A mapped at b_bar in the same write. */
+	v = (uint32_t)free_bar;
+	ck_assert_int_eq(fv_cfg_access(&V, bslot, PCI_CFG_BAR0, &v, 4, true), 0);
+	ck_assert_uint_eq(pci_bar_gpa(vpci_pci_device(V.t), VPCI_BAR), b_bar);
+	ck_assert_uint_eq(kvm->live_ioev, 6);
+	for (unsigned int q = 0; q < 3; q++) {
+		ck_assert_int_eq(fv_kvm_kick_fd(kvm, notify_at(b_bar, q)),
+				 vpci_kick_fd(V.t, q));
+		ck_assert_int_eq(fv_kvm_kick_fd(kvm, notify_at(free_bar, q)),
+				 vpci_kick_fd(b, q));
+	}
+
+	vpci_destroy(b);
+	vpci_destroy(V.t);
+	V.t = NULL;
+	ck_assert_uint_eq(kvm->live_ioev, 0);
+}
+END_TEST
+
+/* Two BARs trade places in one write: A parked at a_bar and waiting for
+ * b_bar (B's), B moved onto a_bar maps both.  A's parked kicks must go
+ * before B's arrive at a_bar, B's must leave b_bar before A's arrive. */
+START_TEST(kicks_follow_a_swap)
+{
+	struct vpci_params p = params(3);
+	struct virtio_transport *b;
+	unsigned int bslot;
+	uint64_t a_bar, b_bar;
+	uint32_t v;
+
+	create(3);
+	a_bar = V.bar;
+	ck_assert_int_eq(vpci_create(&p, &b), 0);
+	bslot = vpci_pci_device(b)->slot;
+	ck_assert_int_eq(fv_cfg_access(&V, bslot, PCI_CFG_BAR0, &v, 4, false), 0);
+	b_bar = v & ~0xfu;
+
+	cfg_wr(PCI_CFG_BAR0, (uint32_t)b_bar, 4); /* A: unmapped, parked */
+	ck_assert_uint_eq(pci_bar_gpa(vpci_pci_device(V.t), VPCI_BAR), PCI_BAR_UNMAPPED);
+	v = (uint32_t)a_bar;
+	ck_assert_int_eq(fv_cfg_access(&V, bslot, PCI_CFG_BAR0, &v, 4, true), 0);
+	ck_assert_uint_eq(pci_bar_gpa(vpci_pci_device(V.t), VPCI_BAR), b_bar);
+	ck_assert_uint_eq(pci_bar_gpa(vpci_pci_device(b), VPCI_BAR), a_bar);
+	ck_assert_uint_eq(kvm->live_ioev, 6);
+	for (unsigned int q = 0; q < 3; q++) {
+		ck_assert_int_eq(fv_kvm_kick_fd(kvm, notify_at(b_bar, q)),
+				 vpci_kick_fd(V.t, q));
+		ck_assert_int_eq(fv_kvm_kick_fd(kvm, notify_at(a_bar, q)),
+				 vpci_kick_fd(b, q));
+	}
+
+	vpci_destroy(b);
+	vpci_destroy(V.t);
+	V.t = NULL;
+	ck_assert_uint_eq(kvm->live_ioev, 0);
+}
+END_TEST
+
 START_TEST(msix_rewrite_coalesced)
 {
 	const unsigned int nq = 8;
@@ -1295,6 +1418,9 @@ static Suite *vpci_suite(void)
 	tcase_add_test(tc, bar_move_moves_ioeventfds);
 	tcase_add_test(tc, kick_placement_failure_falls_back);
 	tcase_add_test(tc, parked_kicks_yield_to_another_bar);
+	tcase_add_test(tc, parked_kicks_yield_in_one_write);
+	tcase_add_test(tc, kicks_follow_a_move_before_the_next_owner);
+	tcase_add_test(tc, kicks_follow_a_swap);
 	tcase_add_test(tc, msix_rewrite_coalesced);
 	tcase_add_test(tc, many_queues_one_routing_call);
 	tcase_add_test(tc, per_vector_wiring_knob);
