@@ -294,12 +294,13 @@ static int parse_mounts(json_t *a, struct oci_spec *s, char *err, size_t len)
 		bool bind, known = false;
 		struct stat st;
 
+		/* Counted first: spec_free() frees what a refusal leaves. */
+		s->nmounts++;
 		if (!json_is_object(m) || get_str(m, "destination", &sm->dest) ||
 		    !sm->dest || get_str(m, "type", &sm->type) ||
 		    get_str(m, "source", &sm->source) ||
 		    (opts && !json_is_array(opts)))
 			return fail(err, len, "config.json: malformed mounts[%zu]", i);
-		s->nmounts++;
 		if (sm->dest[0] != '/')
 			return fail(err, len, "config.json: mount destination %s is not absolute",
 				    sm->dest);
@@ -399,6 +400,7 @@ static int parse_linux(json_t *l, struct oci_spec *s, char *err, size_t len)
 			const char *t = json_string_value(json_object_get(v, "type"));
 			uint64_t maj = 0, min = 0, mode = 0666, uid = 0, gid = 0;
 
+			s->ndevices++; /* as mounts: spec_free() frees d->path */
 			if (!t || get_str(v, "path", &d->path) || !d->path ||
 			    get_uint(v, "major", UINT32_MAX, &maj, NULL) ||
 			    get_uint(v, "minor", UINT32_MAX, &min, NULL) ||
@@ -406,7 +408,6 @@ static int parse_linux(json_t *l, struct oci_spec *s, char *err, size_t len)
 			    get_uint(v, "uid", UINT32_MAX, &uid, NULL) ||
 			    get_uint(v, "gid", UINT32_MAX, &gid, NULL))
 				return fail(err, len, "config.json: bad linux.devices[%zu]", i);
-			s->ndevices++;
 			d->type = *t == 'b' ? 'b' : 'c';
 			d->major = (uint32_t)maj;
 			d->minor = (uint32_t)min;
