@@ -747,7 +747,8 @@ int spec_parse_signal(const char *s)
 	}
 	if (!strncasecmp(s, "RTMIN+", 6) || !strncasecmp(s, "RTMAX-", 6)) {
 		n = strtol(s + 6, &e, 10);
-		if (*e || n < 0)
+		/* Bounded before the sum: SIGRTMIN + LONG_MAX overflows. */
+		if (*e || n < 0 || n > SIGRTMAX - SIGRTMIN)
 			return -1;
 		n = s[3] == 'I' || s[3] == 'i' ? SIGRTMIN + n : SIGRTMAX - n;
 		return n >= SIGRTMIN && n <= SIGRTMAX ? (int)n : -1;

@@ -232,6 +232,11 @@ START_TEST(test_signals)
 	ck_assert_int_eq(spec_parse_signal("SIGKILL"), SIGKILL);
 	ck_assert_int_eq(spec_parse_signal("sigusr1"), SIGUSR1);
 	ck_assert_int_eq(spec_parse_signal("RTMIN+2"), SIGRTMIN + 2);
+	/* Offsets past the range, up to LONG_MAX (found by fuzz_oci_cli:
+	 * SIGRTMIN + LONG_MAX overflowed). */
+	ck_assert_int_eq(spec_parse_signal("RTMIN+31"), -1);
+	ck_assert_int_eq(spec_parse_signal("SIGRTMIN+9223372036854775807"), -1);
+	ck_assert_int_eq(spec_parse_signal("RTMAX-9223372036854775807"), -1);
 	ck_assert_int_eq(spec_parse_signal("0"), -1);
 	ck_assert_int_eq(spec_parse_signal("99"), -1);
 	ck_assert_int_eq(spec_parse_signal("NOPE"), -1);
