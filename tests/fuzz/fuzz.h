@@ -31,6 +31,14 @@ int fuzz_vhost_user(const uint8_t *data, size_t size);
 int fuzz_vcon(const uint8_t *data, size_t size);
 int fuzz_oci_proto(const uint8_t *data, size_t size);
 int fuzz_arm64_boot(const uint8_t *data, size_t size);
+int fuzz_pc_ports(const uint8_t *data, size_t size);
+int fuzz_pci_bus(const uint8_t *data, size_t size);
+int fuzz_blk_uring(const uint8_t *data, size_t size);
+int fuzz_vu_socket(const uint8_t *data, size_t size);
+int fuzz_oci_config(const uint8_t *data, size_t size);
+int fuzz_oci_state(const uint8_t *data, size_t size);
+int fuzz_oci_cli(const uint8_t *data, size_t size);
+int fuzz_blkd_cli(const uint8_t *data, size_t size);
 
 #ifdef VMM_FUZZ_LIBFUZZER
 #define FUZZ_TARGET(fn)                                                    \
