@@ -119,4 +119,26 @@ void fuzz_quiet_logs(void);
  */
 int fuzz_image(uint64_t size);
 
+/*
+ * The lowest free file descriptor (opened and closed again): the same
+ * before and after an input unless the input leaked one.  Take it after
+ * the caches above have opened theirs.
+ */
+int fuzz_probe_fd(void);
+
+/*
+ * Split @data at NUL bytes into an argv in @strs (at most @max arguments
+ * after @argv0, NULL-terminated; @strs holds @max + 2), the strings in
+ * *@buf (free() it).  Returns argc.
+ */
+int fuzz_argv(const uint8_t *data, size_t size, const char *argv0, char **strs,
+	      int max, char **buf);
+
+/*
+ * A directory of the process's own, $TMPDIR/fuzz-@name-XXXXXX (or under
+ * /tmp), made at the first call (whose @name names it: later calls share
+ * it) and removed with what is in it at exit.  Returns its path.
+ */
+const char *fuzz_tmpdir(const char *name);
+
 #endif

@@ -236,12 +236,18 @@ static void ring_up(struct fz *f, unsigned int q)
 	f->d.slot[q] = 0;
 }
 
-static void device_up(struct fz *f)
+/* What the driver asks for of what the device offers (VERSION_1 always). */
+static void negotiate(struct fz *f)
 {
 	f->d.features = (f->d.features & f->ops->features(f->dev)) |
 			(1ull << VIRTIO_F_VERSION_1);
 	if (f->ops->set_features(f->dev, f->d.features))
 		abort();
+}
+
+static void device_up(struct fz *f)
+{
+	negotiate(f);
 	for (unsigned int q = 0; q < f->d.nq; q++)
 		ring_up(f, q);
 	/* The transport sets NEEDS_RESET on a failed start; nothing runs. */
@@ -285,15 +291,23 @@ static void end_refusals(struct fz *f)
 	iothread_fail_sqes(f->io, 0, 0);
 }
 
-static void do_reset(struct fz *f)
+/* Device reset: every attached queue stopped, what it took completed. */
+static void device_stop(struct fz *f)
 {
-	f->d.features = fi_u64(&f->d.in);
 	end_refusals(f);
 	f->ops->stop(f->dev);
 	for (unsigned int q = 0; q < f->d.nq; q++) {
 		if (f->attached[q])
 			check_completed(f, q);
 		f->attached[q] = false;
+	}
+}
+
+static void do_reset(struct fz *f)
+{
+	f->d.features = fi_u64(&f->d.in);
+	device_stop(f);
+	for (unsigned int q = 0; q < f->d.nq; q++) {
 		drain_used(f, q);
 		virtq_reset(&f->vqs[q].vq);
 		fbd_ring_reinit(&f->d, q);
@@ -338,15 +352,6 @@ static void do_cfg(struct fz *f)
 
 /* ---- set-up --------------------------------------------------------------------- */
 
-static int probe_fd(void)
-{
-	int fd = eventfd(0, EFD_CLOEXEC);
-
-	if (fd >= 0)
-		close(fd);
-	return fd;
-}
-
 static void setup(struct fz *f, uint8_t setup)
 {
 	static const unsigned int entries[] = { 4, 8, 16, 64 };
@@ -382,8 +387,7 @@ static void setup(struct fz *f, uint8_t setup)
 
 	f->d.ram_size = RAM_SIZE;
 	f->d.img_sectors = IMG_SIZE / 512;
-	f->d.features = (f->d.features & f->ops->features(f->dev)) |
-			(1ull << VIRTIO_F_VERSION_1);
+	negotiate(f); /* the rings' layout depends on it (EVENT_IDX) */
 	if (fg_init(&f->d.g, RAM_SIZE))
 		abort();
 	for (unsigned int q = 0; q < f->d.nq; q++) {
@@ -411,13 +415,7 @@ static void teardown(struct fz *f)
 
 	/* The queues' end: served to the end, then stopped. */
 	serve(f);
-	end_refusals(f);
-	f->ops->stop(f->dev);
-	for (unsigned int q = 0; q < f->d.nq; q++) {
-		if (f->attached[q])
-			check_completed(f, q);
-		f->attached[q] = false;
-	}
+	device_stop(f);
 	vblk_dev_destroy(f->dev);
 	iothread_unwatch_fd(f->io, &f->timer_w);
 	iothread_get_stats(f->io, &st);
@@ -443,7 +441,7 @@ int fuzz_blk_uring(const uint8_t *data, size_t size)
 	the_fz = f;
 	f->d.in = (struct fuzz_in){ data, size };
 	f->d.features = fi_u64(&f->d.in);
-	fd_before = probe_fd(); /* after the image cache opened its memfd */
+	fd_before = fuzz_probe_fd(); /* after the image cache opened its memfd */
 	setup(f, fi_u8(&f->d.in));
 
 	for (unsigned int i = 0; i < MAX_ACTIONS && fi_left(&f->d.in); i++) {
@@ -493,7 +491,7 @@ int fuzz_blk_uring(const uint8_t *data, size_t size)
 	teardown(f);
 	free(f);
 	the_fz = NULL;
-	if (probe_fd() != fd_before)
+	if (fuzz_probe_fd() != fd_before)
 		fail("a file descriptor leaked", -1);
 	return 0;
 }

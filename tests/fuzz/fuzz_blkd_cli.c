@@ -54,23 +54,11 @@ static int parse(int argc, char **strs, unsigned int ncpus, struct blkd_opts *o)
 
 int fuzz_blkd_cli(const uint8_t *data, size_t size)
 {
-	size_t n = size ? size - 1 : 0; /* after the CPU count */
-	char *buf = malloc(n + 1), *strs[MAX_ARGS + 2];
+	unsigned int ncpus = size ? data[0] : 1; /* then the argv */
+	char *buf, *strs[MAX_ARGS + 2];
+	int argc = fuzz_argv(size ? data + 1 : data, size ? size - 1 : 0,
+			     "minivmm-blkd", strs, MAX_ARGS, &buf), ra, rb;
 	struct blkd_opts a, b;
-	unsigned int ncpus = size ? data[0] : 1;
-	int argc = 1, ra, rb;
-
-	if (!buf)
-		abort();
-	if (n)
-		memcpy(buf, data + 1, n);
-	buf[n] = '\0';
-	strs[0] = (char *)"minivmm-blkd";
-	for (size_t i = 0; i <= n && argc <= MAX_ARGS; argc++) {
-		strs[argc] = buf + i;
-		i += strlen(buf + i) + 1;
-	}
-	strs[argc] = NULL;
 
 	ra = parse(argc, strs, ncpus, &a);
 	rb = parse(argc, strs, ncpus, &b);

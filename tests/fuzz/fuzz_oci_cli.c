@@ -84,21 +84,9 @@ static void check_id(const char *s)
 
 int fuzz_oci_cli(const uint8_t *data, size_t size)
 {
-	char *buf = malloc(size + 1), *strs[MAX_ARGS + 2];
+	char *buf, *strs[MAX_ARGS + 2];
+	int argc = fuzz_argv(data, size, "minivmm-oci", strs, MAX_ARGS, &buf), ra, rb;
 	struct oci_cli a, b;
-	int argc = 1, ra, rb;
-
-	if (!buf)
-		abort();
-	if (size)
-		memcpy(buf, data, size);
-	buf[size] = '\0';
-	strs[0] = (char *)"minivmm-oci";
-	for (size_t i = 0; i <= size && argc <= MAX_ARGS; argc++) {
-		strs[argc] = buf + i;
-		i += strlen(buf + i) + 1;
-	}
-	strs[argc] = NULL;
 
 	ra = parse(argc, strs, &a);
 	rb = parse(argc, strs, &b);

@@ -19,7 +19,6 @@
  *    group, guest mount, rlimit, masked and read-only path, sysctl and
  *    device.
  */
-#include <ftw.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,43 +31,28 @@
 
 #define DEFAULT_MEM (512ull << 20)
 
-static char bundle[256];
-
-static int rm_one(const char *path, const struct stat *sb, int flag,
-		  struct FTW *ftw)
-{
-	(void)sb;
-	(void)ftw;
-	return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
-
-static void remove_bundle(void)
-{
-	nftw(bundle, rm_one, 8, FTW_DEPTH | FTW_PHYS);
-}
-
 /* BUNDLE/rootfs/bin/sh, as podman's and containerd's bundles have. */
-static void make_bundle(void)
+static const char *bundle(void)
 {
-	const char *tmp = getenv("TMPDIR");
+	static const char *dir;
 	char p[300];
 	FILE *f;
 
-	snprintf(bundle, sizeof(bundle), "%s/fuzz-oci-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(bundle))
-		abort();
-	atexit(remove_bundle);
-	snprintf(p, sizeof(p), "%s/rootfs", bundle);
+	if (dir)
+		return dir;
+	dir = fuzz_tmpdir("oci-config");
+	snprintf(p, sizeof(p), "%s/rootfs", dir);
 	if (mkdir(p, 0755))
 		abort();
-	snprintf(p, sizeof(p), "%s/rootfs/bin", bundle);
+	snprintf(p, sizeof(p), "%s/rootfs/bin", dir);
 	if (mkdir(p, 0755))
 		abort();
-	snprintf(p, sizeof(p), "%s/rootfs/bin/sh", bundle);
+	snprintf(p, sizeof(p), "%s/rootfs/bin/sh", dir);
 	f = fopen(p, "w");
 	if (!f)
 		abort();
 	fclose(f);
+	return dir;
 }
 
 static void fail(const char *what)
@@ -164,14 +148,12 @@ int fuzz_oci_config(const uint8_t *data, size_t size)
 	struct oci_spec s;
 	FILE *f;
 
-	if (!bundle[0])
-		make_bundle();
-	snprintf(path, sizeof(path), "%s/config.json", bundle);
+	snprintf(path, sizeof(path), "%s/config.json", bundle());
 	f = fopen(path, "w");
 	if (!f || (size && fwrite(data, 1, size, f) != size) || fclose(f))
 		abort();
 	memset(err, 0xff, sizeof(err));
-	if (spec_load(bundle, NULL, &s, err, sizeof(err)) == 0)
+	if (spec_load(bundle(), NULL, &s, err, sizeof(err)) == 0)
 		check_spec(&s);
 	else if (!memchr(err, '\0', sizeof(err)) || !err[0] || strchr(err, '\n'))
 		fail("a refusal without a one-line reason");

@@ -12,7 +12,6 @@
  * annotations when they are an object), unless the write refuses it.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,33 +23,19 @@
 
 #define ID "fuzz"
 
-static char root[256];
-
-static int rm_one(const char *path, const struct stat *sb, int flag,
-		  struct FTW *ftw)
+/* ROOT, with ROOT/ID in it. */
+static const char *root(void)
 {
-	(void)sb;
-	(void)ftw;
-	return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
-
-static void remove_root(void)
-{
-	nftw(root, rm_one, 8, FTW_DEPTH | FTW_PHYS);
-}
-
-static void make_root(void)
-{
-	const char *tmp = getenv("TMPDIR");
+	static const char *dir;
 	char p[300];
 
-	snprintf(root, sizeof(root), "%s/fuzz-oci-state-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(root))
-		abort();
-	atexit(remove_root);
-	snprintf(p, sizeof(p), "%s/" ID, root);
+	if (dir)
+		return dir;
+	dir = fuzz_tmpdir("oci-state");
+	snprintf(p, sizeof(p), "%s/" ID, dir);
 	if (mkdir(p, 0700))
 		abort();
+	return dir;
 }
 
 static void fail(const char *what)
@@ -71,13 +56,11 @@ int fuzz_oci_state(const uint8_t *data, size_t size)
 	FILE *f;
 	int r;
 
-	if (!root[0])
-		make_root();
-	snprintf(path, sizeof(path), "%s/" ID "/state.json", root);
+	snprintf(path, sizeof(path), "%s/" ID "/state.json", root());
 	f = fopen(path, "w");
 	if (!f || (size && fwrite(data, 1, size, f) != size) || fclose(f))
 		abort();
-	r = oci_state_read(root, ID, &a);
+	r = oci_state_read(root(), ID, &a);
 	if (r) {
 		if (r != -EIO && r != -ENOENT)
 			fail("oci_state_read: an error it does not list");
@@ -89,7 +72,7 @@ int fuzz_oci_state(const uint8_t *data, size_t size)
 	    !terminated(a.created, sizeof(a.created)) || strcmp(a.id, ID))
 		fail("unterminated or wrong fields");
 	if (oci_state_write(&a) == 0) {
-		if (oci_state_read(root, ID, &b))
+		if (oci_state_read(root(), ID, &b))
 			fail("a state written cannot be read back");
 		if (strcmp(a.bundle, b.bundle) || strcmp(a.created, b.created) ||
 		    a.pid != b.pid || a.starttime != b.starttime ||

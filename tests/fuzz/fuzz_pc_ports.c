@@ -395,15 +395,6 @@ static size_t push_input(void *opaque, const void *buf, size_t len)
 	return machine_arch_console_input(opaque, buf, len);
 }
 
-static int probe_fd(void)
-{
-	int fd = eventfd(0, EFD_CLOEXEC);
-
-	if (fd >= 0)
-		close(fd);
-	return fd;
-}
-
 static void setup(struct fz *f, uint8_t setup_byte)
 {
 	int p[2];
@@ -497,7 +488,7 @@ int fuzz_pc_ports(const uint8_t *data, size_t size)
 	f->in = (struct fuzz_in){ data, size };
 	f->out = out;
 	f->got = got;
-	fd_before = probe_fd();
+	fd_before = fuzz_probe_fd();
 	setup(f, fi_u8(&f->in));
 
 	for (unsigned int i = 0; i < MAX_ACTIONS && fi_left(&f->in); i++) {
@@ -529,7 +520,7 @@ int fuzz_pc_ports(const uint8_t *data, size_t size)
 		fail("guest status is not the first exit port write's");
 	teardown(f);
 	free(f);
-	if (probe_fd() != fd_before)
+	if (fuzz_probe_fd() != fd_before)
 		fail("a file descriptor leaked");
 	return 0;
 }

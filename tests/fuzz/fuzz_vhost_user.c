@@ -54,12 +54,7 @@ static int inflight_fd = -1;
 
 static int inflight_buf(void)
 {
-	if (inflight_fd < 0) {
-		inflight_fd = memfd_create("fuzz-vhost-inflight", MFD_CLOEXEC);
-		if (inflight_fd < 0 || ftruncate(inflight_fd, INFLIGHT_SIZE) < 0)
-			abort();
-	}
-	return inflight_fd;
+	return fvu_memfd(&inflight_fd, "fuzz-vhost-inflight", INFLIGHT_SIZE);
 }
 
 static void inflight_fill(struct fuzz_in *in)
@@ -81,18 +76,13 @@ int fuzz_vhost_user(const uint8_t *data, size_t size)
 {
 	struct fuzz_in in = { data, size };
 	struct fvu_stub dev = { .cfg = { 1, 2, 3 } };
-	struct vu_backend_params p = {
-		.ops = &fvu_stub_ops, .dev = &dev, .num_queues = FVU_NQ,
-		.max_queue_size = 256, .name = "fuzz",
-	};
 	struct vu_backend *b;
 	int fds_before;
 
 	fuzz_quiet_logs();
 	fvu_ram_fd(); /* cached across inputs: before the count */
 	fds_before = fvu_open_fds();
-	if (vu_backend_create(&p, &b))
-		abort();
+	b = fvu_backend(&dev);
 	for (unsigned int rec = 0; rec < 64 && fi_left(&in); rec++) {
 		struct vu_msg m;
 		uint8_t op = fi_u8(&in), mode;

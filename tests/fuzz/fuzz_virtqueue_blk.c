@@ -157,15 +157,6 @@ static void do_cfg(struct fz *f, bool write)
 	}
 }
 
-static int probe_fd(void)
-{
-	int fd = eventfd(0, EFD_CLOEXEC);
-
-	if (fd >= 0)
-		close(fd);
-	return fd;
-}
-
 int fuzz_virtqueue_blk(const uint8_t *data, size_t size)
 {
 	struct fz f;
@@ -190,7 +181,7 @@ int fuzz_virtqueue_blk(const uint8_t *data, size_t size)
 		abort();
 	o.fd = img;
 	f.eng = engine();
-	fd_before = probe_fd(); /* after the caches above opened theirs */
+	fd_before = fuzz_probe_fd(); /* after the caches above opened theirs */
 	if (vblk_open(&o, &f.blk))
 		abort();
 	f.d.features = (f.d.features & vblk_device_features(f.blk)) |
@@ -261,7 +252,7 @@ int fuzz_virtqueue_blk(const uint8_t *data, size_t size)
 		fg_vq_destroy(&f.d.fvq[q]);
 	fg_destroy(&f.d.g);
 	vblk_close(f.blk);
-	if (probe_fd() != fd_before)
+	if (fuzz_probe_fd() != fd_before)
 		abort(); /* a file descriptor leaked */
 	return 0;
 }

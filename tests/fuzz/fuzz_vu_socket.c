@@ -83,12 +83,7 @@ static int inflight_memfd(void)
 {
 	static int fd = -1;
 
-	if (fd < 0) {
-		fd = memfd_create("fuzz-vu-inflight", MFD_CLOEXEC);
-		if (fd < 0 || ftruncate(fd, INFLIGHT_SIZE) < 0)
-			abort();
-	}
-	return fd;
+	return fvu_memfd(&fd, "fuzz-vu-inflight", INFLIGHT_SIZE);
 }
 
 /* A descriptor of the kind request @kind carries (-1: raw bytes). */
@@ -282,10 +277,6 @@ int fuzz_vu_socket(const uint8_t *data, size_t size)
 	static struct conn c; /* large: not on the stack */
 	struct fuzz_in in = { data, size };
 	struct fvu_stub dev = { .cfg = { 1, 2, 3 } };
-	struct vu_backend_params p = {
-		.ops = &fvu_stub_ops, .dev = &dev, .num_queues = FVU_NQ,
-		.max_queue_size = 256, .name = "fuzz",
-	};
 	struct vu_backend *b;
 	int stop_efd;
 
@@ -294,8 +285,9 @@ int fuzz_vu_socket(const uint8_t *data, size_t size)
 	inflight_memfd();
 	memset(&c, 0, sizeof(c));
 	stop_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (stop_efd < 0 || vu_backend_create(&p, &b))
+	if (stop_efd < 0)
 		abort();
+	b = fvu_backend(&dev);
 	(void)fi_u8(&in); /* setup: reserved */
 	for (unsigned int rec = 0; rec < MAX_RECORDS && fi_left(&in); rec++) {
 		switch (fi_u8(&in) % R_NR) {

@@ -131,18 +131,35 @@ const struct virtio_device_ops fvu_stub_ops = {
 	.stop_queue = stub_stop_queue,
 };
 
+int fvu_memfd(int *fd, const char *name, uint32_t size)
+{
+	if (*fd < 0) {
+		*fd = memfd_create(name, MFD_CLOEXEC);
+		if (*fd < 0 || ftruncate(*fd, size) < 0)
+			abort();
+	}
+	return *fd;
+}
+
 int fvu_ram_fd(void)
 {
 	static int fd = -1;
 
-	if (fd < 0) {
-		fd = memfd_create("fuzz-vhost-ram", MFD_CLOEXEC);
-		if (fd < 0 || ftruncate(fd, FVU_RAM_SIZE) < 0)
-			abort();
-	}
-	return fd;
+	return fvu_memfd(&fd, "fuzz-vhost-ram", FVU_RAM_SIZE);
 }
 
+struct vu_backend *fvu_backend(struct fvu_stub *dev)
+{
+	struct vu_backend_params p = {
+		.ops = &fvu_stub_ops, .dev = dev, .num_queues = FVU_NQ,
+		.max_queue_size = 256, .name = "fuzz",
+	};
+	struct vu_backend *b;
+
+	if (vu_backend_create(&p, &b))
+		abort();
+	return b;
+}
 
 int fvu_open_fds(void)
 {

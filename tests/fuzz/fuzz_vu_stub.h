@@ -34,6 +34,11 @@ extern const struct virtio_device_ops fvu_stub_ops;
 
 /* The guest-RAM memfd (FVU_RAM_SIZE bytes, created once per process). */
 int fvu_ram_fd(void);
+/* A memfd of @size bytes in *@fd, created at the first call (-1 there). */
+int fvu_memfd(int *fd, const char *name, uint32_t size);
+/* The back end the targets fuzz, in front of @dev (FVU_NQ rings of up to
+ * 256 entries); aborts if it cannot be made. */
+struct vu_backend *fvu_backend(struct fvu_stub *dev);
 /* Make @m's payload useful (see fuzz_vhost_user.c, mode bit 4). */
 void fvu_fixup(struct vu_msg *m);
 /* Open file descriptors of the process (-1 if /proc is missing). */

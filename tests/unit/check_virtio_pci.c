@@ -857,6 +857,54 @@ START_TEST(parked_kicks_yield_to_another_bar)
 }
 END_TEST
 
+/* Transport B beside A (V.t, made by create(3)), 3 queues: its slot and
+ * BAR address. */
+static struct virtio_transport *second(unsigned int *slot, uint64_t *bar)
+{
+	struct vpci_params p = params(3);
+	struct virtio_transport *b;
+	uint32_t v;
+
+	ck_assert_int_eq(vpci_create(&p, &b), 0);
+	*slot = vpci_pci_device(b)->slot;
+	ck_assert_int_eq(fv_cfg_access(&V, *slot, PCI_CFG_BAR0, &v, 4, false), 0);
+	*bar = v & ~0xfu;
+	return b;
+}
+
+static void bar_wr(unsigned int slot, uint64_t gpa)
+{
+	uint32_t v = (uint32_t)gpa;
+
+	ck_assert_int_eq(fv_cfg_access(&V, slot, PCI_CFG_BAR0, &v, 4, true), 0);
+}
+
+/* @t's notify ioeventfds, and only they, answer at BAR address @bar. */
+static void assert_kicks_at(struct virtio_transport *t, uint64_t bar)
+{
+	for (unsigned int q = 0; q < 3; q++) {
+		int fd = vpci_kick_fd(t, q);
+
+		ck_assert_uint_eq(kvm->ioev_addr[fd], notify_at(bar, q));
+		ck_assert_int_eq(fv_kvm_kick_fd(kvm, notify_at(bar, q)), fd);
+	}
+}
+
+/* A's BAR register to @bar, where B decodes: A unmapped, kicks parked. */
+static void a_onto(uint64_t bar)
+{
+	cfg_wr(PCI_CFG_BAR0, (uint32_t)bar, 4);
+	ck_assert_uint_eq(pci_bar_gpa(vpci_pci_device(V.t), VPCI_BAR), PCI_BAR_UNMAPPED);
+}
+
+static void destroy_both(struct virtio_transport *b)
+{
+	vpci_destroy(b);
+	vpci_destroy(V.t);
+	V.t = NULL;
+	ck_assert_uint_eq(kvm->live_ioev, 0);
+}
+
 /* The same when one write does both: B was programmed onto A's BAR while
  * A decoded it (B left unmapped), then A's decoding goes off, which maps B
  * there in the same configuration write.  A must hear that its BAR is
@@ -865,20 +913,16 @@ END_TEST
  * fuzz_pci_bus: bar_range_taken came before bar_moved). */
 START_TEST(parked_kicks_yield_in_one_write)
 {
-	struct vpci_params p = params(3);
 	struct virtio_transport *b;
 	unsigned int bslot;
-	uint64_t a_bar;
-	uint32_t v;
+	uint64_t a_bar, b_bar;
 
 	create(3);
 	a_bar = V.bar;
-	ck_assert_int_eq(vpci_create(&p, &b), 0);
-	bslot = vpci_pci_device(b)->slot;
+	b = second(&bslot, &b_bar);
 
 	/* B onto a_bar while A decodes it: B unmapped, its kicks parked. */
-	v = (uint32_t)a_bar;
-	ck_assert_int_eq(fv_cfg_access(&V, bslot, PCI_CFG_BAR0, &v, 4, true), 0);
+	bar_wr(bslot, a_bar);
 	ck_assert_uint_eq(pci_bar_gpa(vpci_pci_device(b), VPCI_BAR), PCI_BAR_UNMAPPED);
 	ck_assert_uint_eq(kvm->live_ioev, 6);
 	/* A's decoding off: B mapped at a_bar, A's kicks gone first (the fake
@@ -886,17 +930,8 @@ START_TEST(parked_kicks_yield_in_one_write)
 	cfg_wr(PCI_CFG_COMMAND, 0, 2);
 	ck_assert_uint_eq(pci_bar_gpa(vpci_pci_device(b), VPCI_BAR), a_bar);
 	ck_assert_uint_eq(kvm->live_ioev, 3);
-	for (unsigned int q = 0; q < 3; q++) {
-		int fd = vpci_kick_fd(b, q);
-
-		ck_assert_uint_eq(kvm->ioev_addr[fd], notify_at(a_bar, q));
-		ck_assert_int_eq(fv_kvm_kick_fd(kvm, notify_at(a_bar, q)), fd);
-	}
-
-	vpci_destroy(b);
-	vpci_destroy(V.t);
-	V.t = NULL;
-	ck_assert_uint_eq(kvm->live_ioev, 0);
+	assert_kicks_at(b, a_bar);
+	destroy_both(b);
 }
 END_TEST
 
@@ -906,38 +941,22 @@ END_TEST
  * A's arrive, whatever the slots' order. */
 START_TEST(kicks_follow_a_move_before_the_next_owner)
 {
-	struct vpci_params p = params(3);
 	struct virtio_transport *b;
 	unsigned int bslot;
 	uint64_t b_bar, free_bar = FV_MMIO_BASE + 0x10000000;
-	uint32_t v;
 
 	create(3);
-	ck_assert_int_eq(vpci_create(&p, &b), 0);
-	bslot = vpci_pci_device(b)->slot;
+	b = second(&bslot, &b_bar);
 	ck_assert_uint_gt(bslot, V.slot);
-	ck_assert_int_eq(fv_cfg_access(&V, bslot, PCI_CFG_BAR0, &v, 4, false), 0);
-	b_bar = v & ~0xfu;
 
-	/* A onto b_bar while B decodes it: A unmapped, its kicks parked. */
-	cfg_wr(PCI_CFG_BAR0, (uint32_t)b_bar, 4);
-	ck_assert_uint_eq(pci_bar_gpa(vpci_pci_device(V.t), VPCI_BAR), PCI_BAR_UNMAPPED);
+	a_onto(b_bar);
 	/* B moves away: A mapped at b_bar in the same write. */
-	v = (uint32_t)free_bar;
-	ck_assert_int_eq(fv_cfg_access(&V, bslot, PCI_CFG_BAR0, &v, 4, true), 0);
+	bar_wr(bslot, free_bar);
 	ck_assert_uint_eq(pci_bar_gpa(vpci_pci_device(V.t), VPCI_BAR), b_bar);
 	ck_assert_uint_eq(kvm->live_ioev, 6);
-	for (unsigned int q = 0; q < 3; q++) {
-		ck_assert_int_eq(fv_kvm_kick_fd(kvm, notify_at(b_bar, q)),
-				 vpci_kick_fd(V.t, q));
-		ck_assert_int_eq(fv_kvm_kick_fd(kvm, notify_at(free_bar, q)),
-				 vpci_kick_fd(b, q));
-	}
-
-	vpci_destroy(b);
-	vpci_destroy(V.t);
-	V.t = NULL;
-	ck_assert_uint_eq(kvm->live_ioev, 0);
+	assert_kicks_at(V.t, b_bar);
+	assert_kicks_at(b, free_bar);
+	destroy_both(b);
 }
 END_TEST
 
@@ -946,37 +965,22 @@ END_TEST
  * before B's arrive at a_bar, B's must leave b_bar before A's arrive. */
 START_TEST(kicks_follow_a_swap)
 {
-	struct vpci_params p = params(3);
 	struct virtio_transport *b;
 	unsigned int bslot;
 	uint64_t a_bar, b_bar;
-	uint32_t v;
 
 	create(3);
 	a_bar = V.bar;
-	ck_assert_int_eq(vpci_create(&p, &b), 0);
-	bslot = vpci_pci_device(b)->slot;
-	ck_assert_int_eq(fv_cfg_access(&V, bslot, PCI_CFG_BAR0, &v, 4, false), 0);
-	b_bar = v & ~0xfu;
+	b = second(&bslot, &b_bar);
 
-	cfg_wr(PCI_CFG_BAR0, (uint32_t)b_bar, 4); /* A: unmapped, parked */
-	ck_assert_uint_eq(pci_bar_gpa(vpci_pci_device(V.t), VPCI_BAR), PCI_BAR_UNMAPPED);
-	v = (uint32_t)a_bar;
-	ck_assert_int_eq(fv_cfg_access(&V, bslot, PCI_CFG_BAR0, &v, 4, true), 0);
+	a_onto(b_bar);
+	bar_wr(bslot, a_bar);
 	ck_assert_uint_eq(pci_bar_gpa(vpci_pci_device(V.t), VPCI_BAR), b_bar);
 	ck_assert_uint_eq(pci_bar_gpa(vpci_pci_device(b), VPCI_BAR), a_bar);
 	ck_assert_uint_eq(kvm->live_ioev, 6);
-	for (unsigned int q = 0; q < 3; q++) {
-		ck_assert_int_eq(fv_kvm_kick_fd(kvm, notify_at(b_bar, q)),
-				 vpci_kick_fd(V.t, q));
-		ck_assert_int_eq(fv_kvm_kick_fd(kvm, notify_at(a_bar, q)),
-				 vpci_kick_fd(b, q));
-	}
-
-	vpci_destroy(b);
-	vpci_destroy(V.t);
-	V.t = NULL;
-	ck_assert_uint_eq(kvm->live_ioev, 0);
+	assert_kicks_at(V.t, b_bar);
+	assert_kicks_at(b, a_bar);
+	destroy_both(b);
 }
 END_TEST
 
