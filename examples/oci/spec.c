@@ -28,6 +28,12 @@ static int fail(char *err, size_t len, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, len, fmt, ap);
 	va_end(ap);
+	/* One line (spec.h), whatever config.json's strings quoted in it
+	 * hold: a newline or a terminal escape would reach stderr and the
+	 * text log as they are. */
+	for (char *p = err; len && *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' ';
 	return -1;
 }
 

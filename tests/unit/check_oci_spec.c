@@ -193,6 +193,10 @@ START_TEST(test_refusals)
 		"", "", ROOT_REL, "unknown rlimit type RLIMIT_FOO");
 	refused("\"process\":{\"args\":[\"sh\"],\"user\":{\"uid\":-1}}", "", "", ROOT_REL,
 		"bad process.user.uid");
+	/* The reason is one line whatever config.json's strings hold: control
+	 * characters (a newline, a terminal escape) become spaces. */
+	refused(PROC_OK, "{\"destination\":\"/x\",\"type\":\"nf\\ns\\u001b[2J\"}", "",
+		ROOT_REL, "mount of type nf s [2J on /x is not supported");
 	{
 		struct oci_spec s;
 
