@@ -10,11 +10,13 @@
 #   scripts/fuzz.sh --long SECONDS   SECONDS per target, for real campaigns
 #   scripts/fuzz.sh ... -- TARGET..  only these targets (e.g. fuzz_cli)
 #
-# Every input runs under a 5 s timeout with leak detection.  The working
-# corpus is build-fuzz/corpus/<target>/ (seeded from tests/fuzz/corpus/ and
-# kept between runs); crashes land in build-fuzz/crashes/ and make the
-# script fail.  Keep each crash as tests/fuzz/regressions/<target>/<name>
-# (check_fuzz_regressions replays it in every build), and fix the bug.
+# Every input runs under a 5 s timeout with leak detection, with
+# tests/fuzz/<target>.dict as libFuzzer's dictionary if there is one.  The
+# working corpus is build-fuzz/corpus/<target>/ (seeded from
+# tests/fuzz/corpus/ and kept between runs); crashes land in
+# build-fuzz/crashes/ and make the script fail.  Keep each crash as
+# tests/fuzz/regressions/<target>/<name> (check_fuzz_regressions replays it
+# in every build), and fix the bug.
 #
 # The build is not -Werror: the targets must build while other code is in
 # flight; `cmake -DVMM_WERROR=ON` in the normal builds keeps the warnings out.
@@ -36,10 +38,16 @@ targets=("$@")
 	targets=(fuzz_virtqueue_blk fuzz_virtio_pci fuzz_bzimage fuzz_pvh fuzz_arm64_boot fuzz_cli
 		fuzz_vhost_user)
 
+# The PC's ports and serial console, the PCI bus, the io_uring engine,
+# vhost-user's socket layer, minivmm-blkd's command line.
+[[ $# -gt 0 ]] || targets+=(fuzz_pc_ports fuzz_pci_bus fuzz_blk_uring fuzz_vu_socket
+	fuzz_blkd_cli)
 # The OCI runtime's guest-facing parsers (virtio-console, proto.c), its
-# VMM process's control plane (shim-ctl.c) and its guest init's decoder of
-# what the host sends.
-[[ $# -gt 0 ]] || targets+=(fuzz_vcon fuzz_oci_proto fuzz_oci_shim fuzz_oci_init_config)
+# VMM process's control plane (shim-ctl.c), its guest init's decoder of
+# what the host sends, its config.json and state.json loaders and command
+# line.
+[[ $# -gt 0 ]] || targets+=(fuzz_vcon fuzz_oci_proto fuzz_oci_shim fuzz_oci_init_config
+	fuzz_oci_config fuzz_oci_state fuzz_oci_cli)
 
 if ! command -v clang >/dev/null; then
 	echo "fuzz.sh: clang not found (scripts/deps.sh installs it)" >&2
@@ -63,8 +71,11 @@ for t in "${targets[@]}"; do
 	echo "== $t: ${secs} s" >&2
 	rc=0
 	: >"$log.start"
+	# A dictionary of the format's tokens, where the target has one.
+	dict=()
+	[[ -f tests/fuzz/"$t".dict ]] && dict=(-dict=tests/fuzz/"$t".dict)
 	ASAN_OPTIONS=detect_leaks=1 build-fuzz/tests/fuzz/"$t" \
-		-max_total_time="$secs" -timeout=5 -detect_leaks=1 \
+		-max_total_time="$secs" -timeout=5 -detect_leaks=1 "${dict[@]}" \
 		-print_final_stats=1 -artifact_prefix=build-fuzz/crashes/"$t"- \
 		"$corpus" >"$log" 2>&1 || rc=$?
 	execs[$t]=$(awk '/stat::number_of_executed_units:/ { print $2 }' "$log" | tail -1)

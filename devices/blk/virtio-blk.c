@@ -225,8 +225,8 @@ static int queue_attach(void *opaque)
  * slow or stuck backend, while the transport lock is held and, for a
  * stop, SIGTERM waits).  Only what the kernel is already running finishes
  * on its own.  Except with q->draining (stop_queue() without cancel): the
- * requests finish normally, and a chain popped but parked (never started)
- * goes back to the avail ring.
+ * requests finish normally.  Either way a chain popped but parked (never
+ * started) goes back to the avail ring.
  */
 static int queue_detach(void *opaque)
 {
@@ -248,8 +248,14 @@ static int queue_detach(void *opaque)
 	iothread_undefer(q->io, &q->retry);
 	iothread_undefer(q->io, &q->hook);
 	q->pushed = false;
-	/* The parked chain is the last one popped (popping stops at it). */
-	if (q->draining && vblk_queue_parked(q->d->blk, q->index))
+	/*
+	 * A chain popped but parked (the engine had no room for it) was never
+	 * started: it goes back to the avail ring, whatever the stop.  The
+	 * ring may be kept (bus mastering off and on again, a vhost-user ring
+	 * stopped and started): dropped, it would never be completed.  It is
+	 * the last one popped (popping stops at it).
+	 */
+	if (vblk_queue_parked(q->d->blk, q->index))
 		virtq_unpop(&q->vq->vq);
 	q->draining = false;
 	vblk_queue_reset(q->d->blk, q->index);

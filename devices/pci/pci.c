@@ -255,11 +255,46 @@ static void pci_take_parked(struct pci_bus *bus, const struct pci_bar *self,
 	}
 }
 
+/* Which changes pci_notify_moves() reports. */
+enum bar_change { BAR_UNMAPPED, BAR_MOVED, BAR_MAPPED };
+
+/* Tell the owner of every BAR whose mapping changed from @old in the way
+ * @what says (from mapped to unmapped, from one address to another, from
+ * unmapped to mapped).  Caller holds lock. */
+static void pci_notify_moves(struct pci_bus *bus,
+			     uint64_t old[PCI_MAX_DEVFNS][PCI_NUM_BARS],
+			     enum bar_change what)
+{
+	for (unsigned int s = 0; s < PCI_MAX_DEVFNS; s++) {
+		struct pci_device *dev = bus->devs[s];
+
+		for (unsigned int i = 0; dev && i < PCI_NUM_BARS; i++) {
+			uint64_t now = dev->bars[i].mapped_gpa, was = old[s][i];
+			enum bar_change c = now == PCI_BAR_UNMAPPED ? BAR_UNMAPPED :
+					    was == PCI_BAR_UNMAPPED ? BAR_MAPPED :
+								      BAR_MOVED;
+
+			if (!dev->bars[i].size || now == was || c != what)
+				continue;
+			if (dev->ops && dev->ops->bar_moved)
+				dev->ops->bar_moved(dev, i, was, now);
+		}
+	}
+}
+
 /*
  * Bring every BAR's MMIO registration in line with the config registers.
  * All devices are visited, not only the one written: a BAR left unmapped
  * because it overlapped another may become mappable when that one moves.
- * Unmap first, then map, so two BARs may swap places.  Caller holds lock.
+ * Unmap first, then map, so two BARs may swap places.  The owners hear of
+ * it so that no two of them ever believe they decode the same range (what
+ * they register there, the virtio transport's ioeventfds, would collide):
+ * first every BAR that went unmapped (its owner parks what it has there),
+ * then, for each range mapped, every BAR parked over it (bar_range_taken:
+ * its owner knows by now that it is unmapped; so does the owner of a
+ * parked BAR mapped elsewhere by this write), then every BAR that moved
+ * (it leaves a range another BAR may have just been mapped on), last
+ * every BAR newly mapped.  Caller holds lock.
  */
 static void pci_sync_bars(struct pci_bus *bus)
 {
@@ -297,8 +332,13 @@ static void pci_sync_bars(struct pci_bus *bus)
 			if (!ret) {
 				b->mapped_gpa = want;
 				b->failed_gpa = PCI_BAR_UNMAPPED;
-				b->parked_gpa = PCI_BAR_UNMAPPED;
-				pci_take_parked(bus, b, want, b->size);
+				/* Moved by this write: its owner never heard
+				 * it was unmapped (one bar_moved() moves it),
+				 * so nothing is parked.  Mapped again after
+				 * being parked: it stays parked until the
+				 * ranges mapped now are taken, below. */
+				if (old[s][i] != PCI_BAR_UNMAPPED)
+					b->parked_gpa = PCI_BAR_UNMAPPED;
 			} else if (b->failed_gpa != want) {
 				/* Guest-chosen address: refuse, don't crash.
 				 * Logged once per address, and rate-limited
@@ -316,17 +356,29 @@ static void pci_sync_bars(struct pci_bus *bus)
 			}
 		}
 	}
+	pci_notify_moves(bus, old, BAR_UNMAPPED);
 	for (unsigned int s = 0; s < PCI_MAX_DEVFNS; s++) {
 		struct pci_device *dev = bus->devs[s];
 
 		for (unsigned int i = 0; dev && i < PCI_NUM_BARS; i++) {
-			uint64_t now = dev->bars[i].mapped_gpa;
+			struct pci_bar *b = &dev->bars[i];
 
-			if (dev->bars[i].size && now != old[s][i] && dev->ops &&
-			    dev->ops->bar_moved)
-				dev->ops->bar_moved(dev, i, old[s][i], now);
+			if (b->size && b->mapped_gpa != old[s][i] &&
+			    b->mapped_gpa != PCI_BAR_UNMAPPED)
+				pci_take_parked(bus, b, b->mapped_gpa, b->size);
 		}
 	}
+	/* A parked BAR mapped again is parked no more (its range was
+	 * reported taken above if another BAR got it). */
+	for (unsigned int s = 0; s < PCI_MAX_DEVFNS; s++) {
+		struct pci_device *dev = bus->devs[s];
+
+		for (unsigned int i = 0; dev && i < PCI_NUM_BARS; i++)
+			if (dev->bars[i].mapped_gpa != PCI_BAR_UNMAPPED)
+				dev->bars[i].parked_gpa = PCI_BAR_UNMAPPED;
+	}
+	pci_notify_moves(bus, old, BAR_MOVED);
+	pci_notify_moves(bus, old, BAR_MAPPED);
 }
 
 /* Does [a, a+alen) intersect [b, b+blen)?  (No wrap: both validated.) */

@@ -115,20 +115,26 @@ struct pci_device_ops {
 	 * either may be PCI_BAR_UNMAPPED (mapped for the first time, or
 	 * unmapped because COMMAND.MEM was cleared, the BAR was moved onto
 	 * another range, or the device is being unregistered).  The virtio
-	 * transport moves its ioeventfds here.  Context: vCPU thread, or the
-	 * thread calling pci_register_device()/pci_unregister_device(); bus
-	 * lock held.
+	 * transport moves its ioeventfds here.  Owners never believe two BARs
+	 * decode overlapping ranges: when one configuration write changes
+	 * several mappings, they hear first of every BAR unmapped, then
+	 * (bar_range_taken) of parked ranges now taken, then of every BAR
+	 * moved, last of every BAR newly mapped.  Context: vCPU thread, or
+	 * the thread calling pci_register_device()/pci_unregister_device();
+	 * bus lock held.
 	 */
 	void (*bar_moved)(struct pci_device *dev, unsigned int bar,
 			  uint64_t old_gpa, uint64_t new_gpa);
 	/*
-	 * Optional.  BAR @bar is unmapped (its decoding is off) and another
-	 * BAR has just been mapped over @gpa, where @bar was last mapped:
+	 * Optional.  BAR @bar is unmapped, as bar_moved() last told (its
+	 * decoding is off, or it overlapped another range), and another BAR
+	 * has just been mapped over @gpa, where @bar was last mapped:
 	 * anything the device left registered there for a quick return (the
 	 * virtio transport's notify ioeventfds, "parked" while Linux sizes
 	 * BARs with decoding off) must go now, before the new owner's
-	 * bar_moved() runs.  Called at most once per parking.  Same context
-	 * as bar_moved.
+	 * bar_moved() runs.  (The same write may have mapped @bar elsewhere:
+	 * its own bar_moved() follows.)  Called at most once per parking.
+	 * Same context as bar_moved.
 	 */
 	void (*bar_range_taken)(struct pci_device *dev, unsigned int bar,
 				uint64_t gpa);

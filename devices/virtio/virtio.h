@@ -81,9 +81,11 @@ struct virtio_device_ops {
 	/*
 	 * Device reset, or PCI bus mastering turned off: quiesce every queue,
 	 * finish or cancel in-flight requests (complete them to the used
-	 * rings, a cancelled one with an error status), stop
-	 * touching guest memory.  Returns only when done.  Context: vCPU
-	 * thread.
+	 * rings, a cancelled one with an error status; a chain popped but
+	 * never started may instead go back to the avail ring), stop
+	 * touching guest memory.  No chain popped is left neither completed
+	 * nor given back: the rings may be kept.  Returns only when done.
+	 * Context: vCPU thread.
 	 */
 	void (*stop)(void *dev);
 	/*

@@ -31,6 +31,12 @@ static int fail(char *err, size_t len, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, len, fmt, ap);
 	va_end(ap);
+	/* One line (spec.h), whatever config.json's strings quoted in it
+	 * hold: a newline or a terminal escape would reach stderr and the
+	 * text log as they are. */
+	for (char *p = err; len && *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' ';
 	return -1;
 }
 
@@ -372,12 +378,13 @@ static int parse_mounts(json_t *a, struct oci_spec *s, char *err, size_t len)
 		bool bind, known = false;
 		struct stat st;
 
+		/* Counted first: spec_free() frees what a refusal leaves. */
+		s->nmounts++;
 		if (!json_is_object(m) || get_str(m, "destination", &sm->dest) ||
 		    !sm->dest || get_str(m, "type", &sm->type) ||
 		    get_str(m, "source", &sm->source) ||
 		    (opts && !json_is_array(opts)))
 			return fail(err, len, "config.json: malformed mounts[%zu]", i);
-		s->nmounts++;
 		if (sm->dest[0] != '/')
 			return fail(err, len, "config.json: mount destination %s is not absolute",
 				    sm->dest);
@@ -477,6 +484,7 @@ static int parse_linux(json_t *l, struct oci_spec *s, char *err, size_t len)
 			const char *t = json_string_value(json_object_get(v, "type"));
 			uint64_t maj = 0, min = 0, mode = 0666, uid = 0, gid = 0;
 
+			s->ndevices++; /* as mounts: spec_free() frees d->path */
 			if (!t || get_str(v, "path", &d->path) || !d->path ||
 			    get_uint(v, "major", UINT32_MAX, &maj, NULL) ||
 			    get_uint(v, "minor", UINT32_MAX, &min, NULL) ||
@@ -484,7 +492,6 @@ static int parse_linux(json_t *l, struct oci_spec *s, char *err, size_t len)
 			    get_uint(v, "uid", UINT32_MAX, &uid, NULL) ||
 			    get_uint(v, "gid", UINT32_MAX, &gid, NULL))
 				return fail(err, len, "config.json: bad linux.devices[%zu]", i);
-			s->ndevices++;
 			d->type = *t == 'b' ? 'b' : 'c';
 			d->major = (uint32_t)maj;
 			d->minor = (uint32_t)min;
@@ -828,7 +835,8 @@ int spec_parse_signal(const char *s)
 	}
 	if (!strncasecmp(s, "RTMIN+", 6) || !strncasecmp(s, "RTMAX-", 6)) {
 		n = strtol(s + 6, &e, 10);
-		if (*e || n < 0)
+		/* Bounded before the sum: SIGRTMIN + LONG_MAX overflows. */
+		if (*e || n < 0 || n > SIGRTMAX - SIGRTMIN)
 			return -1;
 		n = s[3] == 'I' || s[3] == 'i' ? SIGRTMIN + n : SIGRTMAX - n;
 		return n >= SIGRTMIN && n <= SIGRTMAX ? (int)n : -1;

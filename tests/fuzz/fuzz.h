@@ -33,6 +33,14 @@ int fuzz_oci_proto(const uint8_t *data, size_t size);
 int fuzz_oci_init_config(const uint8_t *data, size_t size);
 int fuzz_oci_shim(const uint8_t *data, size_t size);
 int fuzz_arm64_boot(const uint8_t *data, size_t size);
+int fuzz_pc_ports(const uint8_t *data, size_t size);
+int fuzz_pci_bus(const uint8_t *data, size_t size);
+int fuzz_blk_uring(const uint8_t *data, size_t size);
+int fuzz_vu_socket(const uint8_t *data, size_t size);
+int fuzz_oci_config(const uint8_t *data, size_t size);
+int fuzz_oci_state(const uint8_t *data, size_t size);
+int fuzz_oci_cli(const uint8_t *data, size_t size);
+int fuzz_blkd_cli(const uint8_t *data, size_t size);
 
 #ifdef VMM_FUZZ_LIBFUZZER
 #define FUZZ_TARGET(fn)                                                    \
@@ -112,5 +120,27 @@ void fuzz_quiet_logs(void);
  * from the same image.  Returns the fd (owned by the cache) or -errno.
  */
 int fuzz_image(uint64_t size);
+
+/*
+ * The lowest free file descriptor (opened and closed again): the same
+ * before and after an input unless the input leaked one.  Take it after
+ * the caches above have opened theirs.
+ */
+int fuzz_probe_fd(void);
+
+/*
+ * Split @data at NUL bytes into an argv in @strs (at most @max arguments
+ * after @argv0, NULL-terminated; @strs holds @max + 2), the strings in
+ * *@buf (free() it).  Returns argc.
+ */
+int fuzz_argv(const uint8_t *data, size_t size, const char *argv0, char **strs,
+	      int max, char **buf);
+
+/*
+ * A directory of the process's own, $TMPDIR/fuzz-@name-XXXXXX (or under
+ * /tmp), made at the first call (whose @name names it: later calls share
+ * it) and removed with what is in it at exit.  Returns its path.
+ */
+const char *fuzz_tmpdir(const char *name);
 
 #endif

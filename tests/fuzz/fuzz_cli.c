@@ -56,20 +56,8 @@ static void parse_argv(int argc, char **strs)
 
 int fuzz_cli(const uint8_t *data, size_t size)
 {
-	char *buf = malloc(size + 1), *strs[MAX_ARGS + 2];
-	int argc = 1;
-
-	if (!buf)
-		abort();
-	if (size)
-		memcpy(buf, data, size);
-	buf[size] = '\0';
-	strs[0] = (char *)"minivmm";
-	for (size_t i = 0; i <= size && argc <= MAX_ARGS; argc++) {
-		strs[argc] = buf + i;
-		i += strlen(buf + i) + 1;
-	}
-	strs[argc] = NULL;
+	char *buf, *strs[MAX_ARGS + 2];
+	int argc = fuzz_argv(data, size, "minivmm", strs, MAX_ARGS, &buf);
 
 	parse_argv(argc, strs);
 	parse_argv(argc, strs);

@@ -387,15 +387,6 @@ static void do_bar_move(struct fz *f)
 	cfg_access(f, f->pdev->slot, PCI_CFG_BAR0, 4, true, v);
 }
 
-static int probe_fd(void)
-{
-	int fd = eventfd(0, EFD_CLOEXEC);
-
-	if (fd >= 0)
-		close(fd);
-	return fd;
-}
-
 static void find_msix(struct fz *f)
 {
 	unsigned int n = 0;
@@ -439,7 +430,7 @@ int fuzz_virtio_pci(const uint8_t *data, size_t size)
 	o.queue_size = (uint16_t)(4u << ((setup >> 2) & 3));
 	if (o.fd < 0)
 		abort();
-	fd_before = probe_fd(); /* after the image cache opened its memfd */
+	fd_before = fuzz_probe_fd(); /* after the image cache opened its memfd */
 	if (vblk_open(&o, &f.dev.blk))
 		abort();
 	f.dev.eng = eng;
@@ -517,7 +508,7 @@ int fuzz_virtio_pci(const uint8_t *data, size_t size)
 	}
 	fv_destroy(&f.v);
 	vblk_close(f.dev.blk);
-	if (probe_fd() != fd_before)
+	if (fuzz_probe_fd() != fd_before)
 		abort(); /* a file descriptor leaked */
 	return 0;
 }

@@ -457,3 +457,309 @@ write(A64, 'small_fdt_buffer',
 write(A64, 'fixups_on_noise',
       a64_input(2, flags=F_LOADER | F_FIX_MAGIC | F_FIX_SIZE | F_FIX_TEXT,
                 image=bytes(range(256)) * 4))
+
+# ---- fuzz_oci_config / fuzz_oci_state: the files themselves -------------------
+import json
+
+OC = 'fuzz_oci_config'
+PODMAN = {
+    'ociVersion': '1.0.2-dev',
+    'process': {
+        'terminal': False,
+        'user': {'uid': 1000, 'gid': 1000, 'umask': 18, 'additionalGids': [1000, 10]},
+        'args': ['/bin/sh', '-c', 'echo hello; exit 3'],
+        'env': ['PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+                'TERM=xterm', 'container=podman', 'HOME=/root', 'HOSTNAME=c0ffee'],
+        'cwd': '/',
+        'capabilities': {k: ['CAP_CHOWN', 'CAP_KILL', 'CAP_NET_BIND_SERVICE', 'CAP_SETUID']
+                         for k in ('bounding', 'effective', 'permitted')},
+        'rlimits': [{'type': 'RLIMIT_NOFILE', 'hard': 1048576, 'soft': 1048576},
+                    {'type': 'RLIMIT_NPROC', 'hard': 4194304, 'soft': 4194304}],
+        'noNewPrivileges': True,
+        'oomScoreAdj': 0,
+    },
+    'root': {'path': 'rootfs', 'readonly': False},
+    'hostname': 'c0ffee',
+    'mounts': [
+        {'destination': '/proc', 'type': 'proc', 'source': 'proc',
+         'options': ['nosuid', 'noexec', 'nodev']},
+        {'destination': '/dev', 'type': 'tmpfs', 'source': 'tmpfs',
+         'options': ['nosuid', 'strictatime', 'mode=755', 'size=65536k']},
+        {'destination': '/sys', 'type': 'sysfs', 'source': 'sysfs',
+         'options': ['nosuid', 'noexec', 'nodev', 'ro']},
+        {'destination': '/dev/pts', 'type': 'devpts', 'source': 'devpts',
+         'options': ['nosuid', 'noexec', 'newinstance', 'ptmxmode=0666', 'mode=0620',
+                     'gid=5']},
+        {'destination': '/dev/mqueue', 'type': 'mqueue', 'source': 'mqueue',
+         'options': ['nosuid', 'noexec', 'nodev']},
+        {'destination': '/sys/fs/cgroup', 'type': 'cgroup', 'source': 'cgroup',
+         'options': ['rprivate', 'nosuid', 'noexec', 'nodev', 'relatime', 'ro']},
+        {'destination': '/dev/shm', 'type': 'bind', 'source': '/dev/shm',
+         'options': ['bind', 'private']},
+    ],
+    'annotations': {'io.container.manager': 'libpod', 'org.opencontainers.image.stopSignal': '15'},
+    'linux': {
+        'sysctl': {'net.ipv4.ping_group_range': '0 0'},
+        'resources': {'devices': [{'allow': False, 'access': 'rwm'}],
+                      'memory': {'limit': 268435456, 'swap': -1},
+                      'cpu': {'quota': 150000, 'period': 100000, 'cpus': '0-1'},
+                      'pids': {'limit': 2048}},
+        'cgroupsPath': 'machine.slice:libpod:c0ffee',
+        'namespaces': [{'type': 'pid'}, {'type': 'network'}, {'type': 'ipc'},
+                       {'type': 'uts'}, {'type': 'mount'}, {'type': 'cgroup'}],
+        'devices': [{'path': '/dev/fuse', 'type': 'c', 'major': 10, 'minor': 229,
+                     'fileMode': 438, 'uid': 0, 'gid': 0}],
+        'seccomp': {'defaultAction': 'SCMP_ACT_ERRNO', 'defaultErrnoRet': 38,
+                    'architectures': ['SCMP_ARCH_X86_64'],
+                    'syscalls': [{'names': ['read', 'write', 'exit_group'],
+                                  'action': 'SCMP_ACT_ALLOW'}]},
+        'maskedPaths': ['/proc/acpi', '/proc/kcore', '/proc/keys', '/sys/firmware'],
+        'readonlyPaths': ['/proc/asound', '/proc/bus', '/proc/fs', '/proc/sys'],
+    },
+}
+
+
+def js(o): return json.dumps(o, indent=1).encode()
+
+
+write(OC, 'podman_run', js(PODMAN))
+MIN = {'ociVersion': '1.0.2', 'process': {'args': ['sh']}, 'root': {'path': 'rootfs'}}
+write(OC, 'minimal', json.dumps(MIN).encode())
+CTRD = json.loads(json.dumps(MIN))
+CTRD['process'].update({'user': {'uid': 0, 'gid': 0}, 'cwd': '/work', 'terminal': True,
+                        'consoleSize': {'height': 40, 'width': 120}})
+CTRD['root'] = {'path': 'rootfs', 'readonly': True}
+CTRD['linux'] = {'namespaces': [{'type': 'network', 'path': '/proc/42/ns/net'}]}
+write(OC, 'containerd_netns_path', json.dumps(CTRD).encode())
+BAD = json.loads(json.dumps(MIN))
+BAD['mounts'] = [{'destination': '/data', 'type': 'bind', 'source': '/', 'options': ['rbind']},
+                 {'destination': 'rel', 'type': 'nfs'}]
+BAD['process'].update({'cwd': 'relative', 'rlimits': [{'type': 'RLIMIT_BOGUS'}]})
+write(OC, 'refusals', json.dumps(BAD).encode())
+
+OS = 'fuzz_oci_state'
+write(OS, 'created', json.dumps({
+    'ociVersion': '1.0.2', 'id': 'fuzz', 'pid': 4242, 'bundle': '/run/containers/b/userdata',
+    'created': '2024-05-01T12:00:00.000000000Z', 'starttime': 123456789,
+    'annotations': {'io.container.manager': 'libpod'}}, separators=(',', ':')).encode())
+write(OS, 'odd_types', b'{"pid":-1,"starttime":-5,"bundle":"' + b'\xc3\xa9' * 40 +
+      b'","created":"' + b'\xe2\x82\xac' * 30 + b'","annotations":[1,2]}')
+
+# ---- fuzz_oci_cli / fuzz_blkd_cli: argv at NUL bytes ---------------------------
+OCLI = 'fuzz_oci_cli'
+write(OCLI, 'podman_create', argv(
+    '--root', '/run/minivmm-oci', '--log', '/run/c/log.json', '--log-format=json',
+    '--systemd-cgroup', 'create', '--bundle', '/run/c/userdata', '--pid-file',
+    '/run/c/pidfile', '--console-socket', '/tmp/cs.sock', '--preserve-fds=2',
+    '--no-new-keyring', 'c0ffee'))
+write(OCLI, 'kill_signals', argv('kill', '--all', 'c0ffee', 'SIGRTMIN+3', 'RTMAX-2', '9',
+                                 'sigterm', '0-3,8,10-11', '65535-65536'))
+write(OCLI, 'errors', argv('--debug', '--log-format', 'xml', 'delete', '-f', '../etc',
+                           '.hidden', 'exec', 'x'))
+write(OCLI, 'help_features', argv('-v', 'features', 'help', '--kernel=/vmlinuz',
+                                  '--initrd', 'x.cpio'))
+BCLI = 'fuzz_blkd_cli'
+write(BCLI, 'full', u8(4) + argv(
+    '--socket', '/run/blkd.sock', '--disk',
+    'path=/var/lib/a.img,num-queues=8,queue-size=256,ro=off,serial=disk0,cache=unsafe',
+    '--iothreads', '2', '--io-sched', 'batch', '--no-seccomp', '--stats-json', '-vv'))
+write(BCLI, 'defaults_one_cpu', u8(1) + argv('--socket=/s', '--disk=path=x'))
+write(BCLI, 'errors', u8(0) + argv('--socket', 'x' * 120, '--disk', 'path=a', '--disk',
+                                   'path=b', '--iothreads', '9999', '-q', 'extra'))
+write(BCLI, 'help', u8(2) + argv('-hV'))
+
+# ---- fuzz_vu_socket: the same messages through a socket, in chunks ---------------
+VS = 'fuzz_vu_socket'
+S_MSG, S_RAW, S_RECONNECT, S_STOP = range(4)
+
+
+def vs(op, payload=b'', flags=0, fds=0, mode=0, cuts=(), fd_chunk=0, size=None,
+       wire=0, claim=None):
+    """cuts: up to 3 cut points (bytes into header + payload); wire: bits 6-7
+    of mode (payload short by one, half, 8 past); claim: a raw header size."""
+    n = len(payload) if size is None else size
+    m = mode | fds | (wire << 6) | (0x20 if claim is not None else 0)
+    out = u8(S_MSG) + u8(op) + u8(flags) + u16(n) + u8(m) + \
+        u8(len(cuts) | fd_chunk << 2) + payload
+    if claim is not None:
+        out += u32(claim)
+    return out + b''.join(u8(c) for c in cuts)
+
+
+def vring_up(i, desc, avail, used, num=64):
+    return (vs(SET_VRING_NUM, vring(i, num), ACK) +
+            vs(SET_VRING_BASE, vring(i, 0), ACK) +
+            vs(SET_VRING_ADDR, u32(i) + u32(0) + u64(desc) + u64(used) + u64(avail) +
+               u64(0), ACK, mode=FIX) +
+            vs(SET_VRING_KICK, u64(i), ACK, fds=1, cuts=(5,)) +
+            vs(SET_VRING_CALL, u64(i), ACK, fds=1) +
+            vs(SET_VRING_ENABLE, vring(i, 1), ACK))
+
+
+VS_INIT = (vs(SET_OWNER) + vs(GET_FEATURES) + vs(GET_PROTOCOL_FEATURES) +
+           vs(SET_PROTOCOL_FEATURES, u64(0x3209)) + vs(GET_QUEUE_NUM) +
+           vs(GET_CONFIG, u32(0) + u32(60) + u32(0) + bytes(60), cuts=(3, 12, 40)) +
+           vs(SET_FEATURES, u64(VIRTIO_FEATURES), ACK) +
+           vs(SET_MEM_TABLE, mem_table((0, RAM - 1, 0, 0)), ACK, fds=1, mode=FIX))
+write(VS, 'qemu_start_stop', u8(0) + VS_INIT +
+      vs(GET_INFLIGHT_FD, u64(0) + u64(0) + u16(2) + u16(64) + u32(0), mode=FIX) +
+      vring_up(0, 0x1000, 0x2000, 0x3000) +
+      vs(GET_VRING_BASE, vring(0, 0)) + vs(RESET_DEVICE, flags=ACK))
+write(VS, 'split_headers_reconnect', u8(0) + VS_INIT + u8(S_RECONNECT) +
+      vs(GET_FEATURES, cuts=(1, 4, 11)) + vs(SET_OWNER, cuts=(11,)) + u8(S_RECONNECT) +
+      VS_INIT + vring_up(1, 0x4000, 0x5000, 0x6000) + u8(S_STOP) + vs(GET_FEATURES))
+write(VS, 'ctrunc_and_late_fds', u8(0) + vs(SET_OWNER) +
+      vs(SET_MEM_TABLE, mem_table((0, RAM - 1, 0, 0)), ACK, fds=12, mode=FIX) +
+      u8(S_RECONNECT) + vs(SET_OWNER) +
+      vs(SET_VRING_KICK, u64(0), ACK, fds=1, cuts=(4, 13), fd_chunk=2) +
+      u8(S_RECONNECT) + u8(S_RAW) + u8(3) + u8(9) + b'\x01\x00\x00')
+write(VS, 'truncated_and_oversized', u8(0) + vs(GET_FEATURES) +
+      vs(SET_FEATURES, u64(1 << 32), wire=2) + u8(S_RECONNECT) +
+      vs(SET_OWNER, claim=0xffffffff) + u8(S_RECONNECT) +
+      vs(GET_CONFIG, u32(0) + u32(60) + u32(0) + bytes(60), claim=300, wire=3) +
+      u8(S_RECONNECT) + u8(S_RAW) + u8(7) + u8(0) + b'\x01\x00\x00\x00\x01\x00\x00')
+
+# ---- fuzz_blk_uring: the same requests, the io_uring engine ----------------------
+U_KICK, U_RESET, U_QSTOP, U_FAIL, U_CFG = 4, 5, 6, 7, 8
+UR = 'fuzz_blk_uring'
+
+
+def ukick(mode=0): return u8(U_KICK) + u8(mode)  # 0: to the end, 2: a round, 3: none
+
+
+# setup: queue size 8, bits 2: two queues, bits 5-6: ring entries 4/8/16/64
+write(UR, 'rw_flush_small_ring', u64(ALL) + u8(0x02) +
+      blk(T_IN, 3, [(0, 0x100), (1, 0x800)]) + ukick() +
+      blk(T_OUT, 5, [(0x40, 0x1000), (0x03, 0x3000)]) + blk(T_OUT, 9, [(0, 0x2000)]) +
+      blk(T_IN, 5, [(0, 0x4000)], mode=1) + ukick() + blk(T_FLUSH, 0) + ukick())
+write(UR, 'in_flight_reset', u64(ALL) + u8(0x66) +
+      blk(T_OUT, 1, [(3, 0x100), (3, 0x1100)]) + blk(T_IN, 2, [(2, 0x3000)]) +
+      blk(T_DISCARD, 0, [(0, (8, 16, 0))]) + ukick(3) + u8(U_RESET) + u64(ALL) +
+      blk(T_IN, 1, [(0, 0x100)]) + u8(QSEL) + u8(1) + blk(T_OUT, 7, [(1, 0x2000)]) +
+      ukick(2) + u8(U_RESET) + u64(0) + blk(T_IN, 0, [(0, 0x100)]) + ukick())
+write(UR, 'queue_stops', u64(ALL) + u8(0x26) +
+      blk(T_OUT, 4, [(3, 0x100)]) + blk(T_IN, 4, [(3, 0x1000)]) + ukick(2) +
+      u8(U_QSTOP) + u8(0x00) + blk(T_WZ, 0, [(0, (0, 8, 1))]) + ukick(3) +
+      u8(U_QSTOP) + u8(0x10) + blk(T_IN, 1, [(0, 0x100)]) + ukick() +
+      u8(U_QSTOP) + u8(0x21))
+write(UR, 'sqe_refusals', u64(ALL) + u8(0x02) +
+      u8(U_FAIL) + u8(0x31) + blk(T_OUT, 0, [(3, 0x100), (3, 0x900), (3, 0x2100)]) +
+      blk(T_IN, 8, [(3, 0x4000)]) + blk(T_FLUSH, 0) + ukick() +
+      u8(U_FAIL) + u8(0x70) + blk(T_IN, 0, [(0, 0x100)]) + ukick(2) + ukick())
+# Write-through (WCE off): every write and write-zeroes gets its fdatasync.
+write(UR, 'write_through', u64(ALL) + u8(0x42) +
+      u8(U_CFG) + u8(32) + u8(0x81) + u8(0) +
+      blk(T_OUT, 2, [(1, 0x100)]) + blk(T_WZ, 0, [(0, (16, 8, 0))]) + ukick() +
+      blk(T_OUT, 127, [(3, 0x1000)]) + ukick(2) + u8(U_QSTOP) + u8(0x00))
+
+# ---- fuzz_pc_ports: the PC's ports, COM1 and its console -----------------------------
+PP = 'fuzz_pc_ports'
+IO, COAL, HOST_IN, HOST_READ = range(4)
+G_COM1, G_KBD_DATA, G_KBD_CMD, G_RTC, G_EXIT, G_ACPI, G_PCI, G_POST = range(8)
+
+
+def port(g, off): return g + 8 * (off + 2)
+
+
+def outp(g, off, val, size=1, rep=None, fill=None):
+    mode = {1: 0, 2: 1, 4: 2}[size] | 4
+    out = u8(IO) + u8(port(g, off))
+    if fill is not None:  # (pattern byte, incrementing)
+        mode |= 8 | 0x10 | (0x20 if fill[1] else 0)
+        return out + u8(mode) + u8(rep - 1) + u8(fill[0])
+    if rep is not None:
+        mode |= 8
+        return out + u8(mode) + u8(len(rep) // size - 1) + rep
+    return out + u8(mode) + val.to_bytes(size, 'little')
+
+
+def inp(g, off, size=1, count=None):
+    mode = {1: 0, 2: 1, 4: 2}[size]
+    if count:
+        return u8(IO) + u8(port(g, off)) + u8(mode | 8) + u8(count - 1)
+    return u8(IO) + u8(port(g, off)) + u8(mode)
+
+
+def host_in(b): return u8(HOST_IN) + u8(len(b)) + b
+def host_read(n=255): return u8(HOST_READ) + u8(n)
+
+
+# Linux's 8250 probe and a getty's traffic, input both ways.
+write(PP, 'serial_probe_and_io', u8(0) +
+      outp(G_COM1, 1, 0) + inp(G_COM1, 2) + outp(G_COM1, 3, 0x80) + outp(G_COM1, 0, 1) +
+      outp(G_COM1, 1, 0) + outp(G_COM1, 3, 0x03) + outp(G_COM1, 2, 0xc7) +
+      outp(G_COM1, 4, 0x1b) + inp(G_COM1, 6) + outp(G_COM1, 4, 0x0b) +
+      outp(G_COM1, 1, 0x0f) + inp(G_COM1, 2) +
+      outp(G_COM1, 0, 0, rep=b'login: ') + host_in(b'root\n') + inp(G_COM1, 5) +
+      inp(G_COM1, 0, count=5) + inp(G_COM1, 2) + host_read() +
+      outp(G_COM1, 4, 0x10) + outp(G_COM1, 0, 0, rep=b'loop') + inp(G_COM1, 0, count=4) +
+      outp(G_COM1, 4, 0x0b) + host_in(b'') + outp(G_COM1, 0, 0x0a) + host_read())
+# A guest flooding COM1 at a reader that stops: pipe, then buffer, then drops.
+write(PP, 'console_flood_stalled_reader', u8(0) +
+      b''.join(outp(G_COM1, 0, 0, rep=64, fill=(0x41 + i, i & 1)) for i in range(20)) +
+      host_read(4) + outp(G_COM1, 0, 0, rep=64, fill=(0x7a, 0)) + host_read())
+write(PP, 'console_to_memfd', u8(5) +
+      outp(G_COM1, 0, 0, rep=b'memfd output\r\n') + outp(G_COM1, 0, 0x43424140, 4) +
+      outp(G_COM1, 0, 0, rep=64, fill=(0x30, 1)))
+# RTC: read the clock as Linux does, set it with SET, 12-hour BCD.
+write(PP, 'rtc_read_and_set', u8(4) +
+      outp(G_RTC, 0, 0x0a) + inp(G_RTC, 1) + outp(G_RTC, 0, 0x00) + inp(G_RTC, 1) +
+      outp(G_RTC, 0, 0x32) + inp(G_RTC, 1) + outp(G_RTC, 0, 0x0b) + outp(G_RTC, 1, 0x82) +
+      outp(G_RTC, 0, 0x09) + outp(G_RTC, 1, 0x99) + outp(G_RTC, 0, 0x08) +
+      outp(G_RTC, 1, 0x13) + outp(G_RTC, 0, 0x04) + outp(G_RTC, 1, 0x92) +
+      outp(G_RTC, 0, 0x0b) + outp(G_RTC, 1, 0x00) + outp(G_RTC, 0, 0x04) + inp(G_RTC, 1) +
+      outp(G_RTC, 0, 0x8d) + inp(G_RTC, 1, 4) + outp(G_RTC, 0, 0x7f, 2) + inp(G_RTC, 1))
+# reboot=pci (cf9 2 then 6), with config cycles coalesced around it.
+write(PP, 'pci_reset_and_coalesced', u8(4) +
+      outp(G_PCI, 0, 0x80000000, 4) + inp(G_PCI, 4, 4) + inp(G_PCI, 1) +
+      u8(COAL) + u8(1) + u8(0x02) + u32(0x80000800) + u8(0x04) + u32(0x02) +
+      inp(G_PCI, 4, 2) + outp(G_PCI, 1, 0x02) + inp(G_PCI, 1) + inp(G_KBD_CMD, 0) +
+      outp(G_PCI, 1, 0x06) + outp(G_KBD_CMD, 0, 0xfe) + outp(G_EXIT, 0, 7, 4))
+# ACPI S5 as Linux writes it; the exit port probed and written.
+write(PP, 'acpi_poweroff_exit_port', u8(4) +
+      inp(G_EXIT, 0, 4) + inp(G_EXIT, 2, 2) + outp(G_ACPI, 0, 0xffff, 2) +
+      outp(G_ACPI, 2, 0x0000, 2) + inp(G_ACPI, 4, 2) + outp(G_ACPI, 4, 0x1400, 2) +
+      outp(G_ACPI, 5, 0x34) + inp(G_ACPI, 6, 2) + outp(G_EXIT, 0, 0x2a, 2) +
+      outp(G_KBD_DATA, 0, 0xff) + outp(G_POST, 0, 0x80))
+
+# ---- fuzz_pci_bus: a bus of fake devices ------------------------------------------
+PB = 'fuzz_pci_bus'
+B_CFG, B_RAW, B_ECAM, B_SIZE, B_MOVE, B_CMD, B_MMIO = range(7)
+
+
+def bars(*specs):
+    """per BAR: (size exponent 0..23 for 16 << e, 64-bit, prefetch) or None"""
+    out = b''
+    for sp in specs + (None,) * (6 - len(specs)):
+        out += u8(0) if sp is None else u8(0x20 | sp[0] | (0x40 if sp[1] else 0) |
+                                        (0x80 if sp[2] else 0))
+    return out
+
+
+def dev(b, caps=()): return b + u8(len(caps)) + b''.join(u8(c) for c in caps)
+
+
+def pick(i): return u8(i)  # a registered device by index
+
+
+# setup: bits 0-2 functions per slot - 1, bit 3 foreign range, bit 4 ECAM,
+# bits 5-6 window 1 MiB << n, bit 7 a 64-bit window
+virtio_like = dev(bars(None, (8, False, False), None, None, (10, True, True)), (14, 20))
+nvme_like = dev(bars((10, True, False)), (10,))
+write(PB, 'linux_enumeration', u8(0xd2) + u8(5) + virtio_like * 2 + nvme_like * 2 +
+      dev(bars((0, False, False), (4, False, True), (23, True, True))) +
+      b''.join(u8(B_SIZE) + pick(i % 5) + u8(i) + u8(1) for i in range(12)) +
+      b''.join(u8(B_CFG) + pick(i) + u8(0) + u8(2) + u32(0) for i in range(5)) +
+      u8(B_MMIO) + pick(0) + u8(1) + u8(2) + u32(0x10) + u8(B_ECAM) + pick(1) + u16(0x100) +
+      u8(3) + u64(0))
+write(PB, 'bar_moves_overlaps', u8(0x38) + u8(4) + virtio_like * 3 + nvme_like +
+      u8(B_MOVE) + pick(1) + u8(1) + u8(1) + u32(0x0100) +
+      u8(B_CMD) + pick(0) + u16(0) + u8(B_MOVE) + pick(2) + u8(1) + u8(2) + u32(0) +
+      u8(B_CMD) + pick(0) + u16(2) + u8(B_MOVE) + pick(0) + u8(1) + u8(0) + u32(7) +
+      u8(B_MOVE) + pick(3) + u8(0) + u8(3) + u32(0xffffffff) + u32(0x10) +
+      u8(B_SIZE) + pick(3) + u8(0) + u8(4) + u8(B_MMIO) + pick(2) + u8(1) + u8(7) + u32(5))
+write(PB, 'multifunction_raw', u8(0x17) + u8(20) + (virtio_like + nvme_like) * 10 +
+      u8(B_RAW) + u8(0) + u8(6) + u32(0x80000a00) + u8(B_RAW) + u8(4) + u8(2) + u32(0) +
+      u8(B_RAW) + u8(1) + u8(0) + u32(0) + u8(B_RAW) + u8(1) + u8(4) + u32(0x0e) +
+      u8(B_RAW) + u8(2) + u8(1) + u32(0) + u8(B_CFG) + u8(0xf5) + u8(0x09) + u8(0x0e) +
+      u8(0) + u32(0) + u8(B_ECAM) + u8(0xf3) + u8(0x11) + u16(0xffc) + u8(3) + u64(0))

@@ -107,6 +107,12 @@ START_TEST(pvh)
 	replay("fuzz_pvh", fuzz_pvh);
 }
 END_TEST
+
+START_TEST(pc_ports)
+{
+	replay("fuzz_pc_ports", fuzz_pc_ports);
+}
+END_TEST
 #endif
 
 /* Every build: the arm64 sources come with the target where the library
@@ -153,6 +159,50 @@ START_TEST(oci_shim)
 }
 END_TEST
 
+START_TEST(pci_bus)
+{
+	replay("fuzz_pci_bus", fuzz_pci_bus);
+}
+END_TEST
+
+#ifndef VMM_FUZZ_USER_QEMU /* tests/fuzz/CMakeLists.txt: not under qemu-user */
+START_TEST(blk_uring)
+{
+	replay("fuzz_blk_uring", fuzz_blk_uring);
+}
+END_TEST
+
+START_TEST(vu_socket)
+{
+	replay("fuzz_vu_socket", fuzz_vu_socket);
+}
+END_TEST
+#endif
+
+START_TEST(oci_config)
+{
+	replay("fuzz_oci_config", fuzz_oci_config);
+}
+END_TEST
+
+START_TEST(oci_state)
+{
+	replay("fuzz_oci_state", fuzz_oci_state);
+}
+END_TEST
+
+START_TEST(oci_cli)
+{
+	replay("fuzz_oci_cli", fuzz_oci_cli);
+}
+END_TEST
+
+START_TEST(blkd_cli)
+{
+	replay("fuzz_blkd_cli", fuzz_blkd_cli);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fuzz_regressions");
@@ -165,6 +215,7 @@ int main(void)
 #ifdef VMM_FUZZ_X86
 	tcase_add_test(tc, bzimage);
 	tcase_add_test(tc, pvh);
+	tcase_add_test(tc, pc_ports);
 #endif
 	tcase_add_test(tc, arm64_boot);
 	tcase_add_test(tc, cli);
@@ -173,6 +224,15 @@ int main(void)
 	tcase_add_test(tc, oci_proto);
 	tcase_add_test(tc, oci_init_config);
 	tcase_add_test(tc, oci_shim);
+	tcase_add_test(tc, pci_bus);
+#ifndef VMM_FUZZ_USER_QEMU
+	tcase_add_test(tc, blk_uring);
+	tcase_add_test(tc, vu_socket);
+#endif
+	tcase_add_test(tc, oci_config);
+	tcase_add_test(tc, oci_state);
+	tcase_add_test(tc, oci_cli);
+	tcase_add_test(tc, blkd_cli);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -193,6 +193,10 @@ START_TEST(test_refusals)
 		"", "", ROOT_REL, "unknown rlimit type RLIMIT_FOO");
 	refused("\"process\":{\"args\":[\"sh\"],\"user\":{\"uid\":-1}}", "", "", ROOT_REL,
 		"bad process.user.uid");
+	/* The reason is one line whatever config.json's strings hold: control
+	 * characters (a newline, a terminal escape) become spaces. */
+	refused(PROC_OK, "{\"destination\":\"/x\",\"type\":\"nf\\ns\\u001b[2J\"}", "",
+		ROOT_REL, "mount of type nf s [2J on /x is not supported");
 	{
 		struct oci_spec s;
 
@@ -280,6 +284,11 @@ START_TEST(test_signals)
 	ck_assert_int_eq(spec_parse_signal("SIGKILL"), SIGKILL);
 	ck_assert_int_eq(spec_parse_signal("sigusr1"), SIGUSR1);
 	ck_assert_int_eq(spec_parse_signal("RTMIN+2"), SIGRTMIN + 2);
+	/* Offsets past the range, up to LONG_MAX (found by fuzz_oci_cli:
+	 * SIGRTMIN + LONG_MAX overflowed). */
+	ck_assert_int_eq(spec_parse_signal("RTMIN+31"), -1);
+	ck_assert_int_eq(spec_parse_signal("SIGRTMIN+9223372036854775807"), -1);
+	ck_assert_int_eq(spec_parse_signal("RTMAX-9223372036854775807"), -1);
 	ck_assert_int_eq(spec_parse_signal("0"), -1);
 	ck_assert_int_eq(spec_parse_signal("99"), -1);
 	ck_assert_int_eq(spec_parse_signal("NOPE"), -1);

@@ -857,6 +857,133 @@ START_TEST(parked_kicks_yield_to_another_bar)
 }
 END_TEST
 
+/* Transport B beside A (V.t, made by create(3)), 3 queues: its slot and
+ * BAR address. */
+static struct virtio_transport *second(unsigned int *slot, uint64_t *bar)
+{
+	struct vpci_params p = params(3);
+	struct virtio_transport *b;
+	uint32_t v;
+
+	ck_assert_int_eq(vpci_create(&p, &b), 0);
+	*slot = vpci_pci_device(b)->slot;
+	ck_assert_int_eq(fv_cfg_access(&V, *slot, PCI_CFG_BAR0, &v, 4, false), 0);
+	*bar = v & ~0xfu;
+	return b;
+}
+
+static void bar_wr(unsigned int slot, uint64_t gpa)
+{
+	uint32_t v = (uint32_t)gpa;
+
+	ck_assert_int_eq(fv_cfg_access(&V, slot, PCI_CFG_BAR0, &v, 4, true), 0);
+}
+
+/* @t's notify ioeventfds, and only they, answer at BAR address @bar. */
+static void assert_kicks_at(struct virtio_transport *t, uint64_t bar)
+{
+	for (unsigned int q = 0; q < 3; q++) {
+		int fd = vpci_kick_fd(t, q);
+
+		ck_assert_uint_eq(kvm->ioev_addr[fd], notify_at(bar, q));
+		ck_assert_int_eq(fv_kvm_kick_fd(kvm, notify_at(bar, q)), fd);
+	}
+}
+
+/* A's BAR register to @bar, where B decodes: A unmapped, kicks parked. */
+static void a_onto(uint64_t bar)
+{
+	cfg_wr(PCI_CFG_BAR0, (uint32_t)bar, 4);
+	ck_assert_uint_eq(pci_bar_gpa(vpci_pci_device(V.t), VPCI_BAR), PCI_BAR_UNMAPPED);
+}
+
+static void destroy_both(struct virtio_transport *b)
+{
+	vpci_destroy(b);
+	vpci_destroy(V.t);
+	V.t = NULL;
+	ck_assert_uint_eq(kvm->live_ioev, 0);
+}
+
+/* The same when one write does both: B was programmed onto A's BAR while
+ * A decoded it (B left unmapped), then A's decoding goes off, which maps B
+ * there in the same configuration write.  A must hear that its BAR is
+ * unmapped before it hears that its parked range is taken, or it keeps
+ * its kicks at a_bar, where B's writes would reach them (found by
+ * fuzz_pci_bus: bar_range_taken came before bar_moved). */
+START_TEST(parked_kicks_yield_in_one_write)
+{
+	struct virtio_transport *b;
+	unsigned int bslot;
+	uint64_t a_bar, b_bar;
+
+	create(3);
+	a_bar = V.bar;
+	b = second(&bslot, &b_bar);
+
+	/* B onto a_bar while A decodes it: B unmapped, its kicks parked. */
+	bar_wr(bslot, a_bar);
+	ck_assert_uint_eq(pci_bar_gpa(vpci_pci_device(b), VPCI_BAR), PCI_BAR_UNMAPPED);
+	ck_assert_uint_eq(kvm->live_ioev, 6);
+	/* A's decoding off: B mapped at a_bar, A's kicks gone first (the fake
+	 * KVM aborts on two ioeventfds at one address), B's placed there. */
+	cfg_wr(PCI_CFG_COMMAND, 0, 2);
+	ck_assert_uint_eq(pci_bar_gpa(vpci_pci_device(b), VPCI_BAR), a_bar);
+	ck_assert_uint_eq(kvm->live_ioev, 3);
+	assert_kicks_at(b, a_bar);
+	destroy_both(b);
+}
+END_TEST
+
+/* And when the write moves a BAR away from a range another one then
+ * gets: A (slot 1) programmed onto B's BAR (left unmapped), B moved
+ * somewhere free maps A where B was.  B's kicks must leave b_bar before
+ * A's arrive, whatever the slots' order. */
+START_TEST(kicks_follow_a_move_before_the_next_owner)
+{
+	struct virtio_transport *b;
+	unsigned int bslot;
+	uint64_t b_bar, free_bar = FV_MMIO_BASE + 0x10000000;
+
+	create(3);
+	b = second(&bslot, &b_bar);
+	ck_assert_uint_gt(bslot, V.slot);
+
+	a_onto(b_bar);
+	/* B moves away: A mapped at b_bar in the same write. */
+	bar_wr(bslot, free_bar);
+	ck_assert_uint_eq(pci_bar_gpa(vpci_pci_device(V.t), VPCI_BAR), b_bar);
+	ck_assert_uint_eq(kvm->live_ioev, 6);
+	assert_kicks_at(V.t, b_bar);
+	assert_kicks_at(b, free_bar);
+	destroy_both(b);
+}
+END_TEST
+
+/* Two BARs trade places in one write: A parked at a_bar and waiting for
+ * b_bar (B's), B moved onto a_bar maps both.  A's parked kicks must go
+ * before B's arrive at a_bar, B's must leave b_bar before A's arrive. */
+START_TEST(kicks_follow_a_swap)
+{
+	struct virtio_transport *b;
+	unsigned int bslot;
+	uint64_t a_bar, b_bar;
+
+	create(3);
+	a_bar = V.bar;
+	b = second(&bslot, &b_bar);
+
+	a_onto(b_bar);
+	bar_wr(bslot, a_bar);
+	ck_assert_uint_eq(pci_bar_gpa(vpci_pci_device(V.t), VPCI_BAR), b_bar);
+	ck_assert_uint_eq(pci_bar_gpa(vpci_pci_device(b), VPCI_BAR), a_bar);
+	ck_assert_uint_eq(kvm->live_ioev, 6);
+	assert_kicks_at(V.t, b_bar);
+	assert_kicks_at(b, a_bar);
+	destroy_both(b);
+}
+END_TEST
+
 START_TEST(msix_rewrite_coalesced)
 {
 	const unsigned int nq = 8;
@@ -1295,6 +1422,9 @@ static Suite *vpci_suite(void)
 	tcase_add_test(tc, bar_move_moves_ioeventfds);
 	tcase_add_test(tc, kick_placement_failure_falls_back);
 	tcase_add_test(tc, parked_kicks_yield_to_another_bar);
+	tcase_add_test(tc, parked_kicks_yield_in_one_write);
+	tcase_add_test(tc, kicks_follow_a_move_before_the_next_owner);
+	tcase_add_test(tc, kicks_follow_a_swap);
 	tcase_add_test(tc, msix_rewrite_coalesced);
 	tcase_add_test(tc, many_queues_one_routing_call);
 	tcase_add_test(tc, per_vector_wiring_knob);
