@@ -744,12 +744,78 @@ void spec_encode(const struct oci_spec *s, uint16_t rows, uint16_t cols,
 }
 
 /*
+ * The lookup of openat2(RESOLVE_IN_ROOT) done by hand, for kernels before
+ * 5.6 and user-mode QEMU: one component at a time with O_NOFOLLOW, a
+ * symlink's target walked from @rootfd if absolute and from the directory
+ * holding the link otherwise, ".." never above @rootfd, at most 40 links
+ * (as the kernel).  Returns an O_PATH fd of what @path names, or -1.
+ */
+static int resolve_in_root(int rootfd, const char *path)
+{
+	char pend[2 * PATH_MAX + 2], target[PATH_MAX];
+	struct stat root_st, st;
+	int cur, links = 0;
+
+	if (fstat(rootfd, &root_st) < 0 || strlen(path) >= PATH_MAX)
+		return -1;
+	snprintf(pend, sizeof(pend), "%s", path);
+	cur = fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
+	while (cur >= 0) {
+		char *c = pend, *end;
+		size_t rest;
+		ssize_t n;
+		int next;
+
+		while (*c == '/')
+			c++;
+		if (!*c)
+			return cur;
+		end = strchrnul(c, '/');
+		if (*end)
+			*end++ = '\0';
+		rest = strlen(end);
+		if (!strcmp(c, ".") ||
+		    (!strcmp(c, "..") && !fstat(cur, &st) &&
+		     st.st_dev == root_st.st_dev && st.st_ino == root_st.st_ino)) {
+			memmove(pend, end, rest + 1);
+			continue;
+		}
+		next = openat(cur, c, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0 || fstat(next, &st) < 0) {
+			if (next >= 0)
+				close(next);
+			break;
+		}
+		if (!S_ISLNK(st.st_mode)) {
+			close(cur);
+			cur = next;
+			memmove(pend, end, rest + 1);
+			continue;
+		}
+		n = readlinkat(next, "", target, sizeof(target) - 1);
+		close(next);
+		if (n <= 0 || ++links > 40 || (size_t)n + 1 + rest + 1 > sizeof(pend))
+			break;
+		/* The link's target, then what was left after it. */
+		memmove(pend + n + 1, end, rest + 1);
+		memcpy(pend, target, (size_t)n);
+		pend[n] = '/';
+		if (target[0] == '/') {
+			close(cur);
+			cur = fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
+		}
+	}
+	if (cur >= 0)
+		close(cur);
+	return -1;
+}
+
+/*
  * @path names something other than a directory inside the image at @root,
  * as the guest will see it: symlinks are resolved inside the image (an
  * absolute link target and ".." stop at @root, as under chroot), never on
- * the host: openat2(RESOLVE_IN_ROOT), Linux 5.6+.  Where the kernel lacks
- * it (or a seccomp profile refuses it) nothing is refused: the guest init
- * reports a missing executable anyway.
+ * the host: openat2(RESOLVE_IN_ROOT), Linux 5.6+, or where the kernel
+ * lacks it (or a seccomp profile refuses it) the same walk by hand.
  */
 static bool exists_in_root(const char *root, const char *path)
 {
@@ -769,9 +835,11 @@ static bool exists_in_root(const char *root, const char *path)
 		if (fd >= 0 || errno != EAGAIN)
 			break;
 	}
+	if (fd < 0 && (errno == ENOSYS || errno == EPERM))
+		fd = resolve_in_root(dir, path);
 	close(dir);
 	if (fd < 0)
-		return errno == ENOSYS || errno == EPERM;
+		return false;
 	ok = fstat(fd, &st) == 0 && !S_ISDIR(st.st_mode);
 	close(fd);
 	return ok;
