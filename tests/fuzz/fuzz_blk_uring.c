@@ -175,8 +175,9 @@ static bool quiescent(void *opaque)
 
 		if (!f->attached[q])
 			continue;
-		if ((uint16_t)(vq->used_idx - vq->last_avail_idx) != 0 &&
-		    (uint16_t)(vq->last_avail_idx - vq->used_idx) > f->d.qsize)
+		/* Taken minus completed: never below zero.  (Above the queue
+		 * size it may be: chains broken queues kept, see choked().) */
+		if ((int16_t)(vq->last_avail_idx - vq->used_idx) < 0)
 			fail("more completions than chains taken", (int)q);
 		if (readable(f->vqs[q].kick_fd) || lag(f, q) > choked(f, q) ||
 		    vblk_queue_parked(blk, q)) {
