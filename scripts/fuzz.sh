@@ -9,6 +9,7 @@
 #   scripts/fuzz.sh --smoke          10 s per target (scripts/test.sh)
 #   scripts/fuzz.sh --long SECONDS   SECONDS per target, for real campaigns
 #   scripts/fuzz.sh ... -- TARGET..  only these targets (e.g. fuzz_cli)
+#   scripts/fuzz.sh --jobs N ...     N targets at a time (default: nproc)
 #
 # Every input runs under a 5 s timeout with leak detection, with
 # tests/fuzz/<target>.dict as libFuzzer's dictionary if there is one.  The
@@ -24,15 +25,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 secs=20
+# Each target is one single-threaded process: as many at a time as CPUs.
+par=$(nproc)
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--quick) secs=20; shift ;;
 	--smoke) secs=10; shift ;;
 	--long) secs=${2:?--long needs SECONDS}; shift 2 ;;
+	--jobs) par=${2:?--jobs needs N}; shift 2 ;;
 	--) shift; break ;;
-	*) echo "usage: $0 [--quick|--smoke|--long SECONDS] [-- TARGET...]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--quick|--smoke|--long SECONDS] [--jobs N] [-- TARGET...]" >&2; exit 2 ;;
 	esac
 done
+[[ $par =~ ^[1-9][0-9]*$ ]] || { echo "fuzz.sh: --jobs wants a positive number" >&2; exit 2; }
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] ||
 	targets=(fuzz_virtqueue_blk fuzz_virtio_pci fuzz_bzimage fuzz_pvh fuzz_arm64_boot fuzz_cli
@@ -61,23 +66,36 @@ CC=clang cmake -S . -B build-fuzz -DVMM_FUZZ=ON -DVMM_WERROR=OFF \
 cmake --build build-fuzz -j"$(nproc)"
 
 mkdir -p build-fuzz/crashes
-declare -A execs cov ncrash
-failed=()
-for t in "${targets[@]}"; do
-	corpus=build-fuzz/corpus/$t
+# run_target T: one campaign; its exit status lands in build-fuzz/T.log.rc.
+run_target() {
+	local t=$1 corpus=build-fuzz/corpus/$1 log=build-fuzz/$1.log rc=0
+	local dict=()
 	mkdir -p "$corpus"
 	cp -n tests/fuzz/corpus/"$t"/* "$corpus"/ 2>/dev/null || true
-	log=build-fuzz/$t.log
-	echo "== $t: ${secs} s" >&2
-	rc=0
 	: >"$log.start"
 	# A dictionary of the format's tokens, where the target has one.
-	dict=()
 	[[ -f tests/fuzz/"$t".dict ]] && dict=(-dict=tests/fuzz/"$t".dict)
 	ASAN_OPTIONS=detect_leaks=1 build-fuzz/tests/fuzz/"$t" \
 		-max_total_time="$secs" -timeout=5 -detect_leaks=1 "${dict[@]}" \
 		-print_final_stats=1 -artifact_prefix=build-fuzz/crashes/"$t"- \
 		"$corpus" >"$log" 2>&1 || rc=$?
+	echo "$rc" >"$log.rc"
+}
+for t in "${targets[@]}"; do
+	while [[ $(jobs -rp | wc -l) -ge $par ]]; do
+		wait -n || true
+	done
+	echo "== $t: ${secs} s" >&2
+	rm -f build-fuzz/"$t".log.rc
+	run_target "$t" &
+done
+wait
+
+declare -A execs cov ncrash
+failed=()
+for t in "${targets[@]}"; do
+	log=build-fuzz/$t.log
+	rc=$(cat "$log.rc" 2>/dev/null || echo 1)
 	execs[$t]=$(awk '/stat::number_of_executed_units:/ { print $2 }' "$log" | tail -1)
 	# Coverage at the end: libFuzzer's last status line (edges "cov",
 	# features "ft", corpus entries/size).
@@ -85,11 +103,12 @@ for t in "${targets[@]}"; do
 	ncrash[$t]=$(find build-fuzz/crashes -name "$t-*" -newer "$log.start" 2>/dev/null | wc -l)
 	if [[ $rc -ne 0 ]]; then
 		failed+=("$t")
+		echo "== $t failed (exit $rc):" >&2
 		grep -E 'ERROR|SUMMARY|Test unit written' "$log" >&2 || tail -20 "$log" >&2
 	fi
 done
 
-echo "fuzz.sh: ${secs} s per target (cov: edges, ft: features, corpus: entries/size, crashes: new files in build-fuzz/crashes):"
+echo "fuzz.sh: ${secs} s per target, $par at a time (cov: edges, ft: features, corpus: entries/size, crashes: new files in build-fuzz/crashes):"
 printf '  %-20s %12s %6s %7s %14s %8s\n' target execs cov ft corpus crashes
 for t in "${targets[@]}"; do
 	read -r c f k <<<"${cov[$t]:-}"

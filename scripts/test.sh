@@ -9,25 +9,29 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 t0=$SECONDS
+# phase TEXT: a heading with the time since the start, so that a CI log
+# shows where its minutes went.
+phase() { echo "== $* (at $((SECONDS - t0)) s)" >&2; }
 
 scripts/deps.sh
 tests/rig/mkguest.sh --quiet
 tests/rig/mktools.sh --quiet
 RIG_ARCH=arm64 tests/rig/mkguest.sh --quiet
 
+phase "builds: plain and ASan+UBSan"
 cmake -S . -B build -DVMM_WERROR=ON >/dev/null
 cmake --build build -j"$jobs"
 cmake -S . -B build-asan -DVMM_WERROR=ON -DVMM_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$jobs"
 
-echo "== unit tests, ASan+UBSan build" >&2
+phase "unit tests, ASan+UBSan build"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -L unit -j"$jobs" --output-on-failure)
 # The static aarch64 build and its unit tests under qemu-aarch64-static.
-echo "== arm64: static cross build, unit tests under qemu-aarch64-static" >&2
+phase "arm64: static cross build, unit tests under qemu-aarch64-static"
 scripts/build-arm64.sh build-arm64
-echo "== fuzz smoke: each libFuzzer target for 10 s (scripts/fuzz.sh)" >&2
+phase "fuzz smoke: each libFuzzer target for 10 s, one per CPU at a time (scripts/fuzz.sh)"
 scripts/fuzz.sh --smoke
-echo "== all tests (unit + end-to-end on real KVM)" >&2
+phase "all tests (unit + end-to-end on real KVM)"
 # Every L1 boot of the rig appends a line to build/rig-runs.log (CTest sets
 # RIG_LOG); the summary counts runs and L1 stalls, pass or fail.
 rm -f build/rig-runs.log
@@ -35,7 +39,7 @@ rc=0
 (cd build && ctest -j"$jobs" --output-on-failure) || rc=$?
 # The arm64 platform on real KVM: the aarch64 build's end-to-end tests and
 # the unit tests user-mode QEMU cannot run, in the arm64 rig.
-echo "== arm64: end-to-end on real KVM (arm64 rig)" >&2
+phase "arm64: end-to-end on real KVM (arm64 rig)"
 rm -f build-arm64/rig-runs.log
 (cd build-arm64 && ctest -L kvm -j"$jobs" --output-on-failure) || rc=$?
 scripts/rig-summary.sh build/rig-runs.log >&2 || true
