@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * devbench target "libvmm": the real virtio-blk device (vblk_dev), its
+ * devbench target "libvmm": the real virtio-blk device (virtio_blk), its
  * virtio-pci transport on a real PCI bus and real PIO/MMIO buses, the real
  * I/O threads and io_uring (or the null engine).  KVM is replaced by a fake
  * ioctl function that records what would be registered: the KVM_IOEVENTFD
@@ -40,10 +40,10 @@ static struct {
 	struct guest_mem mem;
 	struct iothread *io[MAXQ];
 	unsigned int nr_io;
-	struct vblk_dev *dev;
+	struct virtio_blk *dev;
 	int null_fd;
 	/* device counters at the window start */
-	struct vblk_dev_queue_stats st0[MAXQ], st1[MAXQ];
+	struct virtio_blk_queue_stats st0[MAXQ], st1[MAXQ];
 	struct iothread_stats it0[MAXQ], it1[MAXQ];
 } L;
 
@@ -126,7 +126,7 @@ static int lv_setup(const struct db_cfg *c, struct db_ram *ram,
 	}
 	if ((ret = vblk_open(&o, &blk)))
 		return ret;
-	cap = vblk_capacity(blk) * 512;
+	cap = disk_capacity(vblk_disk(blk)) * 512;
 	for (unsigned int i = 0; i < c->iothreads; i++) {
 		if ((ret = iothread_create(i, 512, &L.io[i])))
 			return ret;
@@ -135,7 +135,7 @@ static int lv_setup(const struct db_cfg *c, struct db_ram *ram,
 			return ret;
 	}
 	{
-		struct vblk_dev_params dp = {
+		struct virtio_blk_params dp = {
 			.blk = blk,
 			.iothreads = L.io,
 			.nr_iothreads = L.nr_io,
@@ -145,12 +145,12 @@ static int lv_setup(const struct db_cfg *c, struct db_ram *ram,
 		struct vpci_params tp = {
 			.irq = L.v.irq,
 			.mem = &L.mem,
-			.ops = vblk_dev_ops(),
+			.ops = virtio_blk_ops(),
 			.num_queues = c->queues,
 			.ioeventfd_any_length = true,
 		};
 
-		if ((ret = vblk_dev_create(&dp, &L.dev))) {
+		if ((ret = virtio_blk_create(&dp, &L.dev))) {
 			vblk_close(blk);
 			return ret;
 		}
@@ -172,7 +172,7 @@ static int lv_setup(const struct db_cfg *c, struct db_ram *ram,
 static void lv_snapshot(bool end)
 {
 	for (unsigned int i = 0; i < L.v.nq && i < MAXQ; i++)
-		(void)vblk_dev_queue_stats(L.dev, i, end ? &L.st1[i] : &L.st0[i]);
+		(void)virtio_blk_queue_stats(L.dev, i, end ? &L.st1[i] : &L.st0[i]);
 	for (unsigned int i = 0; i < L.nr_io; i++)
 		iothread_get_stats(L.io[i], end ? &L.it1[i] : &L.it0[i]);
 }
@@ -207,7 +207,7 @@ static void lv_teardown(void)
 		iothread_stop(L.io[i]);
 	vpci_destroy(L.v.t);
 	L.v.t = NULL;
-	vblk_dev_destroy(L.dev);
+	virtio_blk_destroy(L.dev);
 	for (unsigned int i = 0; i < L.nr_io; i++)
 		iothread_destroy(L.io[i]);
 	fv_destroy(&L.v);

@@ -3,7 +3,7 @@
  * start_bench - what a guest's DRIVER_OK and reset cost a vCPU in the
  * device itself, with one queue per I/O thread, without KVM.
  *
- * A virtio-blk device (vblk_dev, null engine) on the real virtio-pci
+ * A virtio-blk device (virtio_blk, null engine) on the real virtio-pci
  * transport, the real PCI bus and the real I/O threads, over the unit
  * tests' fake KVM (tests/harness/fake_vpci.c: every KVM ioctl is a table
  * update, so the wiring costs next to nothing here and what is timed is
@@ -87,7 +87,7 @@ struct machine {
 	void *ram;
 	struct iothread **io;
 	unsigned int nq;
-	struct vblk_dev *dev;
+	struct virtio_blk *dev;
 	int img;
 };
 
@@ -95,7 +95,7 @@ static void machine_down(struct machine *m)
 {
 	fv_destroy(&m->v); /* the transport first: it stops the device */
 	if (m->dev)
-		vblk_dev_destroy(m->dev);
+		virtio_blk_destroy(m->dev);
 	for (unsigned int i = 0; m->io && i < m->nq; i++)
 		iothread_destroy(m->io[i]);
 	free(m->io);
@@ -109,7 +109,7 @@ static int machine_up(struct machine *m, unsigned int nq)
 {
 	struct vblk_options bo = { .num_queues = (uint16_t)nq, .queue_size = QSIZE,
 				   .flags = VBLK_OPT_NO_LOCK };
-	struct vblk_dev_params dp = { .nr_iothreads = nq, .null_engine = true };
+	struct virtio_blk_params dp = { .nr_iothreads = nq, .null_engine = true };
 	struct vpci_params vp;
 	struct vblk *blk;
 	int ret;
@@ -143,12 +143,12 @@ static int machine_up(struct machine *m, unsigned int nq)
 		return ret;
 	dp.blk = blk;
 	dp.iothreads = m->io;
-	if ((ret = vblk_dev_create(&dp, &m->dev))) {
+	if ((ret = virtio_blk_create(&dp, &m->dev))) {
 		vblk_close(blk);
 		return ret;
 	}
 	vp = fv_params(&m->v);
-	vp.ops = vblk_dev_ops();
+	vp.ops = virtio_blk_ops();
 	vp.dev = m->dev;
 	vp.num_queues = nq;
 	vp.max_queue_size = QSIZE;

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * I/O engine interface: executes parsed virtio-blk requests against the
- * disk image.  Two implementations: blk-sync.c (synchronous, here) and an
- * io_uring one (one ring per I/O thread, elsewhere).
+ * disk (disk.h).  Implementations: blk-sync.c (synchronous, declared
+ * here), blk-uring.c (one ring per I/O thread) and blk-null.c (no I/O).
  *
  * What an engine receives (struct vblk_req, see vblk.h), by req->type:
- *   VIRTIO_BLK_T_IN     preadv(vblk_fd(req->blk), req->iov, req->niov,
+ *   VIRTIO_BLK_T_IN     preadv(disk_fd(req->disk), req->iov, req->niov,
  *                       req->offset) for req->len bytes.  Short reads must
  *                       be continued; at end of file report the bytes read:
  *                       vblk_req_complete() zero-fills the rest.
@@ -35,7 +35,9 @@
 #ifndef VMM_DEVICES_BLK_BLK_ENGINE_H
 #define VMM_DEVICES_BLK_BLK_ENGINE_H
 
-#include "blk/vblk.h"
+#include "util/compiler.h"
+
+struct vblk_req; /* vblk.h */
 
 /* submit() results besides -errno */
 #define BLK_SUBMIT_QUEUED 0 /* in flight; completed later by the reaper */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "blk/blk-null.h"
+#include "blk/vblk.h"
 
 /* Context: any I/O thread (no state). */
 static int null_submit(struct blk_engine *eng, struct vblk_req *req)

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Null I/O engine: every request completes inside submit() without touching
- * the image (reads leave the guest buffers as they are, like QEMU's null-co
- * with read-zeroes=off).  It measures the pure virtio + I/O-thread cost of
- * the device; benchmarks select it with vblk_dev_params.null_engine.
+ * the image (reads leave the guest buffers as they are).  It measures the
+ * pure virtio + I/O-thread cost of the device; benchmarks select it with
+ * virtio_blk_params.null_engine.
  */
 #ifndef VMM_DEVICES_BLK_BLK_NULL_H
 #define VMM_DEVICES_BLK_BLK_NULL_H

@@ -16,6 +16,7 @@
 #include <linux/fs.h>
 
 #include "blk/blk-engine.h"
+#include "blk/vblk.h"
 
 #define ZERO_BUF_SIZE (64u * 1024)
 
@@ -118,9 +119,9 @@ static bool unsupported(int err)
 
 static int do_discard(struct vblk_req *req)
 {
-	int fd = vblk_fd(req->blk);
+	int fd = disk_fd(req->disk);
 
-	if (vblk_is_block_device(req->blk)) {
+	if (disk_is_block_device(req->disk)) {
 		uint64_t range[2] = { req->offset, req->len };
 
 		if (ioctl(fd, BLKDISCARD, range) < 0)
@@ -133,7 +134,7 @@ static int do_discard(struct vblk_req *req)
 
 static int do_write_zeroes(struct blk_sync *s, struct vblk_req *req)
 {
-	int fd = vblk_fd(req->blk);
+	int fd = disk_fd(req->disk);
 	int r = -EOPNOTSUPP;
 
 	if (req->flags & VBLK_REQ_F_UNMAP)
@@ -142,7 +143,7 @@ static int do_write_zeroes(struct blk_sync *s, struct vblk_req *req)
 	if (unsupported(r))
 		r = do_fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
 				 req->offset, req->len);
-	if (unsupported(r) && vblk_is_block_device(req->blk)) {
+	if (unsupported(r) && disk_is_block_device(req->disk)) {
 		uint64_t range[2] = { req->offset, req->len };
 
 		r = ioctl(fd, BLKZEROOUT, range) < 0 ? -errno : 0;
@@ -158,7 +159,7 @@ static int do_write_zeroes(struct blk_sync *s, struct vblk_req *req)
 static int sync_submit(struct blk_engine *eng, struct vblk_req *req)
 {
 	struct blk_sync *s = container_of(eng, struct blk_sync, base);
-	int fd = vblk_fd(req->blk);
+	int fd = disk_fd(req->disk);
 	int64_t n;
 	int r;
 

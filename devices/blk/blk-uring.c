@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "blk/blk-uring.h"
+#include "blk/vblk.h"
 #include "log.h"
 
 /* Per in-flight request: the completion token and the resubmit state. */
@@ -301,9 +302,9 @@ static int uring_submit(struct blk_engine *base, struct vblk_req *req)
 	struct uring_slot *s;
 	int r;
 
-	if (req->type == VIRTIO_BLK_T_DISCARD && vblk_is_block_device(req->blk))
+	if (req->type == VIRTIO_BLK_T_DISCARD && disk_is_block_device(req->disk))
 		return blk_engine_submit(e->sync, req); /* BLKDISCARD ioctl */
-	if (!uring_file(e, vblk_fd(req->blk)))
+	if (!uring_file(e, disk_fd(req->disk)))
 		return blk_engine_submit(e->sync, req);
 	s = slot_get(e);
 	if (!s)
@@ -324,11 +325,6 @@ static int uring_submit(struct blk_engine *base, struct vblk_req *req)
 	}
 	e->inflight++;
 	return BLK_SUBMIT_QUEUED;
-}
-
-unsigned int blk_uring_engine_inflight(struct blk_engine *base)
-{
-	return container_of(base, struct blk_uring, base)->inflight;
 }
 
 bool blk_uring_engine_idle(struct blk_engine *base)
@@ -390,7 +386,7 @@ static void uring_destroy(struct blk_engine *base)
 	struct blk_uring *e = container_of(base, struct blk_uring, base);
 
 	/* Idle (drained), so retry_hook is not queued (uring_retry() ran). */
-	/* Before the owner closes the image (vblk_dev_destroy()). */
+	/* Before the owner closes the image (virtio_blk_destroy()). */
 	iothread_file_put(e->io, &e->file);
 	blk_engine_destroy(e->sync);
 	free(e->slots);

@@ -37,8 +37,6 @@ int blk_uring_engine_create(struct iothread *io, unsigned int slots,
 			    blk_uring_done_fn done, void *opaque,
 			    struct blk_engine **out) __must_check;
 
-/* Requests submitted and not yet handed back through the done callback. */
-unsigned int blk_uring_engine_inflight(struct blk_engine *eng);
 /* No request in flight and no cancellation outstanding: the engine touches
  * neither guest memory nor the image until the next submit. */
 bool blk_uring_engine_idle(struct blk_engine *eng);

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * virtio-blk device logic, independent of the transport (virtio-pci) and of
- * the I/O engine (blk-engine.h).
+ * The virtio-blk model of a disk: what a virtio-blk driver sees of it,
+ * independent of the transport (virtio-pci, vhost-user), of the threads
+ * (virtio-blk.h serves it on I/O threads) and of the I/O engine
+ * (blk-engine.h).
  *
- * One struct vblk is one disk.  It owns the image fd, the feature bits it
- * offers, the config-space image and, per virtqueue, a pool of request
- * descriptors (struct vblk_req), a protocol-error latch and statistics.
+ * One struct vblk presents one disk (disk.h, the image it opens and owns).
+ * It holds the feature bits it offers, the config-space image and, per
+ * virtqueue, a pool of request descriptors (struct vblk_req), a
+ * protocol-error latch and statistics.
  *
  * Request life cycle (one queue, all on that queue's I/O thread):
  *
@@ -36,6 +39,7 @@
 
 #include <linux/virtio_blk.h>
 
+#include "blk/disk.h"
 #include "util/compiler.h"
 #include "virtio/virtqueue.h"
 
@@ -53,8 +57,7 @@
  * all of which may alias the same guest pages: one request could make the
  * host read or write hundreds of times guest RAM, and a reset or a stop
  * would wait for all of it.  Larger requests complete with
- * VIRTIO_BLK_S_IOERR (a driver bug, not a transport violation: QEMU fails
- * requests over BDRV_REQUEST_MAX_BYTES the same way).
+ * VIRTIO_BLK_S_IOERR (a driver bug, not a transport violation).
  *
  * The driver is told through seg_max and size_max (VIRTIO_BLK_F_SIZE_MAX,
  * see vblk_size_max()): Linux's virtio_blk sets max_segments = seg_max and
@@ -71,7 +74,7 @@
 _Static_assert((VIRTQ_MAX_SIZE - 2) * VBLK_MIN_SIZE_MAX <= VBLK_MAX_REQ_BYTES,
 	       "seg_max * size_max must fit under the request cap");
 
-/* One discard / write-zeroes range per request, as QEMU offers. */
+/* One discard / write-zeroes range per request. */
 #define VBLK_MAX_DWZ_SEG 1u
 /* Per-range limit for discard / write-zeroes: 2 GiB in sectors. */
 #define VBLK_MAX_DWZ_SECTORS (1u << 22)
@@ -125,6 +128,7 @@ struct vblk;
  */
 struct vblk_req {
 	struct vblk *blk;
+	struct disk *disk;	 /* the image the engine reads and writes */
 	unsigned int queue;	 /* virtqueue index */
 	uint16_t head;		 /* chain id for virtq_push() */
 	uint32_t type;		 /* VIRTIO_BLK_T_* */
@@ -157,36 +161,19 @@ struct vblk_req {
 #define VBLK_INLINE_IOV 32u
 
 /**
- * vblk_open() - open a disk image and build the device state.
+ * vblk_open() - open a disk (disk_open()) and build its virtio-blk model.
  * @opt: options (see struct vblk_options)
- * @out: receives the disk
+ * @out: receives the model, which owns the disk
  *
- * Capacity is the file size (or block-device size) rounded DOWN to the
- * logical block size: a tail shorter than one block is not exposed to the
- * guest.  The logical block size is 512 for files and BLKSSZGET for block
- * devices.  The capacity is fixed here: if the file shrinks later, reads
- * past its new end return zeros and writes there extend it again (plain
- * pread/pwrite semantics); I/O errors from the host (EIO, ENOSPC, ...) are
- * completed as VIRTIO_BLK_S_IOERR and the device keeps working.
+ * I/O errors from the host (EIO, ENOSPC, ...) are completed as
+ * VIRTIO_BLK_S_IOERR and the device keeps working.  The image's size,
+ * block sizes and locking: disk_open().
  *
- * Locking (unless VBLK_OPT_NO_LOCK): an OFD lock on the whole image, shared
- * for VBLK_OPT_READONLY, exclusive otherwise, held until vblk_close().  Any
- * number of read-only opens may share an image; a writable open excludes
- * every other open, whether by another process or by another disk of the
- * same process.  With @opt->fd (no path, no O_DIRECT reopen) the lock is
- * on the caller's open file description, which dup()s share: two disks
- * made from one fd do not exclude each other.  Where the filesystem has
- * no lock support the image is used unlocked (with a warning).
- *
- * Returns: 0; -EINVAL for bad options, an fd opened read-only without
- * VBLK_OPT_READONLY, a file that is neither regular nor a block device, or
- * O_DIRECT refused by the filesystem (logged: no silent fallback); -EBUSY
- * if the image is locked in a conflicting way (logged: "disk image PATH is
- * locked by another process or disk (opened writable elsewhere); use
- * lock=off ..."); -errno from open/dup/fstat/ioctl; -ENOMEM.
+ * Returns: 0; -EINVAL for bad options; any error of disk_open() (-EINVAL,
+ * -EBUSY for a locked image, -errno, logged as it says); -ENOMEM.
  */
 int vblk_open(const struct vblk_options *opt, struct vblk **out) __must_check;
-/* Close the image and free everything (NULL-safe).  No request in flight. */
+/* Close the disk and free everything (NULL-safe).  No request in flight. */
 void vblk_close(struct vblk *b);
 
 /* Feature bits the device offers (VIRTIO_F_*, VIRTIO_RING_F_*, VIRTIO_BLK_F_*). */
@@ -210,15 +197,13 @@ int vblk_config_read(const struct vblk *b, uint32_t off, void *buf, uint32_t len
  */
 int vblk_config_write(struct vblk *b, uint32_t off, const void *buf, uint32_t len);
 
-/* Accessors for engines and the transport. */
-int vblk_fd(const struct vblk *b);
+/* The disk @b presents (owned by @b). */
+struct disk *vblk_disk(const struct vblk *b);
 /* The size_max advertised: the largest multiple of 4 KiB (at least 4 KiB)
  * with seg_max * size_max <= VBLK_MAX_REQ_BYTES. */
 uint32_t vblk_size_max(const struct vblk *b);
-uint64_t vblk_capacity(const struct vblk *b); /* 512-byte sectors */
 uint16_t vblk_num_queues(const struct vblk *b);
 uint16_t vblk_queue_size(const struct vblk *b);
-bool vblk_is_block_device(const struct vblk *b);
 
 /*
  * Parse and validate one chain (from virtq_pop on queue @req->queue) into

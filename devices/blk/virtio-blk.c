@@ -12,8 +12,8 @@
 #include "log.h"
 #include "util/barrier.h"
 
-struct vblk_dev_queue {
-	struct vblk_dev *d;
+struct virtio_blk_queue {
+	struct virtio_blk *d;
 	unsigned int index;
 	struct virtio_queue *vq; /* the transport's, while started */
 	struct iothread *io;
@@ -29,7 +29,7 @@ struct vblk_dev_queue {
 	struct iothread_hook retry;
 	struct iothread_poller poller;
 	/* An attach or detach posted to the queue's I/O thread: a device's
-	 * queues start and stop in parallel (vblk_dev_start()). */
+	 * queues start and stop in parallel (virtio_blk_start()). */
 	struct iothread_call call;
 	bool posted;
 	bool attached;
@@ -42,7 +42,7 @@ struct vblk_dev_queue {
 	uint64_t kicks, doorbells, interrupts, suppressed;
 };
 
-struct vblk_dev {
+struct virtio_blk {
 	struct vblk *blk;
 	struct iothread **iothreads;
 	unsigned int nr_iothreads;
@@ -50,7 +50,7 @@ struct vblk_dev {
 	bool sync_engine;
 	struct blk_engine *sync; /* when sync_engine */
 	unsigned int nr_queues;
-	struct vblk_dev_queue *qs;
+	struct virtio_blk_queue *qs;
 	/* Start failures follow the guest's DRIVER_OK, which a guest can
 	 * repeat in a reset loop: rate-limited (log.h). */
 	struct log_limit start_log;
@@ -58,7 +58,7 @@ struct vblk_dev {
 
 #define INC(x) __atomic_store_n(&(x), (x) + 1, __ATOMIC_RELAXED)
 
-static void queue_interrupt(struct vblk_dev_queue *q)
+static void queue_interrupt(struct virtio_blk_queue *q)
 {
 	INC(q->interrupts);
 	virtio_queue_notify(q->vq);
@@ -66,7 +66,7 @@ static void queue_interrupt(struct vblk_dev_queue *q)
 
 /* Context: queue's I/O thread.  Pop and submit what the driver made
  * available. */
-static void queue_process(struct vblk_dev_queue *q)
+static void queue_process(struct virtio_blk_queue *q)
 {
 	bool notify = false;
 	int r;
@@ -100,7 +100,7 @@ static void queue_retry(void *opaque)
  */
 static void queue_kick(void *opaque)
 {
-	struct vblk_dev_queue *q = opaque;
+	struct virtio_blk_queue *q = opaque;
 	uint64_t n;
 
 	INC(q->kicks);
@@ -111,7 +111,7 @@ static void queue_kick(void *opaque)
 
 static bool queue_poll(void *opaque)
 {
-	struct vblk_dev_queue *q = opaque;
+	struct virtio_blk_queue *q = opaque;
 
 	/* A broken queue (NEEDS_RESET) never consumes the chain it choked
 	 * on, so its avail count stays non-zero: reporting work would keep
@@ -127,7 +127,7 @@ static bool queue_poll(void *opaque)
  * and only if EVENT_IDX (used_event) or NO_INTERRUPT allows it. */
 static void queue_batch_end(void *opaque)
 {
-	struct vblk_dev_queue *q = opaque;
+	struct virtio_blk_queue *q = opaque;
 
 	if (!q->attached) {
 		/* Detached for a reset: the ring may be gone, the guest is not
@@ -154,7 +154,7 @@ static void queue_batch_end(void *opaque)
 static void queue_req_done(void *opaque, struct vblk_req *req, int64_t res,
 			   bool completed)
 {
-	struct vblk_dev_queue *q = opaque;
+	struct virtio_blk_queue *q = opaque;
 
 	if (completed)
 		vblk_queue_push(req, &q->vq->vq);
@@ -166,15 +166,15 @@ static void queue_req_done(void *opaque, struct vblk_req *req, int64_t res,
 
 static bool queue_drained(void *opaque)
 {
-	struct vblk_dev_queue *q = opaque;
+	struct virtio_blk_queue *q = opaque;
 
 	return q->d->sync_engine || blk_uring_engine_idle(q->eng);
 }
 
-/* Context: the queue's I/O thread (a call posted by vblk_dev_post_attach()). */
+/* Context: the queue's I/O thread (a call posted by virtio_blk_post_attach()). */
 static int queue_attach(void *opaque)
 {
-	struct vblk_dev_queue *q = opaque;
+	struct virtio_blk_queue *q = opaque;
 	int ret;
 
 	if (!q->eng) {
@@ -230,7 +230,7 @@ static int queue_attach(void *opaque)
  */
 static int queue_detach(void *opaque)
 {
-	struct vblk_dev_queue *q = opaque;
+	struct virtio_blk_queue *q = opaque;
 
 	q->attached = false;
 	if (!q->d->sync_engine && !q->draining)
@@ -266,7 +266,7 @@ static int queue_detach(void *opaque)
  * go of the kick eventfd (the transport closes it next). */
 static int queue_detach_release(void *opaque)
 {
-	struct vblk_dev_queue *q = opaque;
+	struct virtio_blk_queue *q = opaque;
 
 	queue_detach(q);
 	iothread_file_put(q->io, &q->kick_file);
@@ -279,19 +279,19 @@ static int queue_detach_release(void *opaque)
  * caller (a guest's reset, holding its vCPU; or VM teardown) waits about
  * as long as the slowest queue, not their sum.
  */
-static void vblk_dev_stop(void *dev)
+static void virtio_blk_stop(void *dev)
 {
-	struct vblk_dev *d = dev;
+	struct virtio_blk *d = dev;
 
 	for (unsigned int i = 0; i < d->nr_queues; i++) {
-		struct vblk_dev_queue *q = &d->qs[i];
+		struct virtio_blk_queue *q = &d->qs[i];
 
 		q->posted = q->attached;
 		if (q->posted)
 			iothread_call_post(q->io, &q->call, queue_detach, q);
 	}
 	for (unsigned int i = 0; i < d->nr_queues; i++) {
-		struct vblk_dev_queue *q = &d->qs[i];
+		struct virtio_blk_queue *q = &d->qs[i];
 
 		if (q->posted)
 			iothread_call_wait(q->io, &q->call);
@@ -301,9 +301,9 @@ static void vblk_dev_stop(void *dev)
 }
 
 /* Post queue @vq->index's attach to its I/O thread.  Context: transport. */
-static void vblk_dev_post_attach(struct vblk_dev *d, struct virtio_queue *vq)
+static void virtio_blk_post_attach(struct virtio_blk *d, struct virtio_queue *vq)
 {
-	struct vblk_dev_queue *q = &d->qs[vq->index];
+	struct virtio_blk_queue *q = &d->qs[vq->index];
 
 	q->vq = vq;
 	q->io = d->iothreads[vq->index % d->nr_iothreads];
@@ -313,7 +313,7 @@ static void vblk_dev_post_attach(struct vblk_dev *d, struct virtio_queue *vq)
 
 /* Wait for a posted attach; log a failure (guest-triggerable: a reset loop
  * on a bad ring). */
-static int vblk_dev_wait_attach(struct vblk_dev *d, struct vblk_dev_queue *q)
+static int virtio_blk_wait_attach(struct virtio_blk *d, struct virtio_blk_queue *q)
 {
 	int ret = iothread_call_wait(q->io, &q->call);
 
@@ -337,45 +337,45 @@ static int vblk_dev_wait_attach(struct vblk_dev *d, struct vblk_dev_queue *q)
  * completed (or cancelled, VIRTIO_BLK_S_IOERR) by the stop, before the
  * transport sets NEEDS_RESET.
  */
-static int vblk_dev_start(void *dev, struct virtio_queue *queues, unsigned int nr)
+static int virtio_blk_start(void *dev, struct virtio_queue *queues, unsigned int nr)
 {
-	struct vblk_dev *d = dev;
+	struct virtio_blk *d = dev;
 	int ret = 0;
 
 	for (unsigned int i = 0; i < nr && i < d->nr_queues; i++)
 		if (queues[i].enabled)
-			vblk_dev_post_attach(d, &queues[i]);
+			virtio_blk_post_attach(d, &queues[i]);
 	/* Every queue posted is waited for (the transport's queues[i] is
 	 * queue i, but a posted call must never be left unwaited). */
 	for (unsigned int i = 0; i < d->nr_queues; i++) {
-		struct vblk_dev_queue *q = &d->qs[i];
+		struct virtio_blk_queue *q = &d->qs[i];
 		int r;
 
 		if (!q->posted)
 			continue;
-		r = vblk_dev_wait_attach(d, q);
+		r = virtio_blk_wait_attach(d, q);
 		if (r && !ret)
 			ret = r;
 	}
 	if (ret)
-		vblk_dev_stop(d);
+		virtio_blk_stop(d);
 	return ret;
 }
 
-static int vblk_dev_start_queue(void *dev, struct virtio_queue *vq)
+static int virtio_blk_start_queue(void *dev, struct virtio_queue *vq)
 {
-	struct vblk_dev *d = dev;
+	struct virtio_blk *d = dev;
 
 	if (vq->index >= d->nr_queues || d->qs[vq->index].attached)
 		return -EINVAL;
-	vblk_dev_post_attach(d, vq);
-	return vblk_dev_wait_attach(d, &d->qs[vq->index]);
+	virtio_blk_post_attach(d, vq);
+	return virtio_blk_wait_attach(d, &d->qs[vq->index]);
 }
 
-static void vblk_dev_stop_queue(void *dev, unsigned int index, bool cancel)
+static void virtio_blk_stop_queue(void *dev, unsigned int index, bool cancel)
 {
-	struct vblk_dev *d = dev;
-	struct vblk_dev_queue *q;
+	struct virtio_blk *d = dev;
+	struct virtio_blk_queue *q;
 
 	if (index >= d->nr_queues)
 		return;
@@ -387,50 +387,50 @@ static void vblk_dev_stop_queue(void *dev, unsigned int index, bool cancel)
 	q->vq = NULL;
 }
 
-static uint64_t vblk_dev_features(void *dev)
+static uint64_t virtio_blk_features(void *dev)
 {
-	return vblk_device_features(((struct vblk_dev *)dev)->blk);
+	return vblk_device_features(((struct virtio_blk *)dev)->blk);
 }
 
-static int vblk_dev_set_features(void *dev, uint64_t f)
+static int virtio_blk_set_features(void *dev, uint64_t f)
 {
-	return vblk_set_driver_features(((struct vblk_dev *)dev)->blk, f);
+	return vblk_set_driver_features(((struct virtio_blk *)dev)->blk, f);
 }
 
-static void vblk_dev_config_read(void *dev, uint32_t off, void *buf, uint32_t len)
+static void virtio_blk_config_read(void *dev, uint32_t off, void *buf, uint32_t len)
 {
-	if (vblk_config_read(((struct vblk_dev *)dev)->blk, off, buf, len))
+	if (vblk_config_read(((struct virtio_blk *)dev)->blk, off, buf, len))
 		memset(buf, 0, len);
 }
 
-static void vblk_dev_config_write(void *dev, uint32_t off, const void *buf,
+static void virtio_blk_config_write(void *dev, uint32_t off, const void *buf,
 				  uint32_t len)
 {
 	/* Writes to read-only fields are ignored, as the spec allows. */
-	(void)vblk_config_write(((struct vblk_dev *)dev)->blk, off, buf, len);
+	(void)vblk_config_write(((struct virtio_blk *)dev)->blk, off, buf, len);
 }
 
-static const struct virtio_device_ops vblk_dev_ops_table = {
+static const struct virtio_device_ops virtio_blk_ops_table = {
 	.device_id = VIRTIO_ID_BLOCK,
 	.config_size = sizeof(struct virtio_blk_config),
-	.features = vblk_dev_features,
-	.set_features = vblk_dev_set_features,
-	.config_read = vblk_dev_config_read,
-	.config_write = vblk_dev_config_write,
-	.start = vblk_dev_start,
-	.stop = vblk_dev_stop,
-	.start_queue = vblk_dev_start_queue,
-	.stop_queue = vblk_dev_stop_queue,
+	.features = virtio_blk_features,
+	.set_features = virtio_blk_set_features,
+	.config_read = virtio_blk_config_read,
+	.config_write = virtio_blk_config_write,
+	.start = virtio_blk_start,
+	.stop = virtio_blk_stop,
+	.start_queue = virtio_blk_start_queue,
+	.stop_queue = virtio_blk_stop_queue,
 };
 
-const struct virtio_device_ops *vblk_dev_ops(void)
+const struct virtio_device_ops *virtio_blk_ops(void)
 {
-	return &vblk_dev_ops_table;
+	return &virtio_blk_ops_table;
 }
 
-int vblk_dev_create(const struct vblk_dev_params *p, struct vblk_dev **out)
+int virtio_blk_create(const struct virtio_blk_params *p, struct virtio_blk **out)
 {
-	struct vblk_dev *d;
+	struct virtio_blk *d;
 	int ret;
 
 	if (!p->blk || !p->nr_iothreads || !p->iothreads)
@@ -467,13 +467,13 @@ int vblk_dev_create(const struct vblk_dev_params *p, struct vblk_dev **out)
 	return 0;
 }
 
-void vblk_dev_destroy(struct vblk_dev *d)
+void virtio_blk_destroy(struct virtio_blk *d)
 {
 	if (!d)
 		return;
-	vblk_dev_stop(d);
+	virtio_blk_stop(d);
 	for (unsigned int i = 0; i < d->nr_queues; i++) {
-		struct vblk_dev_queue *q = &d->qs[i];
+		struct virtio_blk_queue *q = &d->qs[i];
 
 		if (q->eng && q->eng != d->sync)
 			blk_engine_destroy(q->eng);
@@ -487,15 +487,10 @@ void vblk_dev_destroy(struct vblk_dev *d)
 	free(d);
 }
 
-struct vblk *vblk_dev_blk(struct vblk_dev *d)
+int virtio_blk_queue_stats(struct virtio_blk *d, unsigned int q,
+			 struct virtio_blk_queue_stats *st)
 {
-	return d->blk;
-}
-
-int vblk_dev_queue_stats(struct vblk_dev *d, unsigned int q,
-			 struct vblk_dev_queue_stats *st)
-{
-	struct vblk_dev_queue *dq;
+	struct virtio_blk_queue *dq;
 	int ret;
 
 	if (q >= d->nr_queues)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * virtio-blk as a virtio device (struct virtio_device_ops): binds the disk
- * logic (vblk.c) to a transport's queues and serves each queue on an I/O
- * thread with the io_uring engine.  Queue i is served by I/O thread
+ * The virtio-blk device (struct virtio_device_ops): binds a disk's
+ * virtio-blk model (vblk.h) to a transport's queues and serves each queue
+ * on an I/O thread with an I/O engine (io_uring unless told otherwise).  Queue i is served by I/O thread
  * i mod T; with the default (one queue and one thread per vCPU) a queue, its
  * MSI-X vector and its thread line up with one vCPU.
  *
@@ -22,10 +22,10 @@
 #include "iothread.h"
 #include "virtio/virtio.h"
 
-struct vblk_dev;
+struct virtio_blk;
 
-struct vblk_dev_params {
-	struct vblk *blk;	     /* opened disk; owned by the vblk_dev after create */
+struct virtio_blk_params {
+	struct vblk *blk;	     /* opened disk; owned by the device after create */
 	struct iothread **iothreads; /* borrowed; must outlive the device */
 	unsigned int nr_iothreads;
 	uint32_t poll_us;	     /* busy-poll window per queue (0 = off) */
@@ -33,7 +33,7 @@ struct vblk_dev_params {
 	bool null_engine;	     /* no I/O at all (blk-null.h, benchmarks) */
 };
 
-struct vblk_dev_queue_stats {
+struct virtio_blk_queue_stats {
 	struct vblk_queue_stats blk;
 	uint64_t kicks;		/* I/O-thread wake-ups on the kick eventfd */
 	uint64_t doorbells;	/* guest notifications (notify writes) that
@@ -48,14 +48,13 @@ struct vblk_dev_queue_stats {
 				   than most front ends start) */
 };
 
-int vblk_dev_create(const struct vblk_dev_params *p, struct vblk_dev **out)
+int virtio_blk_create(const struct virtio_blk_params *p, struct virtio_blk **out)
 	__must_check;
 /* Stops the queues if running and closes the disk. */
-void vblk_dev_destroy(struct vblk_dev *d);
+void virtio_blk_destroy(struct virtio_blk *d);
 /* The ops table to hand to a transport, with @d as its device pointer. */
-const struct virtio_device_ops *vblk_dev_ops(void);
-struct vblk *vblk_dev_blk(struct vblk_dev *d);
-int vblk_dev_queue_stats(struct vblk_dev *d, unsigned int q,
-			 struct vblk_dev_queue_stats *st);
+const struct virtio_device_ops *virtio_blk_ops(void);
+int virtio_blk_queue_stats(struct virtio_blk *d, unsigned int q,
+			 struct virtio_blk_queue_stats *st);
 
 #endif

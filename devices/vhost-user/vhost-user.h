@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The vhost-user protocol, back-end side: message layout and constants,
- * written from QEMU's specification (docs/interop/vhost-user.rst).  Every
- * message is a 12-byte header (request, flags, payload size) and a payload
- * whose shape the request fixes; file descriptors travel with the header
- * as SCM_RIGHTS ancillary data.  All values are in host byte order (the
+ * written from the vhost-user specification (docs/design-notes.md says
+ * where it lives).  Every message is a 12-byte header (request, flags,
+ * payload size) and a payload whose shape the request fixes; file
+ * descriptors travel with the header as SCM_RIGHTS ancillary data.  All values are in host byte order (the
  * protocol is local).
  *
  * Only what the block back end (vu-backend.c) implements is here: the
@@ -116,8 +116,8 @@ struct vhost_user_config {
 #define VHOST_USER_CONFIG_HDR_SIZE 12u
 
 /* GET/SET_INFLIGHT_FD: the shared buffer tracking in-flight requests
- * (layout: struct virtq_inflight_region in virtio/virtqueue.h; QEMU sends
- * num_queues and queue_size in GET, all four in SET). */
+ * (layout: struct virtq_inflight_region in virtio/virtqueue.h; a front end
+ * sends num_queues and queue_size in GET, all four in SET). */
 struct vhost_user_inflight {
 	uint64_t mmap_size;
 	uint64_t mmap_offset;

@@ -15,9 +15,10 @@
 #include "vhost-user/vu-mem.h"
 
 /* What we offer: no migration logging, no back-end-initiated messages.
- * (REPLY_ACK and CONFIG are what QEMU's vhost-user-blk needs for sizes and
- * acknowledgements, MQ for queues, RESET_DEVICE for a guest's device
- * reset, INFLIGHT_SHMFD for requests that survive a back-end restart.) */
+ * (REPLY_ACK and CONFIG are what a vhost-user-blk front end needs for
+ * sizes and acknowledgements, MQ for queues, RESET_DEVICE for a guest's
+ * device reset, INFLIGHT_SHMFD for requests that survive a back-end
+ * restart.) */
 #define VU_PROTOCOL_FEATURES                                              \
 	(BIT(VHOST_USER_PROTOCOL_F_MQ) | BIT(VHOST_USER_PROTOCOL_F_REPLY_ACK) | \
 	 BIT(VHOST_USER_PROTOCOL_F_CONFIG) |                              \
@@ -40,7 +41,7 @@ struct vu_ring {
 	 * fd_lock protects call_fd and err_fd, which the device's I/O thread
 	 * writes (vu_queue_notify(), vu_queue_needs_reset()) while the
 	 * control thread may swap them (SET_VRING_CALL/ERR come at any time:
-	 * QEMU masks and unmasks a ring's interrupt that way): an old fd is
+	 * a front end masks and unmasks a ring's interrupt that way): an old fd is
 	 * closed only after the swap, under the lock, so a notify never
 	 * writes a closed or reused fd number.  Never held across a wait.
 	 */
@@ -72,8 +73,8 @@ struct vu_backend {
 	 * max_qsize entries, made at create (before minivmm-blkd confines
 	 * this thread: its seccomp class has no memfd_create/ftruncate),
 	 * zeroed at each GET.  One is enough: one front end at a time, and
-	 * a front end asks again only after it let go of its buffer (QEMU:
-	 * at a device reset).  -1 / NULL: none (GET answers size 0). */
+	 * a front end asks again only after it let go of its buffer (at a
+	 * device reset).  -1 / NULL: none (GET answers size 0). */
 	int own_fd;
 	uint8_t *own_buf;
 	size_t own_len;
@@ -86,7 +87,6 @@ struct vu_backend {
 	 * rings, and calloc maps the pages of those never tracked lazily.
 	 */
 	struct virtq_inflight *trk;
-	struct vu_backend_stats st;
 };
 
 /* vu-backend.c: rings and the device, for the message handlers. */

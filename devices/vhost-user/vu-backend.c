@@ -60,7 +60,8 @@ static void vu_queue_notify(struct virtio_queue *q)
 /*
  * Context: the ring's I/O thread.  vhost-user has no NEEDS_RESET status
  * for the back end to set: the ring's error eventfd is its way to say the
- * ring is broken (QEMU reports it); the device stops using the ring.
+ * ring is broken (the front end may report it); the device stops using the
+ * ring.
  */
 static void vu_queue_needs_reset(struct virtio_queue *q, const char *why)
 {
@@ -115,7 +116,6 @@ void vu_ring_stop(struct vu_ring *r, bool cancel)
 	 * avail index to serve is where the ring stands. */
 	r->next_avail = r->q.vq.last_avail_idx;
 	r->started = false;
-	r->b->st.ring_stops++;
 }
 
 /*
@@ -215,7 +215,6 @@ int vu_ring_try_start(struct vu_ring *r)
 		return ret;
 	}
 	r->started = true;
-	b->st.ring_starts++;
 	vmm_dbg("vhost-user %s: ring %u started: %u entries, next avail %u, used %u",
 		b->name, r->q.index, r->num, r->next_avail, r->q.vq.used_idx);
 	return 0;
@@ -353,18 +352,3 @@ void vu_backend_destroy(struct vu_backend *b)
 	free(b);
 }
 
-void vu_backend_get_stats(const struct vu_backend *b, struct vu_backend_stats *st)
-{
-	*st = b->st;
-}
-
-uint64_t vu_backend_features(const struct vu_backend *b)
-{
-	return b->offered;
-}
-
-uint64_t vu_backend_protocol_features(const struct vu_backend *b)
-{
-	(void)b;
-	return VU_PROTOCOL_FEATURES;
-}

@@ -2,8 +2,8 @@
 /*
  * vhost-user back end: a transport, like virtio-pci, that hands a virtio
  * device's queues to another process's driver -- here a vhost-user front
- * end (QEMU's vhost-user-blk-pci, Cloud Hypervisor) that owns the virtio
- * register interface and the guest, and gives this process guest RAM (file
+ * end (another VMM's vhost-user-blk device) that owns the virtio register
+ * interface and the guest, and gives this process guest RAM (file
  * descriptors), the rings' addresses, one kick eventfd per ring (KVM
  * signals it when the guest notifies) and one call eventfd per ring (an
  * irqfd: writing it interrupts the guest).
@@ -65,15 +65,6 @@ struct vu_backend_params {
 	const char *name;		     /* for log messages */
 };
 
-struct vu_backend_stats {
-	uint64_t connections;	/* vu_backend_serve() calls */
-	uint64_t messages;	/* requests handled */
-	uint64_t refused;	/* connections ended by a malformed or failed
-				   request */
-	uint64_t ring_starts, ring_stops;
-	uint64_t mem_tables;	/* SET_MEM_TABLE handled */
-};
-
 /* Returns 0, -EINVAL (missing ops, no queues) or -ENOMEM. */
 int vu_backend_create(const struct vu_backend_params *p, struct vu_backend **out)
 	__must_check;
@@ -107,11 +98,5 @@ int vu_backend_handle(struct vu_backend *b, int sock, struct vu_msg *m);
  * forget its features, ready for the next front end.  Idempotent.
  */
 void vu_backend_disconnect(struct vu_backend *b);
-
-void vu_backend_get_stats(const struct vu_backend *b, struct vu_backend_stats *st);
-
-/* Feature bits GET_FEATURES / GET_PROTOCOL_FEATURES answer. */
-uint64_t vu_backend_features(const struct vu_backend *b);
-uint64_t vu_backend_protocol_features(const struct vu_backend *b);
 
 #endif

@@ -23,7 +23,7 @@ static int region_ok(const struct vhost_user_mem_region *r, int fd,
 	 * map + mmap_offset + (gpa - guest_phys_addr): with both 4 KiB
 	 * aligned, a host pointer is aligned as its guest address is, which
 	 * virtq_map() checks for the rings (a misaligned used ring would be
-	 * misaligned atomic accesses).  QEMU's regions are page aligned. */
+	 * misaligned atomic accesses).  Front ends map page-aligned regions. */
 	else if ((r->guest_phys_addr | r->mmap_offset) & (VU_MEM_ALIGN - 1))
 		why = "guest-physical address or file offset not 4 KiB aligned";
 	else if (r->guest_phys_addr > UINT64_MAX - r->memory_size)

@@ -90,7 +90,6 @@ static int set_mem_table(struct vu_backend *b, struct vu_msg *m)
 		vu_ring_stop(&b->rings[i], false);
 	vu_mem_unmap(&b->mem);
 	b->mem = fresh;
-	b->st.mem_tables++;
 	/* A ring whose addresses the new table no longer covers waits for
 	 * the SET_VRING_ADDR that moves it (logged): not this request's
 	 * failure. */
@@ -166,7 +165,7 @@ static uint64_t inflight_size(struct vu_backend *b, const char *req,
  * SET_INFLIGHT_FD, now and after every reconnect, to this back end or the
  * next.  Values beyond our limits, or a ring running (it may be tracked in
  * this very buffer), get mmap_size 0 and no fd: the front end carries on
- * untracked, as QEMU does.  Without INFLIGHT_SHMFD negotiated the request
+ * untracked.  Without INFLIGHT_SHMFD negotiated the request
  * fails.
  */
 static int get_inflight_fd(struct vu_backend *b, const struct vu_msg *m,
@@ -278,12 +277,135 @@ static struct vu_ring *vring_fd_arg(struct vu_backend *b, struct vu_msg *m,
 	return r;
 }
 
+static int set_vring_num(struct vu_backend *b, const struct vhost_user_vring_state *s)
+{
+	struct vu_ring *r = ring_arg(b, s->index);
+
+	if (!r)
+		return -EINVAL;
+	if (r->started || !s->num || s->num > b->max_qsize ||
+	    (s->num & (s->num - 1))) {
+		vmm_err("vhost-user %s: ring %u: size %u refused (%s; at most %u, a power of two)",
+			b->name, s->index, s->num,
+			r->started ? "the ring runs" : "bad size", b->max_qsize);
+		return -EINVAL;
+	}
+	r->num = (uint16_t)s->num;
+	return 0;
+}
+
+static int set_vring_base(struct vu_backend *b, const struct vhost_user_vring_state *s)
+{
+	struct vu_ring *r = ring_arg(b, s->index);
+
+	if (!r)
+		return -EINVAL;
+	/* Split rings only: the index is 16 bits. */
+	if (r->started || s->num > UINT16_MAX) {
+		vmm_err("vhost-user %s: ring %u: base %u refused", b->name,
+			s->index, s->num);
+		return -EINVAL;
+	}
+	r->next_avail = (uint16_t)s->num;
+	return 0;
+}
+
+static int set_vring_addr(struct vu_backend *b, const struct vhost_user_vring_addr *a)
+{
+	struct vu_ring *r = ring_arg(b, a->index);
+
+	if (!r)
+		return -EINVAL;
+	if (a->flags & VHOST_VRING_F_LOG) {
+		vmm_err("vhost-user %s: ring %u: dirty logging was never offered",
+			b->name, a->index);
+		return -EINVAL;
+	}
+	vu_ring_stop(r, false); /* restarted on the new addresses */
+	r->addr = *a;
+	r->has_addr = true;
+	return vu_ring_try_start(r);
+}
+
+/* SET_VRING_KICK/CALL/ERR. */
+static int set_vring_fd(struct vu_backend *b, struct vu_msg *m)
+{
+	int fd;
+	struct vu_ring *r = vring_fd_arg(b, m, &fd);
+
+	if (!r)
+		return -EINVAL;
+	if (m->hdr.request == VHOST_USER_SET_VRING_CALL) {
+		vu_swap_fd(r, &r->call_fd, fd);
+		return 0;
+	}
+	if (m->hdr.request == VHOST_USER_SET_VRING_ERR) {
+		vu_swap_fd(r, &r->err_fd, fd);
+		return 0;
+	}
+	if (fd < 0) {
+		vmm_err("vhost-user %s: ring %u: polling mode (no kick fd) is not supported",
+			b->name, r->q.index);
+		return -EINVAL;
+	}
+	vu_ring_stop(r, false);
+	if (r->kick_fd >= 0)
+		close(r->kick_fd);
+	r->kick_fd = fd;
+	return vu_ring_try_start(r);
+}
+
+static int set_vring_enable(struct vu_backend *b, const struct vhost_user_vring_state *s)
+{
+	struct vu_ring *r = ring_arg(b, s->index);
+
+	if (!r)
+		return -EINVAL;
+	if (s->num > 1) {
+		vmm_err("vhost-user %s: ring %u: enable %u", b->name, s->index,
+			s->num);
+		return -EINVAL;
+	}
+	r->enable = s->num;
+	if (!r->enable) {
+		vu_ring_stop(r, false);
+		return 0;
+	}
+	return vu_ring_try_start(r);
+}
+
+static int get_vring_base(struct vu_backend *b, const struct vhost_user_vring_state *s,
+			  struct vu_reply *rep)
+{
+	struct vu_ring *r = ring_arg(b, s->index);
+
+	if (!r)
+		return -EINVAL;
+	/* Stops the ring; a restart needs a new kick fd. */
+	vu_ring_stop(r, false);
+	if (r->kick_fd >= 0)
+		close(r->kick_fd);
+	r->kick_fd = -1;
+	rep->p.state.index = s->index;
+	rep->p.state.num = r->next_avail;
+	rep->size = sizeof(rep->p.state);
+	rep->send = true;
+	return 0;
+}
+
+static int set_protocol_features(struct vu_backend *b, uint64_t f)
+{
+	if (f & ~VU_PROTOCOL_FEATURES) {
+		vmm_err("vhost-user %s: protocol features %#llx were never offered",
+			b->name, (unsigned long long)(f & ~VU_PROTOCOL_FEATURES));
+		return -EINVAL;
+	}
+	b->acked_protocol = f;
+	return 0;
+}
+
 static int handle(struct vu_backend *b, struct vu_msg *m, struct vu_reply *rep)
 {
-	const struct vhost_user_vring_state *s = &m->p.state;
-	struct vu_ring *r;
-	int fd;
-
 	switch (m->hdr.request) {
 	case VHOST_USER_GET_FEATURES:
 		reply_u64(rep, b->offered);
@@ -294,13 +416,7 @@ static int handle(struct vu_backend *b, struct vu_msg *m, struct vu_reply *rep)
 		reply_u64(rep, VU_PROTOCOL_FEATURES);
 		return 0;
 	case VHOST_USER_SET_PROTOCOL_FEATURES:
-		if (m->p.u64 & ~VU_PROTOCOL_FEATURES) {
-			vmm_err("vhost-user %s: protocol features %#llx were never offered",
-				b->name, (unsigned long long)(m->p.u64 & ~VU_PROTOCOL_FEATURES));
-			return -EINVAL;
-		}
-		b->acked_protocol = m->p.u64;
-		return 0;
+		return set_protocol_features(b, m->p.u64);
 	case VHOST_USER_GET_QUEUE_NUM:
 		reply_u64(rep, b->nq);
 		return 0;
@@ -314,90 +430,19 @@ static int handle(struct vu_backend *b, struct vu_msg *m, struct vu_reply *rep)
 	case VHOST_USER_SET_MEM_TABLE:
 		return set_mem_table(b, m);
 	case VHOST_USER_SET_VRING_NUM:
-		if (!(r = ring_arg(b, s->index)))
-			return -EINVAL;
-		if (r->started || !s->num || s->num > b->max_qsize ||
-		    (s->num & (s->num - 1))) {
-			vmm_err("vhost-user %s: ring %u: size %u refused (%s; at most %u, a power of two)",
-				b->name, s->index, s->num,
-				r->started ? "the ring runs" : "bad size", b->max_qsize);
-			return -EINVAL;
-		}
-		r->num = (uint16_t)s->num;
-		return 0;
+		return set_vring_num(b, &m->p.state);
 	case VHOST_USER_SET_VRING_BASE:
-		if (!(r = ring_arg(b, s->index)))
-			return -EINVAL;
-		/* Split rings only: the index is 16 bits. */
-		if (r->started || s->num > UINT16_MAX) {
-			vmm_err("vhost-user %s: ring %u: base %u refused", b->name,
-				s->index, s->num);
-			return -EINVAL;
-		}
-		r->next_avail = (uint16_t)s->num;
-		return 0;
+		return set_vring_base(b, &m->p.state);
 	case VHOST_USER_SET_VRING_ADDR:
-		if (!(r = ring_arg(b, m->p.addr.index)))
-			return -EINVAL;
-		if (m->p.addr.flags & VHOST_VRING_F_LOG) {
-			vmm_err("vhost-user %s: ring %u: dirty logging was never offered",
-				b->name, m->p.addr.index);
-			return -EINVAL;
-		}
-		vu_ring_stop(r, false); /* restarted on the new addresses */
-		r->addr = m->p.addr;
-		r->has_addr = true;
-		return vu_ring_try_start(r);
+		return set_vring_addr(b, &m->p.addr);
 	case VHOST_USER_SET_VRING_KICK:
-		if (!(r = vring_fd_arg(b, m, &fd)))
-			return -EINVAL;
-		if (fd < 0) {
-			vmm_err("vhost-user %s: ring %u: polling mode (no kick fd) is not supported",
-				b->name, r->q.index);
-			return -EINVAL;
-		}
-		vu_ring_stop(r, false);
-		if (r->kick_fd >= 0)
-			close(r->kick_fd);
-		r->kick_fd = fd;
-		return vu_ring_try_start(r);
 	case VHOST_USER_SET_VRING_CALL:
-		if (!(r = vring_fd_arg(b, m, &fd)))
-			return -EINVAL;
-		vu_swap_fd(r, &r->call_fd, fd);
-		return 0;
 	case VHOST_USER_SET_VRING_ERR:
-		if (!(r = vring_fd_arg(b, m, &fd)))
-			return -EINVAL;
-		vu_swap_fd(r, &r->err_fd, fd);
-		return 0;
+		return set_vring_fd(b, m);
 	case VHOST_USER_SET_VRING_ENABLE:
-		if (!(r = ring_arg(b, s->index)))
-			return -EINVAL;
-		if (s->num > 1) {
-			vmm_err("vhost-user %s: ring %u: enable %u", b->name, s->index,
-				s->num);
-			return -EINVAL;
-		}
-		r->enable = s->num;
-		if (!r->enable) {
-			vu_ring_stop(r, false);
-			return 0;
-		}
-		return vu_ring_try_start(r);
+		return set_vring_enable(b, &m->p.state);
 	case VHOST_USER_GET_VRING_BASE:
-		if (!(r = ring_arg(b, s->index)))
-			return -EINVAL;
-		/* Stops the ring; a restart needs a new kick fd. */
-		vu_ring_stop(r, false);
-		if (r->kick_fd >= 0)
-			close(r->kick_fd);
-		r->kick_fd = -1;
-		rep->p.state.index = s->index;
-		rep->p.state.num = r->next_avail;
-		rep->size = sizeof(rep->p.state);
-		rep->send = true;
-		return 0;
+		return get_vring_base(b, &m->p.state, rep);
 	case VHOST_USER_GET_CONFIG:
 		return get_config(b, m, rep);
 	case VHOST_USER_SET_CONFIG:
@@ -423,7 +468,6 @@ int vu_backend_handle(struct vu_backend *b, int sock, struct vu_msg *m)
 	char nbuf[24];
 	int ret;
 
-	b->st.messages++;
 	vmm_dbg("vhost-user %s: %s (size %u, %u fds%s)", b->name,
 		vu_request_name(m->hdr.request, nbuf, sizeof(nbuf)), m->hdr.size,
 		m->nfds, ack ? ", ack" : "");
@@ -456,7 +500,6 @@ int vu_backend_serve(struct vu_backend *b, int sock, int stop_fd)
 	char nbuf[24];
 	int ret;
 
-	b->st.connections++;
 	for (;;) {
 		ret = vu_msg_recv(sock, stop_fd, &m);
 		if (ret == -ECONNRESET) {
@@ -486,8 +529,6 @@ int vu_backend_serve(struct vu_backend *b, int sock, int stop_fd)
 			break;
 		}
 	}
-	if (ret == -EPROTO)
-		b->st.refused++;
 	vu_backend_disconnect(b);
 	return ret;
 }

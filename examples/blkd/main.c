@@ -54,7 +54,7 @@ struct blkd {
 	struct blkd_opts o;
 	struct iothread **io;
 	unsigned int nio;
-	struct vblk_dev *dev;
+	struct virtio_blk *dev;
 	struct vu_backend *vu;
 	struct sandbox *sb;
 	int listen_fd, sig_fd;
@@ -129,8 +129,8 @@ static int setup(struct blkd *d)
 		.queue_size = c->queue_size,
 		.serial = c->serial,
 	};
-	struct vblk_dev_params dp = { .poll_us = c->poll_us };
-	struct vu_backend_params vp = { .ops = vblk_dev_ops(), .name = c->path };
+	struct virtio_blk_params dp = { .poll_us = c->poll_us };
+	struct vu_backend_params vp = { .ops = virtio_blk_ops(), .name = c->path };
 	struct vblk *blk;
 	int ret;
 
@@ -162,7 +162,7 @@ static int setup(struct blkd *d)
 	dp.blk = blk;
 	dp.iothreads = d->io;
 	dp.nr_iothreads = d->nio;
-	ret = vblk_dev_create(&dp, &d->dev);
+	ret = virtio_blk_create(&dp, &d->dev);
 	if (ret) {
 		vblk_close(blk);
 		return ret;
@@ -183,7 +183,7 @@ static int setup(struct blkd *d)
 	if (d->listen_fd < 0)
 		return -EINVAL;
 	vmm_info("%s: %llu sectors%s, up to %u queues of up to %u entries, %u I/O threads",
-		 c->path, (unsigned long long)vblk_capacity(blk),
+		 c->path, (unsigned long long)disk_capacity(vblk_disk(blk)),
 		 (c->flags & VMM_DISK_READONLY) ? " read-only" : "",
 		 vp.num_queues, vp.max_queue_size, d->nio);
 	return 0;
@@ -213,7 +213,7 @@ static void teardown(struct blkd *d)
 	vu_backend_destroy(d->vu);
 	/* Stops the queues (none runs after the disconnect) and closes the
 	 * image; then the threads go. */
-	vblk_dev_destroy(d->dev);
+	virtio_blk_destroy(d->dev);
 	for (unsigned int i = 0; i < d->nio; i++)
 		iothread_stop(d->io[i]);
 	for (unsigned int i = 0; i < d->nio; i++)
@@ -254,10 +254,10 @@ static void print_stats(struct blkd *d)
 	} while (0)
 	OUT("{\"blkd\":{\"queues\":[");
 	for (unsigned int q = 0; q < nq; q++) {
-		struct vblk_dev_queue_stats st;
+		struct virtio_blk_queue_stats st;
 		uint64_t r = 0;
 
-		if (vblk_dev_queue_stats(d->dev, q, &st) || !st.started)
+		if (virtio_blk_queue_stats(d->dev, q, &st) || !st.started)
 			continue;
 		for (unsigned int t = 0; t < VBLK_STAT_NR; t++)
 			r += st.blk.reqs[t];

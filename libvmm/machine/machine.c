@@ -329,7 +329,7 @@ static int machine_setup_disks(struct vmm *vm, struct machine *m,
 			.queue_size = c->queue_size,
 			.serial = c->serial,
 		};
-		struct vblk_dev_params dp = {
+		struct virtio_blk_params dp = {
 			.iothreads = m->iothreads,
 			.nr_iothreads = m->nr_iothreads,
 			.poll_us = c->poll_us,
@@ -338,7 +338,7 @@ static int machine_setup_disks(struct vmm *vm, struct machine *m,
 			.bus = m->pci,
 			.irq = vm->irq,
 			.mem = &vm->mem,
-			.ops = vblk_dev_ops(),
+			.ops = virtio_blk_ops(),
 			.num_queues = o.num_queues,
 			.ioeventfd_any_length =
 				kvm_check_cap(vm->vm_fd, KVM_CAP_IOEVENTFD_ANY_LENGTH) > 0,
@@ -360,7 +360,7 @@ static int machine_setup_disks(struct vmm *vm, struct machine *m,
 			return ret;
 		}
 		dp.blk = blk;
-		ret = vblk_dev_create(&dp, &m->disks[i].dev);
+		ret = virtio_blk_create(&dp, &m->disks[i].dev);
 		if (ret) {
 			vblk_close(blk);
 			return ret;
@@ -375,7 +375,7 @@ static int machine_setup_disks(struct vmm *vm, struct machine *m,
 		}
 		vmm_info("disk %u: %s, %u queues of %u, %llu sectors", i,
 			 c->path ? c->path : "fd", o.num_queues, tp.max_queue_size,
-			 (unsigned long long)vblk_capacity(blk));
+			 (unsigned long long)disk_capacity(vblk_disk(blk)));
 	}
 	return 0;
 }
@@ -453,7 +453,7 @@ static void machine_destroy_disks(struct vmm *vm, struct machine *m)
 {
 	for (unsigned int i = 0; m->disks && i < vm->nr_disks; i++) {
 		vpci_destroy(m->disks[i].transport);
-		vblk_dev_destroy(m->disks[i].dev);
+		virtio_blk_destroy(m->disks[i].dev);
 	}
 	free(m->disks);
 	m->disks = NULL;
@@ -652,9 +652,9 @@ int machine_disk_stats(struct vmm *vm, unsigned int id, struct vmm_disk_stats *s
 	st->route_flushes_lazy = ts.route_flushes_lazy;
 	st->driver_ok_ns_max = ts.driver_ok_ns_max;
 	for (unsigned int i = 0; i < st->num_queues; i++) {
-		struct vblk_dev_queue_stats ds;
+		struct virtio_blk_queue_stats ds;
 
-		if (vblk_dev_queue_stats(d->dev, i, &ds) ||
+		if (virtio_blk_queue_stats(d->dev, i, &ds) ||
 		    machine_queue_stats(vm, id, i, &q))
 			continue;
 		st->doorbells += ds.doorbells;
@@ -676,12 +676,12 @@ int machine_queue_stats(struct vmm *vm, unsigned int id, unsigned int q,
 			struct vmm_queue_stats *st)
 {
 	struct machine *m = vm->machine;
-	struct vblk_dev_queue_stats ds;
+	struct virtio_blk_queue_stats ds;
 	int ret;
 
 	if (!m || !m->disks || !m->disks[id].dev)
 		return -ENOENT;
-	ret = vblk_dev_queue_stats(m->disks[id].dev, q, &ds);
+	ret = virtio_blk_queue_stats(m->disks[id].dev, q, &ds);
 	if (ret)
 		return ret;
 	memset(st, 0, sizeof(*st));

@@ -16,7 +16,7 @@
 #include "util/compiler.h"
 
 struct vmm;
-struct vblk_dev;
+struct virtio_blk;
 struct virtio_transport;
 struct vcon;
 struct iothread;
@@ -26,7 +26,7 @@ struct machine_arch; /* the platform's own state (machine/<arch>/) */
 struct irq_platform;
 
 struct machine_disk {
-	struct vblk_dev *dev;
+	struct virtio_blk *dev;
 	struct virtio_transport *transport;
 	unsigned int nq; /* its queues (disk_queues_in()) */
 };

@@ -80,7 +80,8 @@ enum {
 struct fz {
 	struct fbd d; /* the driver side, and the input */
 	struct iothread *io;
-	struct vblk_dev *dev;
+	struct virtio_blk *dev;
+	struct vblk *blk; /* the device's (it owns it) */
 	const struct virtio_device_ops *ops;
 	struct virtio_queue vqs[FBD_MAX_QUEUES];
 	bool attached[FBD_MAX_QUEUES];
@@ -168,7 +169,7 @@ static unsigned int choked(const struct fz *f, unsigned int q)
 static bool quiescent(void *opaque)
 {
 	struct fz *f = opaque;
-	struct vblk *blk = vblk_dev_blk(f->dev);
+	struct vblk *blk = f->blk;
 
 	for (unsigned int q = 0; q < f->d.nq; q++) {
 		const struct virtq *vq = &f->vqs[q].vq;
@@ -358,7 +359,7 @@ static void setup(struct fz *f, uint8_t setup)
 	static const unsigned int entries[] = { 4, 8, 16, 64 };
 	struct vblk_options o = { .serial = "fuzz-uring" };
 	struct itimerspec ts = { .it_interval = { 0, 1000000 }, .it_value = { 0, 1000000 } };
-	struct vblk_dev_params p = { .nr_iothreads = 1 };
+	struct virtio_blk_params p = { .nr_iothreads = 1 };
 	struct iothread_stats st;
 	struct vblk *blk;
 
@@ -376,9 +377,10 @@ static void setup(struct fz *f, uint8_t setup)
 	f->files_before = st.files;
 	p.blk = blk;
 	p.iothreads = &f->io;
-	if (vblk_dev_create(&p, &f->dev))
+	if (virtio_blk_create(&p, &f->dev))
 		abort();
-	f->ops = vblk_dev_ops();
+	f->blk = blk;
+	f->ops = virtio_blk_ops();
 	f->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (f->timer_fd < 0 || timerfd_settime(f->timer_fd, 0, &ts, NULL))
 		abort();
@@ -417,7 +419,7 @@ static void teardown(struct fz *f)
 	/* The queues' end: served to the end, then stopped. */
 	serve(f);
 	device_stop(f);
-	vblk_dev_destroy(f->dev);
+	virtio_blk_destroy(f->dev);
 	iothread_unwatch_fd(f->io, &f->timer_w);
 	iothread_get_stats(f->io, &st);
 	if (st.files != f->files_before)

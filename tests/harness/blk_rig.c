@@ -115,7 +115,7 @@ int br_up(struct br *r, const struct br_opts *o)
 {
 	struct vblk *blk;
 	struct vblk_options bo = { 0 };
-	struct vblk_dev_params dp = { 0 };
+	struct virtio_blk_params dp = { 0 };
 	struct vpci_params vp = { 0 };
 	int ret;
 
@@ -166,13 +166,14 @@ int br_up(struct br *r, const struct br_opts *o)
 	dp.blk = blk;
 	dp.iothreads = r->io;
 	dp.nr_iothreads = r->o.nio;
-	ret = vblk_dev_create(&dp, &r->dev);
+	ret = virtio_blk_create(&dp, &r->dev);
 	if (ret) {
 		vblk_close(blk);
 		return ret;
 	}
+	r->blk = blk;
 	vp = fv_params(&r->v);
-	vp.ops = vblk_dev_ops();
+	vp.ops = virtio_blk_ops();
 	vp.dev = r->dev;
 	vp.num_queues = (uint16_t)r->o.nq;
 	vp.max_queue_size = r->o.queue_size;
@@ -188,7 +189,7 @@ void br_down(struct br *r)
 	/* The transport first: it stops (drains) the device. */
 	vpci_destroy(r->v.t);
 	r->v.t = NULL;
-	vblk_dev_destroy(r->dev);
+	virtio_blk_destroy(r->dev);
 	r->dev = NULL;
 	for (unsigned int i = 0; i < BR_MAX_IO; i++)
 		iothread_destroy(r->io[i]);
@@ -205,7 +206,7 @@ void br_down(struct br *r)
 
 struct vblk *br_blk(struct br *r)
 {
-	return vblk_dev_blk(r->dev);
+	return r->blk;
 }
 
 struct iothread *br_queue_io(struct br *r, unsigned int q)

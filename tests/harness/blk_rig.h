@@ -50,7 +50,8 @@ struct br {
 	struct fake_guest g;
 	int img;
 	struct iothread *io[BR_MAX_IO];
-	struct vblk_dev *dev;
+	struct virtio_blk *dev;
+	struct vblk *blk; /* the device's (it owns it) */
 	struct br_q q[BR_MAX_Q];
 };
 

@@ -240,7 +240,7 @@ static void pipe_backend(unsigned int pipe_size)
 
 	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
 	ck_assert_int_ge(fcntl(p[1], F_SETPIPE_SZ, pipe_size), (int)pipe_size);
-	ck_assert_int_ge(dup2(p[1], vblk_fd(br_blk(&R))), 0);
+	ck_assert_int_ge(dup2(p[1], disk_fd(vblk_disk(br_blk(&R)))), 0);
 	close(p[1]);
 	pipe_rd = p[0];
 }

@@ -253,7 +253,7 @@ START_TEST(truncated_image)
 
 	batch(VIRTIO_BLK_T_OUT, 1024, 1, VIRTIO_BLK_S_OK, 0x66);
 	ck_assert_int_eq(ftruncate(img, 64 * 1024), 0);
-	ck_assert_uint_eq(vblk_capacity(blk), IMG_SIZE / 512);
+	ck_assert_uint_eq(disk_capacity(vblk_disk(blk)), IMG_SIZE / 512);
 
 	d = gbuf(4096, true, 0xee);
 	ck_assert_int_eq(fg_blk_add(&fvq, VIRTIO_BLK_T_IN, 1024, &d, 1, false, &r), 0);

@@ -101,8 +101,8 @@ START_TEST(regular_file_blocking_fd)
 	ck_assert_int_eq(ftruncate(fd, 1 << 20), 0);
 	o.path = path;
 	ck_assert_int_eq(vblk_open(&o, &b), 0);
-	ck_assert_uint_eq(vblk_capacity(b), (1 << 20) / 512);
-	ck_assert_int_eq(fcntl(vblk_fd(b), F_GETFL) & O_NONBLOCK, 0);
+	ck_assert_uint_eq(disk_capacity(vblk_disk(b)), (1 << 20) / 512);
+	ck_assert_int_eq(fcntl(disk_fd(vblk_disk(b)), F_GETFL) & O_NONBLOCK, 0);
 	vblk_close(b);
 	b = NULL;
 	o.path = NULL;

@@ -88,7 +88,7 @@ static struct {
 	int img;
 	uint64_t img_size;
 	struct iothread *io[NIO];
-	struct vblk_dev *dev;
+	struct virtio_blk *dev;
 	struct drvq q[NQ];
 } R;
 
@@ -230,7 +230,7 @@ static void rig_up(const struct rig_opts *o)
 	struct vblk *blk;
 	struct vblk_options bo = { .num_queues = NQ, .queue_size = QSIZE,
 				   .serial = "itest" };
-	struct vblk_dev_params dp = { .nr_iothreads = NIO };
+	struct virtio_blk_params dp = { .nr_iothreads = NIO };
 	struct vpci_params vp = {
 		.num_queues = NQ,
 		.max_queue_size = QSIZE,
@@ -257,11 +257,11 @@ static void rig_up(const struct rig_opts *o)
 	dp.iothreads = R.io;
 	dp.poll_us = o->poll_us;
 	dp.sync_engine = false; /* the io_uring engine */
-	ck_assert_int_eq(vblk_dev_create(&dp, &R.dev), 0);
+	ck_assert_int_eq(virtio_blk_create(&dp, &R.dev), 0);
 	vp.bus = R.v.bus;
 	vp.irq = R.v.irq;
 	vp.mem = &R.g.mem;
-	vp.ops = vblk_dev_ops();
+	vp.ops = virtio_blk_ops();
 	vp.dev = R.dev;
 	ck_assert_int_eq(vpci_create(&vp, &R.v.t), 0);
 	drv_probe();
@@ -271,7 +271,7 @@ static void rig_down(void)
 {
 	vpci_destroy(R.v.t);
 	R.v.t = NULL;
-	vblk_dev_destroy(R.dev);
+	virtio_blk_destroy(R.dev);
 	for (unsigned int i = 0; i < NIO; i++)
 		iothread_destroy(R.io[i]);
 	fv_destroy(&R.v);
@@ -512,9 +512,9 @@ static void check_written(const struct io_req *r)
 	free(buf);
 }
 
-static void dev_stats(unsigned int q, struct vblk_dev_queue_stats *st)
+static void dev_stats(unsigned int q, struct virtio_blk_queue_stats *st)
 {
-	ck_assert_int_eq(vblk_dev_queue_stats(R.dev, q, st), 0);
+	ck_assert_int_eq(virtio_blk_queue_stats(R.dev, q, st), 0);
 }
 
 /* Simple one-read check used after disruptive events. */
@@ -551,7 +551,7 @@ START_TEST(rw_every_queue)
 		ck_assert(publish(q));
 	}
 	for (unsigned int q = 0; q < NQ; q++) {
-		struct vblk_dev_queue_stats st;
+		struct virtio_blk_queue_stats st;
 
 		wait_irq(q);
 		wait_used(q, ents, 2);
@@ -599,7 +599,7 @@ START_TEST(rw_every_queue)
 	}
 	settle_all();
 	for (unsigned int q = 0; q < NQ; q++) {
-		struct vblk_dev_queue_stats st;
+		struct virtio_blk_queue_stats st;
 
 		take_irqs(q);
 		dev_stats(q, &st);
@@ -617,7 +617,7 @@ START_TEST(qd64_event_idx)
 	enum { N = 64, Q = 2 };
 	struct io_req *reqs = calloc(N, sizeof(*reqs));
 	struct used_ent ents[N];
-	struct vblk_dev_queue_stats st, st2;
+	struct virtio_blk_queue_stats st, st2;
 	uint64_t irqs;
 	eventfd_t v;
 
@@ -692,7 +692,7 @@ START_TEST(poll_queue_no_vector)
 	struct io_req reqs[8];
 	struct used_ent ents[8];
 	struct vpci_stats vs;
-	struct vblk_dev_queue_stats st;
+	struct virtio_blk_queue_stats st;
 
 	rig_up(&o);
 	drv_up(&o);
@@ -770,7 +770,7 @@ static void check_answered(unsigned int q, struct io_req *reqs, unsigned int n,
 			   uint32_t len)
 {
 	struct drvq *d = &R.q[q];
-	struct vblk_dev_queue_stats st;
+	struct virtio_blk_queue_stats st;
 	unsigned int ok = 0;
 
 	dev_stats(q, &st);
@@ -906,7 +906,7 @@ START_TEST(malformed_chain_needs_reset)
 	enum { BAD = 1 };
 	struct drvq *d;
 	uint64_t deadline, buf;
-	struct vblk_dev_queue_stats st;
+	struct virtio_blk_queue_stats st;
 	struct vpci_stats vs;
 	struct iothread_stats s1, s2;
 
@@ -976,7 +976,7 @@ START_TEST(tail_and_short_reads)
 	struct rig_opts o = { .img_size = size };
 	struct io_req r[5];
 	struct used_ent ents[5];
-	struct vblk_dev_queue_stats st;
+	struct virtio_blk_queue_stats st;
 	struct stat sb;
 	const uint8_t *p;
 	uint64_t eof;
@@ -1051,7 +1051,7 @@ START_TEST(masked_vector_pending)
 	struct used_ent ents[4];
 	unsigned int vec;
 	struct vpci_stats vs;
-	struct vblk_dev_queue_stats st;
+	struct virtio_blk_queue_stats st;
 	eventfd_t v;
 
 	rig_up_default(0);
@@ -1111,7 +1111,7 @@ static void busy_poll_case(uint32_t poll_us)
 	struct io_req r[N];
 	struct used_ent ents[N];
 	struct iothread_stats s0, s1;
-	struct vblk_dev_queue_stats st;
+	struct virtio_blk_queue_stats st;
 	struct post p = { .q = Q };
 
 	rig_up_default(poll_us);
@@ -1211,7 +1211,7 @@ END_TEST
 /* ---- 10. a start that fails on one I/O thread ----------------------------- */
 
 /*
- * The queues attach in parallel (vblk_dev_start() posts every attach, then
+ * The queues attach in parallel (virtio_blk_start() posts every attach, then
  * waits): when one I/O thread cannot take its queues -- its table of
  * registered files is full -- DRIVER_OK fails with NEEDS_RESET and the
  * queues that did attach on the other thread are detached again, nothing
@@ -1222,7 +1222,7 @@ START_TEST(start_fails_on_one_thread)
 {
 	struct rig_opts o = { 0 };
 	struct iothread_file f[64];
-	struct vblk_dev_queue_stats st;
+	struct virtio_blk_queue_stats st;
 	struct iothread_stats ist;
 	struct io_req r;
 	struct rlimit rl, low;

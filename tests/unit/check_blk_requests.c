@@ -613,7 +613,7 @@ START_TEST(test_open_options)
 	/* Tail shorter than 512 bytes is not exposed. */
 	o.fd = fd;
 	ck_assert_int_eq(vblk_open(&o, &b), 0);
-	ck_assert_uint_eq(vblk_capacity(b), 1);
+	ck_assert_uint_eq(disk_capacity(vblk_disk(b)), 1);
 	ck_assert_uint_eq(vblk_queue_size(b), VBLK_DEFAULT_QUEUE_SIZE);
 	vblk_close(b);
 
@@ -661,7 +661,7 @@ START_TEST(test_open_direct)
 	r = vblk_open(&o, &b);
 	ck_assert(r == 0 || r == -EINVAL);
 	if (r == 0) {
-		fl = fcntl(vblk_fd(b), F_GETFL);
+		fl = fcntl(disk_fd(vblk_disk(b)), F_GETFL);
 		ck_assert(fl & O_DIRECT);
 		/* The caller's fd is not switched to O_DIRECT. */
 		ck_assert(!(fcntl(fd, F_GETFL) & O_DIRECT));

@@ -290,7 +290,7 @@ static void settle(struct br *r)
 START_TEST(blk_dma_stops_and_resumes)
 {
 	struct br_opts o = { .queue_size = 64 };
-	struct vblk_dev_queue_stats st;
+	struct virtio_blk_queue_stats st;
 	struct fg_blk_req req;
 	struct pollfd p;
 	struct br R;
@@ -317,7 +317,7 @@ START_TEST(blk_dma_stops_and_resumes)
 	ck_assert_uint_eq(fg_vq_used_idx(&R.q[0].vq), 1);
 	ck_assert_uint_eq(fg_blk_status(&R.g, &req), 0xff);
 	ck_assert_uint_eq(irqs(R.q[0].call_fd), 0);
-	ck_assert_int_eq(vblk_dev_queue_stats(R.dev, 0, &st), 0);
+	ck_assert_int_eq(virtio_blk_queue_stats(R.dev, 0, &st), 0);
 	ck_assert(!st.attached);
 	ck_assert_uint_eq(st.blk.reqs[VBLK_STAT_IN], 1);
 
@@ -328,7 +328,7 @@ START_TEST(blk_dma_stops_and_resumes)
 	ck_assert_uint_eq(br_wait_used(&R, 0, &id, NULL, 1, WAIT_MS), 1);
 	ck_assert_uint_eq(id, (uint32_t)req.head);
 	ck_assert_uint_eq(fg_blk_status(&R.g, &req), VIRTIO_BLK_S_OK);
-	ck_assert_int_eq(vblk_dev_queue_stats(R.dev, 0, &st), 0);
+	ck_assert_int_eq(virtio_blk_queue_stats(R.dev, 0, &st), 0);
 	ck_assert(st.attached);
 	ck_assert_uint_eq(st.blk.reqs[VBLK_STAT_IN], 2);
 	ck_assert(!(fv_status(&R.v) & VIRTIO_CONFIG_S_NEEDS_RESET));

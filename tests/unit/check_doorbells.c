@@ -20,11 +20,11 @@
 
 #define WAIT_MS 10000.0
 
-static struct vblk_dev_queue_stats qstats(struct br *r)
+static struct virtio_blk_queue_stats qstats(struct br *r)
 {
-	struct vblk_dev_queue_stats st;
+	struct virtio_blk_queue_stats st;
 
-	ck_assert_int_eq(vblk_dev_queue_stats(r->dev, 0, &st), 0);
+	ck_assert_int_eq(virtio_blk_queue_stats(r->dev, 0, &st), 0);
 	return st;
 }
 
@@ -86,7 +86,7 @@ static void *hold_thread(void *opaque)
 START_TEST(doorbells_vs_wakeups)
 {
 	struct br_opts o = { .queue_size = 64 };
-	struct vblk_dev_queue_stats st0, st;
+	struct virtio_blk_queue_stats st0, st;
 	struct hold h;
 	struct br R;
 
@@ -139,7 +139,7 @@ END_TEST
 START_TEST(doorbell_while_stopped)
 {
 	struct br_opts o = { .queue_size = 64 };
-	struct vblk_dev_queue_stats st;
+	struct virtio_blk_queue_stats st;
 	struct br R;
 
 	ck_assert_int_eq(br_up(&R, &o), 0);

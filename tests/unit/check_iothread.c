@@ -187,7 +187,7 @@ struct rendezvous {
 /*
  * Arrive, then wait (bounded) for every other call to have arrived: only
  * calls that run at the same time, on different threads, can all return 0.
- * One round trip after another (what vblk_dev_start() did before posting)
+ * One round trip after another (what virtio_blk_start() did before posting)
  * would leave the first call waiting for callers that are not yet posted.
  */
 static int meet(void *opaque)

@@ -335,7 +335,7 @@ static struct {
 	struct fv v;
 	struct fake_guest g;
 	struct iothread *io;
-	struct vblk_dev *dev;
+	struct virtio_blk *dev;
 	int img;
 	struct fg_vq vq[NQ];
 	bool inited[NQ];
@@ -351,7 +351,7 @@ static void dev_up(void)
 {
 	static uint8_t buf[IMG_SIZE];
 	struct vblk_options bo = { .num_queues = NQ, .queue_size = QSIZE };
-	struct vblk_dev_params dp = { .nr_iothreads = 1 };
+	struct virtio_blk_params dp = { .nr_iothreads = 1 };
 	struct vpci_params vp = { .num_queues = NQ, .max_queue_size = QSIZE,
 				  .ioeventfd_any_length = true };
 	struct vblk *blk;
@@ -370,11 +370,11 @@ static void dev_up(void)
 	ck_assert_int_eq(vblk_open(&bo, &blk), 0);
 	dp.blk = blk;
 	dp.iothreads = &D.io;
-	ck_assert_int_eq(vblk_dev_create(&dp, &D.dev), 0);
+	ck_assert_int_eq(virtio_blk_create(&dp, &D.dev), 0);
 	vp.bus = D.v.bus;
 	vp.irq = D.v.irq;
 	vp.mem = &D.g.mem;
-	vp.ops = vblk_dev_ops();
+	vp.ops = virtio_blk_ops();
 	vp.dev = D.dev;
 	ck_assert_int_eq(vpci_create(&vp, &D.v.t), 0);
 	ck_assert_int_eq(fv_probe(&D.v), 0);
@@ -415,7 +415,7 @@ static void dev_down(void)
 {
 	vpci_destroy(D.v.t);
 	D.v.t = NULL;
-	vblk_dev_destroy(D.dev);
+	virtio_blk_destroy(D.dev);
 	iothread_destroy(D.io);
 	fv_destroy(&D.v);
 	for (unsigned int q = 0; q < NQ; q++)
@@ -540,7 +540,7 @@ START_TEST(device_io_and_resets_keep_the_table)
 	/* Teardown with the thread still running: every slot back. */
 	vpci_destroy(D.v.t);
 	D.v.t = NULL;
-	vblk_dev_destroy(D.dev);
+	virtio_blk_destroy(D.dev);
 	D.dev = NULL;
 	iothread_get_stats(D.io, &st);
 	ck_assert_uint_eq(st.files, 2);

@@ -287,7 +287,7 @@ static void pattern(uint8_t *b, uint32_t len, unsigned int seed)
 
 struct stalled {
 	struct iothread *io;
-	struct vblk_dev *dev;
+	struct virtio_blk *dev;
 	struct vu_backend *vu;
 	int img, pipe_rd, sv[2], stop;
 	pthread_t th;
@@ -306,8 +306,8 @@ static void stalled_up(struct stalled *k)
 {
 	struct vblk_options o = { .num_queues = NQ, .queue_size = QS,
 				  .flags = VBLK_OPT_NO_LOCK };
-	struct vblk_dev_params dp = { .nr_iothreads = 1 };
-	struct vu_backend_params vp = { .ops = vblk_dev_ops(), .num_queues = NQ,
+	struct virtio_blk_params dp = { .nr_iothreads = 1 };
+	struct vu_backend_params vp = { .ops = virtio_blk_ops(), .num_queues = NQ,
 					.max_queue_size = QS, .name = "stalled" };
 	struct vblk *blk;
 	int p[2];
@@ -321,14 +321,14 @@ static void stalled_up(struct stalled *k)
 	 * the first ring starts, so that the engine registers the pipe). */
 	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
 	ck_assert_int_ge(fcntl(p[1], F_SETPIPE_SZ, 4096), 4096);
-	ck_assert_int_ge(dup2(p[1], vblk_fd(blk)), 0);
+	ck_assert_int_ge(dup2(p[1], disk_fd(vblk_disk(blk))), 0);
 	close(p[1]);
 	k->pipe_rd = p[0];
 	ck_assert_int_eq(iothread_create(0, 64, &k->io), 0);
 	ck_assert_int_eq(iothread_start(k->io), 0);
 	dp.blk = blk;
 	dp.iothreads = &k->io;
-	ck_assert_int_eq(vblk_dev_create(&dp, &k->dev), 0);
+	ck_assert_int_eq(virtio_blk_create(&dp, &k->dev), 0);
 	vp.dev = k->dev;
 	ck_assert_int_eq(vu_backend_create(&vp, &k->vu), 0);
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, k->sv), 0);
@@ -347,7 +347,7 @@ static void stalled_down(struct stalled *k)
 	pthread_join(k->th, NULL);
 	ck_assert_int_eq(k->ret, -ESHUTDOWN);
 	vu_backend_destroy(k->vu);
-	vblk_dev_destroy(k->dev);
+	virtio_blk_destroy(k->dev);
 	iothread_stop(k->io);
 	iothread_destroy(k->io);
 	close(k->pipe_rd);
