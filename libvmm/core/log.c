@@ -38,7 +38,7 @@ static int sink_level = VMM_LOG_WARN; /* read without the lock as a filter */
  * non-blocking reopen of a pipe or terminal, send(MSG_DONTWAIT) on a
  * socket, fd 2 itself for a file), as fd 2 was at the last
  * log_prepare_stderr().  Writers read it lock-free, from signal handlers
- * too (sandbox_trap.c): one atomic word, fd << 3 | mode, -1 before the
+ * too (sandbox-trap.c): one atomic word, fd << 3 | mode, -1 before the
  * first prepare.  out_lock serialises the prepares only.
  *
  * The reopen lives at one fd number, own_fd, for good: a writer may still
