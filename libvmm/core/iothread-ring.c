@@ -142,20 +142,19 @@ static int ring_register_files(struct iothread_ring *r)
 
 /*
  * Restrict a ring created with IORING_SETUP_R_DISABLED to ring_sqe_ops[],
- * as Firecracker does, then enable it: io_uring requests are not subject
+ * then enable it: io_uring requests are not subject
  * to seccomp, so without this a compromised thread could open files or
  * sockets through its own ring.
  *
- * With @fixed (a registered-file table is in place), also as Firecracker
- * does: every SQE must carry IOSQE_FIXED_FILE (SQE_FLAGS_REQUIRED), so an
+ * With @fixed (a registered-file table is in place), also: every SQE must carry IOSQE_FIXED_FILE (SQE_FLAGS_REQUIRED), so an
  * SQE can only reach a file in the table -- a raw fd gets -EACCES, an empty
  * slot -EBADF -- and no other SQE flag is allowed; the only registration
  * allowed afterwards is IORING_REGISTER_FILES_UPDATE (REGISTER_OP).
  *
  * Updates must stay allowed: the threads start before the disks are opened
  * and the kick eventfds are created at the guest's DRIVER_OK, long after
- * the ring was enabled (Firecracker freezes its table at creation: it has
- * one file, known in advance).  What that protects: an SQE whose contents
+ * the ring was enabled (a table frozen at creation only suits a ring
+ * whose files are all known in advance).  What that protects: an SQE whose contents
  * went wrong (a bug letting a guest-controlled value into sqe->fd or the
  * opcode) reaches at most this thread's own disk images and eventfds --
  * never /dev/kvm, the VM fd, another VM's images or the embedding

@@ -403,8 +403,8 @@ void iothread_run_until(struct iothread *io, bool (*done)(void *opaque),
 
 /*
  * Busy-poll the registered pollers for up to the largest window before
- * sleeping (QEMU's IOThread polling idea: a few tens of microseconds of
- * spinning beat a sleep/wake-up when requests arrive back to back).
+ * sleeping: a few tens of microseconds of spinning beat a sleep/wake-up
+ * when requests arrive back to back.
  * Returns true if work was found.
  */
 static bool iothread_busy_poll(struct iothread *io)
@@ -481,8 +481,7 @@ static void *iothread_main(void *arg)
 		 * SCHED_BATCH: no wake-up preemption.  Kicks arrive from a
 		 * vCPU that keeps running; preempting it per kick turns every
 		 * request into its own kick, wake-up and interrupt when both
-		 * share a CPU (nested rig, one CPU: 2.0 notifications per
-		 * request at iodepth 32, 0.07 as SCHED_BATCH).  Unprivileged;
+		 * share a CPU (docs/design-notes.md, "Core").  Unprivileged;
 		 * before any seccomp filter.  Failure costs only performance.
 		 */
 		if (sched_setscheduler(0, SCHED_BATCH, &sp))

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Logging is the one process-wide setting of the library (like libkrun's
- * krun_set_log_level): a sink shared by every VM.  A mutex guards the
+ * Logging is the one process-wide setting of the library: a sink shared by
+ * every VM.  A mutex guards the
  * (fn, opaque, level) triple; messages are formatted and delivered outside
  * it, from a copy, so a slow callback never blocks another thread's
  * vmm_set_log().

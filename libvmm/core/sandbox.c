@@ -6,8 +6,8 @@
  * of minivmm booting the blk-mq payload with fio, tests/e2e/
  * seccomp_profile.sh), plus what glibc needs on the same paths (malloc
  * growing an arena, a thread's exit, usleep) and error paths (logging).
- * Arguments are checked where it is cheap and meaningful, as Firecracker
- * does: ioctl by request number (the low 32 bits, which is all the kernel
+ * Arguments are checked where it is cheap and meaningful: ioctl by request
+ * number (the low 32 bits, which is all the kernel
  * reads), mmap/mprotect never with PROT_EXEC, tgkill only inside this
  * process.  Everything else (open, socket, execve, clone, ptrace, ...)
  * gets the default action: end the process (VMM_SECCOMP_KILL: a trap whose
