@@ -59,7 +59,7 @@
 /* Queues of a device with @nr_ports ports (port 0, control, ports 1..). */
 #define VCON_NUM_QUEUES(nr_ports) (2u * ((nr_ports) + 1u))
 #define VCON_MAX_NAME 127u   /* bytes of a port name, NUL excluded */
-#define VCON_QUEUE_SIZE 128u /* like QEMU's virtio-serial */
+#define VCON_QUEUE_SIZE 128u
 /* How long a stop keeps writing out queued guest output (see above). */
 #define VCON_STOP_FLUSH_MS 500u
 

@@ -3,8 +3,8 @@
  * virtio-pci transport: the register file -- the common configuration
  * structure, the BAR (common, ISR, device-specific, notify) and the PCI
  * configuration space hooks (the PCI_CFG capability window, bus
- * mastering, BAR moves), see virtio-pci-int.h; the locking rules are at
- * the top of virtio-pci.c.
+ * mastering, BAR moves), see virtio-pci-int.h for the files' order; the
+ * locking rules are at the top of virtio-pci.c.
  */
 #include <errno.h>
 #include <linux/virtio_config.h>
@@ -286,8 +286,8 @@ void vpci_bar_access(void *opaque, uint64_t off, void *data,
 		uint64_t i = (off - VPCI_NOTIFY_OFF) / VPCI_NOTIFY_MULT;
 
 		pthread_mutex_lock(&t->lock);
-		if (t->live && t->queues[i].enabled)
-			vpci_write_eventfd(t->queues[i].kick_fd);
+		if (t->w.live && t->queues[i].enabled)
+			vqw_write_eventfd(t->queues[i].kick_fd);
 		pthread_mutex_unlock(&t->lock);
 	}
 }
@@ -329,9 +329,8 @@ static bool vpci_overlaps(uint32_t off, uint32_t len, uint32_t start,
 
 /*
  * The driver set or cleared COMMAND.MASTER (bus mastering).  A function
- * without it makes no memory requests: no DMA and no MSI-X (PCI 3.0; QEMU
- * disables the function's bus-master address space and stops virtio
- * processing).  Here, while it is off:
+ * without it makes no memory requests: no DMA and no MSI-X (PCI 3.0).
+ * Here, while it is off:
  *  - interrupts: every vector counts as masked (msix.h), so interrupts
  *    raised meanwhile are latched in the PBA and sent when mastering comes
  *    back; the irqfds stay wired but are only ever written after
@@ -361,7 +360,7 @@ static void vpci_bus_master(struct virtio_transport *t, bool on)
 	if (on == t->master)
 		goto out;
 	t->master = on;
-	if (!t->live)
+	if (!t->w.live)
 		goto out;
 	if (!on) {
 		if (t->started)
@@ -378,7 +377,7 @@ static void vpci_bus_master(struct virtio_transport *t, bool on)
 	}
 	t->started = true;
 	for (unsigned int vec = 0; vec < t->nv; vec++)
-		if (t->vecs[vec].users && msix_try_fire(&t->msix, vec))
+		if (t->w.vecs[vec].users && msix_try_fire(&t->msix, vec))
 			vpci_deliver(t, vec);
 out:
 	pthread_mutex_unlock(&t->lock);
@@ -424,7 +423,7 @@ static void vpci_bar_moved(struct pci_device *pdev, unsigned int bar,
 	pthread_mutex_lock(&t->lock);
 	t->bar_gpa = new_gpa;
 	vpci_place_kicks(t); /* parks them if unmapped */
-	vpci_place_zone(t);  /* the same */
+	vpci_place_zones(t); /* the same */
 	pthread_mutex_unlock(&t->lock);
 }
 
@@ -439,10 +438,8 @@ static void vpci_bar_range_taken(struct pci_device *pdev, unsigned int bar,
 	if (bar != VPCI_BAR)
 		return;
 	pthread_mutex_lock(&t->lock);
-	if (t->bar_gpa == PCI_BAR_UNMAPPED) {
-		vpci_drop_kicks(t);
-		vpci_drop_zone(t);
-	}
+	if (t->bar_gpa == PCI_BAR_UNMAPPED)
+		vpci_drop_wiring(t);
 	pthread_mutex_unlock(&t->lock);
 }
 
