@@ -428,6 +428,16 @@ const struct virtio_device_ops *vblk_dev_ops(void)
 	return &vblk_dev_ops_table;
 }
 
+void vblk_dev_virtio(struct vblk_dev *d, struct virtio_device *out)
+{
+	*out = (struct virtio_device){
+		.ops = &vblk_dev_ops_table,
+		.dev = d,
+		.num_queues = d->nr_queues,
+		.queue_size = vblk_queue_size(d->blk),
+	};
+}
+
 int vblk_dev_create(const struct vblk_dev_params *p, struct vblk_dev **out)
 {
 	struct vblk_dev *d;

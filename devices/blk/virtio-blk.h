@@ -54,6 +54,8 @@ int vblk_dev_create(const struct vblk_dev_params *p, struct vblk_dev **out)
 void vblk_dev_destroy(struct vblk_dev *d);
 /* The ops table to hand to a transport, with @d as its device pointer. */
 const struct virtio_device_ops *vblk_dev_ops(void);
+/* @d as a virtio device (virtio.h): its ops, queues and queue size. */
+void vblk_dev_virtio(struct vblk_dev *d, struct virtio_device *out);
 struct vblk *vblk_dev_blk(struct vblk_dev *d);
 int vblk_dev_queue_stats(struct vblk_dev *d, unsigned int q,
 			 struct vblk_dev_queue_stats *st);

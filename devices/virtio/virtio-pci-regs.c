@@ -117,49 +117,19 @@ static void vpci_set_addr_half(uint64_t *a, bool hi, uint32_t v)
 		*a = (*a & ~0xffffffffull) | v;
 }
 
-/* Write of a whole field (natural width checked by the caller).
- * Context: vCPU thread, t->lock held.  @v is guest-controlled: each case
- * validates it. */
-static void vpci_common_write_field(struct virtio_transport *t, uint32_t off,
-				    uint32_t v)
+/* Write of a whole per-queue field, of the selected queue (natural width
+ * checked by the caller).  Context: vCPU thread, t->lock held.  @v is
+ * guest-controlled: each case validates it. */
+static void vpci_queue_write_field(struct virtio_transport *t, uint32_t off,
+				   uint32_t v)
 {
-	bool qok = t->queue_select < t->nq;
-	struct virtio_queue *q = qok ? &t->queues[t->queue_select] : NULL;
-	struct vpci_vq *vq = qok ? &t->vqs[t->queue_select] : NULL;
+	struct virtio_queue *q;
+	struct vpci_vq *vq;
 
-	switch (off) {
-	case VIRTIO_PCI_COMMON_DFSELECT:
-		t->dfselect = v; /* any value; >= 2 reads 0 */
+	if (t->queue_select >= t->nq)
 		return;
-	case VIRTIO_PCI_COMMON_GFSELECT:
-		t->gfselect = v;
-		return;
-	case VIRTIO_PCI_COMMON_GF:
-		/* Checked against the offer at FEATURES_OK; frozen after. */
-		if (t->gfselect < 2 &&
-		    !(vpci_status(t) & VIRTIO_CONFIG_S_FEATURES_OK))
-			vpci_set_addr_half(&t->driver_features,
-					   t->gfselect == 1, v);
-		return;
-	case VIRTIO_PCI_COMMON_MSIX:
-		/* An unsupported vector reads back NO_VECTOR (4.1.4.3). */
-		__atomic_store_n(&t->config_vector,
-				 v < t->nv ? (uint16_t)v : VIRTIO_NO_VECTOR,
-				 __ATOMIC_SEQ_CST);
-		return;
-	case VIRTIO_PCI_COMMON_STATUS:
-		vpci_write_status(t, (uint8_t)v);
-		return;
-	case VIRTIO_PCI_COMMON_Q_SELECT:
-		t->queue_select = (uint16_t)v; /* >= nq: queue fields read 0 */
-		return;
-	default:
-		break;
-	}
-
-	/* Per-queue registers. */
-	if (!qok)
-		return;
+	q = &t->queues[t->queue_select];
+	vq = &t->vqs[t->queue_select];
 	if (vpci_status(t) & VIRTIO_CONFIG_S_DRIVER_OK) {
 		/* 4.1.4.3.2: the driver must not change a queue while the
 		 * device is live; the rings are already in use. */
@@ -204,6 +174,44 @@ static void vpci_common_write_field(struct virtio_transport *t, uint32_t off,
 		return;
 	default:
 		return; /* read-only */
+	}
+}
+
+/* Write of a whole field (natural width checked by the caller).
+ * Context: vCPU thread, t->lock held.  @v is guest-controlled: each case
+ * validates it. */
+static void vpci_common_write_field(struct virtio_transport *t, uint32_t off,
+				    uint32_t v)
+{
+	switch (off) {
+	case VIRTIO_PCI_COMMON_DFSELECT:
+		t->dfselect = v; /* any value; >= 2 reads 0 */
+		return;
+	case VIRTIO_PCI_COMMON_GFSELECT:
+		t->gfselect = v;
+		return;
+	case VIRTIO_PCI_COMMON_GF:
+		/* Checked against the offer at FEATURES_OK; frozen after. */
+		if (t->gfselect < 2 &&
+		    !(vpci_status(t) & VIRTIO_CONFIG_S_FEATURES_OK))
+			vpci_set_addr_half(&t->driver_features,
+					   t->gfselect == 1, v);
+		return;
+	case VIRTIO_PCI_COMMON_MSIX:
+		/* An unsupported vector reads back NO_VECTOR (4.1.4.3). */
+		__atomic_store_n(&t->config_vector,
+				 v < t->nv ? (uint16_t)v : VIRTIO_NO_VECTOR,
+				 __ATOMIC_SEQ_CST);
+		return;
+	case VIRTIO_PCI_COMMON_STATUS:
+		vpci_write_status(t, (uint8_t)v);
+		return;
+	case VIRTIO_PCI_COMMON_Q_SELECT:
+		t->queue_select = (uint16_t)v; /* >= nq: queue fields read 0 */
+		return;
+	default:
+		vpci_queue_write_field(t, off, v);
+		return;
 	}
 }
 

@@ -122,6 +122,17 @@ struct vpci_params {
 	uint16_t subsystem_id;	   /* 0: the PCI device ID */
 };
 
+/* The device's declaration (virtio.h) into @p: ops, dev, num_queues and
+ * max_queue_size, the same for every device type. */
+static inline void vpci_params_set_device(struct vpci_params *p,
+					  const struct virtio_device *d)
+{
+	p->ops = d->ops;
+	p->dev = d->dev;
+	p->num_queues = d->num_queues;
+	p->max_queue_size = d->queue_size;
+}
+
 struct vpci_stats {
 	uint64_t wiring_commits;    /* transactions committed (or rolled back) */
 	uint64_t wiring_ioctls;     /* KVM ioctls they made */
