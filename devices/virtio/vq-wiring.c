@@ -114,6 +114,17 @@ static int vqw_commit(struct vqw *w, struct wiring_txn *txn)
 	return ret;
 }
 
+/* Commit @txn if anything was staged (@any), else drop it: 0 or -errno
+ * (rolled back as a whole).  Context: owner's lock held. */
+static int vqw_finish(struct vqw *w, struct wiring_txn *txn, bool any)
+{
+	if (!any) {
+		wiring_abort(txn);
+		return 0;
+	}
+	return vqw_commit(w, txn);
+}
+
 /* ---- interrupts ---------------------------------------------------------- */
 
 /*
@@ -345,13 +356,10 @@ static bool vqw_stage_unwire(struct vqw *w, struct wiring_txn *txn,
 void vqw_unwire(struct vqw *w)
 {
 	struct wiring_txn txn;
-	int ret = 0;
+	int ret;
 
 	wiring_begin(&txn, w->p.irq);
-	if (vqw_stage_unwire(w, &txn, true))
-		ret = vqw_commit(w, &txn);
-	else
-		wiring_abort(&txn);
+	ret = vqw_finish(w, &txn, vqw_stage_unwire(w, &txn, true));
 	if (ret) {
 		/*
 		 * The route update failed (KVM_SET_GSI_ROUTING: -ENOMEM) and
@@ -511,11 +519,7 @@ void vqw_drop_kicks(struct vqw *w)
 	struct wiring_txn txn;
 
 	wiring_begin(&txn, w->p.irq);
-	if (!vqw_stage_drop_kicks(w, &txn)) {
-		wiring_abort(&txn);
-		return;
-	}
-	if (vqw_commit(w, &txn))
+	if (vqw_finish(w, &txn, vqw_stage_drop_kicks(w, &txn)))
 		vqw_log(w, &w->log_kvm, VMM_LOG_ERROR,
 			"removing the notify ioeventfds failed");
 	for (unsigned int i = 0; i < w->p.nq; i++)
@@ -542,11 +546,7 @@ int vqw_place_kicks(struct vqw *w, uint64_t base, uint32_t stride)
 		wiring_ioeventfd(&txn, fd, addr, vqw_kick_len(w), false, true);
 		any = true;
 	}
-	if (!any) {
-		wiring_abort(&txn);
-		return 0;
-	}
-	ret = vqw_commit(w, &txn);
+	ret = vqw_finish(w, &txn, any);
 	if (ret)
 		return ret; /* rolled back: still where they were */
 	for (unsigned int i = 0; i < w->p.nq; i++)
@@ -581,11 +581,7 @@ void vqw_drop_zones(struct vqw *w)
 	wiring_begin(&txn, w->p.irq);
 	for (unsigned int z = 0; z < w->p.nr_zones; z++)
 		any |= vqw_stage_zone(w, &txn, z, VQW_UNWIRED);
-	if (!any) {
-		wiring_abort(&txn);
-		return;
-	}
-	if (vqw_commit(w, &txn))
+	if (vqw_finish(w, &txn, any))
 		vqw_log(w, &w->log_kvm, VMM_LOG_ERROR,
 			"removing the coalesced zones failed");
 	for (unsigned int z = 0; z < w->p.nr_zones; z++)
@@ -598,11 +594,7 @@ int vqw_move_zone(struct vqw *w, unsigned int z, uint64_t want)
 	int ret;
 
 	wiring_begin(&txn, w->p.irq);
-	if (!vqw_stage_zone(w, &txn, z, want)) {
-		wiring_abort(&txn);
-		return 0;
-	}
-	ret = vqw_commit(w, &txn);
+	ret = vqw_finish(w, &txn, vqw_stage_zone(w, &txn, z, want));
 	if (!ret)
 		w->zone_gpa[z] = want;
 	return ret;
@@ -619,11 +611,7 @@ int vqw_place_zones(struct vqw *w, const uint64_t *want)
 	wiring_begin(&txn, w->p.irq);
 	for (unsigned int z = 0; z < w->p.nr_zones; z++)
 		any |= vqw_stage_zone(w, &txn, z, want[z]);
-	if (!any) {
-		wiring_abort(&txn);
-		return 0;
-	}
-	ret = vqw_commit(w, &txn);
+	ret = vqw_finish(w, &txn, any);
 	if (ret)
 		return ret; /* rolled back: still where they were */
 	for (unsigned int z = 0; z < w->p.nr_zones; z++)
