@@ -23,7 +23,7 @@
 
 #include "blk/vblk.h"
 #include "blk/virtio-blk.h"
-#include "console.h"
+#include "serial-host.h"
 #include "console/vcon.h"
 #include "irq.h"
 #include "iothread.h"
@@ -117,7 +117,7 @@ void machine_guest_exit(void *opaque, uint32_t status)
 
 void machine_console_output(void *opaque, const uint8_t *buf, size_t len)
 {
-	console_write(opaque, buf, len);
+	serial_host_write(opaque, buf, len);
 }
 
 /* Context: console thread.  Guest input for the platform's UART. */
@@ -134,7 +134,7 @@ static void machine_console_failed(void *opaque)
 
 static int machine_setup_devices(struct vmm *vm, struct machine *m)
 {
-	struct console_params cp = {
+	struct serial_host_params cp = {
 		.in_fd = vm->console_in,
 		.out_fd = vm->console_out,
 		.push_input = machine_console_input,
@@ -144,7 +144,7 @@ static int machine_setup_devices(struct vmm *vm, struct machine *m)
 	};
 	int ret;
 
-	ret = console_create(&cp, &m->console);
+	ret = serial_host_create(&cp, &m->console);
 	if (ret)
 		return ret;
 	ret = machine_arch_setup_devices(vm, m);
@@ -552,7 +552,7 @@ int machine_start(struct vmm *vm)
 	ret = machine_confine_iothreads(vm, m);
 	if (ret)
 		goto err;
-	ret = console_start(m->console);
+	ret = serial_host_start(m->console);
 	if (ret)
 		goto err;
 	/* After the start hook: threads confined before a uid drop would
@@ -593,7 +593,7 @@ void machine_join(struct vmm *vm)
 		vpci_shutdown(m->ports_transport);
 	/* Last: the guest's final output is flushed (for a bounded time). */
 	if (m)
-		console_stop(m->console);
+		serial_host_stop(m->console);
 }
 
 void machine_destroy(struct vmm *vm)
@@ -616,7 +616,7 @@ void machine_destroy(struct vmm *vm)
 		if (m->pci)
 			pci_bus_destroy(m->pci);
 		machine_arch_destroy(vm, m);
-		console_destroy(m->console);
+		serial_host_destroy(m->console);
 		free(m);
 		vm->machine = NULL;
 	}
@@ -725,11 +725,11 @@ int machine_kvm_stats(struct vmm *vm, struct vmm_kvm_stats *st)
 void machine_console_stats(struct vmm *vm, struct vmm_console_stats *st)
 {
 	struct machine *m = vm->machine;
-	struct console_stats cs;
+	struct serial_host_stats cs;
 
 	if (!m || !m->console)
 		return;
-	console_get_stats(m->console, &cs);
+	serial_host_get_stats(m->console, &cs);
 	st->bytes_out = cs.bytes_out;
 	st->bytes_dropped = cs.bytes_dropped;
 	st->bytes_in = cs.bytes_in;

@@ -31,7 +31,7 @@
 #include "arm64/fdt.h"
 #include "arm64/gic.h"
 #include "arm64/loader.h"
-#include "arm64/vcpu_init.h"
+#include "arm64/vcpu-init.h"
 #include "kvm.h"
 #include "log.h"
 #include "machine_int.h"
