@@ -428,6 +428,16 @@ const struct virtio_device_ops *virtio_blk_ops(void)
 	return &virtio_blk_ops_table;
 }
 
+void virtio_blk_virtio(struct virtio_blk *d, struct virtio_device *out)
+{
+	*out = (struct virtio_device){
+		.ops = &virtio_blk_ops_table,
+		.dev = d,
+		.num_queues = d->nr_queues,
+		.queue_size = vblk_queue_size(d->blk),
+	};
+}
+
 int virtio_blk_create(const struct virtio_blk_params *p, struct virtio_blk **out)
 {
 	struct virtio_blk *d;

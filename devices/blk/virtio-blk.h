@@ -54,6 +54,8 @@ int virtio_blk_create(const struct virtio_blk_params *p, struct virtio_blk **out
 void virtio_blk_destroy(struct virtio_blk *d);
 /* The ops table to hand to a transport, with @d as its device pointer. */
 const struct virtio_device_ops *virtio_blk_ops(void);
+/* @d as a virtio device (virtio.h): its ops, queues and queue size. */
+void virtio_blk_virtio(struct virtio_blk *d, struct virtio_device *out);
 int virtio_blk_queue_stats(struct virtio_blk *d, unsigned int q,
 			 struct virtio_blk_queue_stats *st);
 

@@ -411,11 +411,12 @@ bool vcon_thread_sync(struct vcon_thread *t)
 	return !quit;
 }
 
-void *vcon_thread_main(void *arg)
+/* The device thread's own setup, reported to thread_start() (which waits
+ * for it).  0 or the embedder's thread_init() error.  Context: @t's
+ * thread, first thing. */
+static int thread_setup_self(struct vcon_thread *t)
 {
-	struct vcon_thread *t = arg;
 	struct vcon *c = t->c;
-	struct vcon_port *p = t->port;
 	sigset_t pipe;
 	char name[16];
 	int ret = 0;
@@ -425,8 +426,8 @@ void *vcon_thread_main(void *arg)
 	sigemptyset(&pipe);
 	sigaddset(&pipe, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &pipe, NULL);
-	if (p)
-		snprintf(name, sizeof(name), "vmm-port%u", p->id);
+	if (t->port)
+		snprintf(name, sizeof(name), "vmm-port%u", t->port->id);
 	else
 		snprintf(name, sizeof(name), "vmm-portctl");
 	pthread_setname_np(pthread_self(), name);
@@ -437,9 +438,17 @@ void *vcon_thread_main(void *arg)
 	t->init_ret = ret;
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);
-	if (ret)
-		return NULL;
+	return ret;
+}
 
+void *vcon_thread_main(void *arg)
+{
+	struct vcon_thread *t = arg;
+	struct vcon *c = t->c;
+	struct vcon_port *p = t->port;
+
+	if (thread_setup_self(t))
+		return NULL;
 	while (vcon_thread_sync(t)) {
 		struct pollfd pfd[4];
 		int nfd = 0, kick_rx = -1, kick_tx = -1, in = -1;

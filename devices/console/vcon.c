@@ -202,6 +202,16 @@ unsigned int vcon_num_queues(const struct vcon *c)
 	return c->nr_queues;
 }
 
+void vcon_virtio(struct vcon *c, struct virtio_device *out)
+{
+	*out = (struct virtio_device){
+		.ops = &vcon_ops,
+		.dev = c,
+		.num_queues = c->nr_queues,
+		.queue_size = VCON_QUEUE_SIZE,
+	};
+}
+
 /* ---- life cycle ---------------------------------------------------------- */
 
 static void close_param_fds(const struct vcon_params *p)

@@ -59,7 +59,7 @@
 /* Queues of a device with @nr_ports ports (port 0, control, ports 1..). */
 #define VCON_NUM_QUEUES(nr_ports) (2u * ((nr_ports) + 1u))
 #define VCON_MAX_NAME 127u   /* bytes of a port name, NUL excluded */
-#define VCON_QUEUE_SIZE 128u /* like QEMU's virtio-serial */
+#define VCON_QUEUE_SIZE 128u
 /* How long a stop keeps writing out queued guest output (see above). */
 #define VCON_STOP_FLUSH_MS 500u
 
@@ -91,6 +91,8 @@ int vcon_create(const struct vcon_params *p, struct vcon **out) __must_check;
 /* Number of virtqueues the transport must provide: 2 * (nr_ports + 1). */
 unsigned int vcon_num_queues(const struct vcon *c);
 const struct virtio_device_ops *vcon_dev_ops(void);
+/* @c as a virtio device (virtio.h): its ops, its queues, VCON_QUEUE_SIZE. */
+void vcon_virtio(struct vcon *c, struct virtio_device *out);
 
 /* Start the device threads.  0 or -errno (then none runs). */
 int vcon_start_threads(struct vcon *c) __must_check;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Paravirtual exit device: one 32-bit I/O port (VMM_EXIT_PORT, 0xf4) through
- * which the guest hands the VMM an exit status and ends the VM, the way
- * QEMU's isa-debug-exit is used by test kernels (but the value is reported
- * as written, not as (value << 1) | 1).
+ * which the guest hands the VMM an exit status and ends the VM, as test
+ * kernels use a debug-exit port (the value is reported as written, not as
+ * (value << 1) | 1).
  *
  * A write of 1, 2 or 4 bytes at the port base (an `outb`/`outw`/`outl`)
  * calls exit(opaque, value) with the value zero-extended to 32 bits.  Writes

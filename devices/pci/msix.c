@@ -27,11 +27,6 @@ bool msix_enabled(const struct msix *m)
 	return __atomic_load_n(&m->enabled, __ATOMIC_SEQ_CST);
 }
 
-bool msix_bus_master(const struct msix *m)
-{
-	return __atomic_load_n(&m->master, __ATOMIC_SEQ_CST);
-}
-
 bool msix_vector_masked(const struct msix *m, unsigned int vec)
 {
 	uint32_t ctrl;

@@ -18,7 +18,7 @@
  *
  * Bus mastering.  An MSI-X message is a memory write by the function, so
  * with COMMAND.MASTER clear it sends none (PCI: a function without bus
- * mastering issues no requests; QEMU drops them).  Here every vector
+ * mastering issues no requests).  Here every vector
  * counts as masked while MASTER is clear: an interrupt raised meanwhile
  * is latched in the PBA, as for a masked vector, and sent when mastering
  * comes back (if the vector is unmasked then), never lost.  The owner
@@ -132,8 +132,6 @@ bool msix_bar_access(struct msix *m, uint64_t off, void *data, uint32_t len,
 		     bool is_write);
 
 bool msix_enabled(const struct msix *m);
-/* Whether the function may send MSI-X messages (COMMAND.MASTER). */
-bool msix_bus_master(const struct msix *m);
 /* Entry masked || function masked || MSI-X disabled || bus mastering off
  * (or @vec out of range). */
 bool msix_vector_masked(const struct msix *m, unsigned int vec);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * PCI bus 0, configuration mechanism #1, BAR allocation and mapping (see
- * pci.h).  Config space is an array of bytes plus a write mask, as in QEMU's
- * pci.c: a guest write only changes the bits its mask allows, which gives
+ * pci.h).  Config space is an array of bytes plus a write mask: a guest
+ * write only changes the bits its mask allows, which gives
  * read-only registers and the BAR sizing protocol (all-ones reads back the
  * size mask) for free.
  */
@@ -282,6 +282,45 @@ static void pci_notify_moves(struct pci_bus *bus,
 	}
 }
 
+
+/* Map BAR @i of the device at @devfn where its register says, if it is
+ * unmapped (it was at @old before this sync).  Bus lock held. */
+static void pci_map_wanted(struct pci_bus *bus, unsigned int devfn,
+			   unsigned int i, uint64_t old)
+{
+	struct pci_device *dev = bus->devs[devfn];
+	struct pci_bar *b = &dev->bars[i];
+	uint64_t want = b->size ? pci_bar_wanted(dev, i) : PCI_BAR_UNMAPPED;
+	char subject[16];
+	int ret;
+
+	if (want == PCI_BAR_UNMAPPED || b->mapped_gpa != PCI_BAR_UNMAPPED)
+		return;
+	ret = iobus_register(bus->mmio, want, b->size, b->fn, b->opaque);
+	if (!ret) {
+		b->mapped_gpa = want;
+		b->failed_gpa = PCI_BAR_UNMAPPED;
+		/* Moved by this write: its owner never heard it was unmapped
+		 * (one bar_moved() moves it), so nothing is parked.  Mapped
+		 * again after being parked: it stays parked until the ranges
+		 * mapped now are taken (pci_sync_bars()). */
+		if (old != PCI_BAR_UNMAPPED)
+			b->parked_gpa = PCI_BAR_UNMAPPED;
+		return;
+	}
+	if (b->failed_gpa == want)
+		return;
+	/* Guest-chosen address: refuse, don't crash.  Logged once per
+	 * address, and rate-limited (a guest can try every address). */
+	b->failed_gpa = want;
+	snprintf(subject, sizeof(subject), "pci 00:%02x.%u", devfn >> 3,
+		 devfn & 7);
+	log_limited(&bus->bar_log, VMM_LOG_WARN, subject,
+		    "BAR%u at 0x%llx+0x%llx overlaps another range (%d); left "
+		    "unmapped", i, (unsigned long long)want,
+		    (unsigned long long)b->size, ret);
+}
+
 /*
  * Bring every BAR's MMIO registration in line with the config registers.
  * All devices are visited, not only the one written: a BAR left unmapped
@@ -318,43 +357,8 @@ static void pci_sync_bars(struct pci_bus *bus)
 	for (unsigned int s = 0; s < PCI_MAX_DEVFNS; s++) {
 		struct pci_device *dev = bus->devs[s];
 
-		for (unsigned int i = 0; dev && i < PCI_NUM_BARS; i++) {
-			struct pci_bar *b = &dev->bars[i];
-			uint64_t want = b->size ? pci_bar_wanted(dev, i) :
-						  PCI_BAR_UNMAPPED;
-			int ret;
-
-			if (want == PCI_BAR_UNMAPPED ||
-			    b->mapped_gpa != PCI_BAR_UNMAPPED)
-				continue;
-			ret = iobus_register(bus->mmio, want, b->size, b->fn,
-					     b->opaque);
-			if (!ret) {
-				b->mapped_gpa = want;
-				b->failed_gpa = PCI_BAR_UNMAPPED;
-				/* Moved by this write: its owner never heard
-				 * it was unmapped (one bar_moved() moves it),
-				 * so nothing is parked.  Mapped again after
-				 * being parked: it stays parked until the
-				 * ranges mapped now are taken, below. */
-				if (old[s][i] != PCI_BAR_UNMAPPED)
-					b->parked_gpa = PCI_BAR_UNMAPPED;
-			} else if (b->failed_gpa != want) {
-				/* Guest-chosen address: refuse, don't crash.
-				 * Logged once per address, and rate-limited
-				 * (a guest can try every address). */
-				char subject[16];
-
-				b->failed_gpa = want;
-				snprintf(subject, sizeof(subject), "pci 00:%02x.%u", s >> 3,
-					 s & 7);
-				log_limited(&bus->bar_log, VMM_LOG_WARN, subject,
-					    "BAR%u at 0x%llx+0x%llx overlaps "
-					    "another range (%d); left unmapped",
-					    i, (unsigned long long)want,
-					    (unsigned long long)b->size, ret);
-			}
-		}
+		for (unsigned int i = 0; dev && i < PCI_NUM_BARS; i++)
+			pci_map_wanted(bus, s, i, old[s][i]);
 	}
 	pci_notify_moves(bus, old, BAR_UNMAPPED);
 	for (unsigned int s = 0; s < PCI_MAX_DEVFNS; s++) {
@@ -688,38 +692,29 @@ void pci_bus_set_reset_handler(struct pci_bus *bus, void (*fn)(void *opaque),
 	pthread_mutex_unlock(&bus->lock);
 }
 
-int pci_register_device(struct pci_bus *bus, struct pci_device *dev)
+/* A free devfn, slot-major: devices registered in order get ascending
+ * devfns, the order a guest enumerates (and names) them in.  Function 0 is
+ * tried first, so a function > 0 is only used beside a function 0 (a guest
+ * scans the others only when function 0 says it is multi-function).
+ * Returns it, or -ENOSPC.  Bus lock held. */
+static int pci_free_devfn(struct pci_bus *bus)
 {
-	unsigned int slot, fn = 0, devfn, i;
+	for (unsigned int slot = 1; slot < PCI_MAX_SLOTS; slot++)
+		for (unsigned int fn = 0; fn < bus->fns_per_slot; fn++)
+			if (!bus->devs[PCI_DEVFN(slot, fn)])
+				return (int)PCI_DEVFN(slot, fn);
+	return -ENOSPC;
+}
+
+/* Give each of @dev's BARs an address and map it.  By hand rather than
+ * through pci_sync_bars(), which would only log a collision with a
+ * non-PCI range.  0 or -errno, with nothing left allocated or mapped.
+ * Bus lock held. */
+static int pci_place_bars(struct pci_bus *bus, struct pci_device *dev)
+{
+	unsigned int i;
 	int ret = 0;
 
-	if (!bus || !dev || dev->bus)
-		return -EINVAL;
-	pthread_mutex_lock(&bus->lock);
-	/*
-	 * Slot-major: devices registered in order get ascending devfns, the
-	 * order a guest enumerates (and names) them in.  Function 0 is tried
-	 * first, so a function > 0 is only used beside a function 0 (a guest
-	 * scans the others only when function 0 says it is multi-function).
-	 */
-	for (slot = 1; slot < PCI_MAX_SLOTS; slot++) {
-		for (fn = 0; fn < bus->fns_per_slot; fn++)
-			if (!bus->devs[PCI_DEVFN(slot, fn)])
-				break;
-		if (fn < bus->fns_per_slot)
-			break;
-	}
-	if (slot == PCI_MAX_SLOTS) {
-		ret = -ENOSPC;
-		goto out;
-	}
-	/* BAR registers start at 0 (unallocated), so the device can sit in
-	 * its slot while its own BARs are placed one by one. */
-	for (i = 0; i < PCI_NUM_BARS; i++)
-		if (dev->bars[i].size)
-			pci_set_bar_addr(dev, i, 0);
-	devfn = PCI_DEVFN(slot, fn);
-	bus->devs[devfn] = dev;
 	for (i = 0; i < PCI_NUM_BARS; i++) {
 		struct pci_bar *b = &dev->bars[i];
 		uint64_t gpa;
@@ -729,12 +724,10 @@ int pci_register_device(struct pci_bus *bus, struct pci_device *dev)
 		gpa = pci_alloc(bus, b->size, b->flags & PCI_BAR_64);
 		if (gpa == PCI_BAR_UNMAPPED) {
 			ret = -ENOSPC;
-			goto err_slot;
+			goto err_addr;
 		}
 		pci_set_bar_addr(dev, i, gpa);
 	}
-	/* Map each BAR by hand first to report collisions with non-PCI
-	 * ranges; pci_sync_bars() would only log them. */
 	for (i = 0; i < PCI_NUM_BARS; i++) {
 		struct pci_bar *b = &dev->bars[i];
 
@@ -746,6 +739,47 @@ int pci_register_device(struct pci_bus *bus, struct pci_device *dev)
 			goto err_unmap;
 		b->mapped_gpa = pci_bar_addr(dev, i);
 		pci_take_parked(bus, b, b->mapped_gpa, b->size);
+	}
+	return 0;
+
+err_unmap:
+	while (i-- > 0) {
+		if (dev->bars[i].mapped_gpa != PCI_BAR_UNMAPPED)
+			iobus_unregister(bus->mmio, dev->bars[i].mapped_gpa);
+		dev->bars[i].mapped_gpa = PCI_BAR_UNMAPPED;
+	}
+err_addr:
+	for (i = 0; i < PCI_NUM_BARS; i++)
+		if (dev->bars[i].size)
+			pci_set_bar_addr(dev, i, 0);
+	return ret;
+}
+
+int pci_register_device(struct pci_bus *bus, struct pci_device *dev)
+{
+	unsigned int slot, fn;
+	int devfn, ret;
+
+	if (!bus || !dev || dev->bus)
+		return -EINVAL;
+	pthread_mutex_lock(&bus->lock);
+	devfn = pci_free_devfn(bus);
+	if (devfn < 0) {
+		ret = devfn;
+		goto out;
+	}
+	slot = (unsigned int)devfn >> 3;
+	fn = (unsigned int)devfn & 7;
+	/* BAR registers start at 0 (unallocated), so the device can sit in
+	 * its slot while its own BARs are placed one by one. */
+	for (unsigned int i = 0; i < PCI_NUM_BARS; i++)
+		if (dev->bars[i].size)
+			pci_set_bar_addr(dev, i, 0);
+	bus->devs[devfn] = dev;
+	ret = pci_place_bars(bus, dev);
+	if (ret) {
+		bus->devs[devfn] = NULL;
+		goto out;
 	}
 	dev->bus = bus;
 	dev->slot = slot;
@@ -765,23 +799,10 @@ int pci_register_device(struct pci_bus *bus, struct pci_device *dev)
 	pci_cfg_set16(dev, PCI_CFG_COMMAND,
 		      pci_cfg_get16(dev, PCI_CFG_COMMAND) | PCI_CMD_MEM |
 			      PCI_CMD_MASTER);
-	for (i = 0; i < PCI_NUM_BARS; i++)
+	for (unsigned int i = 0; i < PCI_NUM_BARS; i++)
 		if (dev->bars[i].size && dev->ops && dev->ops->bar_moved)
 			dev->ops->bar_moved(dev, i, PCI_BAR_UNMAPPED,
 					    dev->bars[i].mapped_gpa);
-	goto out;
-
-err_unmap:
-	while (i-- > 0) {
-		if (dev->bars[i].mapped_gpa != PCI_BAR_UNMAPPED)
-			iobus_unregister(bus->mmio, dev->bars[i].mapped_gpa);
-		dev->bars[i].mapped_gpa = PCI_BAR_UNMAPPED;
-	}
-err_slot:
-	for (i = 0; i < PCI_NUM_BARS; i++)
-		if (dev->bars[i].size)
-			pci_set_bar_addr(dev, i, 0);
-	bus->devs[devfn] = NULL;
 out:
 	pthread_mutex_unlock(&bus->lock);
 	return ret;

@@ -79,9 +79,9 @@
 #define PCI_CAPID_VNDR 0x09
 #define PCI_CAPID_MSIX 0x11
 
-/* Host bridge identity: Intel "virtual PCIe host" IDs, as Cloud Hypervisor
- * and Firecracker use (any vendor works; Linux's pci_sanity_check() accepts
- * a bus whose device has class HOST bridge). */
+/* Host bridge identity: Intel's "virtual PCIe host" IDs (any vendor works;
+ * Linux's pci_sanity_check() accepts a bus whose device has class HOST
+ * bridge). */
 #define PCI_HOST_VENDOR 0x8086
 #define PCI_HOST_DEVICE 0x0d57
 #define PCI_CLASS_HOST_BRIDGE 0x060000

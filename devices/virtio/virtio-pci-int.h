@@ -1,15 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Inside the virtio-pci transport: the state its three files share.
- * virtio-pci.c (the status state machine, create/destroy; its top comment
- * has the BAR choice and the locking rules), virtio-pci-regs.c (what the
- * driver reads and writes: common configuration, the BAR, PCI
- * configuration space hooks) and virtio-pci-irq.c (interrupt delivery and
- * the KVM wiring: routes, irqfds, notify ioeventfds).
+ * Inside the virtio-pci transport: the state its four files share.  They
+ * call one way, top to bottom:
+ *  - virtio-pci.c: create/destroy/shutdown, statistics (its top comment
+ *    has the BAR choice and the locking rules);
+ *  - virtio-pci-regs.c: what the driver reads and writes (common
+ *    configuration, the BAR, PCI configuration space hooks, bus mastering);
+ *  - virtio-pci-status.c: the device status state machine (reset,
+ *    FEATURES_OK, DRIVER_OK);
+ *  - virtio-pci-irq.c: logging, interrupt delivery, and where the queues'
+ *    KVM wiring goes with the BAR.
+ * The wiring itself (ioeventfds, routes, irqfds, zones, lazy MSI route
+ * refreshes) is vq-wiring.c, which knows no PCI.
  */
 #ifndef VMM_VIRTIO_PCI_INT_H
 #define VMM_VIRTIO_PCI_INT_H
 
+#include <linux/virtio_config.h>
+#include <linux/virtio_pci.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -18,6 +26,7 @@
 #include "log.h"
 #include "pci/msix.h"
 #include "virtio/virtio-pci.h"
+#include "virtio/vq-wiring.h"
 
 /* Transport features we do not implement (virtio 1.2 section 6): never
  * offered, whatever the device says. */
@@ -39,10 +48,12 @@
 #define VPCI_CLASS_COMM_OTHER 0x078000
 #define VPCI_CLASS_OTHER 0xff0000
 
-#define VPCI_UNWIRED UINT64_MAX /* no ioeventfd registered */
-
-/* The coalesced MMIO zones of a transport (vpci_place_zone()). */
+/* The coalesced MMIO zones of a transport (vpci_place_zones()): the
+ * common configuration's queue registers and the MSI-X table. */
 enum { VPCI_ZONE_QREGS, VPCI_ZONE_TABLE, VPCI_NR_ZONES };
+#define VPCI_QREGS_OFF (VPCI_COMMON_OFF + VIRTIO_PCI_COMMON_Q_SELECT)
+#define VPCI_QREGS_LEN \
+	(VIRTIO_PCI_COMMON_Q_USEDHI + 4 - VIRTIO_PCI_COMMON_Q_SELECT)
 
 #define VPCI_CAP_VNDR_LEN 16	/* struct virtio_pci_cap */
 #define VPCI_CAP_NOTIFY_LEN 20	/* struct virtio_pci_notify_cap */
@@ -55,32 +66,7 @@ struct vpci_vq {
 	 * write, the addresses by virtq_start() at DRIVER_OK. */
 	uint16_t size;
 	uint64_t desc, avail, used;
-	/* Wiring (t->lock). */
-	uint64_t kick_addr; /* where kick_fd is an ioeventfd, or VPCI_UNWIRED
-			       (see "Notify ioeventfds" above vpci_place_kicks()) */
-	bool irq_wired;	    /* route + irqfd installed for gsi/call_fd */
 	uint64_t interrupts; /* __atomic only */
-};
-
-/* One MSI-X vector as the queues' KVM routes see it. */
-struct vpci_vec {
-	/* t->lock. */
-	unsigned int users; /* wired queues using it */
-	int fire_fd;	    /* call_fd of one of them */
-	uint64_t addr;	    /* message installed in their routes */
-	uint32_t data;
-	bool flush;	    /* scratch for vpci_flush_routes() */
-	uint64_t new_addr;
-	uint32_t new_data;
-	/* Mask state at the last vector_changed call: an unmask is a change
-	 * from masked to unmasked (t->lock). */
-	bool seen_masked;
-	/* __atomic only: the table message differs from the routes.  Set
-	 * and cleared under t->lock, read by virtio_queue_notify(). */
-	uint8_t dirty;
-	/* __atomic only: interrupts sent with KVM_SIGNAL_MSI since the
-	 * vector became dirty (a heuristic: races only shift the flush). */
-	uint32_t dirty_uses;
 };
 
 struct virtio_transport {
@@ -94,8 +80,6 @@ struct virtio_transport {
 	void *dev;
 	unsigned int nq, nv;
 	uint16_t max_qsize;
-	bool any_len;
-	bool per_vector; /* vpci_params.per_vector_wiring */
 	uint64_t host_features;
 	uint32_t bar_size, notify_len;
 	unsigned int pcicfg_cap;
@@ -103,26 +87,21 @@ struct virtio_transport {
 	/* Protects the fields up to the atomics below (see top of file). */
 	pthread_mutex_t lock;
 	uint64_t bar_gpa; /* from bar_moved(); PCI_BAR_UNMAPPED if off */
-	/* Coalesced registers ("Coalesced registers" in virtio-pci-irq.c):
-	 * wanted and still possible (cleared for good when KVM refuses), and
-	 * where each zone is registered (VPCI_UNWIRED: nowhere). */
-	bool coalesce;
-	uint64_t zone_gpa[VPCI_NR_ZONES];
+	/* The queues' KVM wiring (vq-wiring.h): notify ioeventfds, routes
+	 * and irqfds, coalesced zones; w.live: wired (and started, unless
+	 * bus mastering is off). */
+	struct vqw w;
 	uint32_t dfselect, gfselect;
 	uint64_t driver_features;
 	uint16_t queue_select;
-	bool live;    /* wired (and started, unless bus mastering is off) */
 	bool started; /* ops->start() succeeded, ops->stop() not called yet */
 	bool master;  /* COMMAND.MASTER as last seen (see vpci_bus_master()) */
-	unsigned int nr_dirty;
 	struct virtio_queue *queues; /* [nq], handed to ops->start() */
 	struct vpci_vq *vqs;	     /* [nq] */
-	struct vpci_vec *vecs;	     /* [nv] */
 
 	/* __atomic only.  Written by the driver path under t->lock and by
 	 * virtio_transport_needs_reset() from any thread. */
 	uint8_t status;
-	uint64_t lazy_next_ns;	/* no I/O-thread route flush before this */
 	uint8_t generation;
 	uint8_t isr;
 	uint16_t config_vector;
@@ -137,9 +116,7 @@ struct virtio_transport {
 	struct log_limit log_reset;  /* "device needs reset: ..." */
 	struct log_limit log_driver; /* driver mistakes: bad ring, features,
 					register misuse */
-	struct log_limit log_msi;    /* MSI deliveries KVM refused */
-	struct log_limit log_kvm;    /* wiring KVM refused (host trouble a
-					guest can repeat at will) */
+	/* The wiring's own: w.log_msi, w.log_kvm. */
 };
 
 static inline uint64_t vpci_now_ns(void)
@@ -155,10 +132,6 @@ static inline void stat_add(uint64_t *c, uint64_t n)
 	/* Relaxed: a statistic, orders nothing. */
 	__atomic_fetch_add(c, n, __ATOMIC_RELAXED);
 }
-
-/* A guest-triggerable message, rate-limited through @l. */
-void vpci_log(struct virtio_transport *t, struct log_limit *l, int level,
-	      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 static inline uint8_t vpci_status(const struct virtio_transport *t)
 {
@@ -179,22 +152,22 @@ static inline void vpci_store_status(struct virtio_transport *t, uint8_t val)
 		;
 }
 
-/* virtio-pci-irq.c: interrupt delivery and KVM wiring */
-void vpci_deliver(struct virtio_transport *t, unsigned int vec);
-void vpci_drop_kicks(struct virtio_transport *t);
-void vpci_drop_zone(struct virtio_transport *t);
-int vpci_go_live(struct virtio_transport *t, const char **why);
-void vpci_place_kicks(struct virtio_transport *t);
-void vpci_place_zone(struct virtio_transport *t);
-void vpci_set_needs_reset(struct virtio_transport *t, const char *why);
-int vpci_unzone_table(struct virtio_transport *t);
+/* virtio-pci-irq.c: logging, interrupt delivery, and where the wiring
+ * goes (the bottom of the transport: calls only vq-wiring and msix) */
+void vpci_log(struct virtio_transport *t, struct log_limit *l, int level,
+	      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+extern const struct vqw_owner_ops vpci_wiring_ops;
 extern const struct virtio_transport_ops vpci_transport_ops;
-void vpci_unwire(struct virtio_transport *t);
+void vpci_deliver(struct virtio_transport *t, unsigned int vec);
+void vpci_set_needs_reset(struct virtio_transport *t, const char *why);
 void vpci_vector_changed(void *opaque, unsigned int vec);
-void vpci_write_eventfd(int fd);
+void vpci_place_kicks(struct virtio_transport *t);
+void vpci_place_zones(struct virtio_transport *t);
+void vpci_drop_wiring(struct virtio_transport *t);
 
-/* virtio-pci.c: the device status state machine */
+/* virtio-pci-status.c: the device status state machine */
 void vpci_queue_defaults(struct virtio_transport *t);
+void vpci_unwire(struct virtio_transport *t);
 void vpci_stop(struct virtio_transport *t);
 void vpci_write_status(struct virtio_transport *t, uint8_t val);
 

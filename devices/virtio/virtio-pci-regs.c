@@ -3,8 +3,8 @@
  * virtio-pci transport: the register file -- the common configuration
  * structure, the BAR (common, ISR, device-specific, notify) and the PCI
  * configuration space hooks (the PCI_CFG capability window, bus
- * mastering, BAR moves), see virtio-pci-int.h; the locking rules are at
- * the top of virtio-pci.c.
+ * mastering, BAR moves), see virtio-pci-int.h for the files' order; the
+ * locking rules are at the top of virtio-pci.c.
  */
 #include <errno.h>
 #include <linux/virtio_config.h>
@@ -117,49 +117,19 @@ static void vpci_set_addr_half(uint64_t *a, bool hi, uint32_t v)
 		*a = (*a & ~0xffffffffull) | v;
 }
 
-/* Write of a whole field (natural width checked by the caller).
- * Context: vCPU thread, t->lock held.  @v is guest-controlled: each case
- * validates it. */
-static void vpci_common_write_field(struct virtio_transport *t, uint32_t off,
-				    uint32_t v)
+/* Write of a whole per-queue field, of the selected queue (natural width
+ * checked by the caller).  Context: vCPU thread, t->lock held.  @v is
+ * guest-controlled: each case validates it. */
+static void vpci_queue_write_field(struct virtio_transport *t, uint32_t off,
+				   uint32_t v)
 {
-	bool qok = t->queue_select < t->nq;
-	struct virtio_queue *q = qok ? &t->queues[t->queue_select] : NULL;
-	struct vpci_vq *vq = qok ? &t->vqs[t->queue_select] : NULL;
+	struct virtio_queue *q;
+	struct vpci_vq *vq;
 
-	switch (off) {
-	case VIRTIO_PCI_COMMON_DFSELECT:
-		t->dfselect = v; /* any value; >= 2 reads 0 */
+	if (t->queue_select >= t->nq)
 		return;
-	case VIRTIO_PCI_COMMON_GFSELECT:
-		t->gfselect = v;
-		return;
-	case VIRTIO_PCI_COMMON_GF:
-		/* Checked against the offer at FEATURES_OK; frozen after. */
-		if (t->gfselect < 2 &&
-		    !(vpci_status(t) & VIRTIO_CONFIG_S_FEATURES_OK))
-			vpci_set_addr_half(&t->driver_features,
-					   t->gfselect == 1, v);
-		return;
-	case VIRTIO_PCI_COMMON_MSIX:
-		/* An unsupported vector reads back NO_VECTOR (4.1.4.3). */
-		__atomic_store_n(&t->config_vector,
-				 v < t->nv ? (uint16_t)v : VIRTIO_NO_VECTOR,
-				 __ATOMIC_SEQ_CST);
-		return;
-	case VIRTIO_PCI_COMMON_STATUS:
-		vpci_write_status(t, (uint8_t)v);
-		return;
-	case VIRTIO_PCI_COMMON_Q_SELECT:
-		t->queue_select = (uint16_t)v; /* >= nq: queue fields read 0 */
-		return;
-	default:
-		break;
-	}
-
-	/* Per-queue registers. */
-	if (!qok)
-		return;
+	q = &t->queues[t->queue_select];
+	vq = &t->vqs[t->queue_select];
 	if (vpci_status(t) & VIRTIO_CONFIG_S_DRIVER_OK) {
 		/* 4.1.4.3.2: the driver must not change a queue while the
 		 * device is live; the rings are already in use. */
@@ -204,6 +174,44 @@ static void vpci_common_write_field(struct virtio_transport *t, uint32_t off,
 		return;
 	default:
 		return; /* read-only */
+	}
+}
+
+/* Write of a whole field (natural width checked by the caller).
+ * Context: vCPU thread, t->lock held.  @v is guest-controlled: each case
+ * validates it. */
+static void vpci_common_write_field(struct virtio_transport *t, uint32_t off,
+				    uint32_t v)
+{
+	switch (off) {
+	case VIRTIO_PCI_COMMON_DFSELECT:
+		t->dfselect = v; /* any value; >= 2 reads 0 */
+		return;
+	case VIRTIO_PCI_COMMON_GFSELECT:
+		t->gfselect = v;
+		return;
+	case VIRTIO_PCI_COMMON_GF:
+		/* Checked against the offer at FEATURES_OK; frozen after. */
+		if (t->gfselect < 2 &&
+		    !(vpci_status(t) & VIRTIO_CONFIG_S_FEATURES_OK))
+			vpci_set_addr_half(&t->driver_features,
+					   t->gfselect == 1, v);
+		return;
+	case VIRTIO_PCI_COMMON_MSIX:
+		/* An unsupported vector reads back NO_VECTOR (4.1.4.3). */
+		__atomic_store_n(&t->config_vector,
+				 v < t->nv ? (uint16_t)v : VIRTIO_NO_VECTOR,
+				 __ATOMIC_SEQ_CST);
+		return;
+	case VIRTIO_PCI_COMMON_STATUS:
+		vpci_write_status(t, (uint8_t)v);
+		return;
+	case VIRTIO_PCI_COMMON_Q_SELECT:
+		t->queue_select = (uint16_t)v; /* >= nq: queue fields read 0 */
+		return;
+	default:
+		vpci_queue_write_field(t, off, v);
+		return;
 	}
 }
 
@@ -286,8 +294,8 @@ void vpci_bar_access(void *opaque, uint64_t off, void *data,
 		uint64_t i = (off - VPCI_NOTIFY_OFF) / VPCI_NOTIFY_MULT;
 
 		pthread_mutex_lock(&t->lock);
-		if (t->live && t->queues[i].enabled)
-			vpci_write_eventfd(t->queues[i].kick_fd);
+		if (t->w.live && t->queues[i].enabled)
+			vqw_write_eventfd(t->queues[i].kick_fd);
 		pthread_mutex_unlock(&t->lock);
 	}
 }
@@ -329,9 +337,8 @@ static bool vpci_overlaps(uint32_t off, uint32_t len, uint32_t start,
 
 /*
  * The driver set or cleared COMMAND.MASTER (bus mastering).  A function
- * without it makes no memory requests: no DMA and no MSI-X (PCI 3.0; QEMU
- * disables the function's bus-master address space and stops virtio
- * processing).  Here, while it is off:
+ * without it makes no memory requests: no DMA and no MSI-X (PCI 3.0).
+ * Here, while it is off:
  *  - interrupts: every vector counts as masked (msix.h), so interrupts
  *    raised meanwhile are latched in the PBA and sent when mastering comes
  *    back; the irqfds stay wired but are only ever written after
@@ -361,7 +368,7 @@ static void vpci_bus_master(struct virtio_transport *t, bool on)
 	if (on == t->master)
 		goto out;
 	t->master = on;
-	if (!t->live)
+	if (!t->w.live)
 		goto out;
 	if (!on) {
 		if (t->started)
@@ -378,7 +385,7 @@ static void vpci_bus_master(struct virtio_transport *t, bool on)
 	}
 	t->started = true;
 	for (unsigned int vec = 0; vec < t->nv; vec++)
-		if (t->vecs[vec].users && msix_try_fire(&t->msix, vec))
+		if (t->w.vecs[vec].users && msix_try_fire(&t->msix, vec))
 			vpci_deliver(t, vec);
 out:
 	pthread_mutex_unlock(&t->lock);
@@ -424,7 +431,7 @@ static void vpci_bar_moved(struct pci_device *pdev, unsigned int bar,
 	pthread_mutex_lock(&t->lock);
 	t->bar_gpa = new_gpa;
 	vpci_place_kicks(t); /* parks them if unmapped */
-	vpci_place_zone(t);  /* the same */
+	vpci_place_zones(t); /* the same */
 	pthread_mutex_unlock(&t->lock);
 }
 
@@ -439,10 +446,8 @@ static void vpci_bar_range_taken(struct pci_device *pdev, unsigned int bar,
 	if (bar != VPCI_BAR)
 		return;
 	pthread_mutex_lock(&t->lock);
-	if (t->bar_gpa == PCI_BAR_UNMAPPED) {
-		vpci_drop_kicks(t);
-		vpci_drop_zone(t);
-	}
+	if (t->bar_gpa == PCI_BAR_UNMAPPED)
+		vpci_drop_wiring(t);
 	pthread_mutex_unlock(&t->lock);
 }
 

@@ -10,7 +10,8 @@
  * nothing of the device type: the device model plugs in through
  * struct virtio_device_ops (virtio/virtio.h).
  *
- * Wiring.  Every queue's kick eventfd (kick_fd) is created by vpci_create()
+ * Wiring (done by vq-wiring.h, which knows no PCI; the transport says
+ * where).  Every queue's kick eventfd (kick_fd) is created by vpci_create()
  * and stays the same open file until vpci_destroy(); it is registered with
  * KVM as an ioeventfd on the queue's own 4-byte notify address as soon as
  * the BAR is mapped (at pci_register_device(), before the guest runs),
@@ -25,7 +26,7 @@
  * of vectors rewritten while masked; a vector rewritten while unmasked
  * sends its interrupts with KVM_SIGNAL_MSI and the live message until its
  * route is refreshed at the next unmask or, from the I/O thread, after
- * VPCI_LAZY_FLUSH_USES such interrupts (rate-limited; see virtio-pci-irq.c).
+ * VPCI_LAZY_FLUSH_USES such interrupts (rate-limited; see vq-wiring.h).
  *
  * Bus mastering.  Clearing COMMAND.MASTER stops the device's DMA (ops->stop()
  * before the config write returns) and holds its MSI-X interrupts pending
@@ -64,6 +65,7 @@
 #include "pci/pci.h"
 #include "util/compiler.h"
 #include "virtio/virtio.h"
+#include "virtio/vq-wiring.h"
 
 #define VPCI_VENDOR_ID 0x1af4
 #define VPCI_DEVICE_ID_BASE 0x1040 /* + VIRTIO_ID_* for modern devices */
@@ -89,16 +91,10 @@
 #define VPCI_NOTIFY_OFF 0x3000u
 #define VPCI_NOTIFY_MULT 4u /* notify_off_multiplier: 4 bytes per queue */
 
-/*
- * A vector rewritten while unmasked gets its route refreshed by the I/O
- * thread once it has sent this many interrupts with the live message
- * (KVM_SIGNAL_MSI), and at most once per interval per transport: enough
- * for a guest that moved an interrupt once to get its irqfd path back
- * soon, while a guest that keeps rewriting forces at most ~1000 routing
- * updates a second, not one per table write.
- */
-#define VPCI_LAZY_FLUSH_USES 16u
-#define VPCI_LAZY_FLUSH_INTERVAL_NS 1000000ull /* 1 ms */
+/* The lazy route refresh of a vector rewritten while unmasked (see
+ * vq-wiring.h). */
+#define VPCI_LAZY_FLUSH_USES VQW_LAZY_FLUSH_USES
+#define VPCI_LAZY_FLUSH_INTERVAL_NS VQW_LAZY_FLUSH_INTERVAL_NS
 
 struct vpci_params {
 	struct pci_bus *bus;
@@ -121,10 +117,21 @@ struct vpci_params {
 	/* KVM coalesces MMIO writes into a ring the VM drains before every
 	 * exit it handles (vm_coalesced_ring_offset()): let it log the
 	 * writes to the queue registers instead of exiting (see "Coalesced
-	 * queue registers" in virtio-pci-irq.c). */
+	 * registers" in virtio-pci-irq.c). */
 	bool coalesce_queue_regs;
 	uint16_t subsystem_id;	   /* 0: the PCI device ID */
 };
+
+/* The device's declaration (virtio.h) into @p: ops, dev, num_queues and
+ * max_queue_size, the same for every device type. */
+static inline void vpci_params_set_device(struct vpci_params *p,
+					  const struct virtio_device *d)
+{
+	p->ops = d->ops;
+	p->dev = d->dev;
+	p->num_queues = d->num_queues;
+	p->max_queue_size = d->queue_size;
+}
 
 struct vpci_stats {
 	uint64_t wiring_commits;    /* transactions committed (or rolled back) */

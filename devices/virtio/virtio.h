@@ -114,6 +114,24 @@ struct virtio_device_ops {
 };
 
 /*
+ * A virtio device as it declares itself to a transport: what it is (ops:
+ * device type, features, configuration space, start/stop) and its queues.
+ * Each device model fills one in for an instance (virtio_blk_virtio(),
+ * vcon_virtio()), and every transport takes it the same way (virtio-pci:
+ * vpci_params_set_device(), then vpci_create()); the transport creates
+ * the queues' kick eventfds and KVM wiring (vq-wiring.h) and hands the
+ * queues to ops->start() at DRIVER_OK.  How the device serves them (the
+ * machine's per-vCPU I/O threads for virtio-blk, threads of its own for
+ * virtio-console) is the device's business.
+ */
+struct virtio_device {
+	const struct virtio_device_ops *ops;
+	void *dev;		 /* passed to every op */
+	unsigned int num_queues; /* what the driver may configure */
+	uint16_t queue_size;	 /* largest queue; a power of two */
+};
+
+/*
  * Context: the thread serving @q (its I/O thread).  Interrupt the driver for
  * @q.  virtio-pci: writes call_fd unless the MSI-X vector is masked (then
  * the PBA bit is set and the interrupt is sent when the guest unmasks it);

@@ -156,7 +156,7 @@ bool virtq_enable_notify(struct virtq *vq);
  * tracking").  A buffer shared with the vhost-user front end, which keeps it
  * across a back-end restart, records which heads were popped and not yet
  * pushed, so that the next back end resubmits them.  Per queue, one
- * region laid out as QEMU's front end and libvhost-user expect (host byte
+ * region laid out as vhost-user front ends and libvhost-user expect (host byte
  * order, not little-endian: the buffer never reaches the guest):
  *
  *	QueueRegionSplit { u64 features; u16 version; u16 desc_num;
@@ -166,9 +166,9 @@ bool virtq_enable_notify(struct virtq *vq);
  *
  * and the regions of queues 0..N-1 back to back, each
  * virtq_inflight_region_size(queue size) bytes (header and entries rounded
- * up to 64 bytes: QEMU's libvhost-user computes ALIGN_UP(16 * size + 2, 64)
- * and DPDK ALIGN_UP(16 * size + 16, 64), the same number since 16 * size
- * is a multiple of 16).
+ * up to 64 bytes: libvhost-user computes ALIGN_UP(16 * size + 2, 64) and
+ * DPDK ALIGN_UP(16 * size + 16, 64), the same number since 16 * size is a
+ * multiple of 16).
  */
 struct virtq_inflight_desc {
 	uint8_t inflight;    /* 1: popped and not yet pushed (heads only) */
@@ -228,7 +228,7 @@ struct virtq_inflight {
  * in flight is queued for resubmission in counter order, and popping from
  * the avail ring continues at used->idx + that number (what was popped is
  * exactly what was completed plus what is in flight, whatever base the
- * front end sent: QEMU sends used->idx after a back end died).
+ * front end sent: a front end may send used->idx after a back end died).
  *
  * The region is front-end memory: desc_num, heads and the batch list are
  * checked, never trusted.  Returns 0 (*@resubmit: heads queued, -1 for a

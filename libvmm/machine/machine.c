@@ -338,13 +338,12 @@ static int machine_setup_disks(struct vmm *vm, struct machine *m,
 			.bus = m->pci,
 			.irq = vm->irq,
 			.mem = &vm->mem,
-			.ops = virtio_blk_ops(),
-			.num_queues = o.num_queues,
 			.ioeventfd_any_length =
 				kvm_check_cap(vm->vm_fd, KVM_CAP_IOEVENTFD_ANY_LENGTH) > 0,
 			.per_vector_wiring = c->flags & VMM_DISK_PER_VECTOR_WIRING,
 			.coalesce_queue_regs = m->coalesce_mmio,
 		};
+		struct virtio_device vd;
 		struct vblk *blk;
 
 		if (!c->num_queues && o.num_queues < MIN(vm->nr_vcpus,
@@ -365,8 +364,8 @@ static int machine_setup_disks(struct vmm *vm, struct machine *m,
 			vblk_close(blk);
 			return ret;
 		}
-		tp.dev = m->disks[i].dev;
-		tp.max_queue_size = vblk_queue_size(blk);
+		virtio_blk_virtio(m->disks[i].dev, &vd);
+		vpci_params_set_device(&tp, &vd);
 		ret = vpci_create(&tp, &m->disks[i].transport);
 		if (ret) {
 			vmm_err("disk %u: cannot create its virtio-pci device: %s", i,
@@ -401,12 +400,11 @@ static int machine_setup_ports(struct vmm *vm, struct machine *m)
 		.bus = m->pci,
 		.irq = vm->irq,
 		.mem = &vm->mem,
-		.ops = vcon_dev_ops(),
-		.max_queue_size = VCON_QUEUE_SIZE,
 		.ioeventfd_any_length =
 			kvm_check_cap(vm->vm_fd, KVM_CAP_IOEVENTFD_ANY_LENGTH) > 0,
 		.coalesce_queue_regs = m->coalesce_mmio,
 	};
+	struct virtio_device vd;
 	int ret;
 
 	if (!vm->nr_ports)
@@ -421,8 +419,8 @@ static int machine_setup_ports(struct vmm *vm, struct machine *m)
 	ret = vcon_create(&cp, &m->ports); /* owns the dups, even on failure */
 	if (ret)
 		return ret;
-	tp.dev = m->ports;
-	tp.num_queues = vcon_num_queues(m->ports);
+	vcon_virtio(m->ports, &vd);
+	vpci_params_set_device(&tp, &vd);
 	ret = vpci_create(&tp, &m->ports_transport);
 	if (ret)
 		vmm_err("cannot create the virtio-console device: %s", strerror(-ret));
@@ -589,9 +587,10 @@ void machine_join(struct vmm *vm)
 			vcpu_join(&vm->vcpus[i]);
 	if (m)
 		machine_stop_disks(vm, m);
-	/* Writes out what the guest queued on its ports (vcon.h). */
+	/* Writes out what the guest queued on its ports (vcon.h); the
+	 * wiring goes with the VM fd, as the disks' (vpci_shutdown()). */
 	if (m && m->ports_transport)
-		vpci_quiesce(m->ports_transport);
+		vpci_shutdown(m->ports_transport);
 	/* Last: the guest's final output is flushed (for a bounded time). */
 	if (m)
 		serial_host_stop(m->console);

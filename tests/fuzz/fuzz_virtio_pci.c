@@ -489,8 +489,8 @@ int fuzz_virtio_pci(const uint8_t *data, size_t size)
 			break;
 		}
 		/* No vCPU thread runs here: the fields are stable. */
-		if (f.v.t->live &&
-		    f.v.t->zone_gpa[VPCI_ZONE_TABLE] != VPCI_UNWIRED) {
+		if (f.v.t->w.live &&
+		    f.v.t->w.zone_gpa[VPCI_ZONE_TABLE] != VQW_UNWIRED) {
 			fprintf(stderr, "MSI-X table coalesced while live\n");
 			abort();
 		}

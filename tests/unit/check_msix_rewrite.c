@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * MSI-X message rewrites on a live virtio-pci device (virtio-pci-irq.c, "MSI-X
+ * MSI-X message rewrites on a live virtio-pci device (vq-wiring.h, "MSI-X
  * rewrites"), KVM-free over tests/harness/fake_vpci: a rewrite of an
  * UNMASKED vector costs no routing update on the vCPU; until the route is
  * refreshed the vector's interrupts go out with KVM_SIGNAL_MSI and the live
