@@ -187,9 +187,8 @@ int blkd_parse(int argc, char **argv, unsigned int ncpus, struct blkd_opts *o,
 		return fail(err, errlen, "--socket is required");
 	if (!o->has_disk)
 		return fail(err, errlen, "--disk is required");
-	/* The queue count is the front end's business (QEMU's
-	 * vhost-user-blk-pci asks for one per guest vCPU, however many CPUs
-	 * this host has): offer all virtio-pci allows.  The I/O threads are
+	/* The queue count is the front end's business (a front end typically
+	 * asks for one per guest vCPU, however many CPUs this host has): offer all virtio-pci allows.  The I/O threads are
 	 * this host's: one per CPU, no more than there are queues to serve. */
 	if (!o->disk.cfg.num_queues)
 		o->disk.cfg.num_queues = VMM_MAX_DISK_QUEUES;

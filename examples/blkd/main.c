@@ -99,7 +99,7 @@ static int listen_on(const char *path)
 			vmm_err("--socket %s exists and is not a socket", path);
 			return -1;
 		}
-		unlink(path); /* a previous daemon's (or QEMU's) */
+		unlink(path); /* a previous daemon's (or front end's) */
 	}
 	strcpy(sa.sun_path, path); /* length checked by blkd_parse() */
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -77,7 +77,7 @@ struct cli_opts {
 int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errlen);
 void cli_free(struct cli_opts *o);
 
-/* "512M", "2G", "1024K", "4096" (MiB, like QEMU's -m).  0 or -1. */
+/* "512M", "2G", "1024K", "4096" (a bare number is MiB).  0 or -1. */
 int cli_parse_size(const char *s, uint64_t *out);
 /* "IMG" or "path=IMG,num-queues=N,queue-size=N,ro=on,serial=S,direct=on,
  * poll-us=N".  0, or -1 with a reason in @err. */

@@ -278,8 +278,8 @@ out:
  * Every virtqueue holds two eventfds (kick, interrupt) and libvmm sizes its
  * io_uring file tables by RLIMIT_NOFILE: with one queue per vCPU, 32 vCPUs
  * and 16 disks need ~1200 fds, over the usual soft limit of 1024.  Raise
- * the soft limit to the hard one, as QEMU does at start-up (the hard limit
- * is the administrator's cap).  A failure only leaves the old limit.
+ * the soft limit to the hard one at start-up (the hard limit is the
+ * administrator's cap).  A failure only leaves the old limit.
  */
 static void raise_nofile(void)
 {

@@ -183,7 +183,7 @@ int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,
 				c->force = true;
 				continue;
 			}
-			/* kill ID -9 style is not runc's; numbers come bare. */
+			/* kill ID -9 style is not the OCI CLI's; numbers come bare. */
 			return fail(err, errlen, "%s: unknown option %s", c->cmd_name, a);
 		}
 		if (npos >= 2)

@@ -117,8 +117,8 @@ static int inject_files(const struct oci_spec *s, const char *img, char *err,
 		char dir[4096];
 
 		/* Mount points of the guest's mounts exist in the image, so a
-		 * read-only root needs no mkdir at run time (runc creates them
-		 * before it remounts the root read-only). */
+		 * read-only root needs no mkdir at run time (the reference
+		 * runtime creates them before it remounts the root read-only). */
 		if (m->kind == SPEC_MOUNT_GUEST && debugfs_safe(m->dest)) {
 			snprintf(dir, sizeof(dir), "%s/", m->dest);
 			for (char *p = dir + 1; (p = strchr(p, '/')); p++) {

@@ -174,7 +174,7 @@ int spec_cap_number(const char *name)
 	return -1;
 }
 
-/* process.capabilities: each set an array of names (runc's spelling,
+/* process.capabilities: each set an array of names (the OCI spelling,
  * "CAP_NET_ADMIN"); a set left out is empty.  A name we do not know is an
  * error: ignoring it would run the process with less (or, in a bounding
  * set, more) than asked. */
@@ -745,7 +745,7 @@ void spec_encode(const struct oci_spec *s, uint16_t rows, uint16_t cols,
 
 /*
  * The lookup of openat2(RESOLVE_IN_ROOT) done by hand, for kernels before
- * 5.6 and user-mode QEMU: one component at a time with O_NOFOLLOW, a
+ * 5.6 and user-mode emulators without openat2: one component at a time with O_NOFOLLOW, a
  * symlink's target walked from @rootfd if absolute and from the directory
  * holding the link otherwise, ".." never above @rootfd, at most 40 links
  * (as the kernel).  Returns an O_PATH fd of what @path names, or -1.
