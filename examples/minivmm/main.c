@@ -16,19 +16,9 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "sanitizer.h"
 #include "stats.h"
 #include "user.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZER_BUILD 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZER_BUILD 1
-#endif
-#endif
-#ifndef SANITIZER_BUILD
-#define SANITIZER_BUILD 0
-#endif
 
 /*
  * minivmm's own messages: "minivmm: MSG" on stderr through
