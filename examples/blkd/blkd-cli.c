@@ -80,14 +80,15 @@ int blkd_parse(int argc, char **argv, unsigned int ncpus, struct blkd_opts *o,
 	       char *err, size_t errlen)
 {
 	struct sockaddr_un sa;
+	struct opts_common oc = { &o->log_level, &o->help, &o->version };
 	unsigned long long n;
-	int c, r;
+	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->log_level = VMM_LOG_WARN;
 	opts_reset();
-	while ((c = getopt_long(argc, argv, ":" OPTS_COMMON_SHORT, long_opts,
-				NULL)) != -1) {
+	while ((c = opts_next(argc, argv, ":" OPTS_COMMON_SHORT, long_opts,
+			      &oc, err, errlen)) >= 0) {
 		switch (c) {
 		case OPT_SOCKET:
 			if (!*optarg)
@@ -123,16 +124,10 @@ int blkd_parse(int argc, char **argv, unsigned int ncpus, struct blkd_opts *o,
 		case OPT_STATS_JSON:
 			o->stats_json = true;
 			break;
-		default:
-			r = opts_common(c, argv, &o->log_level, &o->help,
-					&o->version, err, errlen);
-			if (r)
-				return r > 0 ? 0 : -1;
-			break;
 		}
 	}
-	if (opts_no_operands(argc, argv, err, errlen))
-		return -1;
+	if (c != OPTS_END)
+		return c == OPTS_STOP ? 0 : -1;
 	if (!o->socket)
 		return errf(err, errlen, "--socket is required");
 	if (!o->has_disk)

@@ -15,36 +15,45 @@ void opts_reset(void)
 	opterr = 0;
 }
 
-int opts_common(int c, char **argv, int *log_level, bool *help, bool *version,
-		char *err, size_t errlen)
+int opts_next(int argc, char **argv, const char *shortopts,
+	      const struct option *longopts, const struct opts_common *oc,
+	      char *err, size_t errlen)
 {
-	switch (c) {
-	case 'v':
-		if (*log_level < VMM_LOG_DEBUG)
-			(*log_level)++;
-		return 0;
-	case 'q':
-		*log_level = VMM_LOG_ERROR;
-		return 0;
-	case 'h':
-		*help = true;
-		return 1;
-	case 'V':
-		*version = true;
-		return 1;
-	case ':':
-		return errf(err, errlen, "option '%s' needs a value",
-			    argv[optind - 1]);
-	default:
-		return errf(err, errlen, "unknown option '%s'", argv[optind - 1]);
-	}
-}
+	for (;;) {
+		int c = getopt_long(argc, argv, shortopts, longopts, NULL);
 
-int opts_no_operands(int argc, char **argv, char *err, size_t errlen)
-{
-	if (optind < argc)
-		return errf(err, errlen, "unexpected argument '%s'", argv[optind]);
-	return 0;
+		switch (c) {
+		case -1:
+			if (optind < argc) {
+				errf(err, errlen, "unexpected argument '%s'",
+				     argv[optind]);
+				return OPTS_ERR;
+			}
+			return OPTS_END;
+		case 'v':
+			if (*oc->log_level < VMM_LOG_DEBUG)
+				(*oc->log_level)++;
+			continue;
+		case 'q':
+			*oc->log_level = VMM_LOG_ERROR;
+			continue;
+		case 'h':
+			*oc->help = true;
+			return OPTS_STOP;
+		case 'V':
+			*oc->version = true;
+			return OPTS_STOP;
+		case ':':
+			errf(err, errlen, "option '%s' needs a value",
+			     argv[optind - 1]);
+			return OPTS_ERR;
+		case '?':
+			errf(err, errlen, "unknown option '%s'", argv[optind - 1]);
+			return OPTS_ERR;
+		default:
+			return c;
+		}
+	}
 }
 
 int opts_io_sched(const char *v, int *out, char *err, size_t errlen)

@@ -144,8 +144,9 @@ static int check_queues(const struct cli_opts *o, char *err, size_t errlen)
 
 int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errlen)
 {
+	struct opts_common oc = { &o->log_level, &o->help, &o->version };
 	unsigned long long n;
-	int c, r;
+	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->smp = 1;
@@ -155,8 +156,8 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
 	if (!o->cmdline)
 		return errf(err, errlen, "out of memory");
 	opts_reset();
-	while ((c = getopt_long(argc, argv, ":c:m:k:i:p:d:" OPTS_COMMON_SHORT, long_opts,
-				NULL)) != -1) {
+	while ((c = opts_next(argc, argv, ":c:m:k:i:p:d:" OPTS_COMMON_SHORT,
+			      long_opts, &oc, err, errlen)) >= 0) {
 		switch (c) {
 		case 'c':
 			if (parse_uint(optarg, 1, VMM_MAX_VCPUS, &n))
@@ -228,16 +229,10 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
 			if (opts_io_sched(optarg, &o->io_sched, err, errlen))
 				return -1;
 			break;
-		default:
-			r = opts_common(c, argv, &o->log_level, &o->help,
-					&o->version, err, errlen);
-			if (r)
-				return r > 0 ? 0 : -1;
-			break;
 		}
 	}
-	if (opts_no_operands(argc, argv, err, errlen))
-		return -1;
+	if (c != OPTS_END)
+		return c == OPTS_STOP ? 0 : -1;
 	if (!o->kernel)
 		return errf(err, errlen, "--kernel is required");
 	return check_queues(o, err, errlen);
