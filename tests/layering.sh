@@ -84,6 +84,21 @@ while IFS= read -r hit; do
 done < <(grep -rnE '__(x86_64|i386|aarch64|arm|riscv)__|__builtin_ia32' libvmm/core devices libvmm/machine/*.[ch] |
 	grep -v '^libvmm/core/util/compiler.h:' || true)
 
+# The programs (examples/) use the public header, their own folder,
+# examples/common and the one header shared with minivmm-blkd
+# (devices/vhost-user/shared): never the library's inside.
+while IFS= read -r f; do
+	while IFS= read -r inc; do
+		hit=
+		for d in "$(dirname "$f")" include examples/common devices/vhost-user/shared; do
+			[[ -f $d/$inc ]] && { hit=$(realpath --relative-to=. "$d/$inc"); break; }
+		done
+		[[ -n $hit ]] && continue
+		echo "layering: $f: #include \"$inc\" is neither public, shared nor the program's own"
+		bad=1
+	done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f")
+done < <(find examples -name '*.[ch]' | sort)
+
 ((n > 100)) || { echo "layering: only $n includes seen: wrong tree?"; exit 1; }
 ((bad)) && exit 1
 echo "layering: $n includes checked, every one within its layer"

@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,9 @@
 #include <unistd.h>
 
 #include "blkd-cli.h"
+#include "errf.h"
+#include "opts.h"
+#include "parse.h"
 
 enum {
 	OPT_SOCKET = 256,
@@ -27,10 +29,7 @@ static const struct option long_opts[] = {
 	{ "io-sched", required_argument, NULL, OPT_IO_SCHED },
 	{ "no-seccomp", no_argument, NULL, OPT_NO_SECCOMP },
 	{ "stats-json", no_argument, NULL, OPT_STATS_JSON },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
+	OPTS_COMMON_LONG,
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -68,10 +67,7 @@ void blkd_usage(const char *prog, void *file)
 		"                       doorbells, kicks, interrupts, per queue\n"
 		"                       a front end started) as one JSON line on\n"
 		"                       stdout\n"
-		"  -v, --verbose        more log messages (repeat for debug)\n"
-		"  -q, --quiet          errors only\n"
-		"  -h, --help           this text\n"
-		"  -V, --version        print the version\n"
+		OPTS_COMMON_HELP
 		"\n"
 		"One front end at a time; when it disconnects (or is killed) the\n"
 		"back end stops its rings and waits for the next.  SIGINT or SIGTERM\n"
@@ -80,79 +76,47 @@ void blkd_usage(const char *prog, void *file)
 		prog, VMM_VERSION_STRING, VMM_MAX_DISK_QUEUES);
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-static int parse_count(const char *s, unsigned long max, unsigned long *out)
-{
-	char *end;
-	unsigned long v;
-
-	if (!s || *s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || v < 1 || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 int blkd_parse(int argc, char **argv, unsigned int ncpus, struct blkd_opts *o,
 	       char *err, size_t errlen)
 {
 	struct sockaddr_un sa;
-	unsigned long n;
+	struct opts_common oc = { &o->log_level, &o->help, &o->version };
+	unsigned long long n;
 	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->log_level = VMM_LOG_WARN;
-	optind = 0; /* see cli_parse() */
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":vqhV", long_opts, NULL)) != -1) {
+	opts_reset();
+	while ((c = opts_next(argc, argv, ":" OPTS_COMMON_SHORT, long_opts,
+			      &oc, err, errlen)) >= 0) {
 		switch (c) {
 		case OPT_SOCKET:
 			if (!*optarg)
-				return fail(err, errlen, "--socket needs a path");
+				return errf(err, errlen, "--socket needs a path");
 			if (strlen(optarg) >= sizeof(sa.sun_path))
-				return fail(err, errlen,
+				return errf(err, errlen,
 					    "--socket: path longer than %zu bytes",
 					    sizeof(sa.sun_path) - 1);
 			o->socket = optarg;
 			break;
 		case OPT_DISK:
 			if (o->has_disk)
-				return fail(err, errlen,
+				return errf(err, errlen,
 					    "one --disk per daemon (run one per disk)");
 			o->has_disk = true;
 			if (cli_parse_disk(optarg, &o->disk, err, errlen))
 				return -1;
 			break;
 		case OPT_IOTHREADS:
-			if (parse_count(optarg, 1024, &n))
-				return fail(err, errlen,
+			if (parse_uint(optarg, 1, 1024, &n))
+				return errf(err, errlen,
 					    "--iothreads must be a number from 1 to 1024, got '%s'",
 					    optarg);
 			o->iothreads = (unsigned int)n;
 			break;
 		case OPT_IO_SCHED:
-			if (!strcmp(optarg, "batch"))
-				o->io_sched = VMM_IOTHREAD_SCHED_BATCH;
-			else if (!strcmp(optarg, "normal"))
-				o->io_sched = VMM_IOTHREAD_SCHED_NORMAL;
-			else
-				return fail(err, errlen,
-					    "--io-sched must be batch or normal, got '%s'",
-					    optarg);
+			if (opts_io_sched(optarg, &o->io_sched, err, errlen))
+				return -1;
 			break;
 		case OPT_NO_SECCOMP:
 			o->no_seccomp = true;
@@ -160,36 +124,16 @@ int blkd_parse(int argc, char **argv, unsigned int ncpus, struct blkd_opts *o,
 		case OPT_STATS_JSON:
 			o->stats_json = true;
 			break;
-		case 'v':
-			if (o->log_level < VMM_LOG_DEBUG)
-				o->log_level++;
-			break;
-		case 'q':
-			o->log_level = VMM_LOG_ERROR;
-			break;
-		case 'h':
-			o->help = true;
-			return 0;
-		case 'V':
-			o->version = true;
-			return 0;
-		case ':':
-			return fail(err, errlen, "option '%s' needs a value",
-				    argv[optind - 1]);
-		default:
-			return fail(err, errlen, "unknown option '%s'",
-				    argv[optind - 1]);
 		}
 	}
-	if (optind < argc)
-		return fail(err, errlen, "unexpected argument '%s'", argv[optind]);
+	if (c != OPTS_END)
+		return c == OPTS_STOP ? 0 : -1;
 	if (!o->socket)
-		return fail(err, errlen, "--socket is required");
+		return errf(err, errlen, "--socket is required");
 	if (!o->has_disk)
-		return fail(err, errlen, "--disk is required");
-	/* The queue count is the front end's business (QEMU's
-	 * vhost-user-blk-pci asks for one per guest vCPU, however many CPUs
-	 * this host has): offer all virtio-pci allows.  The I/O threads are
+		return errf(err, errlen, "--disk is required");
+	/* The queue count is the front end's business (a front end typically
+	 * asks for one per guest vCPU, however many CPUs this host has): offer all virtio-pci allows.  The I/O threads are
 	 * this host's: one per CPU, no more than there are queues to serve. */
 	if (!o->disk.cfg.num_queues)
 		o->disk.cfg.num_queues = VMM_MAX_DISK_QUEUES;
@@ -197,7 +141,7 @@ int blkd_parse(int argc, char **argv, unsigned int ncpus, struct blkd_opts *o,
 		o->iothreads = ncpus < 1 ? 1 : ncpus < o->disk.cfg.num_queues ?
 			       ncpus : o->disk.cfg.num_queues;
 	if (o->iothreads > o->disk.cfg.num_queues)
-		return fail(err, errlen,
+		return errf(err, errlen,
 			    "--iothreads %u: more I/O threads than queues (%u)",
 			    o->iothreads, o->disk.cfg.num_queues);
 	return 0;

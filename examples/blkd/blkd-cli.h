@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "cli.h" /* minivmm's --disk parser: the same syntax */
+#include "disk-spec.h" /* --disk: the same syntax as minivmm's */
 
 struct blkd_opts {
 	const char *socket;	/* --socket PATH */

@@ -8,7 +8,6 @@
 #include <grp.h>
 #include <linux/capability.h>
 #include <pwd.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,21 +15,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "errf.h"
 #include "user.h"
 
 #define USER_NAME_MAX 64
-
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return ret;
-}
 
 /*
  * One side of UID[:GID] (@len bytes at @s): digits are an id, anything
@@ -46,7 +34,7 @@ static int parse_part(const char *what, const char *s, size_t len,
 	bool digits = true;
 
 	if (!len) /* only around a ':' (an empty value is caught before) */
-		return fail(err, errlen, -1, "%s: the %s %s ':' is missing", what,
+		return errf(err, errlen, "%s: the %s %s ':' is missing", what,
 			    side, strcmp(side, "user") ? "after" : "before");
 	for (size_t i = 0; i < len; i++) {
 		char c = s[i];
@@ -57,14 +45,14 @@ static int parse_part(const char *what, const char *s, size_t len,
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 		      c == '_' || c == '.' || (c == '-' && i > 0) ||
 		      (c == '$' && i == len - 1)))
-			return fail(err, errlen, -1,
+			return errf(err, errlen,
 				    "%s: the %s is neither a number nor a name "
 				    "(letters, digits, '.', '_', '-')",
 				    what, side);
 	}
 	if (digits) {
 		if (len >= sizeof(buf))
-			return fail(err, errlen, -1,
+			return errf(err, errlen,
 				    "%s: %s id out of range (1..4294967294)", what,
 				    side);
 		memcpy(buf, s, len);
@@ -73,11 +61,11 @@ static int parse_part(const char *what, const char *s, size_t len,
 		n = strtoull(buf, &end, 10);
 		/* 4294967295 is (uid_t)-1: "leave unchanged" for setresuid(). */
 		if (errno || *end || n > UINT32_MAX - 1)
-			return fail(err, errlen, -1,
+			return errf(err, errlen,
 				    "%s: %s id %s out of range (1..4294967294)",
 				    what, side, buf);
 		if (!n)
-			return fail(err, errlen, -1,
+			return errf(err, errlen,
 				    "%s: %s id 0 is root%s: dropping to it "
 				    "confines nothing, give an unprivileged %s",
 				    what, side, strcmp(side, "user") ? "'s group" : "",
@@ -86,11 +74,11 @@ static int parse_part(const char *what, const char *s, size_t len,
 		return 0;
 	}
 	if (len > USER_NAME_MAX)
-		return fail(err, errlen, -1, "%s: %s name longer than %d bytes",
+		return errf(err, errlen, "%s: %s name longer than %d bytes",
 			    what, side, USER_NAME_MAX);
 	*name = strndup(s, len);
 	if (!*name)
-		return fail(err, errlen, -1, "out of memory");
+		return errf(err, errlen, "out of memory");
 	return 0;
 }
 
@@ -102,14 +90,14 @@ int user_parse(const char *s, const char *what, struct user_spec *u, char *err,
 	memset(u, 0, sizeof(*u));
 	u->what = what;
 	if (!s || !*s)
-		return fail(err, errlen, -1, "%s needs a value: UID[:GID]", what);
+		return errf(err, errlen, "%s needs a value: UID[:GID]", what);
 	colon = strchr(s, ':');
 	if (parse_part(what, s, colon ? (size_t)(colon - s) : strlen(s), "user",
 		       &u->uid, &u->user_name, err, errlen))
 		return -1;
 	if (colon) {
 		if (strchr(colon + 1, ':'))
-			return fail(err, errlen, -1,
+			return errf(err, errlen,
 				    "%s: expected UID[:GID], got more than one ':'",
 				    what);
 		u->has_gid = true;
@@ -140,12 +128,12 @@ int user_resolve(const struct user_spec *u, uid_t *uid, gid_t *gid, char *err,
 	bool have_gid = false;
 
 	if (!u->set)
-		return fail(err, errlen, -1, "%s was not given", what);
+		return errf(err, errlen, "%s was not given", what);
 	if (u->user_name) {
 		errno = 0;
 		pw = getpwnam(u->user_name);
 		if (!pw)
-			return fail(err, errlen, -1, "%s: no user named '%s'%s%s", what,
+			return errf(err, errlen, "%s: no user named '%s'%s%s", what,
 				    u->user_name, errno ? ": " : "",
 				    errno ? strerror(errno) : "");
 		*uid = pw->pw_uid;
@@ -156,7 +144,7 @@ int user_resolve(const struct user_spec *u, uid_t *uid, gid_t *gid, char *err,
 		errno = 0;
 		gr = getgrnam(u->group_name);
 		if (!gr)
-			return fail(err, errlen, -1, "%s: no group named '%s'%s%s", what,
+			return errf(err, errlen, "%s: no group named '%s'%s%s", what,
 				    u->group_name, errno ? ": " : "",
 				    errno ? strerror(errno) : "");
 		*gid = gr->gr_gid;
@@ -172,23 +160,23 @@ int user_resolve(const struct user_spec *u, uid_t *uid, gid_t *gid, char *err,
 			pw = getpwuid(*uid);
 		}
 		if (!pw)
-			return fail(err, errlen, -1,
+			return errf(err, errlen,
 				    "%s: uid %u has no passwd entry to take its "
 				    "group from: give the group too, as %u:GID",
 				    what, (unsigned int)*uid, (unsigned int)*uid);
 		*gid = pw->pw_gid;
 	}
 	if (*uid == 0)
-		return fail(err, errlen, -1,
+		return errf(err, errlen,
 			    "%s: '%s' is root (uid 0): dropping to it confines "
 			    "nothing, give an unprivileged user",
 			    what, u->user_name ? u->user_name : "0");
 	if (*gid == 0)
-		return fail(err, errlen, -1,
+		return errf(err, errlen,
 			    "%s: the group is root's (gid 0): give an "
 			    "unprivileged group as UID:GID", what);
 	if (*uid == (uid_t)-1 || *gid == (gid_t)-1)
-		return fail(err, errlen, -1, "%s: id 4294967295 is reserved", what);
+		return errf(err, errlen, "%s: id 4294967295 is reserved", what);
 	return 0;
 }
 
@@ -228,7 +216,7 @@ int user_restrict(char *err, size_t errlen)
 		if (prctl(PR_CAPBSET_READ, c, 0, 0, 0) == 1 &&
 		    prctl(PR_CAPBSET_DROP, c, 0, 0, 0)) {
 			e = errno;
-			return fail(err, errlen, -e,
+			return errf_ret(err, errlen, -e,
 				    "dropping capability %d from the bounding set: "
 				    "%s%s", c, strerror(e),
 				    geteuid() ? " (the process must start as root)" : "");
@@ -238,21 +226,21 @@ int user_restrict(char *err, size_t errlen)
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) &&
 	    errno != EINVAL) {
 		e = errno;
-		return fail(err, errlen, -e, "clearing the ambient capabilities: %s",
+		return errf_ret(err, errlen, -e, "clearing the ambient capabilities: %s",
 			    strerror(e));
 	}
 	if ((e = caps_get(data)))
-		return fail(err, errlen, e, "capget: %s", strerror(-e));
+		return errf_ret(err, errlen, e, "capget: %s", strerror(-e));
 	for (unsigned int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
 		data[i].inheritable = 0;
 	if (syscall(SYS_capset, &hdr, data)) {
 		e = errno;
-		return fail(err, errlen, -e, "clearing the inheritable capabilities: %s",
+		return errf_ret(err, errlen, -e, "clearing the inheritable capabilities: %s",
 			    strerror(e));
 	}
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) {
 		e = errno;
-		return fail(err, errlen, -e, "PR_SET_NO_NEW_PRIVS: %s", strerror(e));
+		return errf_ret(err, errlen, -e, "PR_SET_NO_NEW_PRIVS: %s", strerror(e));
 	}
 	return 0;
 }
@@ -293,44 +281,44 @@ int user_drop(uid_t uid, gid_t gid, char *err, size_t errlen)
 	/* glibc's wrappers apply each call to every thread of the process. */
 	if (setgroups(0, NULL)) {
 		e = errno;
-		return fail(err, errlen, -e, "setgroups(0): %s%s", strerror(e), hint);
+		return errf_ret(err, errlen, -e, "setgroups(0): %s%s", strerror(e), hint);
 	}
 	if (setresgid(gid, gid, gid)) {
 		e = errno;
-		return fail(err, errlen, -e, "setresgid(%u): %s%s", (unsigned int)gid,
+		return errf_ret(err, errlen, -e, "setresgid(%u): %s%s", (unsigned int)gid,
 			    strerror(e), hint);
 	}
 	if (setresuid(uid, uid, uid)) {
 		e = errno;
-		return fail(err, errlen, -e, "setresuid(%u): %s%s", (unsigned int)uid,
+		return errf_ret(err, errlen, -e, "setresuid(%u): %s%s", (unsigned int)uid,
 			    strerror(e), hint);
 	}
 
 	/* It must hold, and be irreversible. */
 	if (getresuid(&ru, &eu, &su) || ru != uid || eu != uid || su != uid ||
 	    getresgid(&rg, &eg, &sg) || rg != gid || eg != gid || sg != gid)
-		return fail(err, errlen, -EPERM,
+		return errf_ret(err, errlen, -EPERM,
 			    "the ids are not %u:%u after the drop",
 			    (unsigned int)uid, (unsigned int)gid);
 	if (getgroups(0, NULL) != 0)
-		return fail(err, errlen, -EPERM,
+		return errf_ret(err, errlen, -EPERM,
 			    "supplementary groups remain after setgroups(0)");
 	if ((left = caps_left()))
-		return fail(err, errlen, -EPERM,
+		return errf_ret(err, errlen, -EPERM,
 			    "the %s capability set is not empty after the drop "
 			    "(user_restrict() not run first, file capabilities or "
 			    "SECBIT_NO_SETUID_FIXUP?)", left);
 	if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
-		return fail(err, errlen, -EPERM,
+		return errf_ret(err, errlen, -EPERM,
 			    "no_new_privs is not set (user_restrict() not run first)");
 	/* Raw system calls: only this thread tries.  (Through glibc every
 	 * thread would, and a success would undo the drop everywhere.) */
 	if (syscall(SYS_setresuid, 0, 0, 0) == 0 || errno != EPERM)
-		return fail(err, errlen, -EPERM,
+		return errf_ret(err, errlen, -EPERM,
 			    "setresuid(0) did not fail with EPERM: the drop could "
 			    "be undone");
 	if (syscall(SYS_setresgid, 0, 0, 0) == 0 || errno != EPERM)
-		return fail(err, errlen, -EPERM,
+		return errf_ret(err, errlen, -EPERM,
 			    "setresgid(0) did not fail with EPERM: the drop could "
 			    "be undone");
 	return 0;

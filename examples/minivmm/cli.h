@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "disk-spec.h" /* struct cli_disk, cli_parse_disk() */
 #include "user.h"
 #include "vmm/vmm.h"
 
@@ -48,11 +49,6 @@
 	"i8042.dumbkbd"
 #endif
 
-struct cli_disk {
-	struct vmm_disk_config cfg; /* path/serial point into the spec copy */
-	char *spec;		    /* owned copy of the --disk argument */
-};
-
 struct cli_opts {
 	unsigned int smp;
 	uint64_t mem;
@@ -77,11 +73,8 @@ struct cli_opts {
 int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errlen);
 void cli_free(struct cli_opts *o);
 
-/* "512M", "2G", "1024K", "4096" (MiB, like QEMU's -m).  0 or -1. */
+/* --mem: parse_size() (parse.h), 0 refused.  0 or -1. */
 int cli_parse_size(const char *s, uint64_t *out);
-/* "IMG" or "path=IMG,num-queues=N,queue-size=N,ro=on,serial=S,direct=on,
- * poll-us=N".  0, or -1 with a reason in @err. */
-int cli_parse_disk(const char *spec, struct cli_disk *d, char *err, size_t errlen);
 
 void cli_usage(const char *prog, void *file);
 

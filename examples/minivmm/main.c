@@ -16,19 +16,9 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "sanitizer.h"
 #include "stats.h"
 #include "user.h"
-
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZER_BUILD 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZER_BUILD 1
-#endif
-#endif
-#ifndef SANITIZER_BUILD
-#define SANITIZER_BUILD 0
-#endif
 
 /*
  * minivmm's own messages: "minivmm: MSG" on stderr through
@@ -278,8 +268,8 @@ out:
  * Every virtqueue holds two eventfds (kick, interrupt) and libvmm sizes its
  * io_uring file tables by RLIMIT_NOFILE: with one queue per vCPU, 32 vCPUs
  * and 16 disks need ~1200 fds, over the usual soft limit of 1024.  Raise
- * the soft limit to the hard one, as QEMU does at start-up (the hard limit
- * is the administrator's cap).  A failure only leaves the old limit.
+ * the soft limit to the hard one at start-up (the hard limit is the
+ * administrator's cap).  A failure only leaves the old limit.
  */
 static void raise_nofile(void)
 {

@@ -1,24 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* minivmm-oci command-line parsing (see cli.h). */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "oci.h"
-
-static int fail(char *err, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	return -1;
-}
+#include "errf.h"
 
 void oci_cli_usage(FILE *f)
 {
@@ -65,7 +53,7 @@ static int opt_value(int argc, char **argv, int *i, const char *name,
 	if (strcmp(a, name))
 		return 0;
 	if (*i + 1 >= argc)
-		return fail(err, errlen, "option %s needs a value", name);
+		return errf(err, errlen, "option %s needs a value", name);
 	*out = argv[++*i];
 	return 1;
 }
@@ -124,19 +112,19 @@ int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,
 			c->cmd = OCI_CMD_HELP;
 			return 0;
 		} else {
-			return fail(err, errlen, "unknown global option %s", a);
+			return errf(err, errlen, "unknown global option %s", a);
 		}
 	}
 	if (strcmp(c->log_format, "text") && strcmp(c->log_format, "json"))
-		return fail(err, errlen, "--log-format must be text or json");
+		return errf(err, errlen, "--log-format must be text or json");
 	if (i >= argc)
-		return fail(err, errlen, "no command (see --help)");
+		return errf(err, errlen, "no command (see --help)");
 	c->cmd_name = argv[i];
 	for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++)
 		if (!strcmp(argv[i], commands[k].name))
 			c->cmd = commands[k].cmd;
 	if (c->cmd == OCI_CMD_NONE)
-		return fail(err, errlen, "unknown command %s", argv[i]);
+		return errf(err, errlen, "unknown command %s", argv[i]);
 	if (c->cmd == OCI_CMD_UNSUPPORTED || c->cmd == OCI_CMD_HELP ||
 	    c->cmd == OCI_CMD_FEATURES)
 		return 0;
@@ -167,7 +155,7 @@ int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,
 						return -1;
 					n = strtoul(v, &e, 10);
 					if (*e || !*v || n > 1024)
-						return fail(err, errlen, "bad --preserve-fds %s", v);
+						return errf(err, errlen, "bad --preserve-fds %s", v);
 					c->preserve_fds = (unsigned int)n;
 					continue;
 				}
@@ -183,26 +171,26 @@ int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,
 				c->force = true;
 				continue;
 			}
-			/* kill ID -9 style is not runc's; numbers come bare. */
-			return fail(err, errlen, "%s: unknown option %s", c->cmd_name, a);
+			/* kill ID -9 style is not the OCI CLI's; numbers come bare. */
+			return errf(err, errlen, "%s: unknown option %s", c->cmd_name, a);
 		}
 		if (npos >= 2)
-			return fail(err, errlen, "%s: too many arguments", c->cmd_name);
+			return errf(err, errlen, "%s: too many arguments", c->cmd_name);
 		pos[npos++] = a;
 	}
 	if (!npos)
-		return fail(err, errlen, "%s: container ID missing", c->cmd_name);
+		return errf(err, errlen, "%s: container ID missing", c->cmd_name);
 	c->id = pos[0];
 	if (npos == 2) {
 		if (c->cmd != OCI_CMD_KILL)
-			return fail(err, errlen, "%s: too many arguments", c->cmd_name);
+			return errf(err, errlen, "%s: too many arguments", c->cmd_name);
 		c->signal = pos[1];
 	}
 	if (!oci_valid_id(c->id))
-		return fail(err, errlen, "invalid container ID \"%s\"", c->id);
+		return errf(err, errlen, "invalid container ID \"%s\"", c->id);
 	if (c->cmd == OCI_CMD_CREATE && !c->bundle)
 		c->bundle = ".";
 	if (c->cmd == OCI_CMD_KILL && spec_parse_signal(c->signal) < 0)
-		return fail(err, errlen, "kill: unknown signal \"%s\"", c->signal);
+		return errf(err, errlen, "kill: unknown signal \"%s\"", c->signal);
 	return 0;
 }

@@ -36,8 +36,8 @@ struct oci_cli {
 };
 
 /*
- * Parse argv (runc's shape: global options, command, its options, ID).
- * Unknown global options that runc has (--systemd-cgroup, --rootless,
+ * Parse argv (the OCI runtime CLI's shape: global options, command, its
+ * options, ID).  Unknown global options of the reference runtime (--systemd-cgroup, --rootless,
  * --criu) are accepted and ignored.  Returns 0, or -1 with a one-line
  * reason in @err.  The strings point into argv.
  */

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,20 +17,9 @@
 #include <unistd.h>
 
 #include "oci.h"
+#include "errf.h"
 
 #define MIB (1ull << 20)
-
-static int fail(char *err, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 /* nftw has no context argument: the scan is single-threaded, in create. */
 static uint64_t scan_bytes, scan_inodes;
@@ -111,14 +99,14 @@ static int inject_files(const struct oci_spec *s, const char *img, char *err,
 	fd = open(cmds, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!f)
-		return fail(err, errlen, "%s: %s", cmds, strerror(errno));
+		return errf(err, errlen, "%s: %s", cmds, strerror(errno));
 	for (unsigned int i = 0; i < s->nmounts; i++) {
 		const struct spec_mount *m = &s->mounts[i];
 		char dir[4096];
 
 		/* Mount points of the guest's mounts exist in the image, so a
-		 * read-only root needs no mkdir at run time (runc creates them
-		 * before it remounts the root read-only). */
+		 * read-only root needs no mkdir at run time (the reference
+		 * runtime creates them before it remounts the root read-only). */
 		if (m->kind == SPEC_MOUNT_GUEST && debugfs_safe(m->dest)) {
 			snprintf(dir, sizeof(dir), "%s/", m->dest);
 			for (char *p = dir + 1; (p = strchr(p, '/')); p++) {
@@ -134,7 +122,7 @@ static int inject_files(const struct oci_spec *s, const char *img, char *err,
 		if (!debugfs_safe(m->dest) || !debugfs_safe(m->source)) {
 			fclose(f);
 			unlink(cmds);
-			return fail(err, errlen, "bind mount %s on %s: paths with blanks "
+			return errf(err, errlen, "bind mount %s on %s: paths with blanks "
 				    "or quotes are not supported", m->source, m->dest);
 		}
 		/* Parents first (an existing one is an error debugfs skips). */
@@ -159,7 +147,7 @@ static int inject_files(const struct oci_spec *s, const char *img, char *err,
 	}
 	unlink(cmds);
 	if (ret)
-		return fail(err, errlen, "copying bind-mounted files into the root image "
+		return errf(err, errlen, "copying bind-mounted files into the root image "
 			    "(debugfs) failed (%d): %s", ret, out);
 	return 0;
 }
@@ -176,7 +164,7 @@ int oci_image_build(const struct oci_spec *s, const char *img,
 	memset(stats, 0, sizeof(*stats));
 	scan_bytes = scan_inodes = 0;
 	if (nftw(s->root_path, scan_one, 64, FTW_PHYS | FTW_MOUNT))
-		return fail(err, errlen, "reading the root file system %s: %s",
+		return errf(err, errlen, "reading the root file system %s: %s",
 			    s->root_path, strerror(errno));
 	for (unsigned int i = 0; i < s->nmounts; i++)
 		if (s->mounts[i].kind == SPEC_MOUNT_FILE_COPY &&
@@ -212,7 +200,7 @@ int oci_image_build(const struct oci_spec *s, const char *img,
 	}
 	stats->mkfs_ns = oci_now_ns() - t1;
 	if (ret)
-		return fail(err, errlen, "building the root image with mkfs.ext4 -d %s "
+		return errf(err, errlen, "building the root image with mkfs.ext4 -d %s "
 			    "failed (%d): %s", s->root_path, ret, out);
 	t1 = oci_now_ns();
 	if (inject_files(s, img, err, errlen))

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * minivmm-oci: an OCI runtime (runc's command line) that runs each
+ * minivmm-oci: an OCI runtime (the usual OCI runtime command line) that runs each
  * container in a minivmm microVM.  See minivmm-oci(1) and README "Running
  * containers".  This file holds the commands; the VMM process is shim.c.
  */
@@ -50,7 +50,7 @@ static double ms(uint64_t ns)
 	return (double)ns / 1e6;
 }
 
-/* runc's console socket: the pty master goes to @path with SCM_RIGHTS. */
+/* The OCI console socket: the pty master goes to @path with SCM_RIGHTS. */
 static int send_console(const char *path, int master, char *err, size_t errlen)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };

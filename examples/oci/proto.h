@@ -59,7 +59,7 @@ enum proto_rec {
 	PROTO_REC_COLS = 19,	 /* u16 */
 	/* process.capabilities, one u64 mask each (bit N: capability N).
 	 * Sent, all five, only when config.json has the object; without
-	 * them the process keeps every capability (as runc does). */
+	 * them the process keeps every capability (as OCI runtimes do). */
 	PROTO_REC_CAP_BOUNDING = 20,
 	PROTO_REC_CAP_EFFECTIVE = 21,
 	PROTO_REC_CAP_PERMITTED = 22,

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,8 @@
 #include <unistd.h>
 
 #include "oci.h"
+#include "errf.h"
+#include "parse.h"
 
 #ifndef OCI_LIBEXECDIR
 #define OCI_LIBEXECDIR "/usr/local/libexec/minivmm-oci"
@@ -23,38 +24,6 @@
 #endif
 #define OCI_CACHE_DIR "/var/cache/minivmm-oci"
 #define DEFAULT_KERNEL "/vmlinuz"
-
-static int fail(char *err, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-static int parse_size(const char *v, uint64_t *out)
-{
-	char *e;
-	unsigned long long n = strtoull(v, &e, 10);
-
-	if (e == v)
-		return -1;
-	switch (*e) {
-	case 'k': case 'K': n <<= 10; e++; break;
-	case 'm': case 'M': n <<= 20; e++; break;
-	case 'g': case 'G': n <<= 30; e++; break;
-	case 0: n <<= 20; break; /* MiB, like minivmm --mem */
-	default: return -1;
-	}
-	if (*e)
-		return -1;
-	*out = n;
-	return 0;
-}
 
 static char *trim(char *s)
 {
@@ -93,7 +62,7 @@ int oci_settings_load(struct oci_settings *s, char *err, size_t errlen)
 		path = OCI_CONFIG_FILE;
 	f = fopen(path, "re");
 	if (!f && errno != ENOENT)
-		return fail(err, errlen, "%s: %s", path, strerror(errno));
+		return errf(err, errlen, "%s: %s", path, strerror(errno));
 	while (f && fgets(line, sizeof(line), f)) {
 		char *k = line, *v = strchr(line, '='), *end;
 		int bad = 0;
@@ -104,7 +73,7 @@ int oci_settings_load(struct oci_settings *s, char *err, size_t errlen)
 			continue;
 		if (!v) {
 			fclose(f);
-			return fail(err, errlen, "%s:%u: expected key = value", path, lineno);
+			return errf(err, errlen, "%s:%u: expected key = value", path, lineno);
 		}
 		*v++ = 0;
 		k = trim(k);
@@ -140,24 +109,24 @@ int oci_settings_load(struct oci_settings *s, char *err, size_t errlen)
 			user_spec_free(&s->user);
 			if (user_parse(v, "user", &s->user, why, sizeof(why))) {
 				fclose(f);
-				return fail(err, errlen, "%s:%u: %s", path, lineno, why);
+				return errf(err, errlen, "%s:%u: %s", path, lineno, why);
 			}
 		} else {
 			bad = 1;
 		}
 		if (bad) {
 			fclose(f);
-			return fail(err, errlen, "%s:%u: bad setting %s", path, lineno, k);
+			return errf(err, errlen, "%s:%u: bad setting %s", path, lineno, k);
 		}
 	}
 	if (f)
 		fclose(f);
 	if ((e = getenv("MINIVMM_OCI_KERNEL")) && *e && set_str(&s->kernel, e))
-		return fail(err, errlen, "out of memory");
+		return errf(err, errlen, "out of memory");
 	if ((e = getenv("MINIVMM_OCI_INITRD")) && *e && set_str(&s->initrd, e))
-		return fail(err, errlen, "out of memory");
+		return errf(err, errlen, "out of memory");
 	if (!s->modroot && set_str(&s->modroot, "/"))
-		return fail(err, errlen, "out of memory");
+		return errf(err, errlen, "out of memory");
 	return 0;
 }
 
@@ -275,14 +244,14 @@ static int build_initrd(const struct oci_settings *s, const char *kver,
 
 	if (find_helper(mk_rel, OCI_BINDIR "/minivmm-oci-mkinitrd", mk, sizeof(mk)) ||
 	    find_helper(init_rel, OCI_LIBEXECDIR "/init", init, sizeof(init)))
-		return fail(err, errlen, "no initramfs at %s and minivmm-oci-mkinitrd or "
+		return errf(err, errlen, "no initramfs at %s and minivmm-oci-mkinitrd or "
 			    "the guest init (%s/init) is not installed", out,
 			    OCI_LIBEXECDIR);
 	mkdir(OCI_CACHE_DIR, 0755);
 	snprintf(lock, sizeof(lock), "%s.lock", out);
 	lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (lfd < 0 || flock(lfd, LOCK_EX))
-		return fail(err, errlen, "%s: %s", lock, strerror(errno));
+		return errf(err, errlen, "%s: %s", lock, strerror(errno));
 	if (stat(out, &st) == 0) { /* built meanwhile */
 		close(lfd);
 		return 0;
@@ -297,7 +266,7 @@ static int build_initrd(const struct oci_settings *s, const char *kver,
 	if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
 	    WEXITSTATUS(status)) {
 		close(lfd);
-		return fail(err, errlen, "building the initramfs %s for kernel %s with "
+		return errf(err, errlen, "building the initramfs %s for kernel %s with "
 			    "%s failed (modules from %s/lib/modules/%s)", out, kver, mk,
 			    s->modroot, kver);
 	}
@@ -311,23 +280,23 @@ int oci_boot_files(struct oci_settings *s, char *err, size_t errlen)
 	int ret;
 
 	if (!s->kernel && set_str(&s->kernel, DEFAULT_KERNEL))
-		return fail(err, errlen, "out of memory");
+		return errf(err, errlen, "out of memory");
 	if (access(s->kernel, R_OK))
-		return fail(err, errlen, "kernel %s: %s (set kernel= in %s or "
+		return errf(err, errlen, "kernel %s: %s (set kernel= in %s or "
 			    "MINIVMM_OCI_KERNEL)", s->kernel, strerror(errno),
 			    OCI_CONFIG_FILE);
 	if (s->initrd) {
 		if (access(s->initrd, R_OK))
-			return fail(err, errlen, "initramfs %s: %s", s->initrd,
+			return errf(err, errlen, "initramfs %s: %s", s->initrd,
 				    strerror(errno));
 		return 0;
 	}
 	ret = oci_kernel_release(s->kernel, kver, sizeof(kver));
 	if (ret)
-		return fail(err, errlen, "kernel %s: not a bzImage with a version "
+		return errf(err, errlen, "kernel %s: not a bzImage with a version "
 			    "string", s->kernel);
 	snprintf(path, sizeof(path), OCI_CACHE_DIR "/initrd-%s.cpio.gz", kver);
 	if (access(path, R_OK) && build_initrd(s, kver, path, err, errlen))
 		return -1;
-	return set_str(&s->initrd, path) ? fail(err, errlen, "out of memory") : 0;
+	return set_str(&s->initrd, path) ? errf(err, errlen, "out of memory") : 0;
 }

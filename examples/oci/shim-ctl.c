@@ -181,8 +181,8 @@ static void forward_signal(struct shim_ctl *s, int sig)
 		send_frame(s, PROTO_MSG_SIGNAL, v, 4);
 		return;
 	}
-	/* No process yet (created): like runc's, the container's init dies
-	 * of a signal that would kill it. */
+	/* No process yet (created): as under other OCI runtimes, the
+	 * container's init dies of a signal that would kill it. */
 	if (sig != SIGWINCH && sig != SIGCHLD && sig != SIGURG && sig != SIGCONT) {
 		oci_info("signal %d before start: stopping the VM", sig);
 		if (!s->exit_code)

@@ -19,26 +19,9 @@
 #include <unistd.h>
 
 #include "spec.h"
+#include "errf.h"
 
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
-static int fail(char *err, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	/* One line (spec.h), whatever config.json's strings quoted in it
-	 * hold: a newline or a terminal escape would reach stderr and the
-	 * text log as they are. */
-	for (char *p = err; len && *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = ' ';
-	return -1;
-}
 
 /* Optional string member: 0 (absent or a string), -1 (wrong type). */
 static int get_str(json_t *o, const char *key, char **out)
@@ -174,7 +157,7 @@ int spec_cap_number(const char *name)
 	return -1;
 }
 
-/* process.capabilities: each set an array of names (runc's spelling,
+/* process.capabilities: each set an array of names (the OCI spelling,
  * "CAP_NET_ADMIN"); a set left out is empty.  A name we do not know is an
  * error: ignoring it would run the process with less (or, in a bounding
  * set, more) than asked. */
@@ -193,27 +176,27 @@ static int parse_caps(json_t *c, struct oci_spec *s, char *err, size_t len)
 	if (!c || json_is_null(c))
 		return 0;
 	if (!json_is_object(c))
-		return fail(err, len, "config.json: process.capabilities must be an object");
+		return errf_line(err, len, "config.json: process.capabilities must be an object");
 	s->has_caps = true;
 	for (int k = 0; k < PROTO_CAP_SETS; k++) {
 		a = json_object_get(c, sets[k]);
 		if (!a || json_is_null(a))
 			continue;
 		if (!json_is_array(a))
-			return fail(err, len, "config.json: process.capabilities.%s must "
+			return errf_line(err, len, "config.json: process.capabilities.%s must "
 				    "be an array of strings", sets[k]);
 		json_array_foreach(a, i, v) {
 			const char *name = json_string_value(v);
 			int n;
 
 			if (!name)
-				return fail(err, len, "config.json: process.capabilities.%s"
+				return errf_line(err, len, "config.json: process.capabilities.%s"
 					    "[%zu] is not a string", sets[k], i);
 			n = spec_cap_number(name);
 			if (n < 0)
 				/* Echoed only if it looks like a name: the
 				 * reason stays one printable line. */
-				return fail(err, len, "config.json: unknown capability "
+				return errf_line(err, len, "config.json: unknown capability "
 					    "\"%.64s\" in process.capabilities.%s (known: "
 					    "CAP_CHOWN ... CAP_CHECKPOINT_RESTORE)",
 					    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -233,32 +216,32 @@ static int parse_process(json_t *p, struct oci_spec *s, char *err, size_t len)
 	size_t i;
 
 	if (!json_is_object(p))
-		return fail(err, len, "config.json: process is missing or not an object");
+		return errf_line(err, len, "config.json: process is missing or not an object");
 	if (get_strv(p, "args", &s->args, &s->nargs))
-		return fail(err, len, "config.json: process.args must be an array of strings");
+		return errf_line(err, len, "config.json: process.args must be an array of strings");
 	if (!s->nargs || !*s->args[0])
-		return fail(err, len, "config.json: process.args is empty");
+		return errf_line(err, len, "config.json: process.args is empty");
 	if (get_strv(p, "env", &s->env, &s->nenv))
-		return fail(err, len, "config.json: process.env must be an array of strings");
+		return errf_line(err, len, "config.json: process.env must be an array of strings");
 	if (get_str(p, "cwd", &s->cwd))
-		return fail(err, len, "config.json: process.cwd must be a string");
+		return errf_line(err, len, "config.json: process.cwd must be a string");
 	if (!s->cwd)
 		s->cwd = strdup("/");
 	else if (s->cwd[0] != '/')
-		return fail(err, len, "config.json: process.cwd \"%s\" is not absolute", s->cwd);
+		return errf_line(err, len, "config.json: process.cwd \"%s\" is not absolute", s->cwd);
 	if (get_bool(p, "terminal", &s->terminal) ||
 	    get_bool(p, "noNewPrivileges", &s->nnp))
-		return fail(err, len, "config.json: process.terminal/noNewPrivileges must be booleans");
+		return errf_line(err, len, "config.json: process.terminal/noNewPrivileges must be booleans");
 	if (parse_caps(json_object_get(p, "capabilities"), s, err, len))
 		return -1;
 	cs = json_object_get(p, "consoleSize");
 	if (json_is_object(cs)) {
 		if (get_uint(cs, "height", 65535, &u, &has))
-			return fail(err, len, "config.json: bad consoleSize.height");
+			return errf_line(err, len, "config.json: bad consoleSize.height");
 		if (has)
 			s->rows = (uint16_t)u;
 		if (get_uint(cs, "width", 65535, &u, &has))
-			return fail(err, len, "config.json: bad consoleSize.width");
+			return errf_line(err, len, "config.json: bad consoleSize.width");
 		if (has)
 			s->cols = (uint16_t)u;
 	}
@@ -267,30 +250,30 @@ static int parse_process(json_t *p, struct oci_spec *s, char *err, size_t len)
 		json_t *g;
 
 		if (!json_is_object(user))
-			return fail(err, len, "config.json: process.user must be an object");
+			return errf_line(err, len, "config.json: process.user must be an object");
 		if (get_uint(user, "uid", UINT32_MAX, &u, &has))
-			return fail(err, len, "config.json: bad process.user.uid");
+			return errf_line(err, len, "config.json: bad process.user.uid");
 		if (has)
 			s->uid = (uint32_t)u;
 		if (get_uint(user, "gid", UINT32_MAX, &u, &has))
-			return fail(err, len, "config.json: bad process.user.gid");
+			return errf_line(err, len, "config.json: bad process.user.gid");
 		if (has)
 			s->gid = (uint32_t)u;
 		if (get_uint(user, "umask", 0777, &u, &s->has_umask))
-			return fail(err, len, "config.json: bad process.user.umask");
+			return errf_line(err, len, "config.json: bad process.user.umask");
 		if (s->has_umask)
 			s->umask_v = (uint32_t)u;
 		g = json_object_get(user, "additionalGids");
 		if (g && !json_is_null(g)) {
 			if (!json_is_array(g))
-				return fail(err, len, "config.json: additionalGids must be an array");
+				return errf_line(err, len, "config.json: additionalGids must be an array");
 			s->gids = calloc(json_array_size(g) + 1, sizeof(*s->gids));
 			if (!s->gids)
-				return fail(err, len, "out of memory");
+				return errf_line(err, len, "out of memory");
 			json_array_foreach(g, i, v) {
 				if (!json_is_integer(v) || json_integer_value(v) < 0 ||
 				    json_integer_value(v) > UINT32_MAX)
-					return fail(err, len, "config.json: bad additionalGids entry");
+					return errf_line(err, len, "config.json: bad additionalGids entry");
 				s->gids[s->ngids++] = (uint32_t)json_integer_value(v);
 			}
 		}
@@ -299,7 +282,7 @@ static int parse_process(json_t *p, struct oci_spec *s, char *err, size_t len)
 	if (rl && json_is_array(rl)) {
 		s->rlimits = calloc(json_array_size(rl) + 1, sizeof(*s->rlimits));
 		if (!s->rlimits)
-			return fail(err, len, "out of memory");
+			return errf_line(err, len, "out of memory");
 		json_array_foreach(rl, i, v) {
 			const char *type = json_string_value(json_object_get(v, "type"));
 			uint64_t soft = 0, hard = 0;
@@ -307,12 +290,12 @@ static int parse_process(json_t *p, struct oci_spec *s, char *err, size_t len)
 
 			if (!type || get_uint(v, "soft", UINT64_MAX >> 1, &soft, NULL) ||
 			    get_uint(v, "hard", UINT64_MAX >> 1, &hard, NULL))
-				return fail(err, len, "config.json: bad process.rlimits entry");
+				return errf_line(err, len, "config.json: bad process.rlimits entry");
 			for (k = 0; k < sizeof(rlimit_names) / sizeof(rlimit_names[0]); k++)
 				if (!strcmp(type, rlimit_names[k].name))
 					break;
 			if (k == sizeof(rlimit_names) / sizeof(rlimit_names[0]))
-				return fail(err, len, "config.json: unknown rlimit type %s", type);
+				return errf_line(err, len, "config.json: unknown rlimit type %s", type);
 			s->rlimits[s->nrlimits++] = (struct spec_rlimit){
 				(uint32_t)rlimit_names[k].res, soft, hard };
 		}
@@ -368,10 +351,10 @@ static int parse_mounts(json_t *a, struct oci_spec *s, char *err, size_t len)
 	if (!a || json_is_null(a))
 		return 0;
 	if (!json_is_array(a))
-		return fail(err, len, "config.json: mounts must be an array");
+		return errf_line(err, len, "config.json: mounts must be an array");
 	s->mounts = calloc(json_array_size(a) + 1, sizeof(*s->mounts));
 	if (!s->mounts)
-		return fail(err, len, "out of memory");
+		return errf_line(err, len, "out of memory");
 	json_array_foreach(a, i, m) {
 		struct spec_mount *sm = &s->mounts[s->nmounts];
 		json_t *opts = json_object_get(m, "options");
@@ -384,28 +367,28 @@ static int parse_mounts(json_t *a, struct oci_spec *s, char *err, size_t len)
 		    !sm->dest || get_str(m, "type", &sm->type) ||
 		    get_str(m, "source", &sm->source) ||
 		    (opts && !json_is_array(opts)))
-			return fail(err, len, "config.json: malformed mounts[%zu]", i);
+			return errf_line(err, len, "config.json: malformed mounts[%zu]", i);
 		if (sm->dest[0] != '/')
-			return fail(err, len, "config.json: mount destination %s is not absolute",
+			return errf_line(err, len, "config.json: mount destination %s is not absolute",
 				    sm->dest);
 		sm->options = opts ? join_options(opts) : strdup("");
 		if (!sm->type)
 			sm->type = strdup("none");
 		if (!sm->options || !sm->type)
-			return fail(err, len, "out of memory");
+			return errf_line(err, len, "out of memory");
 		bind = !strcmp(sm->type, "bind") || has_option(sm->options, "bind") ||
 		       has_option(sm->options, "rbind");
 		if (!bind) {
 			for (size_t k = 0; k < sizeof(guest_fs_types) / sizeof(*guest_fs_types); k++)
 				known |= !strcmp(sm->type, guest_fs_types[k]);
 			if (!known)
-				return fail(err, len, "mount of type %s on %s is not supported "
+				return errf_line(err, len, "mount of type %s on %s is not supported "
 					    "by minivmm-oci", sm->type, sm->dest);
 			sm->kind = SPEC_MOUNT_GUEST;
 			continue;
 		}
 		if (!sm->source || stat(sm->source, &st))
-			return fail(err, len, "bind mount source %s for %s: %s",
+			return errf_line(err, len, "bind mount source %s for %s: %s",
 				    sm->source ? sm->source : "(none)", sm->dest,
 				    strerror(errno));
 		if (S_ISREG(st.st_mode)) {
@@ -419,11 +402,11 @@ static int parse_mounts(json_t *a, struct oci_spec *s, char *err, size_t len)
 			sm->type = strdup("tmpfs");
 			sm->options = strdup("nosuid,noexec,nodev,mode=1777,size=65536k");
 			if (!sm->type || !sm->options)
-				return fail(err, len, "out of memory");
+				return errf_line(err, len, "out of memory");
 			add_warning(s, "bind mount %s on /dev/shm replaced by a tmpfs in the VM",
 				    sm->source);
 		} else {
-			return fail(err, len, "bind mount of %s %s on %s is not supported by "
+			return errf_line(err, len, "bind mount of %s %s on %s is not supported by "
 				    "minivmm-oci: there is no shared file system into the "
 				    "container's VM (no volumes or host directories)",
 				    S_ISDIR(st.st_mode) ? "directory" : "host file",
@@ -441,7 +424,7 @@ static int parse_linux(json_t *l, struct oci_spec *s, char *err, size_t len)
 	if (!l || json_is_null(l))
 		return 0;
 	if (!json_is_object(l))
-		return fail(err, len, "config.json: linux must be an object");
+		return errf_line(err, len, "config.json: linux must be an object");
 	ns = json_object_get(l, "namespaces");
 	json_array_foreach(ns, i, v) {
 		const char *type = json_string_value(json_object_get(v, "type"));
@@ -450,13 +433,13 @@ static int parse_linux(json_t *l, struct oci_spec *s, char *err, size_t len)
 		/* A new (empty) network namespace is what a VM without a NIC
 		 * is; joining an existing one would need a network device. */
 		if (type && !strcmp(type, "network") && path && *path)
-			return fail(err, len, "joining the network namespace %s is not "
+			return errf_line(err, len, "joining the network namespace %s is not "
 				    "supported by minivmm-oci: the container's VM has no "
 				    "network (podman: --network none)", path);
 	}
 	if (get_strv(l, "maskedPaths", &s->masked, &s->nmasked) ||
 	    get_strv(l, "readonlyPaths", &s->ropaths, &s->nropaths))
-		return fail(err, len, "config.json: bad maskedPaths/readonlyPaths");
+		return errf_line(err, len, "config.json: bad maskedPaths/readonlyPaths");
 	v = json_object_get(l, "sysctl");
 	if (json_is_object(v)) {
 		const char *k;
@@ -466,10 +449,10 @@ static int parse_linux(json_t *l, struct oci_spec *s, char *err, size_t len)
 		s->sysctl_keys = calloc(n + 1, sizeof(char *));
 		s->sysctl_values = calloc(n + 1, sizeof(char *));
 		if (!s->sysctl_keys || !s->sysctl_values)
-			return fail(err, len, "out of memory");
+			return errf_line(err, len, "out of memory");
 		json_object_foreach(v, k, val) {
 			if (!json_is_string(val))
-				return fail(err, len, "config.json: sysctl %s is not a string", k);
+				return errf_line(err, len, "config.json: sysctl %s is not a string", k);
 			s->sysctl_keys[s->nsysctls] = strdup(k);
 			s->sysctl_values[s->nsysctls++] = strdup(json_string_value(val));
 		}
@@ -478,7 +461,7 @@ static int parse_linux(json_t *l, struct oci_spec *s, char *err, size_t len)
 	if (json_is_array(dev)) {
 		s->devices = calloc(json_array_size(dev) + 1, sizeof(*s->devices));
 		if (!s->devices)
-			return fail(err, len, "out of memory");
+			return errf_line(err, len, "out of memory");
 		json_array_foreach(dev, i, v) {
 			struct spec_device *d = &s->devices[s->ndevices];
 			const char *t = json_string_value(json_object_get(v, "type"));
@@ -491,7 +474,7 @@ static int parse_linux(json_t *l, struct oci_spec *s, char *err, size_t len)
 			    get_uint(v, "fileMode", 07777, &mode, NULL) ||
 			    get_uint(v, "uid", UINT32_MAX, &uid, NULL) ||
 			    get_uint(v, "gid", UINT32_MAX, &gid, NULL))
-				return fail(err, len, "config.json: bad linux.devices[%zu]", i);
+				return errf_line(err, len, "config.json: bad linux.devices[%zu]", i);
 			d->type = *t == 'b' ? 'b' : 'c';
 			d->major = (uint32_t)maj;
 			d->minor = (uint32_t)min;
@@ -520,12 +503,12 @@ static int parse_linux(json_t *l, struct oci_spec *s, char *err, size_t len)
 			if (json_is_integer(q))
 				s->cpu_quota = json_integer_value(q);
 			if (get_uint(cpu, "period", UINT64_MAX, &u, &has))
-				return fail(err, len, "config.json: bad cpu.period");
+				return errf_line(err, len, "config.json: bad cpu.period");
 			s->cpu_period = has ? u : 100000;
 			if (cpus && *cpus) {
 				s->cpuset_cpus = spec_cpuset_count(cpus);
 				if (!s->cpuset_cpus)
-					return fail(err, len, "config.json: bad cpu.cpus \"%s\"", cpus);
+					return errf_line(err, len, "config.json: bad cpu.cpus \"%s\"", cpus);
 			}
 		}
 	}
@@ -548,13 +531,13 @@ int spec_load(const char *bundle, const char *path, struct oci_spec *s,
 	}
 	root = json_load_file(path, 0, &je);
 	if (!root)
-		return fail(err, errlen, "%s: %s (line %d)", path, je.text, je.line);
+		return errf_line(err, errlen, "%s: %s (line %d)", path, je.text, je.line);
 	if (!json_is_object(root)) {
-		fail(err, errlen, "%s: not a JSON object", path);
+		errf_line(err, errlen, "%s: not a JSON object", path);
 		goto out;
 	}
 	if (get_str(root, "ociVersion", &s->oci_version)) {
-		fail(err, errlen, "config.json: ociVersion must be a string");
+		errf_line(err, errlen, "config.json: ociVersion must be a string");
 		goto out;
 	}
 	if (!s->oci_version)
@@ -562,7 +545,7 @@ int spec_load(const char *bundle, const char *path, struct oci_spec *s,
 	r = json_object_get(root, "root");
 	if (!json_is_object(r) || get_str(r, "path", &rp) || !rp || !*rp ||
 	    get_bool(r, "readonly", &s->root_ro)) {
-		fail(err, errlen, "config.json: root.path is missing");
+		errf_line(err, errlen, "config.json: root.path is missing");
 		goto out;
 	}
 	if (rp[0] == '/') {
@@ -570,20 +553,20 @@ int spec_load(const char *bundle, const char *path, struct oci_spec *s,
 		rp = NULL;
 	} else if (asprintf(&s->root_path, "%s/%s", bundle, rp) < 0) {
 		s->root_path = NULL;
-		fail(err, errlen, "out of memory");
+		errf_line(err, errlen, "out of memory");
 		goto out;
 	}
 	{
 		struct stat st;
 
 		if (stat(s->root_path, &st) || !S_ISDIR(st.st_mode)) {
-			fail(err, errlen, "root file system %s is not a directory",
+			errf_line(err, errlen, "root file system %s is not a directory",
 			     s->root_path);
 			goto out;
 		}
 	}
 	if (get_str(root, "hostname", &s->hostname)) {
-		fail(err, errlen, "config.json: hostname must be a string");
+		errf_line(err, errlen, "config.json: hostname must be a string");
 		goto out;
 	}
 	if (parse_process(json_object_get(root, "process"), s, err, errlen) ||
@@ -594,7 +577,7 @@ int spec_load(const char *bundle, const char *path, struct oci_spec *s,
 	s->annotations_json = json_is_object(ann) ? json_dumps(ann, JSON_COMPACT)
 						  : strdup("{}");
 	if (!s->annotations_json) {
-		fail(err, errlen, "out of memory");
+		errf_line(err, errlen, "out of memory");
 		goto out;
 	}
 	ret = 0;
@@ -745,7 +728,7 @@ void spec_encode(const struct oci_spec *s, uint16_t rows, uint16_t cols,
 
 /*
  * The lookup of openat2(RESOLVE_IN_ROOT) done by hand, for kernels before
- * 5.6 and user-mode QEMU: one component at a time with O_NOFOLLOW, a
+ * 5.6 and user-mode emulators without openat2: one component at a time with O_NOFOLLOW, a
  * symlink's target walked from @rootfd if absolute and from the directory
  * holding the link otherwise, ".." never above @rootfd, at most 40 links
  * (as the kernel).  Returns an O_PATH fd of what @path names, or -1.
@@ -860,7 +843,7 @@ int spec_check_executable(const struct oci_spec *s, char *err, size_t errlen)
 			snprintf(full, sizeof(full), "%s/%s", s->cwd, cmd);
 		if (exists_in_root(s->root_path, full))
 			return 0;
-		return fail(err, errlen, "exec: \"%s\": stat %s: no such file or directory",
+		return errf_line(err, errlen, "exec: \"%s\": stat %s: no such file or directory",
 			    cmd, cmd);
 	}
 	for (unsigned int i = 0; i < s->nenv; i++)
@@ -868,7 +851,7 @@ int spec_check_executable(const struct oci_spec *s, char *err, size_t errlen)
 			path = s->env[i] + 5;
 	copy = strdup(path);
 	if (!copy)
-		return fail(err, errlen, "out of memory");
+		return errf_line(err, errlen, "out of memory");
 	for (dir = strtok_r(copy, ":", &save); dir && !found;
 	     dir = strtok_r(NULL, ":", &save)) {
 		char full[PATH_MAX];
@@ -879,7 +862,7 @@ int spec_check_executable(const struct oci_spec *s, char *err, size_t errlen)
 	free(copy);
 	if (found)
 		return 0;
-	return fail(err, errlen, "exec: \"%s\": executable file `%s` not found in $PATH: "
+	return errf_line(err, errlen, "exec: \"%s\": executable file `%s` not found in $PATH: "
 		    "No such file or directory", cmd, cmd);
 }
 

@@ -55,7 +55,7 @@ struct oci_spec {
 	bool terminal, nnp;
 	/* process.capabilities: @caps[enum proto_cap_set], bit N for
 	 * capability N; @has_caps false without the object (every capability
-	 * kept, as runc does) */
+	 * kept, as OCI runtimes do) */
 	bool has_caps;
 	uint64_t caps[PROTO_CAP_SETS];
 	uint16_t rows, cols;
@@ -113,7 +113,7 @@ void spec_encode(const struct oci_spec *s, uint16_t rows, uint16_t cols,
 
 /*
  * Is process.args[0] there in the root file system (PATH from the spec's
- * environment, or the default one)?  Returns 0, or -1 with runc's message
+ * environment, or the default one)?  Returns 0, or -1 with the reference runtime's message
  * ("executable file `X` not found in $PATH"), which podman maps to 127.
  */
 int spec_check_executable(const struct oci_spec *s, char *err, size_t errlen);

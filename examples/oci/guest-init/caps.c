@@ -2,7 +2,6 @@
 /* The container process's capabilities (see caps.h). */
 #include <errno.h>
 #include <linux/capability.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -10,18 +9,7 @@
 #include <unistd.h>
 
 #include "caps.h"
-
-static int fail(char *err, size_t errlen, int e, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t errlen, int e, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -e;
-}
+#include "errf.h"
 
 /* The capabilities this kernel has: PR_CAPBSET_READ fails past the last. */
 static int last_cap(void)
@@ -47,12 +35,12 @@ int init_caps_before_user(const uint64_t caps[PROTO_CAP_SETS], char *err,
 		if (caps[PROTO_CAP_BOUNDING] & (1ull << c))
 			continue;
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0))
-			return fail(err, errlen, errno,
+			return errf_ret(err, errlen, -errno,
 				    "dropping capability %d from the bounding set: %s",
 				    c, strerror(errno));
 	}
 	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0))
-		return fail(err, errlen, errno, "PR_SET_KEEPCAPS: %s", strerror(errno));
+		return errf_ret(err, errlen, -errno, "PR_SET_KEEPCAPS: %s", strerror(errno));
 	return 0;
 }
 
@@ -71,7 +59,7 @@ int init_caps_after_user(const uint64_t caps[PROTO_CAP_SETS], char *err,
 	uint64_t amb = caps[PROTO_CAP_AMBIENT] & mask;
 
 	if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0))
-		return fail(err, errlen, errno, "PR_SET_KEEPCAPS: %s", strerror(errno));
+		return errf_ret(err, errlen, -errno, "PR_SET_KEEPCAPS: %s", strerror(errno));
 	memset(data, 0, sizeof(data));
 	for (unsigned int i = 0; i < 2; i++) {
 		data[i].effective = (uint32_t)(eff >> (32 * i));
@@ -79,19 +67,19 @@ int init_caps_after_user(const uint64_t caps[PROTO_CAP_SETS], char *err,
 		data[i].inheritable = (uint32_t)(inh >> (32 * i));
 	}
 	if (syscall(SYS_capset, &hdr, data))
-		return fail(err, errlen, errno,
+		return errf_ret(err, errlen, -errno,
 			    "capabilities (effective %#llx, permitted %#llx, "
 			    "inheritable %#llx): %s", (unsigned long long)eff,
 			    (unsigned long long)prm, (unsigned long long)inh,
 			    strerror(errno));
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) && amb)
-		return fail(err, errlen, errno, "ambient capabilities: %s",
+		return errf_ret(err, errlen, -errno, "ambient capabilities: %s",
 			    strerror(errno));
 	for (int c = 0; c <= last; c++) {
 		if (!(amb & (1ull << c)))
 			continue;
 		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0))
-			return fail(err, errlen, errno,
+			return errf_ret(err, errlen, -errno,
 				    "ambient capability %d: %s (it must be permitted "
 				    "and inheritable too)", c, strerror(errno));
 	}

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * process.capabilities applied to the container's process by the guest
- * init (caps.c), in runc's order: the bounding set and PR_SET_KEEPCAPS
+ * init (caps.c), in the reference runtime's order: the bounding set and PR_SET_KEEPCAPS
  * before the uid/gid change, the effective, permitted and inheritable sets
  * (capset) and the ambient set after it.  Split from init.c so that a unit
  * test runs the same code on the host, in a forked child.
@@ -32,7 +32,7 @@ int init_caps_before_user(const uint64_t caps[PROTO_CAP_SETS], char *err,
  * then make the ambient set exactly @caps[PROTO_CAP_AMBIENT] (each must be
  * permitted and inheritable).  At execve() the kernel then gives a root
  * process its bounding and inheritable sets (within the permitted set when
- * no_new_privs is on), any other uid its ambient set, as under runc.
+ * no_new_privs is on), any other uid its ambient set, as OCI runtimes do.
  * 0, or -errno with a one-line reason in @err.
  */
 int init_caps_after_user(const uint64_t caps[PROTO_CAP_SETS], char *err,

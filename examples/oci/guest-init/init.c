@@ -11,14 +11,14 @@
  *     sends it when `minivmm-oci start` runs);
  *  3. mounts the root disk (/dev/vda, ext4; read-only when asked) at
  *     /newroot and starts the container process with clone(CLONE_NEWPID |
- *     CLONE_NEWNS): it is PID 1 of its own PID namespace, as under runc, so
+ *     CLONE_NEWNS): it is PID 1 of its own PID namespace, as OCI runtimes do, so
  *     signals it has no handler for are ignored unless they are
  *     SIGKILL/SIGSTOP, and has its own mount namespace (rslave).  The child
  *     mounts what the spec lists (proc, sysfs, tmpfs, devpts, mqueue,
  *     cgroup2; /dev gets its device nodes), masks and protects paths, sets
  *     hostname and sysctls, detaches the init's /dev, /proc and /sys,
- *     moves /newroot onto / and chroots into it (runc's way when the root
- *     is an initramfs, where pivot_root(2) is refused), sets rlimits,
+ *     moves /newroot onto / and chroots into it (the usual way when the
+ *     root is an initramfs, where pivot_root(2) is refused), sets rlimits,
  *     umask, the bounding set, groups, gid, uid, the other capability sets
  *     (process.capabilities), no_new_privs, changes to cwd and execs the
  *     process with the spec's environment;
@@ -296,7 +296,7 @@ static const struct opt mount_opts[] = {
 	{ "rbind", 0, 0 }, { "bind", 0, 0 }, { "private", 0, 0 },
 	{ "rprivate", 0, 0 }, { "slave", 0, 0 }, { "rslave", 0, 0 },
 	{ "shared", 0, 0 }, { "rshared", 0, 0 },
-	/* runc/crun extensions and SELinux relabelling: nothing to pass to
+	/* OCI runtime extensions and SELinux relabelling: nothing to pass to
 	 * the kernel (tmpcopyup's copy of the directory's old contents is
 	 * not done: the tmpfs starts empty). */
 	{ "tmpcopyup", 0, 0 }, { "notmpcopyup", 0, 0 }, { "z", 0, 0 },
@@ -556,8 +556,8 @@ child_fail(int pipe_fd, int status, const char *fmt, ...)
 /*
  * Make NEWROOT the root of the child's mount namespace: detach the init's
  * own mounts first (its devtmpfs holds every device of the VM, the ports
- * included), then move NEWROOT onto "/" and chroot there, as runc does
- * without pivot_root.  pivot_root(2) is refused on an initramfs (its root,
+ * included), then move NEWROOT onto "/" and chroot there, as OCI runtimes
+ * do without pivot_root.  pivot_root(2) is refused on an initramfs (its root,
  * rootfs, cannot be unmounted), and would leave the same namespace: the
  * container's tree mounted on rootfs, whose files (this program, modules)
  * are all an escape from the chroot could reach.
