@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "vmm/vmm-bench.h"
 
 enum {
 	OPT_APPEND = 256,

@@ -1,41 +1,70 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Inside the machine layer: what machine.c (arch-neutral assembly: memory,
- * disks, ports, I/O threads, the start/stop sequence, statistics) shares
- * with the platform's assembly (machine/<arch>/: the interrupt controller,
- * firmware tables and boot image, the platform's own devices, the PCI host
- * bridge's windows, vCPU set-up).  machine_start() calls the platform's
- * hooks in the order they are declared here.
+ * Inside the machine layer: what machine.c (the start sequence) shares
+ * with the files it is made of (plan.c, disks.c, ports.c, confine.c,
+ * stats.c) and with the platform's assembly (machine/<arch>/: the
+ * interrupt controller, firmware tables and boot image, the platform's
+ * own devices, the PCI host bridge's windows, vCPU set-up).
+ * machine_start() calls the platform's hooks in the order they are
+ * declared here.
  */
 #ifndef VMM_MACHINE_INT_H
 #define VMM_MACHINE_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "plan.h"
 #include "util/compiler.h"
 
 struct vmm;
-struct vblk_dev;
+struct machine;
 struct virtio_transport;
-struct vcon;
 struct iothread;
 struct pci_bus;
 struct console;
 struct machine_arch; /* the platform's own state (machine/<arch>/) */
 struct irq_platform;
+struct machine_device;
 
-struct machine_disk {
-	struct vblk_dev *dev;
-	struct virtio_transport *transport;
-	unsigned int nq; /* its queues (disk_queues_in()) */
+/*
+ * One kind of device (disks.c, ports.c): what machine.c calls of it, in
+ * this order.  Context: the thread of vmm_start() / vmm_wait() /
+ * vmm_destroy().
+ */
+struct machine_device_ops {
+	/* Build the device model and its transport with d->nq queues (the
+	 * plan's), on m->pci and, if it asked for them, m->iothreads. */
+	int (*create)(struct vmm *vm, struct machine *m, struct machine_device *d);
+	/* Start its own threads (NULL: none).  After the embedder's start
+	 * hook: threads confined before a uid drop would die on glibc's
+	 * set*id broadcast. */
+	int (*start)(struct machine_device *d);
+	/* No more guest I/O: in-flight requests drained, what the guest
+	 * queued written out.  Before the I/O threads stop.  Idempotent. */
+	void (*stop)(struct machine_device *d);
+	/* Free it.  After stop() and the vCPUs; safe on a half-built one. */
+	void (*destroy)(struct machine_device *d);
 };
 
+/* One device of the machine, in the plan's order (the disks by id, then
+ * the ports' virtio-console device). */
+struct machine_device {
+	const struct machine_device_ops *ops;
+	unsigned int id;  /* among its kind (the disk id) */
+	unsigned int nq;  /* its queues: the plan's */
+	void *dev;	  /* the device model (struct vblk_dev, struct vcon) */
+	struct virtio_transport *transport;
+};
+
+extern const struct machine_device_ops machine_disk_ops;  /* disks.c */
+extern const struct machine_device_ops machine_ports_ops; /* ports.c */
+
 struct machine {
-	struct machine_disk *disks; /* vm->nr_disks of them */
-	/* virtio-console with the vmm_add_port() ports, if any. */
-	struct vcon *ports;
-	struct virtio_transport *ports_transport;
+	struct machine_plan plan; /* computed once, by vmm_start() */
+	struct machine_device *devs; /* plan.nr_devices of them */
+	unsigned int nr_devs;	     /* created so far */
 	struct iothread **iothreads;
 	unsigned int nr_iothreads;
 	/* The PCI bus the virtio devices sit on: built by the platform (it
@@ -49,6 +78,8 @@ struct machine {
 	 * virtio devices register zones, so the ring is mapped before the
 	 * vCPUs run. */
 	bool coalesce_mmio;
+	/* KVM_CAP_IOEVENTFD_ANY_LENGTH, for the devices' transports. */
+	bool ioeventfd_any_length;
 };
 
 /* ---- the platform's hooks (one implementation per arch) ---------------- */
