@@ -4,9 +4,8 @@
  * with the files it is made of (plan.c, disks.c, ports.c, confine.c,
  * stats.c) and with the platform's assembly (machine/<arch>/: the
  * interrupt controller, firmware tables and boot image, the platform's
- * own devices, the PCI host bridge's windows, vCPU set-up).
- * machine_start() calls the platform's hooks in the order they are
- * declared here.
+ * own devices, the PCI host bridge's windows, vCPU set-up), whose hooks
+ * are platform.h.
  */
 #ifndef VMM_MACHINE_INT_H
 #define VMM_MACHINE_INT_H
@@ -16,6 +15,7 @@
 #include <stdint.h>
 
 #include "plan.h"
+#include "platform.h"
 #include "util/compiler.h"
 
 struct vmm;
@@ -25,7 +25,6 @@ struct iothread;
 struct pci_bus;
 struct console;
 struct machine_arch; /* the platform's own state (machine/<arch>/) */
-struct irq_platform;
 struct machine_device;
 
 /*
@@ -81,37 +80,6 @@ struct machine {
 	/* KVM_CAP_IOEVENTFD_ANY_LENGTH, for the devices' transports. */
 	bool ioeventfd_any_length;
 };
-
-/* ---- the platform's hooks (one implementation per arch) ---------------- */
-
-/* The VM's interrupt controller and whatever must exist before guest RAM
- * and vCPUs; allocates m->arch. */
-int machine_arch_create(struct vmm *vm, struct machine *m) __must_check;
-/* Firmware tables and the boot image (kernel, initrd, command line) into
- * guest RAM; remembers the entry state for machine_arch_setup_vcpus(). */
-int machine_arch_load_boot(struct vmm *vm, struct machine *m) __must_check;
-/* The platform's devices (serial UART into m->console, reset, clock,
- * power) and the PCI bus m->pci. */
-int machine_arch_setup_devices(struct vmm *vm, struct machine *m) __must_check;
-/* Create the vCPUs in vm->vcpus[] (allocated by machine.c, every fd -1):
- * vcpu_create() and the arch's register state. */
-int machine_arch_setup_vcpus(struct vmm *vm, struct machine *m) __must_check;
-/* Optional speed-ups once the vCPUs exist (e.g. coalesced registers). */
-void machine_arch_late(struct vmm *vm, struct machine *m);
-/* KVM capabilities the platform needs besides the core's (kvm.h);
- * checked at vmm_create(). */
-struct kvm_cap_name;
-const struct kvm_cap_name *machine_arch_kvm_caps(size_t *n);
-/* Where guest RAM goes (memory.h). */
-struct guest_layout;
-const struct guest_layout *machine_arch_guest_layout(void);
-/* The interrupt controller as the GSI routing table sees it (irq.h). */
-const struct irq_platform *machine_arch_irq_platform(void);
-/* Context: console thread.  Guest input for the serial UART. */
-size_t machine_arch_console_input(struct vmm *vm, const void *buf, size_t len);
-/* Free the platform's devices and m->arch.  NULL-safe, after the vCPUs
- * are joined. */
-void machine_arch_destroy(struct vmm *vm, struct machine *m);
 
 /* ---- what machine.c gives the platform -------------------------------- */
 

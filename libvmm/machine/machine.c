@@ -352,9 +352,7 @@ void machine_destroy(struct vmm *vm)
 	}
 	if (m) {
 		machine_destroy_devices(m);
-		if (m->pci)
-			pci_bus_destroy(m->pci);
-		machine_arch_destroy(vm, m);
+		machine_arch_destroy(vm, m); /* and the PCI bus */
 		console_destroy(m->console);
 		free(m);
 		vm->machine = NULL;

@@ -11,8 +11,8 @@
 #include "irq.h"
 #include "kvm.h"
 #include "log.h"
-#include "machine-int.h"
 #include "plan.h"
+#include "platform.h"
 #include "virtio/virtio-pci.h"
 #include "vm.h"
 

@@ -454,8 +454,7 @@ static void setup(struct fz *f, uint8_t setup_byte)
 
 static void teardown(struct fz *f)
 {
-	pci_bus_destroy(f->m.pci); /* machine_destroy()'s order */
-	machine_arch_destroy(&f->vm, &f->m);
+	machine_arch_destroy(&f->vm, &f->m); /* and the PCI bus */
 	console_destroy(f->m.console);
 	if (f->out_r >= 0)
 		close(f->out_r);

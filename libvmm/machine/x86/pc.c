@@ -371,6 +371,9 @@ void machine_arch_destroy(struct vmm *vm, struct machine *m)
 {
 	struct machine_arch *a = m->arch;
 
+	if (m->pci) /* the virtio devices on it are gone (machine.c) */
+		pci_bus_destroy(m->pci);
+	m->pci = NULL;
 	if (!a)
 		return;
 	if (a->kbd)
