@@ -275,7 +275,7 @@ int main(int argc, char **argv)
 	 * Each I/O thread holds a ring and two eventfds and each queue two
 	 * eventfds: a few fds per queue, more than the usual soft limit of
 	 * 1024 at 384 queues.  Each ring's table of registered files is sized
-	 * by this limit too (iothread_ring.c): 4096 keeps 384 tables small.
+	 * by this limit too (iothread-ring.c): 4096 keeps 384 tables small.
 	 */
 	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_max >= 4096) {
 		rl.rlim_cur = 4096;

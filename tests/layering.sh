@@ -11,7 +11,8 @@
 # file's folder first, then the -I roots in CMakeLists.txt's order), and
 # the folder it lands in must be allowed.  Also: only libvmm/arch,
 # libvmm/machine/A and core/util/compiler.h (cpu_relax) may test an
-# architecture macro.
+# architecture macro.  Inside a core module (M.c with parts M-PART.c), a
+# part never includes M.h.
 # Prints every violation; exit 1 if any.
 set -euo pipefail
 cd "${1:-$(dirname "$0")/..}"
@@ -63,6 +64,19 @@ while IFS= read -r f; do
 		bad=1
 	done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f")
 done < <(find libvmm/core libvmm/arch libvmm/machine devices -name '*.[ch]' | sort)
+
+# Inside a core module (M.c and its parts M-PART.c/.h), the parts lie below
+# M.c and are called by it: a part never includes M.h, which would be a
+# call back up into its caller.
+while IFS= read -r f; do
+	base=${f##*/} dir=${f%/*}
+	mod=${base%%-*}
+	[[ -f $dir/$mod.h ]] || continue
+	if grep -qE "^[[:space:]]*#[[:space:]]*include[[:space:]]*\"$mod\.h\"" "$f"; then
+		echo "layering: $f, a part of module $mod, includes $mod.h (its caller)"
+		bad=1
+	fi
+done < <(find libvmm/core -name '*-*.[ch]' | sort)
 
 while IFS= read -r hit; do
 	echo "layering: architecture test outside libvmm/arch: $hit"

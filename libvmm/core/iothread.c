@@ -2,20 +2,56 @@
 /* Per-vCPU I/O threads on io_uring (see iothread.h). */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "iothread_int.h"
+#include "iothread-ring.h"
 #include "iothread.h"
 #include "log.h"
 #include "thread.h"
+
+struct iothread {
+	unsigned int index;
+	struct iothread_ring ring; /* io_uring, restrictions, file table */
+	pthread_t thread;
+	bool started;
+	bool stop; /* set on the I/O thread by the stop eventfd handler */
+	bool submit_error; /* the last submit failed (log once per burst) */
+	bool stopped;	   /* joined by iothread_stop(): cannot start again */
+	bool batch;	 /* run as SCHED_BATCH (iothread_set_batch) */
+
+	int stop_efd;
+	struct iothread_fd stop_w;
+	int call_efd;
+	struct iothread_fd call_w;
+
+	/* call_lock protects calls and every call's done flag. */
+	pthread_mutex_t call_lock;
+	pthread_cond_t call_cond;
+	struct iothread_call *calls;
+
+	/* Owned by the I/O thread.  A hook is on at most one of the three
+	 * lists (its queued flag): hooks run at the end of this round;
+	 * retry at the end of the next one (iothread_defer_next()), which
+	 * moves them to retry_due when it starts. */
+	struct iothread_hook *hooks;
+	struct iothread_hook *retry, *retry_due;
+	/* iothread_fail_sqes(): grant fail_after SQEs, then refuse fail_sqes. */
+	unsigned int fail_after, fail_sqes;
+	struct iothread_poller *pollers;
+	struct iothread_stats st; /* written by the thread, read relaxed */
+};
+
+/* A statistic of the I/O thread's own (the only writer); others read them
+ * relaxed (iothread_get_stats()). */
+#define STAT_INC(io, f, n) \
+	__atomic_store_n(&(io)->st.f, (io)->st.f + (n), __ATOMIC_RELAXED)
 
 static uint64_t now_ns(void)
 {
@@ -41,9 +77,9 @@ void iothread_get_stats(struct iothread *io, struct iothread_stats *st)
 	st->cqes = __atomic_load_n(&io->st.cqes, __ATOMIC_RELAXED);
 	st->submits = __atomic_load_n(&io->st.submits, __ATOMIC_RELAXED);
 	st->poll_hits = __atomic_load_n(&io->st.poll_hits, __ATOMIC_RELAXED);
-	st->file_updates = __atomic_load_n(&io->st.file_updates, __ATOMIC_RELAXED);
-	st->files = __atomic_load_n(&io->st.files, __ATOMIC_RELAXED);
-	st->files_max = io->fixed_files ? io->nr_files : 0;
+	st->file_updates = __atomic_load_n(&io->ring.file_updates, __ATOMIC_RELAXED);
+	st->files = __atomic_load_n(&io->ring.files_held, __ATOMIC_RELAXED);
+	st->files_max = io->ring.fixed_files ? io->ring.nr_files : 0;
 }
 
 struct io_uring_sqe *iothread_get_sqe(struct iothread *io, struct iothread_cb *cb)
@@ -58,12 +94,12 @@ struct io_uring_sqe *iothread_get_sqe(struct iothread *io, struct iothread_cb *c
 			return NULL;
 		}
 	}
-	sqe = io_uring_get_sqe(&io->ring);
+	sqe = io_uring_get_sqe(&io->ring.uring);
 	if (!sqe) {
 		/* SQ full: hand what is queued to the kernel and retry. */
-		io_uring_submit(&io->ring);
+		io_uring_submit(&io->ring.uring);
 		STAT_INC(io, submits, 1);
-		sqe = io_uring_get_sqe(&io->ring);
+		sqe = io_uring_get_sqe(&io->ring.uring);
 		if (!sqe)
 			return NULL;
 	}
@@ -283,13 +319,13 @@ static unsigned int iothread_reap(struct iothread *io)
 	struct io_uring_cqe *cqe;
 	unsigned int n = 0;
 
-	while (io_uring_peek_cqe(&io->ring, &cqe) == 0) {
+	while (io_uring_peek_cqe(&io->ring.uring, &cqe) == 0) {
 		struct iothread_cb *cb = io_uring_cqe_get_data(cqe);
 		int res = cqe->res;
 		uint32_t flags = cqe->flags;
 
 		/* The slot may be reused by the kernel once seen: copy first. */
-		io_uring_cqe_seen(&io->ring, cqe);
+		io_uring_cqe_seen(&io->ring.uring, cqe);
 		n++;
 		if (cb && cb->fn)
 			cb->fn(cb, res, flags);
@@ -314,10 +350,10 @@ static int iothread_wait_retry(struct iothread *io)
 
 	/* Without EXT_ARG (5.11) liburing would queue an IORING_OP_TIMEOUT,
 	 * which the restricted ring refuses: sleep instead. */
-	if (io->ring.features & IORING_FEAT_EXT_ARG)
-		return io_uring_submit_and_wait_timeout(&io->ring, &cqe, 1, &ts, NULL);
-	ret = io_uring_submit(&io->ring);
-	if (!io_uring_cq_ready(&io->ring))
+	if (io->ring.uring.features & IORING_FEAT_EXT_ARG)
+		return io_uring_submit_and_wait_timeout(&io->ring.uring, &cqe, 1, &ts, NULL);
+	ret = io_uring_submit(&io->ring.uring);
+	if (!io_uring_cq_ready(&io->ring.uring))
 		usleep(IOTHREAD_RETRY_NS / 1000);
 	return ret;
 }
@@ -339,7 +375,7 @@ static void iothread_round(struct iothread *io, bool wait)
 	if (wait && io->retry_due)
 		ret = iothread_wait_retry(io);
 	else
-		ret = io_uring_submit_and_wait(&io->ring, wait ? 1 : 0);
+		ret = io_uring_submit_and_wait(&io->ring.uring, wait ? 1 : 0);
 
 	STAT_INC(io, submits, 1);
 	if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY &&
@@ -367,8 +403,8 @@ void iothread_run_until(struct iothread *io, bool (*done)(void *opaque),
 
 /*
  * Busy-poll the registered pollers for up to the largest window before
- * sleeping (QEMU's IOThread polling idea: a few tens of microseconds of
- * spinning beat a sleep/wake-up when requests arrive back to back).
+ * sleeping: a few tens of microseconds of spinning beat a sleep/wake-up
+ * when requests arrive back to back.
  * Returns true if work was found.
  */
 static bool iothread_busy_poll(struct iothread *io)
@@ -391,7 +427,7 @@ static bool iothread_busy_poll(struct iothread *io)
 			STAT_INC(io, poll_hits, 1);
 			return true;
 		}
-		if (io_uring_cq_ready(&io->ring))
+		if (io_uring_cq_ready(&io->ring.uring))
 			return true;
 		cpu_relax();
 	} while (now_ns() < deadline);
@@ -445,8 +481,7 @@ static void *iothread_main(void *arg)
 		 * SCHED_BATCH: no wake-up preemption.  Kicks arrive from a
 		 * vCPU that keeps running; preempting it per kick turns every
 		 * request into its own kick, wake-up and interrupt when both
-		 * share a CPU (nested rig, one CPU: 2.0 notifications per
-		 * request at iodepth 32, 0.07 as SCHED_BATCH).  Unprivileged;
+		 * share a CPU (docs/design-notes.md, "Core").  Unprivileged;
 		 * before any seccomp filter.  Failure costs only performance.
 		 */
 		if (sched_setscheduler(0, SCHED_BATCH, &sp))
@@ -504,6 +539,72 @@ int iothread_call_sync(struct iothread *io, int (*fn)(void *opaque), void *opaqu
 	return iothread_call_wait(io, &c);
 }
 
+/* ---- registered files: on the thread that owns the ring's table ---- */
+
+struct file_op {
+	struct iothread *io;
+	struct iothread_file *f;
+	int fd;
+};
+
+/* Context: the I/O thread, or the caller while it does not run. */
+static int file_get_local(void *opaque)
+{
+	struct file_op *op = opaque;
+
+	if (op->io->stopped)
+		return -ESHUTDOWN;
+	return iothread_ring_file_get(&op->io->ring, op->fd, op->f);
+}
+
+/* Context: as file_get_local(). */
+static int file_put_local(void *opaque)
+{
+	struct file_op *op = opaque;
+
+	/* Stopped: no kernel call (the caller may be a confined control
+	 * thread; the table is freed with the ring), and no slot is handed
+	 * out again (file_get_local() refuses), so none can be stale. */
+	iothread_ring_file_put(&op->io->ring, op->f, !op->io->stopped);
+	return 0;
+}
+
+int iothread_file_get(struct iothread *io, int fd, struct iothread_file *f)
+{
+	struct file_op op = { .io = io, .f = f, .fd = fd };
+
+	if (fd < 0)
+		return -EBADF;
+	if (!io->ring.fixed_files) {
+		*f = (struct iothread_file){ .fd = fd, .idx = fd, .held = true };
+		return 0;
+	}
+	/* On the thread that owns the table (inline if it is this one or
+	 * none runs). */
+	return iothread_call_sync(io, file_get_local, &op);
+}
+
+void iothread_file_put(struct iothread *io, struct iothread_file *f)
+{
+	struct file_op op = { .io = io, .f = f };
+
+	if (!f->held)
+		return;
+	if (!io->ring.fixed_files) {
+		f->held = false;
+		return;
+	}
+	iothread_call_sync(io, file_put_local, &op);
+}
+
+void iothread_sqe_nofile(struct iothread *io, struct io_uring_sqe *sqe)
+{
+	if (io->ring.fixed_files)
+		sqe->flags |= IOSQE_FIXED_FILE;
+}
+
+/* ---- life cycle ---- */
+
 int iothread_create(unsigned int index, unsigned int ring_entries,
 		    struct iothread **out)
 {
@@ -516,7 +617,7 @@ int iothread_create(unsigned int index, unsigned int ring_entries,
 	io->stop_efd = io->call_efd = -1;
 	pthread_mutex_init(&io->call_lock, NULL);
 	pthread_cond_init(&io->call_cond, NULL);
-	ret = iothread_ring_init(io, ring_entries);
+	ret = iothread_ring_init(&io->ring, index, ring_entries);
 	if (ret) {
 		vmm_err("iothread %u: io_uring_queue_init: %s", index, strerror(-ret));
 		goto err_free;
@@ -541,8 +642,7 @@ err_ring:
 		close(io->stop_efd);
 	if (io->call_efd >= 0)
 		close(io->call_efd);
-	io_uring_queue_exit(&io->ring);
-	iothread_ring_free_files(io);
+	iothread_ring_exit(&io->ring);
 err_free:
 	pthread_mutex_destroy(&io->call_lock);
 	pthread_cond_destroy(&io->call_cond);
@@ -594,11 +694,25 @@ void iothread_destroy(struct iothread *io)
 	if (!io)
 		return;
 	iothread_stop(io);
-	io_uring_queue_exit(&io->ring); /* drops every registered file */
-	iothread_ring_free_files(io);
+	iothread_ring_exit(&io->ring);
 	close(io->stop_efd);
 	close(io->call_efd);
 	pthread_mutex_destroy(&io->call_lock);
 	pthread_cond_destroy(&io->call_cond);
 	free(io);
+}
+
+bool iothread_ring_restricted(const struct iothread *io)
+{
+	return io->ring.restricted;
+}
+
+bool iothread_ring_fixed_files(const struct iothread *io)
+{
+	return io->ring.fixed_files;
+}
+
+int iothread_ring_fd(const struct iothread *io)
+{
+	return io->ring.uring.ring_fd;
 }

@@ -18,7 +18,7 @@
  *
  * Registered files.  Where the kernel allows (5.10+), the ring has a table
  * of registered files and only accepts SQEs that name a file by its slot
- * there (IOSQE_FIXED_FILE required; see ring_restrict() in iothread_ring.c):
+ * there (IOSQE_FIXED_FILE required; see ring_restrict() in iothread-ring.c):
  * every fd an SQE uses is first registered with iothread_file_get() (or by
  * iothread_watch_fd()), and SQEs are prepared with iothread_sqe_file() /
  * iothread_sqe_nofile().  Elsewhere the same calls hand back the plain fd,
@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "iothread-ring.h"
 #include "util/compiler.h"
 
 struct iothread;
@@ -41,17 +42,8 @@ struct iothread_cb {
 	void (*fn)(struct iothread_cb *cb, int res, uint32_t cqe_flags);
 };
 
-/*
- * A file as this thread's SQEs name it: a slot of the ring's registered
- * table (sqe_flags IOSQE_FIXED_FILE), or the plain fd on a ring without
- * one.  Zero-initialised: holds nothing.
- */
-struct iothread_file {
-	int fd;		   /* the process's fd */
-	int idx;	   /* what goes in sqe->fd */
-	uint8_t sqe_flags; /* what goes in sqe->flags (iothread_sqe_file()) */
-	bool held;	   /* got and not put */
-};
+/* struct iothread_file, a file as this thread's SQEs name it, and
+ * iothread_sqe_file(): iothread-ring.h. */
 
 /* A watched fd: fn runs on the I/O thread each time fd becomes readable. */
 struct iothread_fd {
@@ -202,13 +194,6 @@ int iothread_file_get(struct iothread *io, int fd, struct iothread_file *f)
 /* Release @f's slot (a no-op if @f holds nothing).  After iothread_stop()
  * only the bookkeeping: the table goes with the ring. */
 void iothread_file_put(struct iothread *io, struct iothread_file *f);
-
-/* After io_uring_prep_*(sqe, f->idx, ...): name @f's file. */
-static inline void iothread_sqe_file(struct io_uring_sqe *sqe,
-				     const struct iothread_file *f)
-{
-	sqe->flags |= f->sqe_flags;
-}
 
 /* After io_uring_prep_*() of an SQE that takes no file (NOP, POLL_REMOVE):
  * a ring with registered files requires IOSQE_FIXED_FILE on EVERY SQE;

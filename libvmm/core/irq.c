@@ -382,6 +382,74 @@ static int fd_phase(const struct wiring_fd_op *op)
 	return op->kind == WIRING_IRQFD ? 3 : 4;
 }
 
+/*
+ * Phase 2 of a commit: the transaction's routes into irq->routes, the old
+ * entries saved in @undo (one per route op, counted in *@nr_undo), and the
+ * table pushed to KVM if anything changed (*@pushed).  Context: irq->lock
+ * held.  Returns 0 or the push's -errno.
+ */
+static int wiring_routes_apply(struct wiring_txn *t, struct wiring_route_op *undo,
+			       unsigned int *nr_undo, bool *pushed)
+{
+	struct vm_irq *irq = t->irq;
+	bool changed = false;
+
+	for (unsigned int i = 0; i < t->nr_routes; i++) {
+		struct wiring_route_op *op = &t->routes[i];
+		struct irq_route *r = &irq->routes[op->gsi];
+
+		undo[(*nr_undo)++] = (struct wiring_route_op){
+			op->gsi, r->valid, r->addr, r->data, r->devid
+		};
+		if (r->valid == op->valid &&
+		    (!op->valid || (r->addr == op->addr && r->data == op->data &&
+				    r->devid == op->devid)))
+			continue;
+		r->valid = op->valid;
+		r->addr = op->addr;
+		r->data = op->data;
+		r->devid = op->devid;
+		if (op->valid)
+			irq->gsi_limit = MAX(irq->gsi_limit, op->gsi + 1);
+		changed = true;
+	}
+	if (!changed)
+		return 0;
+	*pushed = true;
+	return irq_push_table(irq);
+}
+
+/*
+ * Undo a failed commit in reverse order: the fd ops in @done (indexes into
+ * t->fds, in the order applied) that assigned are deassigned, the routes
+ * saved in @undo restored (one more KVM_SET_GSI_ROUTING if the table was
+ * @pushed), then the deassigned fds re-assigned.  Context: irq->lock held.
+ */
+static void wiring_rollback(struct wiring_txn *t, const unsigned int *done,
+			    unsigned int nr_done,
+			    const struct wiring_route_op *undo,
+			    unsigned int nr_undo, bool pushed)
+{
+	struct vm_irq *irq = t->irq;
+
+	while (nr_done && t->fds[done[nr_done - 1]].assign)
+		wiring_fd_apply(irq, &t->fds[done[--nr_done]], false);
+	for (unsigned int i = nr_undo; i-- > 0;) {
+		struct irq_route *r = &irq->routes[undo[i].gsi];
+
+		r->valid = undo[i].valid;
+		r->addr = undo[i].addr;
+		r->data = undo[i].data;
+		r->devid = undo[i].devid;
+	}
+	if (nr_undo && pushed && irq_push_table(irq))
+		log_limited(&irq->log, VMM_LOG_ERROR, "irq",
+			    "wiring rollback: could not restore the GSI "
+			    "routing table");
+	while (nr_done)
+		wiring_fd_apply(irq, &t->fds[done[--nr_done]], true);
+}
+
 int wiring_commit(struct wiring_txn *t)
 {
 	struct vm_irq *irq = t->irq;
@@ -405,33 +473,8 @@ int wiring_commit(struct wiring_txn *t)
 	/* Phases 0/1: deassigns.  Phase 2: routes.  Phases 3/4: assigns. */
 	for (int phase = 0; phase <= 4 && !ret; phase++) {
 		if (phase == 2) {
-			bool changed = false;
-
-			for (unsigned int i = 0; i < t->nr_routes; i++) {
-				struct wiring_route_op *op = &t->routes[i];
-				struct irq_route *r = &irq->routes[op->gsi];
-
-				undo[nr_undo++] = (struct wiring_route_op){
-					op->gsi, r->valid, r->addr, r->data,
-					r->devid
-				};
-				if (r->valid == op->valid &&
-				    (!op->valid || (r->addr == op->addr &&
-						    r->data == op->data &&
-						    r->devid == op->devid)))
-					continue;
-				r->valid = op->valid;
-				r->addr = op->addr;
-				r->data = op->data;
-				r->devid = op->devid;
-				if (op->valid)
-					irq->gsi_limit = MAX(irq->gsi_limit, op->gsi + 1);
-				changed = true;
-			}
-			if (changed) {
-				ret = irq_push_table(irq);
-				routes_pushed = true;
-			}
+			ret = wiring_routes_apply(t, undo, &nr_undo,
+						  &routes_pushed);
 			continue;
 		}
 		for (unsigned int i = 0; i < t->nr_fds && !ret; i++) {
@@ -444,33 +487,7 @@ int wiring_commit(struct wiring_txn *t)
 	}
 
 	if (ret) {
-		/* Roll back in reverse order: assigns are deassigned, the
-		 * route table restored (one more KVM_SET_GSI_ROUTING), then
-		 * deassigned fds re-assigned. */
-		while (nr_done && t->fds[done[nr_done - 1]].assign) {
-			const struct wiring_fd_op *op = &t->fds[done[--nr_done]];
-
-			wiring_fd_apply(irq, op, false);
-		}
-		if (nr_undo) {
-			for (unsigned int i = nr_undo; i-- > 0;) {
-				struct irq_route *r = &irq->routes[undo[i].gsi];
-
-				r->valid = undo[i].valid;
-				r->addr = undo[i].addr;
-				r->data = undo[i].data;
-				r->devid = undo[i].devid;
-			}
-			if (routes_pushed && irq_push_table(irq))
-				log_limited(&irq->log, VMM_LOG_ERROR, "irq",
-					    "wiring rollback: could not restore "
-					    "the GSI routing table");
-		}
-		while (nr_done) {
-			const struct wiring_fd_op *op = &t->fds[done[--nr_done]];
-
-			wiring_fd_apply(irq, op, true);
-		}
+		wiring_rollback(t, done, nr_done, undo, nr_undo, routes_pushed);
 		irq->st.failed_commits++;
 	} else {
 		irq->st.commits++;

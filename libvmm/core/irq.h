@@ -3,17 +3,16 @@
  * Interrupt and notification plumbing of a VM, applied in batches.
  *
  * KVM_SET_GSI_ROUTING replaces the VM's whole GSI routing table and ends in
- * an SRCU grace period on every call, so kvmtool, Cloud Hypervisor and
- * Firecracker, which resend the full table once per MSI-X vector, pay
- * O(vectors^2) work and one grace period per vector.  Here a device stages
+ * an SRCU grace period on every call, so resending the full table once per
+ * MSI-X vector costs O(vectors^2) work and one grace period per vector
+ * (docs/design-notes.md, "Core").  Here a device stages
  * everything it needs -- MSI routes, irqfds, ioeventfds -- in a struct
  * wiring_txn, and wiring_commit() applies it with at most ONE
  * KVM_SET_GSI_ROUTING for the whole table plus one KVM_IRQFD / KVM_IOEVENTFD
  * per fd (the kernel has no batched form of those), O(1) userspace work per
  * item.  If any step fails, every step already done is undone in reverse
  * order and the routing table is restored: the VM is left exactly as before
- * the commit.  (QEMU's equivalent fix, one memory-region transaction for all
- * host notifiers, took a 384-vCPU boot from 3m26s to 58s.)
+ * the commit.
  *
  * Locking: one mutex per VM serialises commits and route-table changes; it
  * is taken by vCPU threads (device register writes) and the API thread.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Logging is the one process-wide setting of the library (like libkrun's
- * krun_set_log_level): a sink shared by every VM.  A mutex guards the
+ * Logging is the one process-wide setting of the library: a sink shared by
+ * every VM.  A mutex guards the
  * (fn, opaque, level) triple; messages are formatted and delivered outside
  * it, from a copy, so a slow callback never blocks another thread's
  * vmm_set_log().
@@ -38,7 +38,7 @@ static int sink_level = VMM_LOG_WARN; /* read without the lock as a filter */
  * non-blocking reopen of a pipe or terminal, send(MSG_DONTWAIT) on a
  * socket, fd 2 itself for a file), as fd 2 was at the last
  * log_prepare_stderr().  Writers read it lock-free, from signal handlers
- * too (sandbox_trap.c): one atomic word, fd << 3 | mode, -1 before the
+ * too (sandbox-trap.c): one atomic word, fd << 3 | mode, -1 before the
  * first prepare.  out_lock serialises the prepares only.
  *
  * The reopen lives at one fd number, own_fd, for good: a writer may still

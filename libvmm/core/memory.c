@@ -8,12 +8,11 @@
  * settings ("madvise" or "always"), but shmem (memfd) memory only when the
  * administrator turned on /sys/kernel/mm/transparent_hugepage/shmem_enabled,
  * which distributions ship as "never".  With 4 KiB pages every page the
- * guest touches first is an EPT/NPT violation exit and a host page fault:
- * a boot in the nested rig took 28,388 NPT exits against QEMU's 2,077 (its
- * RAM is anonymous THP), and loading the kernel and initrd (9.5 MB) took
- * 2,300 page faults, most of the VMM's start-up CPU time.  KVM maps a huge
- * page into the guest only where host and guest addresses agree modulo
- * 2 MiB, hence the alignment.
+ * guest touches first is an EPT/NPT violation exit and a host page fault,
+ * and loading the kernel and initrd faults once per page, most of the
+ * VMM's start-up CPU time (figures: docs/design-notes.md, "Core").  KVM
+ * maps a huge page into the guest only where host and guest addresses
+ * agree modulo 2 MiB, hence the alignment.
  *
  * A process that must map guest RAM too (a vhost-user back end such as
  * minivmm-blkd) needs a file: GUEST_MEM_MEMFD is a memfd mapped shared, with
@@ -121,12 +120,79 @@ static int ram_memfd(uint64_t len, int backend)
 	return fd;
 }
 
+/*
+ * Reserve @map bytes of address space (for @size bytes of RAM) aligned to
+ * 2 MiB: readable and writable anonymous memory for GUEST_MEM_ANON, an
+ * inaccessible range for a memfd to be mapped over.  Returns the base, or
+ * NULL with *@err set.
+ */
+static uint8_t *ram_reserve(uint64_t size, uint64_t map, int backend, int *err)
+{
+	uint64_t len = map + HUGE_2M, head, tail;
+	uint8_t *p, *base;
+
+	if (len > SIZE_MAX) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	/* MAP_NORESERVE: guest RAM is touched lazily; do not demand swap for
+	 * all of it up front.  2 MiB more than needed, to align the start.
+	 * For a memfd this only reserves the address range. */
+	p = mmap(NULL, (size_t)len, backend == GUEST_MEM_ANON ?
+			PROT_READ | PROT_WRITE : PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED) {
+		*err = -errno;
+		vmm_err("mapping %llu bytes of guest RAM: %s",
+			(unsigned long long)size, strerror(errno));
+		return NULL;
+	}
+	base = (uint8_t *)ALIGN_UP((uintptr_t)p, (uintptr_t)HUGE_2M);
+	head = (uint64_t)(base - p);
+	tail = len - head - map;
+	if (head)
+		munmap(p, (size_t)head);
+	if (tail)
+		munmap(base + map, (size_t)tail);
+	return base;
+}
+
+/* A memfd of @backend mapped over the reservation [@base, +@map).  Returns
+ * its fd, or -errno after unmapping the reservation. */
+static int ram_map_memfd(uint8_t *base, uint64_t map, int backend)
+{
+	int ret, fd = ram_memfd(map, backend);
+
+	/* Over the reservation.  hugetlbfs: no MAP_NORESERVE, so the pool
+	 * must hold every page now (see the top of the file). */
+	if (fd >= 0 &&
+	    mmap(base, (size_t)map, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_FIXED |
+			 (backend == GUEST_MEM_HUGETLB ? 0 : MAP_NORESERVE),
+		 fd, 0) == MAP_FAILED) {
+		ret = -errno;
+		vmm_err("mapping %llu bytes of guest RAM from a %s memfd: %s%s",
+			(unsigned long long)map,
+			backend == GUEST_MEM_HUGETLB ? "hugetlbfs" : "shmem",
+			strerror(errno),
+			backend == GUEST_MEM_HUGETLB && errno == ENOMEM ?
+				" (too few free 2 MiB pages: "
+				"/proc/sys/vm/nr_hugepages)" :
+				"");
+		close(fd);
+		fd = ret;
+	}
+	if (fd < 0)
+		munmap(base, (size_t)map);
+	return fd;
+}
+
 int guest_mem_init(struct guest_mem *mem, uint64_t size, int backend,
 		   const struct guest_layout *layout)
 {
-	uint64_t map, len, head, tail;
-	uint8_t *p, *base;
-	int ret, fd = -1;
+	uint64_t map;
+	uint8_t *base;
+	int ret = 0, fd = -1;
 
 	memset(mem, 0, sizeof(*mem));
 	mem->fd = -1;
@@ -139,53 +205,13 @@ int guest_mem_init(struct guest_mem *mem, uint64_t size, int backend,
 		return -EINVAL;
 	/* hugetlbfs maps whole huge pages only. */
 	map = backend == GUEST_MEM_HUGETLB ? ALIGN_UP(size, HUGE_2M) : size;
-	len = map + HUGE_2M;
-	if (len > SIZE_MAX)
-		return -EINVAL;
-	/* MAP_NORESERVE: guest RAM is touched lazily; do not demand swap for
-	 * all of it up front.  2 MiB more than needed, to align the start.
-	 * For a memfd this only reserves the address range. */
-	p = mmap(NULL, (size_t)len, backend == GUEST_MEM_ANON ?
-			PROT_READ | PROT_WRITE : PROT_NONE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (p == MAP_FAILED) {
-		ret = -errno;
-		vmm_err("mapping %llu bytes of guest RAM: %s",
-			(unsigned long long)size, strerror(errno));
-		return ret == -ENOMEM ? -ENOMEM : ret;
-	}
-	base = (uint8_t *)ALIGN_UP((uintptr_t)p, (uintptr_t)HUGE_2M);
-	head = (uint64_t)(base - p);
-	tail = len - head - map;
-	if (head)
-		munmap(p, (size_t)head);
-	if (tail)
-		munmap(base + map, (size_t)tail);
+	base = ram_reserve(size, map, backend, &ret);
+	if (!base)
+		return ret;
 	if (backend != GUEST_MEM_ANON) {
-		fd = ram_memfd(map, backend);
-		/* Over the reservation.  hugetlbfs: no MAP_NORESERVE, so the
-		 * pool must hold every page now (see the top of the file). */
-		if (fd >= 0 &&
-		    mmap(base, (size_t)map, PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_FIXED |
-				 (backend == GUEST_MEM_HUGETLB ? 0 : MAP_NORESERVE),
-			 fd, 0) == MAP_FAILED) {
-			ret = -errno;
-			vmm_err("mapping %llu bytes of guest RAM from a %s memfd: %s%s",
-				(unsigned long long)map,
-				backend == GUEST_MEM_HUGETLB ? "hugetlbfs" : "shmem",
-				strerror(errno),
-				backend == GUEST_MEM_HUGETLB && errno == ENOMEM ?
-					" (too few free 2 MiB pages: "
-					"/proc/sys/vm/nr_hugepages)" :
-					"");
-			close(fd);
-			fd = ret;
-		}
-		if (fd < 0) {
-			munmap(base, (size_t)map);
+		fd = ram_map_memfd(base, map, backend);
+		if (fd < 0)
 			return fd;
-		}
 	}
 	/* Huge pages (see above; hugetlbfs has them anyway); out of core
 	 * dumps, which it would dwarf; not inherited by a child (the guest's
@@ -260,17 +286,6 @@ int guest_mem_read(const struct guest_mem *mem, uint64_t gpa, void *dst,
 	const void *src = guest_mem_ptr(mem, gpa, len);
 
 	if (!src)
-		return -EFAULT;
-	memcpy(dst, src, len);
-	return 0;
-}
-
-int guest_mem_write(const struct guest_mem *mem, uint64_t gpa, const void *src,
-		    uint64_t len)
-{
-	void *dst = guest_mem_ptr(mem, gpa, len);
-
-	if (!dst)
 		return -EFAULT;
 	memcpy(dst, src, len);
 	return 0;

@@ -4,8 +4,8 @@
  * shareable memfd (shmem or hugetlbfs) for a process that must map it too
  * (memory.c says what each costs), laid out in guest-physical space as
  * the platform says (struct guest_layout): from ram_base up, around one
- * hole if the platform has one (x86: the PCI hole below 4 GiB, like
- * QEMU's pc machine and kvmtool; arm64: none, RAM above the devices).
+ * hole if the platform has one (x86: the PCI hole below 4 GiB, the PC's
+ * usual layout; arm64: none, RAM above the devices).
  * Every access to guest memory from the VMM goes through guest_mem_ptr(),
  * which checks the whole [gpa, gpa+len) range against RAM.
  */
@@ -110,10 +110,8 @@ static inline void *guest_mem_ptr(const struct guest_mem *mem, uint64_t gpa,
 int guest_mem_load_fd(const struct guest_mem *mem, uint64_t gpa, int fd,
 		      uint64_t off, uint64_t len) __must_check;
 
-/* Copy helpers; return 0 or -EFAULT when the range is not RAM. */
+/* Copy out of guest RAM; returns 0 or -EFAULT when the range is not RAM. */
 int guest_mem_read(const struct guest_mem *mem, uint64_t gpa, void *dst,
 		   uint64_t len);
-int guest_mem_write(const struct guest_mem *mem, uint64_t gpa, const void *src,
-		    uint64_t len);
 
 #endif

@@ -6,18 +6,18 @@
  * of minivmm booting the blk-mq payload with fio, tests/e2e/
  * seccomp_profile.sh), plus what glibc needs on the same paths (malloc
  * growing an arena, a thread's exit, usleep) and error paths (logging).
- * Arguments are checked where it is cheap and meaningful, as Firecracker
- * does: ioctl by request number (the low 32 bits, which is all the kernel
+ * Arguments are checked where it is cheap and meaningful: ioctl by request
+ * number (the low 32 bits, which is all the kernel
  * reads), mmap/mprotect never with PROT_EXEC, tgkill only inside this
  * process.  Everything else (open, socket, execve, clone, ptrace, ...)
  * gets the default action: end the process (VMM_SECCOMP_KILL: a trap whose
- * SIGSYS handler names the call on stderr first, sandbox_trap.c, or a
+ * SIGSYS handler names the call on stderr first, sandbox-trap.c, or a
  * silent SECCOMP_RET_KILL_PROCESS when the embedder handles SIGSYS itself)
  * or EPERM (VMM_SECCOMP_ERRNO, for tests and debugging).
  *
  * The lists are not widened for glibc's lazy initialisation (arena limit,
  * heap trimming, message catalogs): that work is done before a thread
- * confines itself (sandbox_warm.c).
+ * confines itself (sandbox-warm.c).
  *
  * A vmm_log_fn callback runs on these threads under these filters.
  */
@@ -43,6 +43,8 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "sandbox-trap.h"
+#include "sandbox-warm.h"
 #include "sandbox.h"
 #include "vmm/vmm.h"
 
@@ -455,11 +457,11 @@ int sandbox_install(const struct sandbox *f, enum sandbox_class cls)
 	if (cls >= SANDBOX_CLASS_NR || !f->prog[cls].filter)
 		return -EINVAL;
 	/* Last unconfined moment of this thread: what glibc would otherwise
-	 * initialise under the filter (sandbox_warm.c), and the record the
+	 * initialise under the filter (sandbox-warm.c), and the record the
 	 * violation report names it by; the log sink stops preparing on it. */
 	sandbox_warm_thread();
 	log_thread_confined();
-	ret = sandbox_trap_thread(cls);
+	ret = sandbox_trap_thread(classes[cls].name);
 	if (ret)
 		return ret;
 	/* Needed without CAP_SYS_ADMIN; also keeps a later execve (not

@@ -22,9 +22,7 @@
 #ifndef VMM_SANDBOX_H
 #define VMM_SANDBOX_H
 
-#include <signal.h>
 #include <stdbool.h>
-#include <stddef.h>
 
 #include "util/compiler.h"
 
@@ -43,8 +41,8 @@ struct sandbox;
  * Build the filters of a VM's classes (vCPU, I/O, console, control) for
  * @mode (VMM_SECCOMP_KILL: end the process on a call outside the list,
  * after a line on stderr naming it when SIGSYS is ours to handle, see
- * sandbox_trap.c; VMM_SECCOMP_ERRNO: fail it with EPERM).  Also warms
- * glibc's lazily initialised state (sandbox_warm.c).  Returns 0; -EINVAL
+ * sandbox-trap.c; VMM_SECCOMP_ERRNO: fail it with EPERM).  Also warms
+ * glibc's lazily initialised state (sandbox-warm.c).  Returns 0; -EINVAL
  * for another mode; -ENOMEM; -ENOTSUP if libseccomp cannot build or export
  * a filter on this host.
  */
@@ -62,32 +60,6 @@ void sandbox_free(struct sandbox *f);
  * has no seccomp filters; another -errno from prctl()/seccomp().
  */
 int sandbox_install(const struct sandbox *f, enum sandbox_class cls) __must_check;
-
-/*
- * sandbox_trap.c: the report of a refused call in VMM_SECCOMP_KILL mode.
- * SANDBOX_TRAP_DATA is the SECCOMP_RET_DATA of our traps (si_errno of the
- * SIGSYS).  sandbox_trap_ready() installs the SIGSYS handler if SIGSYS has
- * the default disposition and says whether traps will be reported (false:
- * the embedder has its own handler; use SECCOMP_RET_KILL_PROCESS).
- * sandbox_trap_thread() records the calling thread's name and class for
- * the report and unblocks SIGSYS in it; returns 0 or -errno.
- * sandbox_trap_format() builds the report line for a trap on the calling
- * thread into @out (async-signal-safe; for the handler and tests); returns
- * its length.
- */
-#define SANDBOX_TRAP_DATA 0x564d /* "VM" */
-bool sandbox_trap_ready(void);
-int sandbox_trap_thread(enum sandbox_class cls);
-size_t sandbox_trap_format(const siginfo_t *si, char *out, size_t size);
-
-/*
- * sandbox_warm.c: glibc state that would otherwise be initialised lazily by
- * a confined thread.  sandbox_warm_process() on the thread that builds the
- * filters; sandbox_warm_thread() on each thread right before it confines
- * itself (sandbox_install() calls it).
- */
-void sandbox_warm_process(void);
-void sandbox_warm_thread(void);
 
 /* Number of distinct system calls @cls allows (for tests and the README). */
 unsigned int sandbox_class_nr_syscalls(enum sandbox_class cls);

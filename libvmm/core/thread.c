@@ -4,7 +4,8 @@
 
 #include "thread.h"
 
-void thread_signal_mask(sigset_t *set)
+/* The mask of a library thread: every signal but the synchronous ones. */
+static void thread_signal_mask(sigset_t *set)
 {
 	static const int synchronous[] = {
 		SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS, SIGABRT,

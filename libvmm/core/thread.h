@@ -20,10 +20,8 @@
 
 #include "util/compiler.h"
 
-/* The mask of a library thread: every signal but the synchronous ones. */
-void thread_signal_mask(sigset_t *set);
-
-/* pthread_create() with that mask.  Returns 0 or -errno. */
+/* pthread_create() with that mask (every signal but the synchronous ones
+ * blocked).  Returns 0 or -errno. */
 int thread_spawn(pthread_t *t, void *(*fn)(void *), void *arg) __must_check;
 
 #endif

@@ -23,7 +23,7 @@ struct machine;
 struct virtio_transport;
 struct iothread;
 struct pci_bus;
-struct console;
+struct serial_host;
 struct machine_arch; /* the platform's own state (machine/<arch>/) */
 struct machine_device;
 
@@ -71,7 +71,7 @@ struct machine {
 	struct pci_bus *pci;
 	/* Host side of the serial console: the console fds and the
 	 * "vmm-console" thread; the platform's UART writes into it. */
-	struct console *console;
+	struct serial_host *console;
 	struct machine_arch *arch;
 	/* KVM can coalesce MMIO writes (vm_coalesced_ring_offset()): the
 	 * virtio devices register zones, so the ring is mapped before the

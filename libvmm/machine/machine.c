@@ -17,7 +17,7 @@
 
 #include "machine-config.h"
 #include "confine.h"
-#include "console.h"
+#include "serial-host.h"
 #include "iothread.h"
 #include "irq.h"
 #include "kvm.h"
@@ -77,7 +77,7 @@ void machine_guest_exit(void *opaque, uint32_t status)
 
 void machine_console_output(void *opaque, const uint8_t *buf, size_t len)
 {
-	console_write(opaque, buf, len);
+	serial_host_write(opaque, buf, len);
 }
 
 /* Context: console thread.  Guest input for the platform's UART. */
@@ -126,7 +126,7 @@ static int machine_setup_memory(struct vmm *vm)
  * bus, with room for every planned device. */
 static int machine_setup_platform(struct vmm *vm, struct machine *m)
 {
-	struct console_params cp = {
+	struct serial_host_params cp = {
 		.in_fd = vm->config->console_in,
 		.out_fd = vm->config->console_out,
 		.push_input = machine_console_input,
@@ -136,7 +136,7 @@ static int machine_setup_platform(struct vmm *vm, struct machine *m)
 	};
 	int ret;
 
-	ret = console_create(&cp, &m->console);
+	ret = serial_host_create(&cp, &m->console);
 	if (ret)
 		return ret;
 	ret = machine_arch_setup_devices(vm, m);
@@ -246,7 +246,7 @@ static int machine_run_start_hook(struct vmm *vm)
 /* The console's thread, the devices' own threads, then the vCPUs. */
 static int machine_go(struct vmm *vm, struct machine *m)
 {
-	int ret = console_start(m->console);
+	int ret = serial_host_start(m->console);
 
 	for (unsigned int i = 0; !ret && i < m->nr_devs; i++)
 		if (m->devs[i].ops->start)
@@ -319,7 +319,7 @@ void machine_join(struct vmm *vm)
 	for (unsigned int i = 0; i < m->nr_iothreads; i++)
 		iothread_stop(m->iothreads[i]);
 	/* Last: the guest's final output is flushed (for a bounded time). */
-	console_stop(m->console);
+	serial_host_stop(m->console);
 }
 
 /* The devices (before the bus they sit on, and before the I/O threads
@@ -353,7 +353,7 @@ void machine_destroy(struct vmm *vm)
 	if (m) {
 		machine_destroy_devices(m);
 		machine_arch_destroy(vm, m); /* and the PCI bus */
-		console_destroy(m->console);
+		serial_host_destroy(m->console);
 		free(m);
 		vm->machine = NULL;
 	}

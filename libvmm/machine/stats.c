@@ -5,7 +5,7 @@
 
 #include "blk/virtio-blk.h"
 #include "machine-config.h"
-#include "console.h"
+#include "serial-host.h"
 #include "machine-int.h"
 #include "machine.h"
 #include "plan.h"
@@ -140,11 +140,11 @@ int machine_kvm_stats(struct vmm *vm, struct vmm_kvm_stats *st)
 void machine_console_stats(struct vmm *vm, struct vmm_console_stats *st)
 {
 	struct machine *m = vm->machine;
-	struct console_stats cs;
+	struct serial_host_stats cs;
 
 	if (!m || !m->console)
 		return;
-	console_get_stats(m->console, &cs);
+	serial_host_get_stats(m->console, &cs);
 	st->bytes_out = cs.bytes_out;
 	st->bytes_dropped = cs.bytes_dropped;
 	st->bytes_in = cs.bytes_in;

@@ -19,7 +19,7 @@
 #       --timeout 2400 -- tests/e2e/seccomp_profile.sh build/minivmm \
 #       $(tests/rig/mkguest.sh) $(tests/rig/mktools.sh) 32
 # (glibc's lazy initialisation, which the library now does before a thread
-# confines itself, shows up with --no-seccomp: libvmm/core/sandbox_warm.c.)
+# confines itself, shows up with --no-seccomp: libvmm/core/sandbox-warm.c.)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 e2e_require_kvm

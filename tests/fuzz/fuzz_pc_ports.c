@@ -4,7 +4,7 @@
  * serial console behind COM1.  The devices are the machine's own:
  * machine_arch_setup_devices() (libvmm/machine/x86/pc.c) registers COM1
  * (devices/serial/uart8250.c) writing into a real console
- * (libvmm/core/console.c, its thread started when there is input or
+ * (libvmm/core/serial-host.c, its thread started when there is input or
  * buffered output), the i8042 reset, the CMOS
  * RTC, the exit port, the PCI host bridge's 0xCF8-0xCFF with 0xCF9's reset
  * control, and the ACPI PM1 block, on a real PIO bus, with the machine's
@@ -62,7 +62,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "console.h"
+#include "serial-host.h"
 #include "fuzz.h"
 #include "iobus.h"
 #include "legacy/acpipm.h"
@@ -271,9 +271,9 @@ static double now_ms(void)
 
 static uint64_t bytes_in(struct fz *f)
 {
-	struct console_stats st;
+	struct serial_host_stats st;
 
-	console_get_stats(f->m.console, &st);
+	serial_host_get_stats(f->m.console, &st);
 	return st.bytes_in;
 }
 
@@ -282,8 +282,8 @@ static uint64_t bytes_in(struct fz *f)
  * host; most inputs need neither.) */
 static void start_console(struct fz *f)
 {
-	if (!f->console_started && console_start(f->m.console))
-		fail("console_start");
+	if (!f->console_started && serial_host_start(f->m.console))
+		fail("serial_host_start");
 	f->console_started = true;
 }
 
@@ -351,13 +351,13 @@ static bool subsequence(const uint8_t *a, size_t na, const uint8_t *b, size_t nb
 /* Read everything the console will ever write, then stop it. */
 static void console_finish(struct fz *f)
 {
-	struct console_stats st;
+	struct serial_host_stats st;
 	double t0 = now_ms();
 
 	if (f->out_memfd) {
-		console_stop(f->m.console);
+		serial_host_stop(f->m.console);
 		f->ngot = (size_t)pread(f->out_w, f->got, OUT_MAX, 0);
-		console_get_stats(f->m.console, &st);
+		serial_host_get_stats(f->m.console, &st);
 		if (st.bytes_dropped || f->ngot != f->nout ||
 		    memcmp(f->got, f->out, f->nout) || st.bytes_out != f->nout)
 			fail("console output to a memfd differs from the guest's");
@@ -365,7 +365,7 @@ static void console_finish(struct fz *f)
 	}
 	for (;;) {
 		host_read(f, OUT_MAX);
-		console_get_stats(f->m.console, &st);
+		serial_host_get_stats(f->m.console, &st);
 		if (st.bytes_out + st.bytes_dropped < f->nout)
 			start_console(f); /* output left in its buffer */
 		/* Nothing left in the console's buffer, all of it read. */
@@ -381,8 +381,8 @@ static void console_finish(struct fz *f)
 	}
 	close(f->out_r); /* the final flush has nothing to wait for */
 	f->out_r = -1;
-	console_stop(f->m.console);
-	console_get_stats(f->m.console, &st);
+	serial_host_stop(f->m.console);
+	serial_host_get_stats(f->m.console, &st);
 	if (st.bytes_out != f->ngot || st.bytes_out + st.bytes_dropped != f->nout)
 		fail("console counters changed at stop");
 	if (!subsequence(f->got, f->ngot, f->out, f->nout))
@@ -398,7 +398,7 @@ static size_t push_input(void *opaque, const void *buf, size_t len)
 static void setup(struct fz *f, uint8_t setup_byte)
 {
 	int p[2];
-	struct console_params cp = { .push_input = push_input, .opaque = &f->vm };
+	struct serial_host_params cp = { .push_input = push_input, .opaque = &f->vm };
 
 	f->vm.vm_fd = -1;
 	f->vm.kvm.fd = -1;
@@ -440,7 +440,7 @@ static void setup(struct fz *f, uint8_t setup_byte)
 	}
 	cp.in_fd = f->in_r;
 	cp.out_fd = f->out_w;
-	if (f->out_w < 0 || console_create(&cp, &f->m.console))
+	if (f->out_w < 0 || serial_host_create(&cp, &f->m.console))
 		fail("console");
 	/* Fails at its first KVM ioctl (vm_fd -1), after it allocated what
 	 * the devices need. */
@@ -455,7 +455,7 @@ static void setup(struct fz *f, uint8_t setup_byte)
 static void teardown(struct fz *f)
 {
 	machine_arch_destroy(&f->vm, &f->m); /* and the PCI bus */
-	console_destroy(f->m.console);
+	serial_host_destroy(f->m.console);
 	if (f->out_r >= 0)
 		close(f->out_r);
 	close(f->out_w);

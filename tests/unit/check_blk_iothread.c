@@ -1229,7 +1229,7 @@ START_TEST(start_fails_on_one_thread)
 	unsigned int n = 0, files0;
 	uint8_t status;
 
-	/* Rings sized by RLIMIT_NOFILE (iothread_ring.c): 64 slots each. */
+	/* Rings sized by RLIMIT_NOFILE (iothread-ring.c): 64 slots each. */
 	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
 	low = rl;
 	low.rlim_cur = 64;

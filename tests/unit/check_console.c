@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Console back-pressure: guest output through the 8250 UART and the host
- * console (libvmm/core/console.c) never blocks the "vCPU", whatever the console
+ * console (libvmm/core/serial-host.c) never blocks the "vCPU", whatever the console
  * fd does (a pipe nobody reads, a blocking socket nobody reads, a slow
  * reader); what the fd cannot take is dropped and counted, never reordered;
- * console_stop() is bounded; the embedder's file description keeps its
+ * serial_host_stop() is bounded; the embedder's file description keeps its
  * flags; input is read without blocking and reaches the UART.
  *
  * A blocked write would hang the test: each test has a Check timeout (a
@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "console.h"
+#include "serial-host.h"
 #include "iobus.h"
 #include "serial/uart8250.h"
 
@@ -30,7 +30,7 @@
 struct rig {
 	struct iobus pio;
 	struct uart8250 *uart;
-	struct console *con;
+	struct serial_host *con;
 	/* The console thread pauses this long right after the device took
 	 * input (as a loaded machine may deschedule it there). */
 	unsigned int push_pause_us;
@@ -48,12 +48,12 @@ static size_t push_input(void *opaque, const void *buf, size_t len)
 
 static void tx(void *opaque, const uint8_t *buf, size_t len)
 {
-	console_write(opaque, buf, len);
+	serial_host_write(opaque, buf, len);
 }
 
 static void rig_up(struct rig *r, int in_fd, int out_fd)
 {
-	struct console_params p = {
+	struct serial_host_params p = {
 		.in_fd = in_fd,
 		.out_fd = out_fd,
 		.push_input = push_input,
@@ -61,17 +61,17 @@ static void rig_up(struct rig *r, int in_fd, int out_fd)
 	};
 
 	ck_assert_int_eq(iobus_init(&r->pio, "pio"), 0);
-	ck_assert_int_eq(console_create(&p, &r->con), 0);
+	ck_assert_int_eq(serial_host_create(&p, &r->con), 0);
 	ck_assert_int_eq(uart8250_create(&r->pio, COM1, NULL, NULL, tx, r->con,
 					 &r->uart), 0);
-	ck_assert_int_eq(console_start(r->con), 0);
+	ck_assert_int_eq(serial_host_start(r->con), 0);
 }
 
 static void rig_down(struct rig *r)
 {
-	console_stop(r->con);
+	serial_host_stop(r->con);
 	uart8250_destroy(r->uart);
-	console_destroy(r->con);
+	serial_host_destroy(r->con);
 	iobus_destroy(&r->pio);
 }
 
@@ -97,11 +97,11 @@ static double now_s(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-static struct console_stats stats(struct rig *r)
+static struct serial_host_stats stats(struct rig *r)
 {
-	struct console_stats st;
+	struct serial_host_stats st;
 
-	console_get_stats(r->con, &st);
+	serial_host_get_stats(r->con, &st);
 	return st;
 }
 
@@ -135,7 +135,7 @@ static size_t drain(int fd, uint8_t *buf, size_t cap)
 START_TEST(stalled_pipe)
 {
 	struct rig r = { 0 };
-	struct console_stats st;
+	struct serial_host_stats st;
 	uint8_t *buf = malloc(FLOOD);
 	int p[2], fl;
 	size_t got;
@@ -149,13 +149,13 @@ START_TEST(stalled_pipe)
 	st = stats(&r);
 	ck_assert_uint_gt(st.bytes_dropped, 0);
 	ck_assert_uint_le(st.bytes_out + st.bytes_dropped, FLOOD);
-	ck_assert_uint_ge(st.bytes_out + st.bytes_dropped + CONSOLE_OUT_BUF, FLOOD);
+	ck_assert_uint_ge(st.bytes_out + st.bytes_dropped + SERIAL_HOST_OUT_BUF, FLOOD);
 	ck_assert_int_eq(fcntl(p[1], F_GETFL), fl); /* not made O_NONBLOCK */
 	t = now_s();
-	console_stop(r.con);
-	/* The final flush gives up after CONSOLE_FLUSH_MS; this is only a
+	serial_host_stop(r.con);
+	/* The final flush gives up after SERIAL_HOST_FLUSH_MS; this is only a
 	 * hang detector with a wide margin, not a timing claim. */
-	ck_assert_msg(now_s() - t < 30, "console_stop() took %.1f s", now_s() - t);
+	ck_assert_msg(now_s() - t < 30, "serial_host_stop() took %.1f s", now_s() - t);
 	st = stats(&r);
 	ck_assert_uint_eq(st.bytes_out + st.bytes_dropped, FLOOD);
 	ck_assert_uint_gt(st.bytes_out, 0);
@@ -179,7 +179,7 @@ END_TEST
 START_TEST(stalled_socket)
 {
 	struct rig r = { 0 };
-	struct console_stats st;
+	struct serial_host_stats st;
 	int sv[2];
 	double t;
 
@@ -187,8 +187,8 @@ START_TEST(stalled_socket)
 	rig_up(&r, -1, sv[1]);
 	guest_print(&r, 0, FLOOD);
 	t = now_s();
-	console_stop(r.con);
-	ck_assert_msg(now_s() - t < 30, "console_stop() took %.1f s", now_s() - t);
+	serial_host_stop(r.con);
+	ck_assert_msg(now_s() - t < 30, "serial_host_stop() took %.1f s", now_s() - t);
 	st = stats(&r);
 	ck_assert_uint_eq(st.bytes_out + st.bytes_dropped, FLOOD);
 	ck_assert_uint_gt(st.bytes_dropped, 0);
@@ -259,7 +259,7 @@ END_TEST
 START_TEST(reader_resumes)
 {
 	struct rig r = { 0 };
-	struct console_stats st;
+	struct serial_host_stats st;
 	uint8_t *buf = malloc(4 * FLOOD);
 	int p[2];
 	size_t got;
@@ -304,7 +304,7 @@ START_TEST(regular_file)
 	unlink(path);
 	rig_up(&r, -1, fd);
 	guest_print(&r, 0, STEADY);
-	console_stop(r.con);
+	serial_host_stop(r.con);
 	ck_assert_uint_eq(stats(&r).bytes_out, STEADY);
 	ck_assert_uint_eq(stats(&r).bytes_dropped, 0);
 	ck_assert_int_eq(pread(fd, buf, STEADY, 0), STEADY);
@@ -331,7 +331,7 @@ START_TEST(reader_gone)
 	close(p[0]);
 	rig_up(&r, -1, p[1]);
 	guest_print(&r, 0, 200000);
-	console_stop(r.con);
+	serial_host_stop(r.con);
 	ck_assert_uint_eq(stats(&r).bytes_dropped, 200000);
 	ck_assert_uint_eq(stats(&r).bytes_out, 0);
 	rig_down(&r);
@@ -357,7 +357,7 @@ START_TEST(input)
 	fl = fcntl(p[0], F_GETFL);
 	/* The guest reads the last byte while the console thread is still
 	 * right after the push: the count must already say 5 (it once said
-	 * 4 here, on a loaded machine, before console_get_stats() waited
+	 * 4 here, on a loaded machine, before serial_host_get_stats() waited
 	 * for the push's count). */
 	r.push_pause_us = 200000;
 	rig_up(&r, p[0], -1);
@@ -383,8 +383,8 @@ START_TEST(input)
 		ck_assert_int_eq(fcntl(p[0], F_SETFL, fl), 0);
 	}
 	t = now_s();
-	console_stop(r.con);
-	ck_assert_msg(now_s() - t < 30, "console_stop() took %.1f s", now_s() - t);
+	serial_host_stop(r.con);
+	ck_assert_msg(now_s() - t < 30, "serial_host_stop() took %.1f s", now_s() - t);
 	ck_assert_int_eq(fcntl(p[0], F_GETFL), fl);
 	rig_down(&r);
 	close(p[0]);

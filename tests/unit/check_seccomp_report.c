@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What a refused call does in VMM_SECCOMP_KILL mode (libvmm/core/sandbox_trap.c),
+ * What a refused call does in VMM_SECCOMP_KILL mode (libvmm/core/sandbox-trap.c),
  * KVM-free, each case in a forked child with the real filters:
  *  - one line on stderr names the thread, its class and the system call
  *    (name and number), then the process is killed by SIGSYS (the status
@@ -31,6 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sandbox-trap.h"
 #include "sandbox.h"
 #include "vmm/vmm.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * I/O-thread rings restricted to registered files (iothread_ring.c,
+ * I/O-thread rings restricted to registered files (iothread-ring.c,
  * ring_restrict()): SQEs must name a file by its slot in the ring's table
  * (IOSQE_FIXED_FILE required), a raw fd is refused with -EACCES, an empty
  * slot with -EBADF, and the only registration allowed after enabling is

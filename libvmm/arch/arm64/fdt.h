@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The arm64 machine's device tree, built with libfdt: what Linux learns of
- * the machine on arm64 (no ACPI here), as kvmtool, Firecracker and Cloud
- * Hypervisor describe theirs -- memory, the vCPUs (MPIDRs, PSCI enable
+ * the machine on arm64 (no ACPI here) -- memory, the vCPUs (MPIDRs, PSCI enable
  * method), PSCI 0.2+ over HVC, a GICv3 with its ITS, the architected
  * timer, an ns16550a UART, a generic ECAM PCI host bridge whose MSIs go to
  * the ITS (msi-map: requester ID = ITS device ID), and /chosen (command

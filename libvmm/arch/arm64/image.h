@@ -27,7 +27,7 @@
 /* Before 3.17 (image_size 0), booting.rst says text_offset is 0x80000 and
  * the kernel's size is unknown: its BSS follows the file.  We reserve
  * twice the file (a guess with room: the BSS of those kernels was a
- * fraction of their text; QEMU keeps 128 MiB clear for the same reason),
+ * fraction of their text),
  * so that the initrd placed after it is not zeroed by the kernel. */
 #define ARM64_IMAGE_LEGACY_TEXT_OFFSET 0x80000ull
 #define ARM64_IMAGE_LEGACY_SIZE(file_size) (2 * (file_size))

@@ -552,15 +552,12 @@ static void write_dsdt(uint8_t *dst, const uint8_t *aml, size_t len)
 	sdt_checksum(dst, len);
 }
 
-static void write_madt(uint8_t *dst, const struct acpi_config *cfg)
+/* The processors' entries of the MADT at @pos; returns the end. */
+static uint8_t *madt_put_cpus(uint8_t *pos, unsigned int nr_cpus)
 {
-	size_t size = madt_size(cfg->nr_cpus);
-	uint8_t *pos = dst + sizeof(struct acpi_madt);
-	struct acpi_madt madt;
-
 	/* Ascending APIC IDs, the boot CPU (0) first: Linux numbers CPUs in
 	 * MADT order. */
-	for (unsigned int i = 0; i < cfg->nr_cpus; i++) {
+	for (unsigned int i = 0; i < nr_cpus; i++) {
 		if (i < MADT_FIRST_X2APIC_ID) {
 			struct madt_lapic e = {
 				.type = MADT_LAPIC,
@@ -583,7 +580,13 @@ static void write_madt(uint8_t *dst, const struct acpi_config *cfg)
 			pos = fwtable_put(pos, &e, sizeof(e));
 		}
 	}
+	return pos;
+}
 
+/* The interrupt controller and interrupt entries of the MADT at @pos:
+ * IOAPIC, the SCI's override, the NMI lines; returns the end. */
+static uint8_t *madt_put_interrupts(uint8_t *pos, const struct acpi_config *cfg)
+{
 	{
 		/* Id 0: the reset value of KVM's IOAPIC id register. */
 		struct madt_ioapic e = {
@@ -632,7 +635,17 @@ static void write_madt(uint8_t *dst, const struct acpi_config *cfg)
 
 		pos = fwtable_put(pos, &e, sizeof(e));
 	}
+	return pos;
+}
 
+static void write_madt(uint8_t *dst, const struct acpi_config *cfg)
+{
+	size_t size = madt_size(cfg->nr_cpus);
+	uint8_t *pos = dst + sizeof(struct acpi_madt);
+	struct acpi_madt madt;
+
+	pos = madt_put_cpus(pos, cfg->nr_cpus);
+	madt_put_interrupts(pos, cfg);
 	memset(&madt, 0, sizeof(madt));
 	sdt_header(&madt.h, "APIC", size, MADT_REVISION);
 	madt.lapic_addr = cfg->lapic_addr;

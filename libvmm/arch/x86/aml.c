@@ -26,20 +26,20 @@ void aml_u8(struct aml *a, uint8_t v)
 	aml_put(a, &v, 1);
 }
 
-void aml_u16(struct aml *a, uint16_t v)
+static void aml_u16(struct aml *a, uint16_t v)
 {
 	uint8_t b[2] = { (uint8_t)v, (uint8_t)(v >> 8) };
 
 	aml_put(a, b, sizeof(b));
 }
 
-void aml_u32(struct aml *a, uint32_t v)
+static void aml_u32(struct aml *a, uint32_t v)
 {
 	aml_u16(a, (uint16_t)v);
 	aml_u16(a, (uint16_t)(v >> 16));
 }
 
-void aml_u64(struct aml *a, uint64_t v)
+static void aml_u64(struct aml *a, uint64_t v)
 {
 	aml_u32(a, (uint32_t)v);
 	aml_u32(a, (uint32_t)(v >> 32));

@@ -44,11 +44,8 @@ struct aml {
 /* aml_put() - append @n raw bytes from @p */
 void aml_put(struct aml *a, const void *p, size_t n);
 
-/* aml_u8() .. aml_u64() - append @v, little-endian (no opcode prefix) */
+/* aml_u8() - append the byte @v (no opcode prefix) */
 void aml_u8(struct aml *a, uint8_t v);
-void aml_u16(struct aml *a, uint16_t v);
-void aml_u32(struct aml *a, uint32_t v);
-void aml_u64(struct aml *a, uint64_t v);
 
 /* aml_integer() - an Integer constant @v in its shortest encoding (Zero,
  * One, or a Byte/Word/DWord/QWord prefix), as iasl emits it */

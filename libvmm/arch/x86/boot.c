@@ -402,60 +402,61 @@ int x86_boot_setup(struct guest_mem *mem, const struct x86_boot_config *cfg,
 	return x86_boot_setup_files(mem, cfg, NULL, entry);
 }
 
-int x86_boot_setup_files(struct guest_mem *mem,
-			 const struct x86_boot_config *cfg,
-			 const struct x86_boot_files *files,
-			 struct x86_boot_entry *entry)
+/* The kernel payload (and the initrd) into guest RAM at @kernel_gpa
+ * (@initrd_gpa): read from @files, or copied from @cfg's buffers. */
+static int load_bzimage(struct guest_mem *mem, const struct x86_boot_config *cfg,
+			const struct x86_boot_files *files, uint64_t kernel_gpa,
+			uint64_t initrd_gpa)
 {
-	const struct bzimage *bz;
-	uint64_t low_end, kernel_gpa, kernel_end, initrd_gpa = 0;
-	size_t initrd_size = 0;
+	const struct bzimage *bz = cfg->kernel;
+	size_t initrd_size = cfg->initrd_size;
 	uint8_t *p;
 	int ret;
 
-	/* From memory, the kernel payload and initrd must be there; from
-	 * files (bzimage_parse_head()), they are read from the fds.  PVH:
-	 * files only. */
-	if (!mem || !cfg || !entry || !!cfg->kernel == !!cfg->pvh ||
-	    (cfg->kernel && (!cfg->kernel->image ||
-			     (!files && !cfg->kernel->kernel)))) {
-		vmm_err("x86 boot: invalid arguments");
+	p = gmem(mem, kernel_gpa, bz->kernel_size, "kernel");
+	if (!p)
 		return -EINVAL;
-	}
-	bz = cfg->kernel;
-	if (cfg->nr_vcpus < 1 || cfg->nr_vcpus > X86_BOOT_MAX_VCPUS ||
-	    (!cfg->acpi_rsdp && cfg->nr_vcpus > MPTABLE_MAX_CPUS)) {
-		vmm_err("x86 boot: %u vCPUs (1..%u; %u without ACPI tables)",
-			cfg->nr_vcpus, X86_BOOT_MAX_VCPUS, MPTABLE_MAX_CPUS);
+	if (initrd_size && !gmem(mem, initrd_gpa, initrd_size, "initrd"))
 		return -EINVAL;
+	if (!files) {
+		memcpy(p, bz->kernel, bz->kernel_size);
+		if (initrd_size)
+			memcpy(guest_mem_ptr(mem, initrd_gpa, initrd_size),
+			       cfg->initrd, initrd_size);
+		return 0;
 	}
-	if (cfg->initrd_size && (files ? files->initrd_fd < 0 : !cfg->initrd)) {
-		vmm_err("x86 boot: initrd size without initrd");
-		return -EINVAL;
+	/* The bulk of the start-up cost: see guest_mem_load_fd(). */
+	ret = guest_mem_load_fd(mem, kernel_gpa, files->kernel_fd,
+				bz->setup_size, bz->kernel_size);
+	if (ret) {
+		vmm_err("x86 boot: loading the kernel: %s", strerror(-ret));
+		return ret;
 	}
+	if (initrd_size)
+		ret = guest_mem_load_fd(mem, initrd_gpa, files->initrd_fd, 0,
+					initrd_size);
+	if (ret)
+		vmm_err("x86 boot: loading the initrd: %s", strerror(-ret));
+	return ret;
+}
 
-	/* Everything below is placed in low RAM, which starts at gpa 0. */
-	low_end = MIN(mem->size, X86_PCI_HOLE_START);
-	if (low_end < E820_HIGH_MEM || !guest_mem_ptr(mem, 0, low_end)) {
-		vmm_err("x86 boot: guest RAM (0x%llx bytes) is too small",
-			(unsigned long long)mem->size);
-		return -EINVAL;
-	}
-	if (cfg->pvh)
-		return setup_pvh(mem, cfg, files, low_end, entry);
+/* bzImage: see x86_boot_setup_files() in boot.h.  @low_end: end of low
+ * RAM. */
+static int setup_bzimage(struct guest_mem *mem, const struct x86_boot_config *cfg,
+			 const struct x86_boot_files *files, uint64_t low_end,
+			 struct x86_boot_entry *entry)
+{
+	const struct bzimage *bz = cfg->kernel;
+	uint64_t kernel_gpa, kernel_end, initrd_gpa = 0;
+	size_t initrd_size = cfg->initrd_size;
+	int ret;
 
 	ret = place_kernel(bz, low_end, &kernel_gpa, &kernel_end);
-	if (ret)
-		return ret;
-	if (cfg->initrd_size) {
-		initrd_size = cfg->initrd_size;
+	if (!ret && initrd_size)
 		ret = place_initrd(bz, initrd_size, low_end, kernel_end,
 				   &initrd_gpa);
-		if (ret)
-			return ret;
-	}
-
-	ret = write_cmdline(mem, bz->cmdline_size, cfg->cmdline);
+	if (!ret)
+		ret = write_cmdline(mem, bz->cmdline_size, cfg->cmdline);
 	if (!ret)
 		ret = write_zero_page(mem, bz, initrd_gpa, initrd_size,
 				      cfg->acpi_rsdp);
@@ -463,40 +464,12 @@ int x86_boot_setup_files(struct guest_mem *mem,
 		ret = write_gdt(mem, false);
 	if (!ret)
 		ret = write_page_tables(mem);
+	if (!ret)
+		ret = write_mptable(mem, cfg->nr_vcpus);
+	if (!ret)
+		ret = load_bzimage(mem, cfg, files, kernel_gpa, initrd_gpa);
 	if (ret)
 		return ret;
-
-	ret = write_mptable(mem, cfg->nr_vcpus);
-	if (ret)
-		return ret;
-
-	p = gmem(mem, kernel_gpa, bz->kernel_size, "kernel");
-	if (!p)
-		return -EINVAL;
-	if (initrd_size && !gmem(mem, initrd_gpa, initrd_size, "initrd"))
-		return -EINVAL;
-	if (files) {
-		/* The bulk of the start-up cost: see guest_mem_load_fd(). */
-		ret = guest_mem_load_fd(mem, kernel_gpa, files->kernel_fd,
-					bz->setup_size, bz->kernel_size);
-		if (ret) {
-			vmm_err("x86 boot: loading the kernel: %s", strerror(-ret));
-			return ret;
-		}
-		if (initrd_size)
-			ret = guest_mem_load_fd(mem, initrd_gpa,
-						files->initrd_fd, 0,
-						initrd_size);
-		if (ret) {
-			vmm_err("x86 boot: loading the initrd: %s", strerror(-ret));
-			return ret;
-		}
-	} else {
-		memcpy(p, bz->kernel, bz->kernel_size);
-		if (initrd_size)
-			memcpy(guest_mem_ptr(mem, initrd_gpa, initrd_size),
-			       cfg->initrd, initrd_size);
-	}
 
 	memset(entry, 0, sizeof(*entry));
 	entry->rip = kernel_gpa + STARTUP_64_OFFSET;
@@ -511,6 +484,58 @@ int x86_boot_setup_files(struct guest_mem *mem,
 		(unsigned long long)kernel_gpa, (unsigned long long)initrd_gpa,
 		initrd_size);
 	return 0;
+}
+
+/* The arguments of x86_boot_setup_files(), and the end of low RAM in
+ * @low_end.  Returns 0 or -EINVAL (after a message). */
+static int check_config(const struct guest_mem *mem,
+			const struct x86_boot_config *cfg,
+			const struct x86_boot_files *files,
+			const struct x86_boot_entry *entry, uint64_t *low_end)
+{
+	/* From memory, the kernel payload and initrd must be there; from
+	 * files (bzimage_parse_head()), they are read from the fds.  PVH:
+	 * files only. */
+	if (!mem || !cfg || !entry || !!cfg->kernel == !!cfg->pvh ||
+	    (cfg->kernel && (!cfg->kernel->image ||
+			     (!files && !cfg->kernel->kernel)))) {
+		vmm_err("x86 boot: invalid arguments");
+		return -EINVAL;
+	}
+	if (cfg->nr_vcpus < 1 || cfg->nr_vcpus > X86_BOOT_MAX_VCPUS ||
+	    (!cfg->acpi_rsdp && cfg->nr_vcpus > MPTABLE_MAX_CPUS)) {
+		vmm_err("x86 boot: %u vCPUs (1..%u; %u without ACPI tables)",
+			cfg->nr_vcpus, X86_BOOT_MAX_VCPUS, MPTABLE_MAX_CPUS);
+		return -EINVAL;
+	}
+	if (cfg->initrd_size && (files ? files->initrd_fd < 0 : !cfg->initrd)) {
+		vmm_err("x86 boot: initrd size without initrd");
+		return -EINVAL;
+	}
+	/* Everything the boot places is in low RAM, which starts at gpa 0. */
+	*low_end = MIN(mem->size, X86_PCI_HOLE_START);
+	if (*low_end < E820_HIGH_MEM || !guest_mem_ptr(mem, 0, *low_end)) {
+		vmm_err("x86 boot: guest RAM (0x%llx bytes) is too small",
+			(unsigned long long)mem->size);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int x86_boot_setup_files(struct guest_mem *mem,
+			 const struct x86_boot_config *cfg,
+			 const struct x86_boot_files *files,
+			 struct x86_boot_entry *entry)
+{
+	uint64_t low_end;
+	int ret;
+
+	ret = check_config(mem, cfg, files, entry, &low_end);
+	if (ret)
+		return ret;
+	if (cfg->pvh)
+		return setup_pvh(mem, cfg, files, low_end, entry);
+	return setup_bzimage(mem, cfg, files, low_end, entry);
 }
 
 static void flat_segment(struct kvm_segment *s, uint16_t selector, uint8_t type,

@@ -8,7 +8,7 @@
  * same layout with hvm_start_info in place of the zero page, no page
  * tables, and the BSP in 32-bit protected mode at the PVH entry.
  *
- * Guest-physical layout (low memory, like Firecracker):
+ * Guest-physical layout (low memory):
  *   0x00500  GDT
  *   0x07000  boot_params ("zero page"), or PVH: hvm_start_info, then the
  *            module list (+0x40) and the memory map (+0x80)

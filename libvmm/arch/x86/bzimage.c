@@ -73,18 +73,9 @@ int bzimage_parse(const void *buf, size_t len, struct bzimage *bz,
 	return bzimage_parse_head(buf, len, len, bz, why);
 }
 
-int bzimage_parse_head(const void *buf, size_t len, uint64_t file_len,
-		       struct bzimage *bz, const char **why)
+/* The boot sector's signatures, bounded by @len (what we hold). */
+static int check_signatures(const uint8_t *p, size_t len, const char **why)
 {
-	const uint8_t *p = buf;
-	unsigned int sects;
-	uint64_t syssize_bytes;
-	uint64_t avail;
-
-	if (!bz || (!buf && len) || len > file_len)
-		return fail(why, "invalid arguments");
-	/* Every header read below is bounded by @len (what we hold); only
-	 * the size checks of the protected-mode part use @file_len. */
 	if (len < BZ_MIN_SIZE)
 		return fail(why, "file too small to be a bzImage (%zu bytes)",
 			    len);
@@ -93,6 +84,15 @@ int bzimage_parse_head(const void *buf, size_t len, uint64_t file_len,
 		return fail(why, "not a bzImage (no \"HdrS\" signature)");
 	if (rd16(p, BZ_BOOT_FLAG_OFFSET) != 0xAA55)
 		return fail(why, "not a Linux boot sector (0xAA55 missing)");
+	return 0;
+}
+
+/* The boot protocol version, 64-bit entry and setup size into @bz (cleared
+ * first): the real-mode part, which must lie within the @len bytes held. */
+static int parse_setup(const uint8_t *p, size_t len, uint64_t file_len,
+		       struct bzimage *bz, const char **why)
+{
+	unsigned int sects;
 
 	memset(bz, 0, sizeof(*bz));
 	bz->version = rd16(p, HDR(version));
@@ -118,6 +118,26 @@ int bzimage_parse_head(const void *buf, size_t len, uint64_t file_len,
 	/* The header proper must lie within the setup code it describes. */
 	if (BZ_HEADER_OFFSET + (size_t)rd8(p, BZ_JUMP_OFFSET + 1) > bz->setup_size)
 		return fail(why, "setup header runs past the setup code");
+	return 0;
+}
+
+int bzimage_parse_head(const void *buf, size_t len, uint64_t file_len,
+		       struct bzimage *bz, const char **why)
+{
+	const uint8_t *p = buf;
+	uint64_t syssize_bytes;
+	uint64_t avail;
+	int ret;
+
+	if (!bz || (!buf && len) || len > file_len)
+		return fail(why, "invalid arguments");
+	/* Every header read below is bounded by @len (what we hold); only
+	 * the size checks of the protected-mode part use @file_len. */
+	ret = check_signatures(p, len, why);
+	if (!ret)
+		ret = parse_setup(p, len, file_len, bz, why);
+	if (ret)
+		return ret;
 
 	/* syssize counts 16-byte paragraphs of protected-mode code. */
 	syssize_bytes = (uint64_t)rd32(p, HDR(syssize)) * 16;

@@ -4,8 +4,7 @@
  * ids, host core/thread counts, host cache sharing); a guest that believed
  * those would compute wrong package/core ids, or see every vCPU with the
  * same APIC id and bring up only one CPU.  This rewrites the topology
- * fields for a simple model, as Firecracker's normalize step and kvmtool's
- * x86/cpuid.c do: one package, nr_vcpus cores, one thread per core, APIC id
+ * fields for a simple model: one package, nr_vcpus cores, one thread per core, APIC id
  * == vCPU index.  The core level's APIC id width is
  * order = ceil(log2(nr_vcpus)), so the package id (APIC id >> order) is 0
  * for every vCPU.
@@ -136,6 +135,37 @@ static void fix_topology_leaf(struct kvm_cpuid_entry2 *e, unsigned int apic_id,
 	e->edx = apic_id;
 }
 
+/* Leaf 1: this vCPU's APIC id, the package's id count, HTT, hypervisor. */
+static void fix_leaf1(struct kvm_cpuid_entry2 *e, unsigned int vcpu_index,
+		      unsigned int nr_vcpus, unsigned int pkg_ids)
+{
+	/* 8 bits: the low byte of an x2APIC id, as on hardware; leaf 0xB has
+	 * it whole. */
+	e->ebx = set_field(e->ebx, CPUID_1_EBX_APIC_ID_SHIFT, 8,
+			   vcpu_index & 0xff);
+	/* Addressable logical processor ids in the package: a power of two
+	 * like the APIC id space, capped to the 8-bit field. */
+	e->ebx = set_field(e->ebx, CPUID_1_EBX_LOGICAL_SHIFT, 8,
+			   MIN(pkg_ids, 255u));
+	/* HTT means "the count above is valid", not SMT. */
+	if (nr_vcpus > 1)
+		e->edx |= CPUID_1_EDX_HTT;
+	else
+		e->edx &= ~CPUID_1_EDX_HTT;
+	e->ecx |= CPUID_1_ECX_HYPERVISOR;
+}
+
+/* AMD leaf 0x8000001e: extended APIC id, core and node ids. */
+static void fix_amd_ext_apic_leaf(struct kvm_cpuid_entry2 *e,
+				  unsigned int vcpu_index)
+{
+	e->eax = vcpu_index;	/* extended APIC id */
+	/* Core id = index; threads per core - 1 = 0. */
+	e->ebx = set_field(e->ebx, 0, 16, vcpu_index & 0xff);
+	/* Node id 0; nodes per processor - 1 = 0. */
+	e->ecx = set_field(e->ecx, 0, 11, 0);
+}
+
 int cpuid_fixup(struct kvm_cpuid2 *cpuid, unsigned int vcpu_index,
 		unsigned int nr_vcpus)
 {
@@ -156,23 +186,7 @@ int cpuid_fixup(struct kvm_cpuid2 *cpuid, unsigned int vcpu_index,
 
 		switch (e->function) {
 		case 1:
-			/* 8 bits: the low byte of an x2APIC id, as on
-			 * hardware; leaf 0xB has it whole. */
-			e->ebx = set_field(e->ebx, CPUID_1_EBX_APIC_ID_SHIFT, 8,
-					   vcpu_index & 0xff);
-			/*
-			 * Addressable logical processor ids in the package:
-			 * a power of two like the APIC id space, capped to
-			 * the 8-bit field (as Firecracker does).
-			 */
-			e->ebx = set_field(e->ebx, CPUID_1_EBX_LOGICAL_SHIFT, 8,
-					   MIN(pkg_ids, 255u));
-			/* HTT means "the count above is valid", not SMT. */
-			if (nr_vcpus > 1)
-				e->edx |= CPUID_1_EDX_HTT;
-			else
-				e->edx &= ~CPUID_1_EDX_HTT;
-			e->ecx |= CPUID_1_ECX_HYPERVISOR;
+			fix_leaf1(e, vcpu_index, nr_vcpus, pkg_ids);
 			break;
 		case 4:
 			fix_cache_leaf(e, pkg_ids, true);
@@ -206,13 +220,8 @@ int cpuid_fixup(struct kvm_cpuid2 *cpuid, unsigned int vcpu_index,
 				fix_cache_leaf(e, pkg_ids, false);
 			break;
 		case 0x8000001e:
-			if (!amd)
-				break;
-			e->eax = vcpu_index;	/* extended APIC id */
-			/* Core id = index; threads per core - 1 = 0. */
-			e->ebx = set_field(e->ebx, 0, 16, vcpu_index & 0xff);
-			/* Node id 0; nodes per processor - 1 = 0. */
-			e->ecx = set_field(e->ecx, 0, 11, 0);
+			if (amd)
+				fix_amd_ext_apic_leaf(e, vcpu_index);
 			break;
 		default:
 			break;

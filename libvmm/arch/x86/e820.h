@@ -8,8 +8,7 @@
 
 #include "memory.h"
 
-/* Guest-physical layout of RAM on x86_64 (like QEMU's pc machine and
- * kvmtool):
+/* Guest-physical layout of RAM on x86_64 (the PC's usual one):
  *   [0, min(ram, 3 GiB))           low RAM
  *   [3 GiB, 4 GiB)                 PCI hole (MMIO BARs, IOAPIC, LAPIC)
  *   [4 GiB, 4 GiB + ram - 3 GiB)   high RAM, only when ram > 3 GiB */

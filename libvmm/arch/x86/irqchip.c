@@ -30,11 +30,10 @@ _Static_assert(sizeof(chip_routes) / sizeof(chip_routes[0]) == X86_IRQ_CHIP_ROUT
  * destination APIC ID in address bits 11:5, which real hardware reserves
  * ("extended destination ID").  KVM reads them from address_hi bits 14:8
  * instead (its x2APIC format, KVM_CAP_X2APIC_API), and would otherwise
- * send vCPU 300's completion to APIC ID 300 & 0xff.  QEMU translates the
- * same way.  Addresses without those bits (every destination below 256)
+ * send vCPU 300's completion to APIC ID 300 & 0xff.  Addresses without those bits (every destination below 256)
  * are unchanged.
  */
-void x86_msi_address(uint64_t addr, uint32_t *lo, uint32_t *hi)
+static void x86_msi_address(uint64_t addr, uint32_t *lo, uint32_t *hi)
 {
 	uint32_t ext = ((uint32_t)addr >> 5) & 0x7f;
 

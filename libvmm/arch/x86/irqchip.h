@@ -19,7 +19,4 @@
 
 const struct irq_platform *x86_irq_platform(void);
 
-/* The MSI address as KVM wants it (exposed for tests). */
-void x86_msi_address(uint64_t addr, uint32_t *lo, uint32_t *hi);
-
 #endif

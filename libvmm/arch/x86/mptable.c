@@ -3,12 +3,11 @@
  * MP Specification 1.4 tables (the kernel's asm/mpspec_def.h layout, which
  * is not a uapi header, so the structures are spelled out here).
  *
- * Interrupt routing mirrors what KVM does by default (and what Firecracker
- * describes): the in-kernel IOAPIC's default routing connects GSI i to pin i,
+ * Interrupt routing mirrors what KVM does by default: the in-kernel IOAPIC's default routing connects GSI i to pin i,
  * and the in-kernel PIT raises GSI 0, so ISA IRQ i goes to IOAPIC pin i for
  * all 16 ISA IRQs, IRQ 0 included (a PC board would wire IRQ 0 to pin 2,
- * which is wrong for KVM).  IRQ 2 is listed too, like Firecracker: nothing
- * raises it, and Linux ignores the cascade.
+ * which is wrong for KVM).  IRQ 2 is listed too: nothing raises it, and
+ * Linux ignores the cascade.
  */
 #include <errno.h>
 #include <string.h>
@@ -33,7 +32,7 @@ enum { MP_INT, MP_NMI, MP_SMI, MP_EXTINT };
 
 /*
  * CPU signature and feature flags of the processor entries.  Linux only
- * prints them; family 6 with FPU and APIC is what Firecracker reports.
+ * prints them; family 6 with FPU and APIC is the plainest that fits.
  */
 #define MP_CPU_SIGNATURE 0x600
 #define MP_CPU_FEATURES ((1u << 0) | (1u << 9))	/* FPU, APIC */
@@ -147,22 +146,13 @@ static uint8_t *put_src(uint8_t *pos, uint8_t type, uint8_t irqtype,
 	return fwtable_put(pos, &src, sizeof(src));
 }
 
-long mptable_write(void *dst, size_t room, uint32_t gpa, unsigned int nr_cpus)
+/* The configuration table's entries at @pos: processors, buses, the IOAPIC
+ * and the interrupt sources; adds their number to *@entries and returns the
+ * end. */
+static uint8_t *put_entries(uint8_t *pos, unsigned int nr_cpus,
+			    uint16_t *entries)
 {
-	size_t size = mptable_size(nr_cpus);
-	uint8_t *base = dst, *pos;
-	struct mpf_intel mpf;
-	struct mpc_table mpc;
 	uint8_t ioapic_id = (uint8_t)nr_cpus;	/* first id after the CPUs */
-	uint16_t entries = 0;
-
-	if (!dst || nr_cpus < 1 || nr_cpus > MPTABLE_MAX_CPUS || (gpa & 15))
-		return -EINVAL;
-	if (room < size || (uint64_t)gpa + size > 0x100000000ull)
-		return -ENOSPC;
-
-	memset(dst, 0, size);
-	pos = base + sizeof(mpf) + sizeof(mpc);	/* header goes in last */
 
 	for (unsigned int i = 0; i < nr_cpus; i++) {
 		struct mpc_cpu cpu = {
@@ -175,12 +165,12 @@ long mptable_write(void *dst, size_t room, uint32_t gpa, unsigned int nr_cpus)
 		};
 
 		pos = fwtable_put(pos, &cpu, sizeof(cpu));
-		entries++;
+		(*entries)++;
 	}
 
 	pos = put_bus(pos, BUS_ID_PCI, "PCI   ");
 	pos = put_bus(pos, BUS_ID_ISA, "ISA   ");
-	entries += MP_NR_BUSES;
+	*entries += MP_NR_BUSES;
 
 	{
 		struct mpc_ioapic io = {
@@ -192,18 +182,38 @@ long mptable_write(void *dst, size_t room, uint32_t gpa, unsigned int nr_cpus)
 		};
 
 		pos = fwtable_put(pos, &io, sizeof(io));
-		entries++;
+		(*entries)++;
 	}
 
 	for (uint8_t irq = 0; irq < MP_ISA_IRQS; irq++) {
 		pos = put_src(pos, MP_INTSRC, MP_INT, irq, ioapic_id, irq);
-		entries++;
+		(*entries)++;
 	}
 
 	/* Virtual wire: the 8259 output on LINT0, NMI on LINT1, every LAPIC. */
 	pos = put_src(pos, MP_LINTSRC, MP_EXTINT, 0, MP_APIC_ALL, 0);
 	pos = put_src(pos, MP_LINTSRC, MP_NMI, 0, MP_APIC_ALL, 1);
-	entries += MP_NR_LINTS;
+	*entries += MP_NR_LINTS;
+	return pos;
+}
+
+long mptable_write(void *dst, size_t room, uint32_t gpa, unsigned int nr_cpus)
+{
+	size_t size = mptable_size(nr_cpus);
+	uint8_t *base = dst, *pos;
+	struct mpf_intel mpf;
+	struct mpc_table mpc;
+	uint16_t entries = 0;
+
+	if (!dst || nr_cpus < 1 || nr_cpus > MPTABLE_MAX_CPUS || (gpa & 15))
+		return -EINVAL;
+	if (room < size || (uint64_t)gpa + size > 0x100000000ull)
+		return -ENOSPC;
+
+	memset(dst, 0, size);
+	pos = base + sizeof(mpf) + sizeof(mpc);	/* header goes in last */
+
+	pos = put_entries(pos, nr_cpus, &entries);
 
 	memset(&mpc, 0, sizeof(mpc));
 	memcpy(mpc.signature, "PCMP", 4);

@@ -22,10 +22,56 @@ static bool inside(uint64_t off, uint64_t size, uint64_t limit)
 	return off <= limit && size <= limit - off;
 }
 
+/* One program header: a note segment to search for the entry, or a load
+ * segment, range-checked, added to @k. */
+static int add_phdr(struct pvh_kernel *k, const Elf64_Phdr *ph,
+		    uint64_t file_len, const char **why)
+{
+	if (ph->p_type == PT_NOTE) {
+		if (!inside(ph->p_offset, ph->p_filesz, file_len)) {
+			*why = "ELF note segment outside the file";
+			return -EINVAL;
+		}
+		if (k->nr_notes < PVH_MAX_NOTES && ph->p_filesz) {
+			k->notes[k->nr_notes].offset = ph->p_offset;
+			k->notes[k->nr_notes].size =
+				MIN(ph->p_filesz, (uint64_t)PVH_MAX_NOTE_SIZE);
+			k->nr_notes++;
+		}
+		return 0;
+	}
+	if (ph->p_type != PT_LOAD || !ph->p_memsz)
+		return 0;
+	if (k->nr_segs == PVH_MAX_SEGS) {
+		*why = "too many ELF load segments";
+		return -EINVAL;
+	}
+	if (ph->p_filesz > ph->p_memsz ||
+	    !inside(ph->p_offset, ph->p_filesz, file_len)) {
+		*why = "ELF load segment outside the file or larger in the file than in memory";
+		return -EINVAL;
+	}
+	/* Below 1 MiB live the boot structures (boot.h); a wrapping
+	 * or 64-bit-only segment cannot be loaded at all. */
+	if (ph->p_paddr < E820_HIGH_MEM ||
+	    !inside(ph->p_paddr, ph->p_memsz, UINT32_MAX + 1ull)) {
+		*why = "ELF load segment below 1 MiB or above 4 GiB";
+		return -EINVAL;
+	}
+	k->segs[k->nr_segs++] = (struct pvh_seg){
+		.offset = ph->p_offset, .filesz = ph->p_filesz,
+		.memsz = ph->p_memsz, .paddr = ph->p_paddr,
+	};
+	k->start = MIN(k->start, ph->p_paddr);
+	k->end = MAX(k->end, ph->p_paddr + ph->p_memsz);
+	return 0;
+}
+
 int pvh_parse_head(const uint8_t *head, size_t len, uint64_t file_len,
 		   struct pvh_kernel *k, const char **why)
 {
 	Elf64_Ehdr eh;
+	int ret;
 
 	memset(k, 0, sizeof(*k));
 	k->start = UINT64_MAX;
@@ -54,43 +100,9 @@ int pvh_parse_head(const uint8_t *head, size_t len, uint64_t file_len,
 
 		memcpy(&ph, head + eh.e_phoff + (uint64_t)i * sizeof(ph),
 		       sizeof(ph));
-		if (ph.p_type == PT_NOTE) {
-			if (!inside(ph.p_offset, ph.p_filesz, file_len)) {
-				*why = "ELF note segment outside the file";
-				return -EINVAL;
-			}
-			if (k->nr_notes < PVH_MAX_NOTES && ph.p_filesz) {
-				k->notes[k->nr_notes].offset = ph.p_offset;
-				k->notes[k->nr_notes].size =
-					MIN(ph.p_filesz, (uint64_t)PVH_MAX_NOTE_SIZE);
-				k->nr_notes++;
-			}
-			continue;
-		}
-		if (ph.p_type != PT_LOAD || !ph.p_memsz)
-			continue;
-		if (k->nr_segs == PVH_MAX_SEGS) {
-			*why = "too many ELF load segments";
-			return -EINVAL;
-		}
-		if (ph.p_filesz > ph.p_memsz ||
-		    !inside(ph.p_offset, ph.p_filesz, file_len)) {
-			*why = "ELF load segment outside the file or larger in the file than in memory";
-			return -EINVAL;
-		}
-		/* Below 1 MiB live the boot structures (boot.h); a wrapping
-		 * or 64-bit-only segment cannot be loaded at all. */
-		if (ph.p_paddr < E820_HIGH_MEM ||
-		    !inside(ph.p_paddr, ph.p_memsz, UINT32_MAX + 1ull)) {
-			*why = "ELF load segment below 1 MiB or above 4 GiB";
-			return -EINVAL;
-		}
-		k->segs[k->nr_segs++] = (struct pvh_seg){
-			.offset = ph.p_offset, .filesz = ph.p_filesz,
-			.memsz = ph.p_memsz, .paddr = ph.p_paddr,
-		};
-		k->start = MIN(k->start, ph.p_paddr);
-		k->end = MAX(k->end, ph.p_paddr + ph.p_memsz);
+		ret = add_phdr(k, &ph, file_len, why);
+		if (ret)
+			return ret;
 	}
 	if (!k->nr_segs) {
 		*why = "no ELF load segment";

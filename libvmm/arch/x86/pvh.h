@@ -5,8 +5,7 @@
  * 32-bit entry point the image names in an XEN_ELFNOTE_PHYS32_ENTRY note,
  * in flat protected mode with paging off and %ebx pointing at an
  * hvm_start_info structure (command line, initrd as module 0, memory map,
- * RSDP).  Linux has it with CONFIG_PVH=y (Debian's kernels do); QEMU,
- * Firecracker and Cloud Hypervisor boot vmlinux the same way.  Why: the
+ * RSDP).  Linux has it with CONFIG_PVH=y (Debian's kernels do).  Why: the
  * bzImage's decompressor (xz for Debian) is skipped -- seconds of a boot in
  * a slow guest, and the bulk of a small one's.
  *

@@ -30,7 +30,7 @@
 #include "arm64/fdt.h"
 #include "arm64/gic.h"
 #include "arm64/loader.h"
-#include "arm64/vcpu_init.h"
+#include "arm64/vcpu-init.h"
 #include "machine-config.h"
 #include "kvm.h"
 #include "log.h"

@@ -41,7 +41,7 @@
 #include "x86/irqchip.h"
 #include "x86/loader.h"
 #include "x86/mptable.h"
-#include "x86/vcpu_init.h"
+#include "x86/vcpu-init.h"
 
 #define COM1_BASE 0x3f8
 #define COM1_IRQ 4

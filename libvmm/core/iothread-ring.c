@@ -1,139 +1,86 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The I/O threads' io_uring set-up (see iothread_int.h): the registered
- * file table and the ring's restrictions.
+ * The I/O threads' io_uring (see iothread-ring.h): its set-up, the
+ * restrictions of its opcodes and the registered-file table.
  */
 #include <errno.h>
-#include <poll.h>
-#include <sched.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "iothread_int.h"
-#include "iothread.h"
+#include "iothread-ring.h"
 #include "log.h"
-#include "thread.h"
+
+/* A statistic of the owner's (the only writer); read relaxed. */
+#define RING_STAT_ADD(r, f, n) \
+	__atomic_store_n(&(r)->f, (r)->f + (n), __ATOMIC_RELAXED)
 
 /* ---- registered files ---- */
 
 /* One IORING_REGISTER_FILES_UPDATE: slot @slot := @fd (-1: empty it). */
-static int files_update(struct iothread *io, unsigned int slot, int fd)
+static int files_update(struct iothread_ring *r, unsigned int slot, int fd)
 {
 	struct io_uring_files_update up = {
 		.offset = slot,
 		.fds = (uint64_t)(uintptr_t)&fd,
 	};
-	long r;
+	long n;
 
-	STAT_INC(io, file_updates, 1);
+	RING_STAT_ADD(r, file_updates, 1);
 	/* Raw syscall, as in ring_restrict(). */
-	r = syscall(__NR_io_uring_register, io->ring.ring_fd,
+	n = syscall(__NR_io_uring_register, r->uring.ring_fd,
 		    (unsigned long)IORING_REGISTER_FILES_UPDATE, &up, 1ul);
-	if (r < 0)
+	if (n < 0)
 		return -errno;
-	return r == 1 ? 0 : -EIO;
+	return n == 1 ? 0 : -EIO;
 }
 
-struct file_op {
-	struct iothread *io;
-	struct iothread_file *f;
-	int fd;
-};
-
-/* Context: the I/O thread, or the caller while it does not run. */
-static int file_get_local(void *opaque)
+int iothread_ring_file_get(struct iothread_ring *r, int fd,
+			   struct iothread_file *f)
 {
-	struct file_op *op = opaque;
-	struct iothread *io = op->io;
 	unsigned int slot;
 	int ret;
 
-	if (io->stopped)
-		return -ESHUTDOWN;
-	if (io->files_used == io->nr_files)
+	if (r->files_used == r->nr_files)
 		return -ENOSPC;
-	for (slot = io->file_hint; io->files[slot] != -1;
-	     slot = (slot + 1) % io->nr_files)
+	for (slot = r->file_hint; r->files[slot] != -1;
+	     slot = (slot + 1) % r->nr_files)
 		;
-	ret = files_update(io, slot, op->fd);
+	ret = files_update(r, slot, fd);
 	if (ret)
 		return ret;
-	io->files[slot] = op->fd;
-	io->files_used++;
-	io->file_hint = (slot + 1) % io->nr_files;
-	STAT_INC(io, files, 1);
-	*op->f = (struct iothread_file){ .fd = op->fd, .idx = (int)slot,
-					 .sqe_flags = IOSQE_FIXED_FILE,
-					 .held = true };
+	r->files[slot] = fd;
+	r->files_used++;
+	r->file_hint = (slot + 1) % r->nr_files;
+	RING_STAT_ADD(r, files_held, 1);
+	*f = (struct iothread_file){ .fd = fd, .idx = (int)slot,
+				     .sqe_flags = IOSQE_FIXED_FILE,
+				     .held = true };
 	return 0;
 }
 
-/* Context: as file_get_local(). */
-static int file_put_local(void *opaque)
+void iothread_ring_file_put(struct iothread_ring *r, struct iothread_file *f,
+			    bool kernel)
 {
-	struct file_op *op = opaque;
-	struct iothread *io = op->io;
-	unsigned int slot = (unsigned int)op->f->idx;
+	unsigned int slot = (unsigned int)f->idx;
 	int ret = 0;
 
-	/* Stopped: no kernel call (the caller may be a confined control
-	 * thread; the table is freed with the ring), and no slot is handed
-	 * out again (file_get_local() refuses), so none can be stale. */
-	if (!io->stopped)
-		ret = files_update(io, slot, -1);
+	if (kernel)
+		ret = files_update(r, slot, -1);
 	if (ret) {
 		/* Cannot happen for a slot we filled; if it does, retire the
 		 * slot rather than reuse it with an unknown file in it. */
 		vmm_err("iothread %u: unregistering file slot %u: %s",
-			io->index, slot, strerror(-ret));
-		io->files[slot] = -2;
+			r->index, slot, strerror(-ret));
+		r->files[slot] = -2;
 	} else {
-		io->files[slot] = -1;
-		io->files_used--;
+		r->files[slot] = -1;
+		r->files_used--;
 	}
-	STAT_INC(io, files, (uint32_t)-1); /* - 1 */
-	op->f->held = false;
-	return 0;
-}
-
-int iothread_file_get(struct iothread *io, int fd, struct iothread_file *f)
-{
-	struct file_op op = { .io = io, .f = f, .fd = fd };
-
-	if (fd < 0)
-		return -EBADF;
-	if (!io->fixed_files) {
-		*f = (struct iothread_file){ .fd = fd, .idx = fd, .held = true };
-		return 0;
-	}
-	/* On the thread that owns the table (inline if it is this one or
-	 * none runs). */
-	return iothread_call_sync(io, file_get_local, &op);
-}
-
-void iothread_file_put(struct iothread *io, struct iothread_file *f)
-{
-	struct file_op op = { .io = io, .f = f };
-
-	if (!f->held)
-		return;
-	if (!io->fixed_files) {
-		f->held = false;
-		return;
-	}
-	iothread_call_sync(io, file_put_local, &op);
-}
-
-void iothread_sqe_nofile(struct iothread *io, struct io_uring_sqe *sqe)
-{
-	if (io->fixed_files)
-		sqe->flags |= IOSQE_FIXED_FILE;
+	RING_STAT_ADD(r, files_held, (uint32_t)-1); /* - 1 */
+	f->held = false;
 }
 
 /*
@@ -164,7 +111,7 @@ static const uint8_t ring_sqe_ops[] = {
 
 /* An empty (sparse) table of registered files on a ring not enabled yet.
  * Returns 0 or -errno. */
-static int ring_register_files(struct iothread *io)
+static int ring_register_files(struct iothread_ring *r)
 {
 	struct rlimit rl;
 	unsigned int n = IOTHREAD_MAX_FILES;
@@ -174,41 +121,40 @@ static int ring_register_files(struct iothread *io)
 		n = (unsigned int)rl.rlim_cur;
 	if (n < 8)
 		return -EMFILE;
-	io->files = malloc(n * sizeof(*io->files));
-	if (!io->files)
+	r->files = malloc(n * sizeof(*r->files));
+	if (!r->files)
 		return -ENOMEM;
 	for (unsigned int i = 0; i < n; i++)
-		io->files[i] = -1; /* "allow sparse sets" since Linux 5.5 */
+		r->files[i] = -1; /* "allow sparse sets" since Linux 5.5 */
 	/* Raw syscall, as in ring_restrict(): liburing's wrapper raises
 	 * RLIMIT_NOFILE behind our back when the kernel says -EMFILE. */
-	if (syscall(__NR_io_uring_register, io->ring.ring_fd,
-		    IORING_REGISTER_FILES, io->files, n) < 0) {
+	if (syscall(__NR_io_uring_register, r->uring.ring_fd,
+		    IORING_REGISTER_FILES, r->files, n) < 0) {
 		ret = -errno;
-		free(io->files);
-		io->files = NULL;
+		free(r->files);
+		r->files = NULL;
 		return ret;
 	}
-	io->nr_files = n;
-	io->files_used = io->file_hint = 0;
+	r->nr_files = n;
+	r->files_used = r->file_hint = 0;
 	return 0;
 }
 
 /*
  * Restrict a ring created with IORING_SETUP_R_DISABLED to ring_sqe_ops[],
- * as Firecracker does, then enable it: io_uring requests are not subject
+ * then enable it: io_uring requests are not subject
  * to seccomp, so without this a compromised thread could open files or
  * sockets through its own ring.
  *
- * With @fixed (a registered-file table is in place), also as Firecracker
- * does: every SQE must carry IOSQE_FIXED_FILE (SQE_FLAGS_REQUIRED), so an
+ * With @fixed (a registered-file table is in place), also: every SQE must carry IOSQE_FIXED_FILE (SQE_FLAGS_REQUIRED), so an
  * SQE can only reach a file in the table -- a raw fd gets -EACCES, an empty
  * slot -EBADF -- and no other SQE flag is allowed; the only registration
  * allowed afterwards is IORING_REGISTER_FILES_UPDATE (REGISTER_OP).
  *
  * Updates must stay allowed: the threads start before the disks are opened
  * and the kick eventfds are created at the guest's DRIVER_OK, long after
- * the ring was enabled (Firecracker freezes its table at creation: it has
- * one file, known in advance).  What that protects: an SQE whose contents
+ * the ring was enabled (a table frozen at creation only suits a ring
+ * whose files are all known in advance).  What that protects: an SQE whose contents
  * went wrong (a bug letting a guest-controlled value into sqe->fd or the
  * opcode) reaches at most this thread's own disk images and eventfds --
  * never /dev/kvm, the VM fd, another VM's images or the embedding
@@ -249,15 +195,22 @@ static int ring_restrict(struct io_uring *ring, bool fixed)
 	return 0;
 }
 
-void iothread_ring_free_files(struct iothread *io)
+static void ring_free_files(struct iothread_ring *r)
 {
-	free(io->files);
-	io->files = NULL;
-	io->nr_files = 0;
-	io->fixed_files = false;
+	free(r->files);
+	r->files = NULL;
+	r->nr_files = 0;
+	r->fixed_files = false;
 }
 
-int iothread_ring_init(struct iothread *io, unsigned int entries)
+void iothread_ring_exit(struct iothread_ring *r)
+{
+	io_uring_queue_exit(&r->uring); /* drops every registered file */
+	ring_free_files(r);
+}
+
+int iothread_ring_init(struct iothread_ring *r, unsigned int index,
+		       unsigned int entries)
 {
 	/*
 	 * The thread reaps its own completions (COOP_TASKRUN, 5.19+: no IPI
@@ -278,6 +231,8 @@ int iothread_ring_init(struct iothread *io, unsigned int entries)
 	struct io_uring_params p;
 	int ret = -EINVAL;
 
+	r->index = index;
+
 	for (unsigned int i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
 		bool want_files = tries[i] & IORING_SETUP_R_DISABLED;
 
@@ -285,56 +240,40 @@ again:
 		memset(&p, 0, sizeof(p));
 		p.flags = tries[i] | IORING_SETUP_CQSIZE;
 		p.cq_entries = entries * 4;
-		ret = io_uring_queue_init_params(entries, &io->ring, &p);
+		ret = io_uring_queue_init_params(entries, &r->uring, &p);
 		if (ret == -EINVAL)
 			continue;
 		if (ret || !(tries[i] & IORING_SETUP_R_DISABLED))
 			break;
 		if (want_files) {
-			ret = ring_register_files(io);
+			ret = ring_register_files(r);
 			if (ret)
 				vmm_dbg("iothread %u: io_uring registered files: %s",
-					io->index, strerror(-ret));
-			io->fixed_files = !ret;
+					r->index, strerror(-ret));
+			r->fixed_files = !ret;
 		}
-		ret = ring_restrict(&io->ring, io->fixed_files);
+		ret = ring_restrict(&r->uring, r->fixed_files);
 		if (!ret) {
-			io->restricted = true;
+			r->restricted = true;
 			break;
 		}
-		vmm_dbg("iothread %u: io_uring restrictions%s: %s", io->index,
-			io->fixed_files ? " with registered files" : "",
+		vmm_dbg("iothread %u: io_uring restrictions%s: %s", r->index,
+			r->fixed_files ? " with registered files" : "",
 			strerror(-ret));
-		io_uring_queue_exit(&io->ring);
+		io_uring_queue_exit(&r->uring);
 		ret = -EINVAL;
-		if (io->fixed_files) {
+		if (r->fixed_files) {
 			/* Once more on the same flags, opcodes only. */
-			iothread_ring_free_files(io);
+			ring_free_files(r);
 			want_files = false;
 			goto again;
 		}
 	}
-	if (!ret && !io->restricted)
+	if (!ret && !r->restricted)
 		vmm_warn("iothread %u: io_uring ring without opcode restrictions "
-			 "(kernel < 5.10?)", io->index);
-	else if (!ret && !io->fixed_files)
+			 "(kernel < 5.10?)", r->index);
+	else if (!ret && !r->fixed_files)
 		vmm_warn("iothread %u: io_uring ring without registered files: "
-			 "its SQEs may name any fd", io->index);
+			 "its SQEs may name any fd", r->index);
 	return ret;
 }
-
-bool iothread_ring_restricted(const struct iothread *io)
-{
-	return io->restricted;
-}
-
-bool iothread_ring_fixed_files(const struct iothread *io)
-{
-	return io->fixed_files;
-}
-
-int iothread_ring_fd(const struct iothread *io)
-{
-	return io->ring.ring_fd;
-}
-

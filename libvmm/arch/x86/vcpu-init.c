@@ -7,7 +7,7 @@
 #include "log.h"
 #include "vm.h"
 #include "x86/cpuid.h"
-#include "x86/vcpu_init.h"
+#include "x86/vcpu-init.h"
 
 /* LAPIC register offsets and LVT delivery modes (Intel SDM vol. 3 10.5.1). */
 #define APIC_LVT0 0x350

@@ -44,7 +44,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "sandbox.h"
+#include "sandbox-trap.h"
 
 #ifndef SYS_SECCOMP
 #define SYS_SECCOMP 1 /* si_code of a seccomp trap */
@@ -57,7 +57,7 @@
  */
 static __thread struct {
 	char name[16];
-	int cls; /* enum sandbox_class; -1: never recorded */
+	const char *cls; /* the allow-list's name (static storage) */
 	bool set;
 } self __attribute__((tls_model("initial-exec")));
 
@@ -140,7 +140,7 @@ size_t sandbox_trap_format(const siginfo_t *si, char *out, size_t size)
 	put_uint(&l, (unsigned long)syscall(SYS_gettid), 10);
 	if (self.set) {
 		put(&l, ", ");
-		put(&l, sandbox_class_name((enum sandbox_class)self.cls));
+		put(&l, self.cls);
 		put(&l, " allow-list");
 	}
 	put(&l, ") made system call ");
@@ -221,7 +221,7 @@ bool sandbox_trap_ready(void)
 	return sigaction(SIGSYS, &sa, NULL) == 0;
 }
 
-int sandbox_trap_thread(enum sandbox_class cls)
+int sandbox_trap_thread(const char *cls)
 {
 	sigset_t set;
 	int ret;
@@ -229,7 +229,7 @@ int sandbox_trap_thread(enum sandbox_class cls)
 	memset(self.name, 0, sizeof(self.name));
 	if (pthread_getname_np(pthread_self(), self.name, sizeof(self.name)))
 		strcpy(self.name, "?");
-	self.cls = (int)cls;
+	self.cls = cls;
 	self.set = true;
 	/*
 	 * Threads inherit their creator's mask, and embedders often block

@@ -51,7 +51,7 @@
 #include <sys/sysinfo.h>
 
 #include "log.h"
-#include "sandbox.h"
+#include "sandbox-warm.h"
 
 static pthread_once_t arena_once = PTHREAD_ONCE_INIT;
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Host side of the serial console: bounded, non-blocking (see console.h). */
+/* Host side of the serial console: bounded, non-blocking (see serial-host.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -14,26 +14,26 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "console.h"
+#include "serial-host.h"
 #include "log.h"
 #include "nbfd.h"
 #include "sandbox.h"
 #include "thread.h"
 
 /* Seconds between two "output stalled" warnings. */
-#define CONSOLE_WARN_INTERVAL 10
+#define SERIAL_HOST_WARN_INTERVAL 10
 
-struct console {
-	struct console_params p;
+struct serial_host {
+	struct serial_host_params p;
 	struct nbfd in, out; /* the embedder's fds, non-blocking (nbfd.h) */
-	int stop_efd; /* console_stop() -> thread */
-	int wake_efd; /* console_write() -> thread: output queued, or dropped */
+	int stop_efd; /* serial_host_stop() -> thread */
+	int wake_efd; /* serial_host_write() -> thread: output queued, or dropped */
 	pthread_t thread;
 	bool started;
 
 	/*
 	 * lock protects the output ring (buf, head, count), wake_pending,
-	 * drop_pending, out_dead and the counters.  Taken by console_write()
+	 * drop_pending, out_dead and the counters.  Taken by serial_host_write()
 	 * (vCPU threads, with the UART's lock held: the UART's lock is
 	 * always the outer one), the console thread and the stats reader;
 	 * never held across a system call other than the eventfd write.
@@ -50,10 +50,10 @@ struct console {
 	 * wakes the thread once per stall so that it logs at once. */
 	bool drop_pending;
 	bool out_dead; /* out_fd failed for good: everything is dropped */
-	struct console_stats st;
+	struct serial_host_stats st;
 	/*
 	 * Held by the console thread across push_input() and the bytes_in
-	 * update that follows it, and by console_get_stats() around its
+	 * update that follows it, and by serial_host_get_stats() around its
 	 * copy: the bytes are the guest's to read as soon as the device has
 	 * them, so without it a reader that saw them could still read the
 	 * old count.  Order: in_lock, then the device's lock (inside
@@ -70,7 +70,7 @@ struct console {
 
 /* Prepare the embedder's @fd for non-blocking use (nbfd.h).  Context:
  * vmm_start(), before confinement (the reopen is an open()). */
-static void console_open_end(const char *what, int fd, int acc,
+static void serial_host_open_end(const char *what, int fd, int acc,
 			     struct nbfd *e)
 {
 	int err = nbfd_open(fd, acc, e);
@@ -80,9 +80,9 @@ static void console_open_end(const char *what, int fd, int acc,
 			"using it after poll()", what, fd, strerror(err));
 }
 
-int console_create(const struct console_params *p, struct console **out)
+int serial_host_create(const struct serial_host_params *p, struct serial_host **out)
 {
-	struct console *c;
+	struct serial_host *c;
 	int ret;
 
 	c = calloc(1, sizeof(*c));
@@ -105,7 +105,7 @@ int console_create(const struct console_params *p, struct console **out)
 		return ret;
 	}
 	if (p->out_fd >= 0) {
-		c->buf = malloc(CONSOLE_OUT_BUF);
+		c->buf = malloc(SERIAL_HOST_OUT_BUF);
 		if (!c->buf) {
 			ret = -ENOMEM;
 			goto err;
@@ -117,17 +117,17 @@ int console_create(const struct console_params *p, struct console **out)
 		ret = -errno;
 		goto err;
 	}
-	console_open_end("input", p->in_fd, O_RDONLY, &c->in);
-	console_open_end("output", p->out_fd, O_WRONLY, &c->out);
+	serial_host_open_end("input", p->in_fd, O_RDONLY, &c->in);
+	serial_host_open_end("output", p->out_fd, O_WRONLY, &c->out);
 	*out = c;
 	return 0;
 err:
-	console_destroy(c);
+	serial_host_destroy(c);
 	return ret;
 }
 
 /* Context: any thread.  Caller holds no console lock. */
-static void console_wake(struct console *c)
+static void serial_host_wake(struct serial_host *c)
 {
 	uint64_t one = 1;
 
@@ -137,7 +137,7 @@ static void console_wake(struct console *c)
 		vmm_dbg("console wake-up: %s", strerror(errno));
 }
 
-void console_write(struct console *c, const void *buf, size_t len)
+void serial_host_write(struct serial_host *c, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 	size_t n, tail, first;
@@ -166,7 +166,7 @@ void console_write(struct console *c, const void *buf, size_t len)
 			return;
 		}
 	}
-	n = c->out_dead ? 0 : MIN(len, CONSOLE_OUT_BUF - c->count);
+	n = c->out_dead ? 0 : MIN(len, SERIAL_HOST_OUT_BUF - c->count);
 	if (n < len) {
 		c->st.bytes_dropped += len - n;
 		if (!c->drop_pending && !c->out_dead) {
@@ -175,8 +175,8 @@ void console_write(struct console *c, const void *buf, size_t len)
 		}
 	}
 	if (n) {
-		tail = (c->head + c->count) % CONSOLE_OUT_BUF;
-		first = MIN(n, CONSOLE_OUT_BUF - tail);
+		tail = (c->head + c->count) % SERIAL_HOST_OUT_BUF;
+		first = MIN(n, SERIAL_HOST_OUT_BUF - tail);
 		memcpy(c->buf + tail, p, first);
 		memcpy(c->buf, p + first, n - first);
 		c->count += n;
@@ -187,12 +187,12 @@ void console_write(struct console *c, const void *buf, size_t len)
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (wake)
-		console_wake(c);
+		serial_host_wake(c);
 }
 
 /* Context: console thread.  Output failed for good (reader gone, I/O
  * error): say so once, drop what is queued and everything after. */
-static void console_out_failed(struct console *c, int err)
+static void serial_host_out_failed(struct serial_host *c, int err)
 {
 	vmm_warn("console output failed (%s); dropping guest output from now on",
 		 strerror(err));
@@ -209,7 +209,7 @@ static void console_out_failed(struct console *c, int err)
  * @ready: poll() just reported the fd writable (needed for an nbfd_polled()
  * fd, which then gets one chunk).  Context: console thread.
  */
-static void console_flush(struct console *c, bool ready)
+static void serial_host_flush(struct serial_host *c, bool ready)
 {
 	for (;;) {
 		size_t n;
@@ -225,7 +225,7 @@ static void console_flush(struct console *c, bool ready)
 		}
 		pthread_mutex_lock(&c->lock);
 		if (!c->count || c->out_dead) {
-			/* Empty: the next console_write() wakes us. */
+			/* Empty: the next serial_host_write() wakes us. */
 			c->wake_pending = false;
 			c->out_blocked = false;
 			pthread_mutex_unlock(&c->lock);
@@ -233,7 +233,7 @@ static void console_flush(struct console *c, bool ready)
 		}
 		/* Single consumer: the bytes stay in the ring (the writer only
 		 * appends) until committed below. */
-		n = MIN(c->count, CONSOLE_OUT_BUF - c->head);
+		n = MIN(c->count, SERIAL_HOST_OUT_BUF - c->head);
 		pthread_mutex_unlock(&c->lock);
 		w = nbfd_write(&c->out, c->buf + c->head, n);
 		if (w == -EAGAIN) {
@@ -241,11 +241,11 @@ static void console_flush(struct console *c, bool ready)
 			return;
 		}
 		if (w < 0) {
-			console_out_failed(c, (int)-w);
+			serial_host_out_failed(c, (int)-w);
 			return;
 		}
 		pthread_mutex_lock(&c->lock);
-		c->head = (c->head + (size_t)w) % CONSOLE_OUT_BUF;
+		c->head = (c->head + (size_t)w) % SERIAL_HOST_OUT_BUF;
 		c->count -= (size_t)w;
 		c->st.bytes_out += (uint64_t)w;
 		pthread_mutex_unlock(&c->lock);
@@ -254,8 +254,8 @@ static void console_flush(struct console *c, bool ready)
 }
 
 /* Context: console thread.  Log a stall (at most every
- * CONSOLE_WARN_INTERVAL seconds) and the end of one that was logged. */
-static void console_report(struct console *c)
+ * SERIAL_HOST_WARN_INTERVAL seconds) and the end of one that was logged. */
+static void serial_host_report(struct serial_host *c)
 {
 	bool dropping, empty;
 	uint64_t dropped;
@@ -275,10 +275,10 @@ static void console_report(struct console *c)
 	if (c->out_dead)
 		return;
 	if (dropping && !empty && !c->stall_warned &&
-	    (!c->warned_once || now - c->last_warn >= CONSOLE_WARN_INTERVAL)) {
+	    (!c->warned_once || now - c->last_warn >= SERIAL_HOST_WARN_INTERVAL)) {
 		vmm_warn("console output stalled: the console fd takes no more "
 			 "and the %u KiB buffer is full; dropping guest output "
-			 "(%" PRIu64 " bytes so far)", CONSOLE_OUT_BUF >> 10, dropped);
+			 "(%" PRIu64 " bytes so far)", SERIAL_HOST_OUT_BUF >> 10, dropped);
 		c->stall_warned = true;
 		c->warned_once = true;
 		c->last_warn = now;
@@ -290,7 +290,7 @@ static void console_report(struct console *c)
 }
 
 /* Context: console thread.  Last flush at stop, bounded in time. */
-static void console_final_flush(struct console *c)
+static void serial_host_final_flush(struct serial_host *c)
 {
 	struct timespec t0, t;
 	bool ready = false;
@@ -301,14 +301,14 @@ static void console_final_flush(struct console *c)
 		long left;
 		size_t count;
 
-		console_flush(c, ready);
+		serial_host_flush(c, ready);
 		pthread_mutex_lock(&c->lock);
 		count = c->out_dead ? 0 : c->count;
 		pthread_mutex_unlock(&c->lock);
 		if (!count)
 			break;
 		clock_gettime(CLOCK_MONOTONIC, &t);
-		left = CONSOLE_FLUSH_MS - ((t.tv_sec - t0.tv_sec) * 1000 +
+		left = SERIAL_HOST_FLUSH_MS - ((t.tv_sec - t0.tv_sec) * 1000 +
 					   (t.tv_nsec - t0.tv_nsec) / 1000000);
 		if (left <= 0)
 			break;
@@ -316,7 +316,7 @@ static void console_final_flush(struct console *c)
 		if (!ready && !(pfd.revents & (POLLERR | POLLHUP | POLLNVAL)))
 			continue; /* timed out or EINTR: the clock decides */
 		if (!ready) {
-			console_flush(c, true); /* collect the error */
+			serial_host_flush(c, true); /* collect the error */
 			break;
 		}
 	}
@@ -329,7 +329,7 @@ static void console_final_flush(struct console *c)
 
 /* Read what input is available.  Returns the bytes read, 0 if none now;
  * sets *eof when input has ended for good.  Context: console thread. */
-static size_t console_read_input(struct console *c, uint8_t *buf, size_t len,
+static size_t serial_host_read_input(struct serial_host *c, uint8_t *buf, size_t len,
 				 bool *eof)
 {
 	ssize_t r = read(c->in.fd, buf, len);
@@ -345,9 +345,9 @@ static size_t console_read_input(struct console *c, uint8_t *buf, size_t len,
 }
 
 /* Context: console thread ("vmm-console"). */
-static void *console_thread(void *arg)
+static void *serial_host_thread(void *arg)
 {
-	struct console *c = arg;
+	struct serial_host *c = arg;
 	uint8_t in[64];
 	size_t have = 0, off = 0;
 	bool in_eof = c->in.fd < 0;
@@ -393,7 +393,7 @@ static void *console_thread(void *arg)
 				vmm_dbg("console wake-up: %s", strerror(errno));
 		}
 		if (in_i >= 0 && pfd[in_i].revents) {
-			have = console_read_input(c, in, sizeof(in), &in_eof);
+			have = serial_host_read_input(c, in, sizeof(in), &in_eof);
 			off = 0;
 		}
 		if (have) {
@@ -412,28 +412,28 @@ static void *console_thread(void *arg)
 		if (out_i >= 0 && pfd[out_i].revents)
 			out_ready = true;
 		if (c->out.fd >= 0)
-			console_flush(c, out_ready);
-		console_report(c);
+			serial_host_flush(c, out_ready);
+		serial_host_report(c);
 	}
 	if (c->out.fd >= 0)
-		console_final_flush(c);
+		serial_host_final_flush(c);
 	return NULL;
 }
 
-int console_start(struct console *c)
+int serial_host_start(struct serial_host *c)
 {
 	int ret;
 
 	if (c->started || (c->in.fd < 0 && c->out.fd < 0))
 		return 0;
-	ret = thread_spawn(&c->thread, console_thread, c);
+	ret = thread_spawn(&c->thread, serial_host_thread, c);
 	if (ret)
 		return ret;
 	c->started = true;
 	return 0;
 }
 
-void console_stop(struct console *c)
+void serial_host_stop(struct serial_host *c)
 {
 	uint64_t one = 1, dropped;
 
@@ -442,7 +442,7 @@ void console_stop(struct console *c)
 	if (write(c->stop_efd, &one, sizeof(one)) < 0)
 		vmm_warn("stopping the console thread: %s", strerror(errno));
 	/* Bounded: the thread never blocks in read()/write() and its final
-	 * flush gives up after CONSOLE_FLUSH_MS. */
+	 * flush gives up after SERIAL_HOST_FLUSH_MS. */
 	pthread_join(c->thread, NULL);
 	c->started = false;
 	pthread_mutex_lock(&c->lock);
@@ -453,11 +453,11 @@ void console_stop(struct console *c)
 			 "(the console fd did not take them in time)", dropped);
 }
 
-void console_destroy(struct console *c)
+void serial_host_destroy(struct serial_host *c)
 {
 	if (!c)
 		return;
-	console_stop(c);
+	serial_host_stop(c);
 	nbfd_close(&c->in);
 	nbfd_close(&c->out);
 	if (c->stop_efd >= 0)
@@ -470,7 +470,7 @@ void console_destroy(struct console *c)
 	free(c);
 }
 
-void console_get_stats(struct console *c, struct console_stats *st)
+void serial_host_get_stats(struct serial_host *c, struct serial_host_stats *st)
 {
 	pthread_mutex_lock(&c->in_lock);
 	pthread_mutex_lock(&c->lock);

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* arm64 vCPU set-up (see vcpu_init.h). */
+/* arm64 vCPU set-up (see vcpu-init.h). */
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/ioctl.h>
 
-#include "arm64/vcpu_init.h"
+#include "arm64/vcpu-init.h"
 #include "log.h"
 
 /* A 64-bit core register (struct kvm_regs) as a KVM_{GET,SET}_ONE_REG id:

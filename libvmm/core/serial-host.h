@@ -3,10 +3,10 @@
  * Host side of the serial console: the embedder's console fds
  * (vmm_set_console()) on one side, a device (the 8250 UART) on the other.
  *
- * Output never blocks the device.  console_write() (a vCPU, under the
+ * Output never blocks the device.  serial_host_write() (a vCPU, under the
  * UART's lock) writes straight to the fd when nothing is queued and the fd
  * cannot block (below); what the fd does not take at once goes to a
- * bounded buffer (CONSOLE_OUT_BUF bytes) that the console thread drains;
+ * bounded buffer (SERIAL_HOST_OUT_BUF bytes) that the console thread drains;
  * bytes that do not fit there are dropped and counted: the guest keeps
  * running at full speed whatever the reader does (a stalled pipe, a
  * terminal after Ctrl-S).  No write() ever blocks: the fds are used
@@ -24,29 +24,29 @@
  * Input is read the same way (reopened non-blocking, or after poll()), so
  * a read never waits either, and pushed to the device as it has room.
  *
- * console_stop() is bounded: the thread is woken through an eventfd, makes
- * a last attempt to write what is buffered for at most CONSOLE_FLUSH_MS,
+ * serial_host_stop() is bounded: the thread is woken through an eventfd, makes
+ * a last attempt to write what is buffered for at most SERIAL_HOST_FLUSH_MS,
  * drops (and counts) the rest and ends.
  *
  * VMM threads block asynchronous signals (thread.h), so a write to a pipe
  * whose reader is gone (EPIPE) raises no SIGPIPE in the process: the
  * console logs it once and drops output from then on.
  */
-#ifndef VMM_CONSOLE_H
-#define VMM_CONSOLE_H
+#ifndef VMM_SERIAL_HOST_H
+#define VMM_SERIAL_HOST_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "util/compiler.h"
 
-#define CONSOLE_OUT_BUF (64u << 10)
-#define CONSOLE_FLUSH_MS 1000
+#define SERIAL_HOST_OUT_BUF (64u << 10)
+#define SERIAL_HOST_FLUSH_MS 1000
 
-struct console;
+struct serial_host;
 struct sandbox;
 
-struct console_params {
+struct serial_host_params {
 	int in_fd;  /* guest input comes from here, or -1; borrowed */
 	int out_fd; /* guest output goes here, or -1 to discard; borrowed */
 	/*
@@ -63,7 +63,7 @@ struct console_params {
 	void (*failed)(void *opaque);
 };
 
-struct console_stats {
+struct serial_host_stats {
 	uint64_t bytes_out;	/* written to out_fd */
 	uint64_t bytes_dropped; /* guest output never written (buffer full,
 				   out_fd failed, or left at stop) */
@@ -75,21 +75,21 @@ struct console_stats {
  * before any confinement).  Starts no thread.  Returns 0, -ENOMEM, or
  * -errno of eventfd().
  */
-int console_create(const struct console_params *p, struct console **out) __must_check;
+int serial_host_create(const struct serial_host_params *p, struct serial_host **out) __must_check;
 /* Start the console thread (none is needed, and none is started, when
  * both fds are -1).  Returns 0 or -errno. */
-int console_start(struct console *c) __must_check;
+int serial_host_start(struct serial_host *c) __must_check;
 /*
  * Queue guest output.  Never blocks and never fails: what does not fit is
  * dropped and counted.  Context: any thread (a vCPU, with the UART's lock
  * held: the order of calls is the order of the bytes).
  */
-void console_write(struct console *c, const void *buf, size_t len);
-/* Stop the thread after a final flush of at most CONSOLE_FLUSH_MS.
+void serial_host_write(struct serial_host *c, const void *buf, size_t len);
+/* Stop the thread after a final flush of at most SERIAL_HOST_FLUSH_MS.
  * Idempotent; NULL-safe. */
-void console_stop(struct console *c);
-/* console_stop(), then close the private fds and free.  NULL-safe. */
-void console_destroy(struct console *c);
-void console_get_stats(struct console *c, struct console_stats *st);
+void serial_host_stop(struct serial_host *c);
+/* serial_host_stop(), then close the private fds and free.  NULL-safe. */
+void serial_host_destroy(struct serial_host *c);
+void serial_host_get_stats(struct serial_host *c, struct serial_host_stats *st);
 
 #endif
