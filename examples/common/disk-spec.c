@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "disk-spec.h"
+#include "vmm/vmm-bench.h"
 #include "errf.h"
 #include "parse.h"
 

@@ -332,26 +332,12 @@ int vmm_get_console_stats(struct vmm *vm, struct vmm_console_stats *st);
 #define VMM_DISK_DIRECT (1u << 1)   /* open with O_DIRECT (bypass page cache) */
 #define VMM_DISK_NO_FLUSH (1u << 2) /* no VIRTIO_BLK_F_FLUSH: writes are not
 				       made durable (unsafe, for scratch) */
-#define VMM_DISK_NO_EVENT_IDX (1u << 3) /* do not offer VIRTIO_RING_F_EVENT_IDX
-					   (one interrupt per completion batch
-					   and kicks not suppressed; for
-					   comparisons) */
 #define VMM_DISK_NO_LOCK (1u << 4) /* do not lock the image.  By default
 				      vmm_start() takes an OFD lock on it,
 				      shared for READONLY, exclusive
 				      otherwise: a second writable user (VMM
 				      or disk of this VM) and any user of an
 				      image opened writable fail with -EBUSY */
-#define VMM_DISK_PER_VECTOR_WIRING (1u << 5) /* at the driver's DRIVER_OK,
-					       wire each queue's MSI route and
-					       irqfd into KVM in a transaction
-					       of its own (one
-					       KVM_SET_GSI_ROUTING per vector,
-					       each resending the whole table:
-					       kvmtool's, Cloud Hypervisor's and
-					       Firecracker's way) instead of one
-					       for the device.  Slower; for
-					       comparisons only */
 
 /*
  * Configuration of one virtio-blk disk.  Zero-initialise, set struct_size to

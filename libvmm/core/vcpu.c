@@ -122,7 +122,7 @@ static bool vcpu_handle_exit(struct vcpu *vcpu)
 		return true;
 	case KVM_EXIT_SHUTDOWN:
 		vmm_info("vCPU %u: triple fault (KVM_EXIT_SHUTDOWN)", vcpu->index);
-		vm_request_exit(vm, VMM_EXIT_TRIPLE_FAULT);
+		vcpu_stop_all(vm, VMM_EXIT_TRIPLE_FAULT);
 		return false;
 	case KVM_EXIT_SYSTEM_EVENT:
 		/* arm64: PSCI SYSTEM_RESET / SYSTEM_OFF, handled by KVM and
@@ -130,15 +130,15 @@ static bool vcpu_handle_exit(struct vcpu *vcpu)
 		switch (run->system_event.type) {
 		case KVM_SYSTEM_EVENT_RESET:
 			vmm_info("guest requested a reset (vCPU %u)", vcpu->index);
-			vm_request_exit(vm, VMM_EXIT_GUEST_RESET);
+			vcpu_stop_all(vm, VMM_EXIT_GUEST_RESET);
 			return false;
 		case KVM_SYSTEM_EVENT_SHUTDOWN:
 			vmm_info("guest powered off (vCPU %u)", vcpu->index);
-			vm_request_exit(vm, VMM_EXIT_POWEROFF);
+			vcpu_stop_all(vm, VMM_EXIT_POWEROFF);
 			return false;
 		case KVM_SYSTEM_EVENT_CRASH:
 			vmm_info("vCPU %u: guest crashed (system event)", vcpu->index);
-			vm_request_exit(vm, VMM_EXIT_TRIPLE_FAULT);
+			vcpu_stop_all(vm, VMM_EXIT_TRIPLE_FAULT);
 			return false;
 		}
 		vmm_err("vCPU %u: system event %u", vcpu->index,
@@ -158,7 +158,7 @@ static bool vcpu_handle_exit(struct vcpu *vcpu)
 			run->exit_reason);
 		break;
 	}
-	vm_request_exit(vm, VMM_EXIT_ERROR);
+	vcpu_stop_all(vm, VMM_EXIT_ERROR);
 	return false;
 }
 
@@ -236,13 +236,13 @@ static void vcpu_run_loop(struct vcpu *vcpu)
 	snprintf(name, sizeof(name), "vmm-vcpu%u", vcpu->index);
 	pthread_setname_np(pthread_self(), name);
 	if (vcpu_set_run_sigmask(vcpu)) {
-		vm_request_exit(vcpu->vm, VMM_EXIT_ERROR);
+		vcpu_stop_all(vcpu->vm, VMM_EXIT_ERROR);
 		return;
 	}
 	/* Everything is set up: from here on only the vCPU allow-list. */
 	if (sandbox_install(vcpu->vm->seccomp, SANDBOX_CLASS_VCPU)) {
 		vmm_err("seccomp: cannot confine vCPU %u", vcpu->index);
-		vm_request_exit(vcpu->vm, VMM_EXIT_ERROR);
+		vcpu_stop_all(vcpu->vm, VMM_EXIT_ERROR);
 		return;
 	}
 
@@ -260,7 +260,7 @@ static void vcpu_run_loop(struct vcpu *vcpu)
 			}
 			vmm_err("vCPU %u: KVM_RUN: %s", vcpu->index,
 				strerror(errno));
-			vm_request_exit(vcpu->vm, VMM_EXIT_ERROR);
+			vcpu_stop_all(vcpu->vm, VMM_EXIT_ERROR);
 			break;
 		}
 		if (!vcpu_handle_exit(vcpu))
@@ -298,6 +298,16 @@ int vcpu_start(struct vcpu *vcpu)
 	if (ret)
 		vmm_err("creating vCPU %u thread: %s", vcpu->index, strerror(-ret));
 	return ret;
+}
+
+void vcpu_stop_all(struct vmm *vm, int reason)
+{
+	if (!vm_set_exit(vm, reason))
+		return;
+	if (vm->vcpus)
+		for (unsigned int i = 0; i < vm->nr_vcpus; i++)
+			vcpu_kick(&vm->vcpus[i]);
+	vm_signal_exit(vm);
 }
 
 void vcpu_kick(struct vcpu *vcpu)

@@ -78,6 +78,9 @@ struct vcpu {
 int vcpu_create(struct vmm *vm, unsigned int index, struct vcpu *vcpu) __must_check;
 /* Start the vCPU thread.  Returns 0 or -errno. */
 int vcpu_start(struct vcpu *vcpu) __must_check;
+/* Ask the whole VM to stop with @reason (first caller wins, vm_set_exit()):
+ * kick every vCPU of @vm, then signal its exit eventfd.  Any thread. */
+void vcpu_stop_all(struct vmm *vm, int reason);
 /* Make the thread leave KVM_RUN (or not enter it) and re-check
  * vm_stopping().  Context: any thread; a no-op once the thread has ended
  * or before vcpu_create(). */

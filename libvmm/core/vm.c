@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* VM lifecycle plumbing shared by the API and the vCPU threads. */
+/*
+ * VM-wide plumbing under the vCPU threads: the exit protocol's state and
+ * the coalesced ring.  Knows no vCPU (vcpu.c sits above it and kicks
+ * them: vcpu_stop_all()).
+ */
 #include <errno.h>
 #include <linux/kvm.h>
 #include <stdint.h>
@@ -8,25 +12,27 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "vcpu.h"
 #include "vm.h"
 
-void vm_request_exit(struct vmm *vm, int reason)
+bool vm_set_exit(struct vmm *vm, int reason)
 {
 	int none = VMM_EXIT_NONE;
-	uint64_t one = 1;
 
 	/* First reason wins; later ones (e.g. vmm_stop() racing a guest
 	 * reset) are ignored. */
 	if (!__atomic_compare_exchange_n(&vm->exit_reason, &none, reason, false,
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		return;
+		return false;
 	/* Release: exit_reason is visible to whoever sees stopping; pairs
 	 * with the acquire in vm_stopping(). */
 	__atomic_store_n(&vm->stopping, true, __ATOMIC_RELEASE);
-	if (vm->vcpus)
-		for (unsigned int i = 0; i < vm->nr_vcpus; i++)
-			vcpu_kick(&vm->vcpus[i]);
+	return true;
+}
+
+void vm_signal_exit(struct vmm *vm)
+{
+	uint64_t one = 1;
+
 	if (write(vm->exit_efd, &one, sizeof(one)) < 0)
 		vmm_warn("signalling the exit eventfd: %s", strerror(errno));
 }
@@ -45,20 +51,20 @@ int vm_coalesced_ring_offset(struct vmm *vm)
 	return off;
 }
 
-int vm_coalesced_ring_map(struct vmm *vm)
+int vm_coalesced_ring_map(struct vmm *vm, struct kvm_run *run)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	int off = vm_coalesced_ring_offset(vm);
 
 	if (off < 0)
 		return off;
-	if (!vm->vcpus || !vm->vcpus[0].run)
+	if (!run)
 		return -EINVAL;
 	vm->coalesced_max = (uint32_t)(((size_t)page -
 					sizeof(struct kvm_coalesced_mmio_ring)) /
 				       sizeof(struct kvm_coalesced_mmio));
 	vm->coalesced_ring = (struct kvm_coalesced_mmio_ring *)
-		((uint8_t *)vm->vcpus[0].run + (size_t)off * (size_t)page);
+		((uint8_t *)run + (size_t)off * (size_t)page);
 	return 0;
 }
 
@@ -66,14 +72,12 @@ int vm_coalesce_pio(struct vmm *vm, uint64_t port, uint32_t len)
 {
 	struct kvm_coalesced_mmio_zone zone = { .addr = port, .size = len,
 						.pio = 1 };
-	int ret;
 
 	if (kvm_check_cap(vm->kvm.fd, KVM_CAP_COALESCED_PIO) <= 0)
 		return -ENOTSUP;
 	/* The ring first: a zone nobody drains would swallow writes. */
-	ret = vm_coalesced_ring_map(vm);
-	if (ret)
-		return ret;
+	if (!vm->coalesced_ring)
+		return -ENOTSUP;
 	if (ioctl(vm->vm_fd, KVM_REGISTER_COALESCED_MMIO, &zone) < 0)
 		return -errno;
 	return 0;

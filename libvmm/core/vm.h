@@ -16,7 +16,9 @@
 #include "vmm/vmm.h"
 
 struct vcpu;
+struct kvm_run;
 struct machine;
+struct machine_config;
 struct vm_irq;
 struct sandbox;
 
@@ -26,23 +28,9 @@ enum vm_state {
 	VM_STOPPED, /* vmm_wait() joined every thread */
 };
 
-/* A disk as configured through vmm_add_disk() (copied strings). */
-struct vm_disk_cfg {
-	struct vmm_disk_config cfg; /* path/serial point into the copies below */
-	char *path;
-	char *serial;
-	int fd; /* dup of cfg.fd, or -1 */
-};
-
-/* A port as configured through vmm_add_port() (copied name, dup'ed fds). */
-struct vm_port_cfg {
-	char *name;
-	int in_fd, out_fd; /* -1 when none */
-};
-
 struct vmm {
 	/*
-	 * lock protects state and the configuration; held briefly (never
+	 * lock protects state and *config; held briefly (never
 	 * while waiting for the guest).  join_lock serialises vmm_wait()
 	 * callers while they join the VM's threads.
 	 */
@@ -50,26 +38,18 @@ struct vmm {
 	pthread_mutex_t join_lock;
 	enum vm_state state;
 
-	/* Configuration (state CONFIG). */
-	unsigned int nr_vcpus;
-	uint64_t ram_size;
-	char *kernel_path, *initrd_path, *cmdline;
-	int console_in, console_out;
-	struct vm_disk_cfg *disks;
-	unsigned int nr_disks;
-	struct vm_port_cfg *ports; /* vmm_add_port() */
-	unsigned int nr_ports;
-	int seccomp_mode; /* enum vmm_seccomp_mode */
-	vmm_start_hook_fn start_hook; /* vmm_set_start_hook(), or NULL */
-	void *start_hook_opaque;
-	int iothread_sched; /* enum vmm_iothread_sched */
-	int mem_backend; /* enum vmm_memory_backend (= GUEST_MEM_*) */
+	/*
+	 * The API's configuration (struct machine_config, machine/machine-config.h):
+	 * owned and read by machine/ alone; the core never looks inside.
+	 */
+	struct machine_config *config;
 
 	/* KVM. */
 	struct kvm_sys kvm;
 	int vm_fd;
 
 	/* Runtime (built by vmm_start()). */
+	unsigned int nr_vcpus; /* of vcpus[]: the configuration's, at start */
 	struct guest_mem mem;
 	struct iobus pio, mmio;
 	struct vcpu *vcpus;
@@ -88,14 +68,14 @@ struct vmm {
 	pthread_mutex_t coalesced_lock;
 
 	/*
-	 * Exit protocol: the first vm_request_exit() wins (exit_reason goes
-	 * from VMM_EXIT_NONE once, by compare-and-swap), sets stopping, kicks
-	 * every vCPU and signals exit_efd.
+	 * Exit protocol: the first vcpu_stop_all() wins (vm_set_exit():
+	 * exit_reason goes from VMM_EXIT_NONE once, by compare-and-swap),
+	 * sets stopping, kicks every vCPU and signals exit_efd.
 	 */
 	int exit_reason;
 	bool stopping;
 	int exit_efd;
-	/* The exit port's value, stored before vm_request_exit() with
+	/* The exit port's value, stored before vcpu_stop_all() with
 	 * VMM_EXIT_GUEST_STATUS (whose compare-and-swap publishes it) and
 	 * read only once exit_reason says so (vmm_get_guest_status()).
 	 * guest_status_claimed (compare-and-swap) lets only the first write
@@ -104,11 +84,18 @@ struct vmm {
 	bool guest_status_claimed;
 };
 
-/* Ask the whole VM to stop with @reason (first caller wins). Any thread. */
-void vm_request_exit(struct vmm *vm, int reason);
+/*
+ * The exit protocol's first half: record @reason if none is yet (first
+ * caller wins) and set stopping.  Returns whether this call set it; the
+ * caller then kicks the vCPUs and calls vm_signal_exit()
+ * (vcpu_stop_all() does all three).  Any thread.
+ */
+bool vm_set_exit(struct vmm *vm, int reason);
+/* Wake whoever polls the exit eventfd (vmm_get_exit_eventfd()). */
+void vm_signal_exit(struct vmm *vm);
 static inline bool vm_stopping(struct vmm *vm)
 {
-	/* Pairs with the release store in vm_request_exit(). */
+	/* Pairs with the release store in vm_set_exit(). */
 	return __atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE);
 }
 
@@ -117,8 +104,9 @@ static inline bool vm_stopping(struct vmm *vm)
  * @len) in the coalesced ring instead of exiting to us for each.  Only for
  * registers whose writes have no effect the guest can see before its next
  * exit to us: the ring is drained, in order, before any exit is handled.
- * Context: vmm_start(), after the vCPUs exist, before they run.
- * Returns 0; -ENOTSUP without KVM_CAP_COALESCED_PIO; -errno of the ioctl.
+ * Context: vmm_start(), after vm_coalesced_ring_map(), before the vCPUs
+ * run.  Returns 0; -ENOTSUP without KVM_CAP_COALESCED_PIO or without the
+ * ring; -errno of the ioctl.
  */
 int vm_coalesce_pio(struct vmm *vm, uint64_t port, uint32_t len) __must_check;
 /*
@@ -128,10 +116,10 @@ int vm_coalesce_pio(struct vmm *vm, uint64_t port, uint32_t len) __must_check;
  * vm_coalesced_ring_map() must run before any vCPU does.
  */
 int vm_coalesced_ring_offset(struct vmm *vm);
-/* Map the ring (vCPU 0's mapping; the same page for all).  Context:
- * vmm_start(), after the vCPUs exist, before they run.  Returns 0,
- * -ENOTSUP (see above), -EINVAL (no vCPU yet). */
-int vm_coalesced_ring_map(struct vmm *vm) __must_check;
+/* Map the ring: @run is vCPU 0's kvm_run mapping (the same page for all).
+ * Context: vmm_start(), after the vCPUs exist, before they run.  Returns
+ * 0, -ENOTSUP (see above), -EINVAL (no vCPU yet: @run NULL). */
+int vm_coalesced_ring_map(struct vmm *vm, struct kvm_run *run) __must_check;
 /* Dispatch the writes KVM logged for coalesced ports and MMIO zones.
  * Context: vCPU thread, before it handles an exit.  Cheap when the ring
  * is empty. */

@@ -13,13 +13,27 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "machine-config.h"
 #include "log.h"
+#include "machine-int.h"
 #include "machine.h"
-#include "machine_int.h"
+#include "plan.h"
 #include "sandbox.h"
+#include "vcpu.h"
 #include "vm.h"
+#include "vmm/vmm-bench.h"
 
 #define DEFAULT_RAM (256ull << 20)
+
+/* The disk flags vmm_add_disk() takes: vmm.h's, and in a VMM_BENCH_MODES
+ * build the comparison-only ones of vmm-bench.h. */
+#ifdef VMM_BENCH_MODES
+#define DISK_FLAGS_BENCH VMM_DISK_BENCH_FLAGS
+#else
+#define DISK_FLAGS_BENCH 0u
+#endif
+#define DISK_FLAGS (VMM_DISK_READONLY | VMM_DISK_DIRECT | VMM_DISK_NO_FLUSH | \
+		    VMM_DISK_NO_LOCK | DISK_FLAGS_BENCH)
 #define VIRTQ_MAX_QUEUE_SIZE 1024u
 
 int vmm_get_version(int *major, int *minor)
@@ -60,6 +74,32 @@ static int vm_create_kvm_vm(struct vmm *vm)
 	return 0;
 }
 
+/* Free the configuration and what it holds (copied strings, dup'ed fds). */
+static void config_free(struct machine_config *c)
+{
+	if (!c)
+		return;
+	free(c->kernel_path);
+	free(c->initrd_path);
+	free(c->cmdline);
+	for (unsigned int i = 0; i < c->nr_disks; i++) {
+		free(c->disks[i].path);
+		free(c->disks[i].serial);
+		if (c->disks[i].fd >= 0)
+			close(c->disks[i].fd);
+	}
+	free(c->disks);
+	for (unsigned int i = 0; i < c->nr_ports; i++) {
+		free(c->ports[i].name);
+		if (c->ports[i].in_fd >= 0)
+			close(c->ports[i].in_fd);
+		if (c->ports[i].out_fd >= 0)
+			close(c->ports[i].out_fd);
+	}
+	free(c->ports);
+	free(c);
+}
+
 int vmm_create(struct vmm **out)
 {
 	struct vmm *vm;
@@ -73,12 +113,17 @@ int vmm_create(struct vmm **out)
 	vm = calloc(1, sizeof(*vm));
 	if (!vm)
 		return -ENOMEM;
+	vm->config = calloc(1, sizeof(*vm->config));
+	if (!vm->config) {
+		free(vm);
+		return -ENOMEM;
+	}
 	vm->vm_fd = -1;
 	vm->exit_efd = -1;
-	vm->nr_vcpus = 1;
-	vm->ram_size = DEFAULT_RAM;
-	vm->console_in = 0;
-	vm->console_out = 1;
+	vm->config->nr_vcpus = 1;
+	vm->config->ram_size = DEFAULT_RAM;
+	vm->config->console_in = 0;
+	vm->config->console_out = 1;
 	pthread_mutex_init(&vm->lock, NULL);
 	pthread_mutex_init(&vm->join_lock, NULL);
 	pthread_mutex_init(&vm->coalesced_lock, NULL);
@@ -118,30 +163,9 @@ err:
 	pthread_mutex_destroy(&vm->lock);
 	pthread_mutex_destroy(&vm->join_lock);
 	pthread_mutex_destroy(&vm->coalesced_lock);
+	config_free(vm->config);
 	free(vm);
 	return ret;
-}
-
-static void vm_free_config(struct vmm *vm)
-{
-	free(vm->kernel_path);
-	free(vm->initrd_path);
-	free(vm->cmdline);
-	for (unsigned int i = 0; i < vm->nr_disks; i++) {
-		free(vm->disks[i].path);
-		free(vm->disks[i].serial);
-		if (vm->disks[i].fd >= 0)
-			close(vm->disks[i].fd);
-	}
-	free(vm->disks);
-	for (unsigned int i = 0; i < vm->nr_ports; i++) {
-		free(vm->ports[i].name);
-		if (vm->ports[i].in_fd >= 0)
-			close(vm->ports[i].in_fd);
-		if (vm->ports[i].out_fd >= 0)
-			close(vm->ports[i].out_fd);
-	}
-	free(vm->ports);
 }
 
 void vmm_destroy(struct vmm *vm)
@@ -149,7 +173,7 @@ void vmm_destroy(struct vmm *vm)
 	if (!vm)
 		return;
 	if (vm->state == VM_RUNNING) {
-		vm_request_exit(vm, VMM_EXIT_STOPPED);
+		vcpu_stop_all(vm, VMM_EXIT_STOPPED);
 		machine_join(vm);
 	}
 	machine_destroy(vm);
@@ -160,7 +184,7 @@ void vmm_destroy(struct vmm *vm)
 	kvm_sys_close(&vm->kvm);
 	if (vm->exit_efd >= 0)
 		close(vm->exit_efd);
-	vm_free_config(vm);
+	config_free(vm->config);
 	pthread_mutex_destroy(&vm->lock);
 	pthread_mutex_destroy(&vm->join_lock);
 	pthread_mutex_destroy(&vm->coalesced_lock);
@@ -192,7 +216,7 @@ int vmm_set_vcpus(struct vmm *vm, unsigned int nr_vcpus)
 			MIN(VMM_MAX_VCPUS, vm->kvm.max_vcpus));
 		ret = -EINVAL;
 	} else {
-		vm->nr_vcpus = nr_vcpus;
+		vm->config->nr_vcpus = nr_vcpus;
 	}
 	pthread_mutex_unlock(&vm->lock);
 	return ret;
@@ -210,7 +234,7 @@ int vmm_set_memory(struct vmm *vm, uint64_t ram_bytes)
 	    (ram_bytes & 0xfff))
 		ret = -EINVAL;
 	else
-		vm->ram_size = ram_bytes;
+		vm->config->ram_size = ram_bytes;
 	pthread_mutex_unlock(&vm->lock);
 	return ret;
 }
@@ -243,12 +267,12 @@ int vmm_set_kernel(struct vmm *vm, const char *kernel, const char *initrd,
 		pthread_mutex_unlock(&vm->lock);
 		return -ENOMEM;
 	}
-	free(vm->kernel_path);
-	free(vm->initrd_path);
-	free(vm->cmdline);
-	vm->kernel_path = k;
-	vm->initrd_path = i;
-	vm->cmdline = c;
+	free(vm->config->kernel_path);
+	free(vm->config->initrd_path);
+	free(vm->config->cmdline);
+	vm->config->kernel_path = k;
+	vm->config->initrd_path = i;
+	vm->config->cmdline = c;
 	pthread_mutex_unlock(&vm->lock);
 	return 0;
 }
@@ -262,8 +286,8 @@ int vmm_set_console(struct vmm *vm, int in_fd, int out_fd)
 	ret = vm_lock_config(vm);
 	if (ret)
 		return ret;
-	vm->console_in = in_fd;
-	vm->console_out = out_fd;
+	vm->config->console_in = in_fd;
+	vm->config->console_out = out_fd;
 	pthread_mutex_unlock(&vm->lock);
 	return 0;
 }
@@ -293,16 +317,13 @@ int vmm_get_console_stats(struct vmm *vm, struct vmm_console_stats *st)
 int vmm_add_disk(struct vmm *vm, const struct vmm_disk_config *cfg,
 		 unsigned int *out_id)
 {
-	struct vm_disk_cfg d = { .fd = -1 }, *n;
-	unsigned int queues;
+	struct machine_disk_config d = { .fd = -1 }, *n;
 	uint16_t qs;
 	int ret;
 
 	if (!cfg || cfg->struct_size < offsetof(struct vmm_disk_config, poll_us) ||
 	    (!cfg->path && cfg->fd < 0) ||
-	    (cfg->flags & ~(VMM_DISK_READONLY | VMM_DISK_DIRECT | VMM_DISK_NO_FLUSH |
-			    VMM_DISK_NO_EVENT_IDX | VMM_DISK_NO_LOCK |
-			    VMM_DISK_PER_VECTOR_WIRING)) ||
+	    (cfg->flags & ~DISK_FLAGS) ||
 	    (cfg->serial && strlen(cfg->serial) > 20))
 		return -EINVAL;
 	qs = cfg->queue_size;
@@ -319,24 +340,17 @@ int vmm_add_disk(struct vmm *vm, const struct vmm_disk_config *cfg,
 	/* Fields past what the caller's struct has stay zero (defaults). */
 	memcpy(&d.cfg, cfg, MIN((size_t)cfg->struct_size, sizeof(d.cfg)));
 	d.cfg.struct_size = sizeof(d.cfg);
-	if (vm->nr_disks >= VMM_MAX_DISKS) { /* PCI functions (vmm.h) */
+	if (vm->config->nr_disks >= VMM_MAX_DISKS) { /* PCI functions (vmm.h) */
 		vmm_err("disk: at most %d disks (PCI slots and functions)",
 			VMM_MAX_DISKS);
 		ret = -ENOSPC;
 		goto out;
 	}
 	/* Every queue gets a KVM MSI route; a default count is lowered at
-	 * vmm_start() to fit, down to 1 (machine.c). */
-	queues = d.cfg.num_queues ? d.cfg.num_queues : 1;
-	for (unsigned int i = 0; i < vm->nr_disks; i++)
-		queues += vm->disks[i].cfg.num_queues ? vm->disks[i].cfg.num_queues : 1;
-	if (queues > VMM_MAX_QUEUES) {
-		vmm_err("disk: the disks would have %u queues (num_queues; at "
-			"least 1 for a default) but KVM's MSI routes allow %d in "
-			"all", queues, VMM_MAX_QUEUES);
-		ret = -ENOSPC;
+	 * vmm_start() to fit, down to 1 (plan.c). */
+	ret = plan_check_new_disk(vm->config, d.cfg.num_queues);
+	if (ret)
 		goto out;
-	}
 	if (dup_str(cfg->path, &d.path) || dup_str(cfg->serial, &d.serial)) {
 		ret = -ENOMEM;
 		goto err;
@@ -351,16 +365,16 @@ int vmm_add_disk(struct vmm *vm, const struct vmm_disk_config *cfg,
 	d.cfg.path = d.path;
 	d.cfg.serial = d.serial;
 	d.cfg.fd = d.fd;
-	n = realloc(vm->disks, (vm->nr_disks + 1) * sizeof(*n));
+	n = realloc(vm->config->disks, (vm->config->nr_disks + 1) * sizeof(*n));
 	if (!n) {
 		ret = -ENOMEM;
 		goto err;
 	}
-	vm->disks = n;
-	vm->disks[vm->nr_disks] = d;
+	vm->config->disks = n;
+	vm->config->disks[vm->config->nr_disks] = d;
 	if (out_id)
-		*out_id = vm->nr_disks;
-	vm->nr_disks++;
+		*out_id = vm->config->nr_disks;
+	vm->config->nr_disks++;
 	goto out;
 err:
 	free(d.path);
@@ -403,7 +417,7 @@ int vmm_get_disk_stats(struct vmm *vm, unsigned int id, struct vmm_disk_stats *s
 	if (!vm || !st || st->struct_size < VMM_DISK_STATS_SIZE_VER0)
 		return -EINVAL;
 	pthread_mutex_lock(&vm->lock);
-	if (id >= vm->nr_disks) {
+	if (id >= vm->config->nr_disks) {
 		pthread_mutex_unlock(&vm->lock);
 		return -ENOENT;
 	}
@@ -423,7 +437,7 @@ int vmm_get_queue_stats(struct vmm *vm, unsigned int id, unsigned int q,
 	if (!vm || !st)
 		return -EINVAL;
 	pthread_mutex_lock(&vm->lock);
-	ret = id < vm->nr_disks ? machine_queue_stats(vm, id, q, st) : -ENOENT;
+	ret = id < vm->config->nr_disks ? machine_queue_stats(vm, id, q, st) : -ENOENT;
 	pthread_mutex_unlock(&vm->lock);
 	return ret;
 }
@@ -450,7 +464,7 @@ int vmm_start(struct vmm *vm)
 
 	if (ret)
 		return ret;
-	if (!vm->kernel_path) {
+	if (!vm->config->kernel_path) {
 		vmm_err("no kernel set (vmm_set_kernel)");
 		ret = -EINVAL;
 		goto out;
@@ -487,7 +501,7 @@ int vmm_stop(struct vmm *vm)
 	 * still get through.  Pairs with the release store in vmm_start(). */
 	if (__atomic_load_n(&vm->state, __ATOMIC_ACQUIRE) == VM_CONFIG)
 		return -EBUSY;
-	vm_request_exit(vm, VMM_EXIT_STOPPED);
+	vcpu_stop_all(vm, VMM_EXIT_STOPPED);
 	return 0;
 }
 
@@ -531,7 +545,7 @@ static int dup_port_fd(int fd, int *out)
 int vmm_add_port(struct vmm *vm, const struct vmm_port_config *cfg,
 		 unsigned int *out_id)
 {
-	struct vm_port_cfg p = { .in_fd = -1, .out_fd = -1 }, *n;
+	struct machine_port_config p = { .in_fd = -1, .out_fd = -1 }, *n;
 	int ret;
 
 	if (!cfg || cfg->struct_size < offsetof(struct vmm_port_config, out_fd) +
@@ -543,12 +557,12 @@ int vmm_add_port(struct vmm *vm, const struct vmm_port_config *cfg,
 	ret = vm_lock_config(vm);
 	if (ret)
 		return ret;
-	for (unsigned int i = 0; i < vm->nr_ports; i++)
-		if (!strcmp(vm->ports[i].name, cfg->name)) {
+	for (unsigned int i = 0; i < vm->config->nr_ports; i++)
+		if (!strcmp(vm->config->ports[i].name, cfg->name)) {
 			ret = -EINVAL;
 			goto out;
 		}
-	if (vm->nr_ports >= VMM_MAX_PORTS) {
+	if (vm->config->nr_ports >= VMM_MAX_PORTS) {
 		ret = -ENOSPC;
 		goto out;
 	}
@@ -559,16 +573,16 @@ int vmm_add_port(struct vmm *vm, const struct vmm_port_config *cfg,
 	if ((ret = dup_port_fd(cfg->in_fd, &p.in_fd)) ||
 	    (ret = dup_port_fd(cfg->out_fd, &p.out_fd)))
 		goto err;
-	n = realloc(vm->ports, (vm->nr_ports + 1) * sizeof(*n));
+	n = realloc(vm->config->ports, (vm->config->nr_ports + 1) * sizeof(*n));
 	if (!n) {
 		ret = -ENOMEM;
 		goto err;
 	}
-	vm->ports = n;
-	vm->ports[vm->nr_ports] = p;
+	vm->config->ports = n;
+	vm->config->ports[vm->config->nr_ports] = p;
 	if (out_id)
-		*out_id = vm->nr_ports;
-	vm->nr_ports++;
+		*out_id = vm->config->nr_ports;
+	vm->config->nr_ports++;
 	goto out;
 err:
 	free(p.name);
@@ -585,9 +599,9 @@ int vmm_get_guest_status(struct vmm *vm, uint32_t *status)
 {
 	if (!vm || !status)
 		return -EINVAL;
-	/* Acquire: pairs with the compare-and-swap in vm_request_exit(),
-	 * which machine.c's exit-port handler makes after storing
-	 * guest_status. */
+	/* Acquire: pairs with the compare-and-swap in vm_set_exit(), which
+	 * machine.c's exit-port handler makes (vcpu_stop_all()) after
+	 * storing guest_status. */
 	if (__atomic_load_n(&vm->exit_reason, __ATOMIC_ACQUIRE) !=
 	    VMM_EXIT_GUEST_STATUS)
 		return -ENODATA;
@@ -610,7 +624,7 @@ int vmm_set_seccomp(struct vmm *vm, int mode)
 	    mode != VMM_SECCOMP_ERRNO)
 		ret = -EINVAL;
 	else
-		vm->seccomp_mode = mode;
+		vm->config->seccomp_mode = mode;
 	pthread_mutex_unlock(&vm->lock);
 	return ret;
 }
@@ -625,7 +639,7 @@ int vmm_set_memory_backend(struct vmm *vm, int backend)
 	    backend != VMM_MEMORY_HUGETLB)
 		ret = -EINVAL;
 	else
-		vm->mem_backend = backend;
+		vm->config->mem_backend = backend;
 	pthread_mutex_unlock(&vm->lock);
 	return ret;
 }
@@ -640,7 +654,7 @@ int vmm_set_iothread_sched(struct vmm *vm, int sched)
 	    sched != VMM_IOTHREAD_SCHED_NORMAL)
 		ret = -EINVAL;
 	else
-		vm->iothread_sched = sched;
+		vm->config->iothread_sched = sched;
 	pthread_mutex_unlock(&vm->lock);
 	return ret;
 }
@@ -654,7 +668,7 @@ int vmm_seccomp_confine_current_thread(struct vmm *vm)
 	pthread_mutex_lock(&vm->lock);
 	if (vm->state == VM_CONFIG)
 		ret = -EBUSY;
-	else if (vm->seccomp_mode == VMM_SECCOMP_OFF || !vm->seccomp)
+	else if (vm->config->seccomp_mode == VMM_SECCOMP_OFF || !vm->seccomp)
 		ret = -EINVAL;
 	else
 		ret = sandbox_install(vm->seccomp, SANDBOX_CLASS_CONTROL);
@@ -671,8 +685,8 @@ int vmm_set_start_hook(struct vmm *vm, vmm_start_hook_fn fn, void *opaque)
 
 	if (ret)
 		return ret;
-	vm->start_hook = fn;
-	vm->start_hook_opaque = opaque;
+	vm->config->start_hook = fn;
+	vm->config->start_hook_opaque = opaque;
 	pthread_mutex_unlock(&vm->lock);
 	return 0;
 }

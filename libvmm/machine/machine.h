@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Machine assembly: turns a configured struct vmm into a running machine
- * (interrupt controller, RAM, boot image, vCPUs, serial console, PCI bus
- * and its devices; on x86 a PC-like one, machine/x86/pc.c).  This is the
- * one layer above the devices and the platforms: the core (libvmm/core)
- * never includes a device or an arch header (tests/layering.sh).
+ * Machine assembly: turns a configured struct vmm (its struct
+ * machine_config, machine-config.h) into a running machine (interrupt
+ * controller, RAM, boot image, vCPUs, serial console, PCI bus and its
+ * devices; on x86 a PC-like one, machine/x86/pc.c).  This is the one layer
+ * above the devices and the platforms: the core (libvmm/core) never
+ * includes a device or an arch header (tests/layering.sh).
  */
 #ifndef VMM_MACHINE_H
 #define VMM_MACHINE_H
@@ -21,7 +22,8 @@ void machine_join(struct vmm *vm);
 /* Free what machine_start() built. Call after machine_join(). */
 void machine_destroy(struct vmm *vm);
 
-/* Statistics behind vmm_get_*_stats(); @id is a valid disk id. */
+/* Statistics behind vmm_get_*_stats() (stats.c); @id is a valid disk id.
+ * Before vmm_start() a disk's num_queues is the plan's (plan.h). */
 struct vmm_disk_stats;
 struct vmm_queue_stats;
 struct vmm_kvm_stats;

@@ -8,7 +8,7 @@
  * buffered output), the i8042 reset, the CMOS
  * RTC, the exit port, the PCI host bridge's 0xCF8-0xCFF with 0xCF9's reset
  * control, and the ACPI PM1 block, on a real PIO bus, with the machine's
- * own callbacks (machine_guest_reset/poweroff/exit -> vm_request_exit()).
+ * own callbacks (machine_guest_reset/poweroff/exit -> vcpu_stop_all()).
  * No KVM: the VM is a struct vmm with its buses and exit eventfd, vm_fd -1
  * (machine_arch_create() allocates the platform state before its first
  * KVM ioctl, which then fails: expected; COM1's interrupt line ioctls fail
@@ -66,7 +66,7 @@
 #include "fuzz.h"
 #include "iobus.h"
 #include "legacy/acpipm.h"
-#include "machine_int.h"
+#include "machine-int.h"
 #include "pci/pci.h"
 #include "vm.h"
 #include "x86/acpi.h"
@@ -454,8 +454,7 @@ static void setup(struct fz *f, uint8_t setup_byte)
 
 static void teardown(struct fz *f)
 {
-	pci_bus_destroy(f->m.pci); /* machine_destroy()'s order */
-	machine_arch_destroy(&f->vm, &f->m);
+	machine_arch_destroy(&f->vm, &f->m); /* and the PCI bus */
 	serial_host_destroy(f->m.console);
 	if (f->out_r >= 0)
 		close(f->out_r);

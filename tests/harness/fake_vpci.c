@@ -11,7 +11,7 @@
 #include <linux/kvm.h>
 #include <linux/virtio_config.h>
 
-#include "machine_int.h"
+#include "machine-int.h"
 #include "pci/msix.h"
 
 static void __attribute__((noreturn, format(printf, 1, 2)))

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "vmm/vmm-bench.h"
 
 static int parse(struct cli_opts *o, char *err, int argc, ...)
 {

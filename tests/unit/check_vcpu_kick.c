@@ -344,7 +344,7 @@ START_TEST(kick_with_signal_ignored)
 	signal(VMM_KICK_SIGNAL, SIG_IGN);
 	vm_up();
 	start_all();
-	vm_request_exit(vm, VMM_EXIT_GUEST_RESET);
+	vcpu_stop_all(vm, VMM_EXIT_GUEST_RESET);
 	join_all();
 	ck_assert_ptr_eq(usr1_now().sa_handler, SIG_IGN);
 	vm_down();
@@ -362,7 +362,7 @@ START_TEST(kick_with_signal_blocked)
 	ck_assert_int_eq(pthread_sigmask(SIG_BLOCK, &set, NULL), 0);
 	vm_up();
 	start_all();
-	vm_request_exit(vm, VMM_EXIT_GUEST_RESET);
+	vcpu_stop_all(vm, VMM_EXIT_GUEST_RESET);
 	join_all();
 	ck_assert_int_eq(pthread_sigmask(SIG_BLOCK, NULL, &cur), 0);
 	ck_assert(sigismember(&cur, VMM_KICK_SIGNAL));
@@ -378,7 +378,7 @@ START_TEST(kick_with_default_action)
 	signal(VMM_KICK_SIGNAL, SIG_DFL);
 	vm_up();
 	start_all();
-	vm_request_exit(vm, VMM_EXIT_STOPPED);
+	vcpu_stop_all(vm, VMM_EXIT_STOPPED);
 	join_all();
 	ck_assert_ptr_eq(usr1_now().sa_handler, SIG_DFL);
 	vm_down();
@@ -420,7 +420,7 @@ START_TEST(kick_with_embedder_handler)
 	ck_assert_msg(sigtimedwait(&set, NULL, &ts) == VMM_KICK_SIGNAL,
 		      "the process-directed signal was lost");
 	ck_assert_int_eq(pthread_sigmask(SIG_UNBLOCK, &set, NULL), 0);
-	vm_request_exit(vm, VMM_EXIT_STOPPED);
+	vcpu_stop_all(vm, VMM_EXIT_STOPPED);
 	join_all();
 	ck_assert_int_eq(__atomic_load_n(&handler_calls, __ATOMIC_SEQ_CST), 0);
 	ck_assert(usr1_now().sa_sigaction == embedder_handler);
@@ -448,7 +448,7 @@ START_TEST(kick_before_kvm_run)
 	while (!fake[0].at_gate)
 		pthread_cond_wait(&fake_cond, &fake_lock);
 	pthread_mutex_unlock(&fake_lock);
-	vm_request_exit(vm, VMM_EXIT_STOPPED);
+	vcpu_stop_all(vm, VMM_EXIT_STOPPED);
 	__atomic_store_n(&fake[0].run->immediate_exit, 0, __ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&fake_lock);
 	fake[0].gate_open = true;
@@ -466,7 +466,7 @@ static int hook_done; /* atomic */
 static void *exit_requester(void *arg)
 {
 	(void)arg;
-	vm_request_exit(vm, VMM_EXIT_TRIPLE_FAULT);
+	vcpu_stop_all(vm, VMM_EXIT_TRIPLE_FAULT);
 	__atomic_store_n(&hook_done, 1, __ATOMIC_SEQ_CST);
 	return NULL;
 }
@@ -534,7 +534,7 @@ START_TEST(no_kick_after_join)
 	kill_target = vm->vcpus[0].thread;
 	kill_hook = kill_racing_join;
 	__atomic_store_n(&kill_hook_armed, true, __ATOMIC_SEQ_CST);
-	vm_request_exit(vm, VMM_EXIT_STOPPED);
+	vcpu_stop_all(vm, VMM_EXIT_STOPPED);
 	join_all();
 	ck_assert_msg(!__atomic_load_n(&kill_after_join, __ATOMIC_SEQ_CST),
 		      "pthread_kill() on a vCPU thread that was already joined");
@@ -571,7 +571,7 @@ START_TEST(vcpu_masks)
 	ck_assert(sigismember(&run, SIGTERM));
 	ck_assert(sigismember(&run, SIGPIPE));
 	ck_assert(sigismember(&run, SIGUSR2));
-	vm_request_exit(vm, VMM_EXIT_STOPPED);
+	vcpu_stop_all(vm, VMM_EXIT_STOPPED);
 	join_all();
 	vm_down();
 }

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The arm64 "virt"-like platform (machine_int.h's hooks), in the shape
- * kvmtool, Firecracker and Cloud Hypervisor give theirs: KVM's in-kernel
+ * The arm64 "virt"-like platform (machine-int.h's hooks): KVM's in-kernel
  * GICv3 with an ITS (every MSI-X vector an LPI), the architected timer,
  * KVM's in-kernel PSCI 0.2+ (secondary vCPUs come up through CPU_ON,
  * SYSTEM_OFF/SYSTEM_RESET end the VM), an ns16550a UART on MMIO, a generic
@@ -32,9 +31,10 @@
 #include "arm64/gic.h"
 #include "arm64/loader.h"
 #include "arm64/vcpu-init.h"
+#include "machine-config.h"
 #include "kvm.h"
 #include "log.h"
-#include "machine_int.h"
+#include "machine-int.h"
 #include "memory.h"
 #include "pci/pci.h"
 #include "serial/uart8250.h"
@@ -113,8 +113,8 @@ int machine_arch_create(struct vmm *vm, struct machine *m)
 
 int machine_arch_load_boot(struct vmm *vm, struct machine *m)
 {
-	return arm64_load_files(&vm->mem, VIRT_RAM_BASE, vm->kernel_path,
-				vm->initrd_path, &m->arch->boot);
+	return arm64_load_files(&vm->mem, VIRT_RAM_BASE, vm->config->kernel_path,
+				vm->config->initrd_path, &m->arch->boot);
 }
 
 /* Context: vCPU thread, the UART's lock held. */
@@ -152,7 +152,7 @@ static int virt_write_fdt(struct vmm *vm, struct machine_arch *a)
 	struct arm64_fdt_config c = {
 		.nr_cpus = vm->nr_vcpus,
 		.ram = { VIRT_RAM_BASE, vm->mem.size },
-		.cmdline = vm->cmdline,
+		.cmdline = vm->config->cmdline,
 		.initrd = { a->boot.initrd_gpa, a->boot.initrd_size },
 		.gicd = { VIRT_GICD_BASE, ARM64_GICD_SIZE },
 		.gicr = { VIRT_GICR_BASE, ARM64_GICR_SIZE_PER_CPU * vm->nr_vcpus },
@@ -258,6 +258,9 @@ void machine_arch_destroy(struct vmm *vm, struct machine *m)
 	struct machine_arch *a = m->arch;
 
 	(void)vm;
+	if (m->pci) /* the virtio devices on it are gone (machine.c) */
+		pci_bus_destroy(m->pci);
+	m->pci = NULL;
 	if (!a)
 		return;
 	if (a->uart)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The x86 PC-like platform (machine_int.h's hooks).  As in kvmtool and
- * Firecracker: in-kernel LAPIC/IOAPIC/PIC and PIT, ACPI tables (MADT for
+ * The x86 PC-like platform (machine-int.h's hooks): in-kernel
+ * LAPIC/IOAPIC/PIC and PIT, ACPI tables (MADT for
  * SMP, up to 1024 vCPUs with x2APIC; a DSDT with the PCI host bridge and
  * COM1; a full FADT whose PM1 registers power the VM off) and, for guests
  * booted with acpi=off, an MP table (up to 254 vCPUs); an e820 map in
@@ -26,8 +26,9 @@
 #include "legacy/i8042.h"
 #include "legacy/pvexit.h"
 #include "legacy/rtc.h"
+#include "machine-config.h"
 #include "log.h"
-#include "machine_int.h"
+#include "machine-int.h"
 #include "pci/pci.h"
 #include "serial/uart8250.h"
 #include "vcpu.h"
@@ -44,15 +45,15 @@
 
 #define COM1_BASE 0x3f8
 #define COM1_IRQ 4
-/* ACPI PM1a event (4 bytes) and control (2 bytes) blocks, where QEMU's
- * ICH9 has them, and the SCI's ISA IRQ (never raised: no ACPI events). */
+/* ACPI PM1a event (4 bytes) and control (2 bytes) blocks, where the ICH9
+ * chipset has them, and the SCI's ISA IRQ (never raised: no ACPI events). */
 #define ACPI_PM_BASE 0x600
 #define ACPI_SCI_IRQ 9
 #define ACPI_RESET_PORT 0xcf9 /* the host bridge's RST_CNT (pci.h) */
 #define ACPI_RESET_VALUE 0x06 /* SYS_RST | RST_CPU: hard reset */
 /* KVM needs three pages for the TSS (VMX real-mode emulation) and one for
  * the EPT identity map, below 4 GiB and outside RAM: the top of the PCI
- * hole, under the BIOS ROM area, as QEMU and kvmtool place them. */
+ * hole, under the BIOS ROM area (docs/design-notes.md, Machine). */
 #define KVM_TSS_GPA 0xfffbd000ull
 #define KVM_IDENTITY_MAP_GPA 0xfffbc000ull
 /* 32-bit MMIO window for PCI BARs: from the PCI hole start up to the IOAPIC. */
@@ -137,7 +138,7 @@ static int pc_write_acpi(struct vmm *vm)
 static int pc_cmdline(struct vmm *vm, char **out)
 {
 	static const char extra[] = " irqaffinity=0";
-	const char *c = vm->cmdline ? vm->cmdline : "";
+	const char *c = vm->config->cmdline ? vm->config->cmdline : "";
 
 	*out = NULL;
 	if (vm->nr_vcpus <= X86_MAX_XAPIC_VCPUS || strstr(c, "irqaffinity="))
@@ -165,8 +166,8 @@ int machine_arch_load_boot(struct vmm *vm, struct machine *m)
 	ret = pc_cmdline(vm, &cmdline);
 	if (ret)
 		return ret;
-	ret = x86_load_files(&vm->mem, vm->kernel_path, vm->initrd_path,
-			     cmdline ? cmdline : vm->cmdline, vm->nr_vcpus,
+	ret = x86_load_files(&vm->mem, vm->config->kernel_path, vm->config->initrd_path,
+			     cmdline ? cmdline : vm->config->cmdline, vm->nr_vcpus,
 			     ACPI_TABLES_GPA, &m->arch->entry);
 	free(cmdline);
 	return ret;
@@ -271,8 +272,7 @@ int machine_arch_setup_vcpus(struct vmm *vm, struct machine *m)
 	 * against the PIT, which fails when the host is itself virtual or busy
 	 * ("APIC timer disabled due to verification failure"), and the guest
 	 * then runs on periodic PIT ticks that CPU 0 forwards to every other
-	 * vCPU by IPI, never idle-tickless: in the nested rig 3,000 PV-IPI
-	 * hypercalls and 4,000 EOI exits per boot.  QEMU enables it too.
+	 * vCPU by IPI, never idle-tickless (docs/design-notes.md, Machine).
 	 */
 	if (kvm_check_cap(vm->kvm.fd, KVM_CAP_TSC_DEADLINE_TIMER) > 0)
 		cpuid_set_tsc_deadline(cpuid);
@@ -295,9 +295,9 @@ int machine_arch_setup_vcpus(struct vmm *vm, struct machine *m)
  * address write has no effect the guest can see until its next access to
  * 0xCF8-0xCFF, and every exit drains the coalesced ring first, so KVM may
  * log it instead of exiting: half the exits for configuration space.
- * (Linux probes a lot of it: on AMD family 0Fh/10h CPUs, as QEMU's TCG
- * models report, arch/x86/kernel/aperture_64.c scans all 256 buses twice
- * looking for an AGP bridge: 32,000 exits, a fifth of a boot in the rig.)
+ * (Linux probes a lot of it: on AMD family 0Fh/10h CPUs
+ * arch/x86/kernel/aperture_64.c scans all 256 buses twice looking for an
+ * AGP bridge; docs/design-notes.md, Machine.)
  * The zone also holds 0xCF9 (reset control), so a reset written there
  * takes effect at the vCPU's next exit to us rather than at once; Linux
  * follows it with a triple fault, which is such an exit.  Optional: only
@@ -371,6 +371,9 @@ void machine_arch_destroy(struct vmm *vm, struct machine *m)
 {
 	struct machine_arch *a = m->arch;
 
+	if (m->pci) /* the virtio devices on it are gone (machine.c) */
+		pci_bus_destroy(m->pci);
+	m->pci = NULL;
 	if (!a)
 		return;
 	if (a->kbd)

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The API's configuration of one VM: what vmm_set_*() and vmm_add_*()
+ * record (api.c fills it, under vm->lock, while the VM is VM_CONFIG) and
+ * what vmm_start() builds the machine from.  The running VM (struct vmm,
+ * core/vm.h) only points at it: nothing below machine/ reads it.
+ */
+#ifndef VMM_MACHINE_MACHINE_CONFIG_H
+#define VMM_MACHINE_MACHINE_CONFIG_H
+
+#include <stdint.h>
+
+#include "vmm/vmm.h"
+
+/* A disk as configured through vmm_add_disk() (copied strings). */
+struct machine_disk_config {
+	struct vmm_disk_config cfg; /* path/serial point into the copies below */
+	char *path;
+	char *serial;
+	int fd; /* dup of cfg.fd, or -1 */
+};
+
+/* A port as configured through vmm_add_port() (copied name, dup'ed fds). */
+struct machine_port_config {
+	char *name;
+	int in_fd, out_fd; /* -1 when none */
+};
+
+struct machine_config {
+	unsigned int nr_vcpus;
+	uint64_t ram_size;
+	char *kernel_path, *initrd_path, *cmdline;
+	int console_in, console_out;
+	struct machine_disk_config *disks;
+	unsigned int nr_disks;
+	struct machine_port_config *ports; /* vmm_add_port() */
+	unsigned int nr_ports;
+	int seccomp_mode; /* enum vmm_seccomp_mode */
+	vmm_start_hook_fn start_hook; /* vmm_set_start_hook(), or NULL */
+	void *start_hook_opaque;
+	int iothread_sched; /* enum vmm_iothread_sched */
+	int mem_backend; /* enum vmm_memory_backend (= GUEST_MEM_*) */
+};
+
+#endif
