@@ -65,7 +65,7 @@ enum arg_check {
 			    MSG_DONTWAIT | MSG_NOSIGNAL: nbfd.c's write */
 };
 
-/* Disk image locks (OFD locks, released explicitly at vblk_close()) and
+/* Disk image locks (OFD locks, released explicitly at disk_close()) and
  * flag reads. */
 static const int fcntl_cmds[] = {
 	F_OFD_SETLK, F_OFD_GETLK, F_SETLK, F_GETLK, F_GETFL, F_GETFD,
@@ -134,7 +134,7 @@ static const unsigned long vcpu_ioctls[] = {
 /* I/O threads: their io_uring, and the synchronous fallback of the block
  * backend (preadv/pwritev, fdatasync, fallocate, BLKDISCARD/BLKZEROOUT);
  * interrupts of a rewritten MSI-X vector (KVM_SIGNAL_MSI) and the refresh
- * of its route (KVM_SET_GSI_ROUTING, virtio-pci-irq.c's vpci_lazy_flush());
+ * of its route (KVM_SET_GSI_ROUTING, vq-wiring.c's lazy flush);
  * slots of the ring's registered-file table (iothread.c: the only
  * registration its restrictions allow, too). */
 static const struct rule io_rules[] = {
