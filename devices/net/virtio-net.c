@@ -1,0 +1,391 @@
+/* SPDX-License-Identifier: MIT */
+/* virtio-net device on a tap, served by the queue service (virtio-net.h). */
+#include <errno.h>
+#include <linux/virtio_ids.h>
+#include <linux/virtio_net.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "net/tap.h"
+#include "net/virtio-net.h"
+
+/* Packets (RX) or chains (TX) one process() call moves before the I/O
+ * thread serves its other queues (the rest: VQS_RETRY, next round). */
+#define NET_BUDGET 256u
+
+struct net_queue {
+	struct virtio_net *d;
+	struct vqs_queue *sq;
+	struct iothread *io; /* sq's, kept for destroy */
+	unsigned int pair;
+	/* RX: the tap file watched while attached (registered once: see
+	 * iothread_file_get()) and the read scratch; TX and control: the
+	 * pop scratch. */
+	struct iothread_fd watch;
+	struct iothread_file file;
+	bool watching;
+	/* RX: the driver gave too few buffers; the tap waits for a kick. */
+	bool starved;
+	struct vnet_rxq *rx;
+	struct virtq_chain *chain;
+};
+
+struct virtio_net {
+	struct vnet n;
+	struct vqs *svc;
+	uint16_t queue_size;
+	unsigned int nr_queues;
+	int *fds;			/* n.max_pairs */
+	struct net_queue *qs;		/* nr_queues */
+	struct vnet_pair_stats *stats;	/* n.max_pairs */
+	struct log_limit tap_log;
+};
+
+static uint16_t curr_pairs(const struct virtio_net *d)
+{
+	return __atomic_load_n(&d->n.curr_pairs, __ATOMIC_RELAXED);
+}
+
+/* Pair @p's tap file is attached while the driver uses the pair. */
+static void pair_steer(struct virtio_net *d, unsigned int p)
+{
+	int r = tap_set_queue(d->fds[p], p < curr_pairs(d));
+
+	/* -EINVAL: a tap without multi-queue (one inherited file), already
+	 * in the state asked. */
+	if (r && r != -EINVAL)
+		log_limited(&d->tap_log, VMM_LOG_WARN, "virtio-net",
+			    "tap queue %u: %s", p, strerror(-r));
+}
+
+/* The tap file of an RX queue became readable. */
+static void rx_readable(void *opaque)
+{
+	struct net_queue *q = opaque;
+
+	if (!q->starved)
+		vqs_kick(q->sq);
+}
+
+/* Interrupt now if pushing made it due (once per process() call). */
+static int pushed_result(struct vqs_queue *sq, bool pushed, bool more)
+{
+	int r = more ? VQS_RETRY : 0;
+
+	if (pushed && virtq_should_notify(vqs_virtq(sq)))
+		r |= VQS_NOTIFY;
+	return r;
+}
+
+static int rx_process(struct virtio_net *d, struct net_queue *q)
+{
+	bool mrg = d->n.features & (1ull << VIRTIO_NET_F_MRG_RXBUF);
+	unsigned int pushed;
+	int r = vnet_rx(q->rx, vqs_virtq(q->sq), d->fds[q->pair], mrg,
+			vnet_rx_max_frame(&d->n), NET_BUDGET, &d->stats[q->pair],
+			&pushed);
+
+	if (r < 0)
+		return r;
+	/* Out of buffers: leave the frames in the tap's queue (bounded,
+	 * the kernel drops past it) until the driver kicks with more. */
+	q->starved = r == VNET_RX_NO_BUFS;
+	return pushed_result(q->sq, pushed, r == VNET_RX_BUDGET);
+}
+
+static int tx_process(struct virtio_net *d, struct net_queue *q)
+{
+	bool more;
+	int r = vnet_tx(vqs_virtq(q->sq), q->chain, d->fds[q->pair], NET_BUDGET,
+			&d->stats[q->pair], &more);
+
+	return r < 0 ? r : pushed_result(q->sq, r > 0, more);
+}
+
+static int ctrl_process(struct virtio_net *d, struct net_queue *q)
+{
+	bool changed = false;
+	int r = vnet_ctrl(&d->n, vqs_virtq(q->sq), q->chain, &changed);
+
+	if (r < 0)
+		return r;
+	/* Pairs the driver turned on or off: the kernel steers flows
+	 * only to the enabled pairs' files. */
+	for (unsigned int p = 0; changed && p < d->n.max_pairs; p++)
+		pair_steer(d, p);
+	return pushed_result(q->sq, r > 0, false);
+}
+
+/* Context: the queue's I/O thread. */
+static int net_process(void *dev, struct vqs_queue *sq)
+{
+	struct virtio_net *d = dev;
+	struct net_queue *q = &d->qs[vqs_index(sq)];
+
+	if (vnet_is_ctrl(&d->n, vqs_index(sq)))
+		return ctrl_process(d, q);
+	return q->rx ? rx_process(d, q) : tx_process(d, q);
+}
+
+/* RX queue of a pair: offloads as negotiated, steering, the tap watched.
+ * Context: the queue's I/O thread. */
+static int net_attach(void *dev, struct vqs_queue *sq)
+{
+	struct virtio_net *d = dev;
+	struct net_queue *q = &d->qs[vqs_index(sq)];
+	int fd, ret;
+
+	q->sq = sq;
+	q->io = vqs_iothread(sq);
+	q->starved = false;
+	if (!q->rx || vnet_is_ctrl(&d->n, vqs_index(sq)))
+		return 0;
+	fd = d->fds[q->pair];
+	ret = tap_set_offload(fd, vnet_tun_offloads(d->n.features));
+	if (ret)
+		return ret;
+	pair_steer(d, q->pair);
+	if (!q->file.held) {
+		ret = iothread_file_get(vqs_iothread(sq), fd, &q->file);
+		if (ret)
+			return ret;
+	}
+	q->watch = (struct iothread_fd){ .fd = fd, .file = &q->file,
+					 .fn = rx_readable, .opaque = q };
+	ret = iothread_watch_fd(vqs_iothread(sq), &q->watch);
+	q->watching = !ret;
+	return ret;
+}
+
+/* Nothing is ever in flight (every read and write is done by the time
+ * process() returns): stop watching the tap. */
+static void net_quiesce(void *dev, struct vqs_queue *sq, bool cancel)
+{
+	struct virtio_net *d = dev;
+	struct net_queue *q = &d->qs[vqs_index(sq)];
+
+	(void)cancel;
+	if (q->watching)
+		iothread_unwatch_fd(vqs_iothread(sq), &q->watch);
+	q->watching = false;
+}
+
+/* Queue i is pair i / 2's, served with it on that pair's thread; the
+ * control queue on thread 0. */
+static unsigned int net_iothread_of(void *dev, unsigned int index,
+				    unsigned int nr_iothreads)
+{
+	struct virtio_net *d = dev;
+
+	if (index == 2u * d->n.max_pairs) /* with MQ; features are not
+						 known yet */
+		return 0;
+	return (index / 2) % nr_iothreads;
+}
+
+static const struct vqs_ops net_service = {
+	.process = net_process,
+	.attach = net_attach,
+	.quiesce = net_quiesce,
+	.iothread_of = net_iothread_of,
+};
+
+static int net_start(void *dev, struct virtio_queue *queues, unsigned int nr)
+{
+	return vqs_start(((struct virtio_net *)dev)->svc, queues, nr);
+}
+
+/* Device reset (or bus mastering off): queues stopped, then the model
+ * back to one pair, link up, no features. */
+static void net_stop(void *dev)
+{
+	struct virtio_net *d = dev;
+
+	vqs_stop(d->svc);
+}
+
+static int net_start_queue(void *dev, struct virtio_queue *vq)
+{
+	return vqs_start_queue(((struct virtio_net *)dev)->svc, vq);
+}
+
+static void net_stop_queue(void *dev, unsigned int index, bool cancel)
+{
+	vqs_stop_queue(((struct virtio_net *)dev)->svc, index, cancel);
+}
+
+static uint64_t net_features(void *dev)
+{
+	return vnet_device_features(&((struct virtio_net *)dev)->n);
+}
+
+/* Context: vCPU thread, at FEATURES_OK (no queue is served: a reset came
+ * first, so the pair count starts again at one). */
+static int net_set_features(void *dev, uint64_t f)
+{
+	struct virtio_net *d = dev;
+	int ret = vnet_set_features(&d->n, f);
+
+	if (!ret)
+		__atomic_store_n(&d->n.curr_pairs, 1, __ATOMIC_RELAXED);
+	return ret;
+}
+
+static void net_config_read(void *dev, uint32_t off, void *buf, uint32_t len)
+{
+	vnet_config_read(&((struct virtio_net *)dev)->n, off, buf, len);
+}
+
+static void net_config_write(void *dev, uint32_t off, const void *buf,
+			     uint32_t len)
+{
+	/* Every field is read-only (no VIRTIO_NET_F_CTRL_MAC_ADDR): a write
+	 * is ignored, as the spec allows. */
+	(void)dev;
+	(void)off;
+	(void)buf;
+	(void)len;
+}
+
+static const struct virtio_device_ops net_ops = {
+	.device_id = VIRTIO_ID_NET,
+	.config_size = sizeof(struct virtio_net_config),
+	.features = net_features,
+	.set_features = net_set_features,
+	.config_read = net_config_read,
+	.config_write = net_config_write,
+	.start = net_start,
+	.stop = net_stop,
+	.start_queue = net_start_queue,
+	.stop_queue = net_stop_queue,
+};
+
+void virtio_net_virtio(struct virtio_net *d, struct virtio_device *out)
+{
+	*out = (struct virtio_device){
+		.ops = &net_ops,
+		.dev = d,
+		.num_queues = d->nr_queues,
+		.queue_size = d->queue_size,
+	};
+}
+
+unsigned int virtio_net_pairs(const struct virtio_net *d)
+{
+	return d->n.max_pairs;
+}
+
+/* Per-queue scratch: RX reads on every even queue that may be an RX
+ * queue, a pop scratch on all. */
+static int net_alloc_queues(struct virtio_net *d)
+{
+	d->qs = calloc(d->nr_queues, sizeof(*d->qs));
+	d->stats = calloc(d->n.max_pairs, sizeof(*d->stats));
+	if (!d->qs || !d->stats)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < d->nr_queues; i++) {
+		struct net_queue *q = &d->qs[i];
+
+		q->d = d;
+		q->pair = i / 2 < d->n.max_pairs ? i / 2 : 0;
+		q->chain = malloc(sizeof(*q->chain));
+		if (!q->chain)
+			return -ENOMEM;
+		if (!(i & 1) && i < 2u * d->n.max_pairs &&
+		    !(q->rx = malloc(sizeof(*q->rx))))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void net_free(struct virtio_net *d)
+{
+	for (unsigned int i = 0; d->qs && i < d->nr_queues; i++) {
+		free(d->qs[i].rx);
+		free(d->qs[i].chain);
+	}
+	free(d->qs);
+	free(d->stats);
+	free(d->fds);
+	free(d);
+}
+
+int virtio_net_create(const struct virtio_net_params *p, struct virtio_net **out)
+{
+	uint16_t qs = p->queue_size ? p->queue_size : 256;
+	struct virtio_net *d;
+	int ret;
+
+	if (!p->fds || !p->iothreads || !p->nr_iothreads || qs < 2 ||
+	    qs > VIRTQ_MAX_SIZE || (qs & (qs - 1)))
+		return -EINVAL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	ret = vnet_init(&d->n, &p->net);
+	if (ret) {
+		free(d);
+		return ret;
+	}
+	d->queue_size = qs;
+	d->nr_queues = vnet_num_queues(&d->n);
+	d->fds = calloc(d->n.max_pairs, sizeof(*d->fds));
+	ret = d->fds ? net_alloc_queues(d) : -ENOMEM;
+	if (!ret)
+		ret = vqs_create(&(struct vqs_params){
+					 .ops = &net_service,
+					 .dev = d,
+					 .name = "virtio-net",
+					 .nr_queues = d->nr_queues,
+					 .iothreads = p->iothreads,
+					 .nr_iothreads = p->nr_iothreads,
+					 /* No busy-poll: an RX ring with buffers
+					  * is its normal state, not work. */
+					 .poll_us = 0,
+				 },
+				 &d->svc);
+	if (ret) {
+		net_free(d);
+		return ret;
+	}
+	memcpy(d->fds, p->fds, d->n.max_pairs * sizeof(*d->fds));
+	log_limit_init(&d->tap_log, "tap errors");
+	*out = d;
+	return 0;
+}
+
+void virtio_net_destroy(struct virtio_net *d)
+{
+	if (!d)
+		return;
+	vqs_destroy(d->svc);
+	for (unsigned int i = 0; i < d->nr_queues; i++)
+		if (d->qs[i].file.held)
+			iothread_file_put(d->qs[i].io, &d->qs[i].file);
+	for (unsigned int p = 0; p < d->n.max_pairs; p++)
+		close(d->fds[p]);
+	log_limit_destroy(&d->tap_log, "until the NIC was removed");
+	net_free(d);
+}
+
+int virtio_net_pair_stats(struct virtio_net *d, unsigned int pair,
+			  struct virtio_net_pair_stats *st)
+{
+	struct vnet_pair_stats *s;
+
+	if (pair >= d->n.max_pairs)
+		return -ENOENT;
+	s = &d->stats[pair];
+	memset(st, 0, sizeof(*st));
+	st->net.rx_packets = __atomic_load_n(&s->rx_packets, __ATOMIC_RELAXED);
+	st->net.rx_bytes = __atomic_load_n(&s->rx_bytes, __ATOMIC_RELAXED);
+	st->net.rx_drops = __atomic_load_n(&s->rx_drops, __ATOMIC_RELAXED);
+	st->net.tx_packets = __atomic_load_n(&s->tx_packets, __ATOMIC_RELAXED);
+	st->net.tx_bytes = __atomic_load_n(&s->tx_bytes, __ATOMIC_RELAXED);
+	st->net.tx_drops = __atomic_load_n(&s->tx_drops, __ATOMIC_RELAXED);
+	(void)vqs_queue_stats(d->svc, 2 * pair, &st->rx);
+	(void)vqs_queue_stats(d->svc, 2 * pair + 1, &st->tx);
+	return 0;
+}

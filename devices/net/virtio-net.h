@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The virtio-net device (struct virtio_device_ops) on a tap: the model
+ * (vnet.h) with its queues served by the queue service (vq-service.h).
+ * Pair i (RX 2i, TX 2i+1) is served by I/O thread i mod T, with tap queue
+ * file i; the control queue by thread 0.  Per pair, on its thread: a TX
+ * kick writes the chains' frames to the tap; the tap becoming readable,
+ * or an RX kick (new buffers), reads frames straight into the RX chains.
+ * With the driver short of RX buffers the tap is not read (the kernel's
+ * queue holds, then drops): host memory stays bounded.  A tap queue file
+ * is attached only while its pair is enabled (VQ_PAIRS_SET), so the
+ * kernel steers no frame to a pair the driver does not serve.
+ *
+ * Data moves with plain non-blocking readv/writev on the pair's I/O
+ * thread, the tap file watched by the thread's io_uring.
+ */
+#ifndef VMM_DEVICES_NET_VIRTIO_NET_H
+#define VMM_DEVICES_NET_VIRTIO_NET_H
+
+#include <stdint.h>
+
+#include "iothread.h"
+#include "net/vnet.h"
+#include "virtio/virtio.h"
+#include "virtio/vq-service.h"
+
+struct virtio_net;
+
+struct virtio_net_params {
+	struct vnet_params net;	     /* net.max_pairs: also the tap files */
+	const int *fds;		     /* net.max_pairs tap queue files, set up
+					(tap_open(), tap_adopt()); owned by the
+					device after a successful create */
+	uint16_t queue_size;	     /* power of two, 0: 256 */
+	struct iothread **iothreads; /* borrowed; must outlive the device */
+	unsigned int nr_iothreads;
+};
+
+struct virtio_net_pair_stats {
+	struct vnet_pair_stats net;
+	struct vqs_queue_stats rx, tx; /* kicks, interrupts, thread */
+};
+
+/* 0, -EINVAL (bad parameters) or -ENOMEM. */
+int virtio_net_create(const struct virtio_net_params *p, struct virtio_net **out)
+	__must_check;
+/* Stops the queues if running and closes the tap files. */
+void virtio_net_destroy(struct virtio_net *d);
+/* @d as a virtio device (virtio.h): its ops, queues and queue size. */
+void virtio_net_virtio(struct virtio_net *d, struct virtio_device *out);
+unsigned int virtio_net_pairs(const struct virtio_net *d);
+/* Context: any thread.  0 or -ENOENT. */
+int virtio_net_pair_stats(struct virtio_net *d, unsigned int pair,
+			  struct virtio_net_pair_stats *st);
+
+#endif
