@@ -6,7 +6,6 @@
 #include <linux/virtio_net.h>
 #include <linux/virtio_ring.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -435,19 +434,4 @@ void vnet_mac_derive(uint64_t seed, unsigned int index, uint8_t mac[6])
 	mac[1] = 0x54;
 	for (int i = 2; i < 6; i++)
 		mac[i] = (uint8_t)(h >> (8 * (i - 2)));
-}
-
-int vnet_mac_parse(const char *s, uint8_t mac[6])
-{
-	unsigned int b[6];
-	char end;
-
-	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3],
-		   &b[4], &b[5], &end) != 6 || strlen(s) != 17)
-		return -EINVAL;
-	for (int i = 0; i < 6; i++)
-		mac[i] = (uint8_t)b[i];
-	if (mac[0] & 1) /* multicast */
-		return -EINVAL;
-	return 0;
 }

@@ -146,7 +146,5 @@ int vnet_ctrl(struct vnet *n, struct virtq *vq, struct virtq_chain *scratch,
 /* A locally administered unicast MAC 52:54:xx:xx:xx:xx from @seed and
  * @index (stable: the same for the same VM and NIC). */
 void vnet_mac_derive(uint64_t seed, unsigned int index, uint8_t mac[6]);
-/* Parse "aa:bb:cc:dd:ee:ff" (unicast only).  0 or -EINVAL. */
-int vnet_mac_parse(const char *s, uint8_t mac[6]);
 
 #endif

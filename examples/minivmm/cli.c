@@ -19,6 +19,7 @@ enum {
 	OPT_USER,
 	OPT_IO_SCHED,
 	OPT_MEM_BACKEND,
+	OPT_NET,
 };
 
 static const struct option long_opts[] = {
@@ -35,6 +36,7 @@ static const struct option long_opts[] = {
 	{ "user", required_argument, NULL, OPT_USER },
 	{ "io-sched", required_argument, NULL, OPT_IO_SCHED },
 	{ "mem-backend", required_argument, NULL, OPT_MEM_BACKEND },
+	{ "net", required_argument, NULL, OPT_NET },
 	OPTS_COMMON_LONG,
 	{ NULL, 0, NULL, 0 },
 };
@@ -89,11 +91,22 @@ void cli_usage(const char *prog, void *file)
 		"                       vCPU, so requests are served in batches)\n"
 		"                       or normal (lower latency at queue depth 1\n"
 		"                       when vCPUs and I/O threads share CPUs)\n"
+		"      --net SPEC       virtio-net-pci NIC on a tap (repeatable, up\n"
+		"                       to %d): tap=NAME[,mac=MAC][,queue-pairs=N]\n"
+		"                       [,queue-size=N][,mtu=N] (the tap is opened\n"
+		"                       or created, multi-queue, one file per pair)\n"
+		"                       or fd=N[:N...][,mac=MAC][,queue-size=N]\n"
+		"                       [,mtu=N] (inherited tap files with a\n"
+		"                       virtio-net header, one per pair).\n"
+		"                       queue-pairs 1..%d, default the vCPU count;\n"
+		"                       mac default: 52:54 and four bytes derived\n"
+		"                       from the tap's name and the NIC's index\n"
 		OPTS_COMMON_HELP
 		"\n"
 		CLI_END_HELP,
 		prog, VMM_VERSION_STRING, VMM_MAX_VCPUS, CLI_DEFAULT_CMDLINE,
-		VMM_MAX_DISKS, VMM_MAX_DISK_QUEUES, VMM_MAX_QUEUES);
+		VMM_MAX_DISKS, VMM_MAX_DISK_QUEUES, VMM_MAX_QUEUES, VMM_MAX_NETS,
+		VMM_MAX_NET_PAIRS);
 }
 
 int cli_parse_size(const char *s, uint64_t *out)
@@ -229,6 +242,12 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
 			if (opts_io_sched(optarg, &o->io_sched, err, errlen))
 				return -1;
 			break;
+		case OPT_NET:
+			if (o->nr_nets == CLI_MAX_NETS)
+				return errf(err, errlen, "at most %d NICs", CLI_MAX_NETS);
+			if (cli_parse_net(optarg, &o->nets[o->nr_nets++], err, errlen))
+				return -1;
+			break;
 		}
 	}
 	if (c != OPTS_END)
@@ -245,5 +264,8 @@ void cli_free(struct cli_opts *o)
 	free(o->cmdline);
 	o->cmdline = NULL;
 	o->nr_disks = 0;
+	for (unsigned int i = 0; i < o->nr_nets; i++)
+		free(o->nets[i].spec);
+	o->nr_nets = 0;
 	user_spec_free(&o->user);
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "disk-spec.h" /* struct cli_disk, cli_parse_disk() */
+#include "net-spec.h"  /* struct cli_net, cli_parse_net() */
 #include "user.h"
 #include "vmm/vmm.h"
 
@@ -64,6 +65,8 @@ struct cli_opts {
 	int mem_backend; /* --mem-backend: enum vmm_memory_backend */
 	int log_level;
 	bool help, version;
+	struct cli_net nets[CLI_MAX_NETS]; /* --net */
+	unsigned int nr_nets;
 };
 
 /*

@@ -61,7 +61,7 @@ static void stats_report(struct vmm *vm, const struct cli_opts *o)
 		say("--stats: %s", strerror(errno));
 		return;
 	}
-	stats_print(vm, o->nr_disks, o->stats_json, f);
+	stats_print(vm, o->nr_disks, o->nr_nets, o->stats_json, f);
 	if (!fclose(f))
 		vmm_log_write(buf, len, 1000);
 	free(buf);
@@ -192,6 +192,13 @@ static int run(const struct cli_opts *o, struct drop *drop)
 		if (ret) {
 			say("--disk %s: %s",
 				o->disks[i].cfg.path, strerror(-ret));
+			goto out;
+		}
+	}
+	for (unsigned int i = 0; i < o->nr_nets; i++) {
+		ret = vmm_add_net(vm, &o->nets[i].cfg, NULL);
+		if (ret) {
+			say("--net #%u: %s", i + 1, strerror(-ret));
 			goto out;
 		}
 	}

@@ -61,7 +61,45 @@ static void kvm_json(FILE *f, const struct vmm_kvm_stats *k, int ret)
 	fprintf(f, "}");
 }
 
-void stats_print(struct vmm *vm, unsigned int nr_disks, bool json, FILE *f)
+/* --net: per NIC, per queue pair. */
+static void nets_print(struct vmm *vm, unsigned int nr_nets, bool json, FILE *f)
+{
+	for (unsigned int i = 0; i < nr_nets; i++) {
+		struct vmm_net_pair_stats p;
+
+		if (json)
+			fprintf(f, "%s{\"pairs\":[", i ? "," : "");
+		for (unsigned int q = 0; !vmm_get_net_stats(vm, i, q, &p); q++) {
+			if (json)
+				fprintf(f, "%s{\"iothread\":%" PRIu32
+					",\"rx_packets\":%" PRIu64 ",\"rx_bytes\":%" PRIu64
+					",\"rx_drops\":%" PRIu64 ",\"tx_packets\":%" PRIu64
+					",\"tx_bytes\":%" PRIu64 ",\"tx_drops\":%" PRIu64
+					",\"rx_kicks\":%" PRIu64 ",\"tx_kicks\":%" PRIu64
+					",\"rx_interrupts\":%" PRIu64
+					",\"tx_interrupts\":%" PRIu64 "}",
+					q ? "," : "", p.iothread, p.rx_packets,
+					p.rx_bytes, p.rx_drops, p.tx_packets, p.tx_bytes,
+					p.tx_drops, p.rx_kicks, p.tx_kicks,
+					p.rx_interrupts, p.tx_interrupts);
+			else
+				fprintf(f, "net %u pair %u (I/O thread %" PRIu32 "): rx %"
+					PRIu64 " packets %" PRIu64 " bytes %" PRIu64
+					" drops, tx %" PRIu64 " packets %" PRIu64
+					" bytes %" PRIu64 " drops, %" PRIu64 "+%" PRIu64
+					" kicks, %" PRIu64 "+%" PRIu64 " interrupts\n",
+					i, q, p.iothread, p.rx_packets, p.rx_bytes,
+					p.rx_drops, p.tx_packets, p.tx_bytes, p.tx_drops,
+					p.rx_kicks, p.tx_kicks, p.rx_interrupts,
+					p.tx_interrupts);
+		}
+		if (json)
+			fprintf(f, "]}");
+	}
+}
+
+void stats_print(struct vmm *vm, unsigned int nr_disks, unsigned int nr_nets,
+		 bool json, FILE *f)
 {
 	struct vmm_kvm_stats k = { .struct_size = sizeof(k) };
 	struct vmm_console_stats con = { .struct_size = sizeof(con) };
@@ -144,6 +182,9 @@ void stats_print(struct vmm *vm, unsigned int nr_disks, bool json, FILE *f)
 	}
 	if (vmm_get_console_stats(vm, &con))
 		memset(&con, 0, sizeof(con));
+	if (json)
+		fprintf(f, "],\"nets\":[");
+	nets_print(vm, nr_nets, json, f);
 	if (json) {
 		fprintf(f,
 			"],\"console\":{\"bytes_out\":%" PRIu64

@@ -7,7 +7,8 @@
 
 #include "vmm/vmm.h"
 
-/* Print disk, queue and KVM counters (text, or one JSON object). */
-void stats_print(struct vmm *vm, unsigned int nr_disks, bool json, FILE *f);
+/* Print disk, queue, NIC and KVM counters (text, or one JSON object). */
+void stats_print(struct vmm *vm, unsigned int nr_disks, unsigned int nr_nets,
+		 bool json, FILE *f);
 
 #endif

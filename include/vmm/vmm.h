@@ -431,6 +431,60 @@ struct vmm_port_config {
 int vmm_add_port(struct vmm *vm, const struct vmm_port_config *cfg,
 		 unsigned int *out_id);
 
+/*
+ * A virtio-net NIC on a tap: by name (opened, or created when the process
+ * may, with IFF_TAP | IFF_NO_PI | IFF_VNET_HDR | IFF_MULTI_QUEUE, one
+ * queue file per pair) or as inherited tap files (the same flags, one
+ * per pair).  Offloads (checksum, TSO4/6, ECN) follow what the guest
+ * accepts; MTU, link always up, MQ with a control queue, MRG_RXBUF,
+ * EVENT_IDX.  Pair i is served by I/O thread i mod nr_vcpus, the control
+ * queue by thread 0.  Zero-initialise, set struct_size, fill.
+ */
+#define VMM_MAX_NETS 8	       /* NICs per VM; they share the disks' PCI
+				  functions (VMM_MAX_DISKS in all) */
+#define VMM_MAX_NET_PAIRS 64   /* queue pairs of one NIC */
+struct vmm_net_config {
+	uint32_t struct_size; /* = sizeof(struct vmm_net_config) */
+	uint32_t flags;	      /* none yet: 0 */
+	const char *tap;      /* interface name (< 16 bytes), or NULL: @fds */
+	const int *fds;	      /* @nr_fds tap queue files, duplicated */
+	uint32_t nr_fds;      /* 1..VMM_MAX_NET_PAIRS with @fds */
+	uint8_t mac[6];	      /* all zero: a locally administered one
+				 derived from the interface's name and the
+				 NIC id (stable across runs) */
+	uint16_t queue_pairs; /* @tap: 0 = one per vCPU, at most
+				 VMM_MAX_NET_PAIRS; @fds: nr_fds (0 or equal) */
+	uint16_t queue_size;  /* 0 = 256; power of two, 4..1024 */
+	uint16_t mtu;	      /* 0 = 1500; 68..65535 (the guest's maximum) */
+};
+
+/**
+ * vmm_add_net() - attach a virtio-net-pci NIC (after the disks on the PCI
+ * bus).
+ * @vm:     VM in state CONFIG
+ * @cfg:    configuration (see struct vmm_net_config)
+ * @out_id: receives the NIC id (0, 1, ... in order of addition), or NULL
+ *
+ * vmm_start() opens the tap (-EPERM, -EBUSY, -ENOENT from the kernel:
+ * logged) and fails with -ENOSPC when the queues (2 x pairs + 1 per NIC)
+ * do not fit in KVM's routes beside the disks' (VMM_MAX_QUEUES).  The tap
+ * is read only while the guest has posted receive buffers: frames beyond
+ * the tap's own queue are dropped by the kernel, never buffered here.
+ *
+ * Context: configuration.
+ * Returns: 0 or
+ *   -EINVAL  NULL @cfg, struct_size too small, unknown flag, neither or
+ *            both of tap and fds, tap name too long, nr_fds or
+ *            queue_pairs over VMM_MAX_NET_PAIRS or not matching, a
+ *            multicast @mac, queue_size not a power of two in 4..1024,
+ *            mtu below 68
+ *   -EBADF   an fd cannot be duplicated
+ *   -ENOSPC  VMM_MAX_NETS NICs, or the PCI bus full (VMM_MAX_DISKS)
+ *   -ENOMEM
+ */
+int vmm_add_net(struct vmm *vm, const struct vmm_net_config *cfg,
+		unsigned int *out_id);
+
 /* Request types counted in struct vmm_queue_stats.requests[]. */
 enum vmm_req_type {
 	VMM_REQ_READ,
@@ -531,6 +585,33 @@ int vmm_get_disk_stats(struct vmm *vm, unsigned int id, struct vmm_disk_stats *s
  */
 int vmm_get_queue_stats(struct vmm *vm, unsigned int id, unsigned int q,
 			struct vmm_queue_stats *st);
+
+/*
+ * Counters of one queue pair of a NIC.  No struct_size (filled whole):
+ * the layout is frozen.
+ */
+struct vmm_net_pair_stats {
+	uint64_t rx_packets, rx_bytes; /* tap -> guest (bytes: frames) */
+	uint64_t tx_packets, tx_bytes; /* guest -> tap */
+	uint64_t rx_drops;	       /* frames read but not delivered */
+	uint64_t tx_drops;	       /* frames the tap refused */
+	uint64_t rx_kicks, tx_kicks;   /* I/O-thread wake-ups on the queues'
+					  notify eventfds */
+	uint64_t rx_interrupts, tx_interrupts; /* interrupts sent */
+	uint32_t iothread;	       /* serving I/O thread index */
+	uint32_t pairs;		       /* the NIC's queue pairs */
+};
+
+/**
+ * vmm_get_net_stats() - counters of queue pair @pair of NIC @id.
+ *
+ * Context: any thread the library does not own.
+ * Returns: 0 or
+ *   -EINVAL  NULL @st
+ *   -ENOENT  unknown NIC or pair, or the VM was never started
+ */
+int vmm_get_net_stats(struct vmm *vm, unsigned int id, unsigned int pair,
+		      struct vmm_net_pair_stats *st);
 
 /* A counter this host's KVM does not keep (struct vmm_kvm_stats). */
 #define VMM_STAT_UNKNOWN UINT64_MAX

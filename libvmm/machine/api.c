@@ -97,6 +97,13 @@ static void config_free(struct machine_config *c)
 			close(c->ports[i].out_fd);
 	}
 	free(c->ports);
+	for (unsigned int i = 0; i < c->nr_nets; i++) {
+		free(c->nets[i].tap);
+		for (unsigned int f = 0; c->nets[i].fds && f < c->nets[i].cfg.nr_fds; f++)
+			close(c->nets[i].fds[f]);
+		free(c->nets[i].fds);
+	}
+	free(c->nets);
 	free(c);
 }
 
@@ -340,7 +347,7 @@ int vmm_add_disk(struct vmm *vm, const struct vmm_disk_config *cfg,
 	/* Fields past what the caller's struct has stay zero (defaults). */
 	memcpy(&d.cfg, cfg, MIN((size_t)cfg->struct_size, sizeof(d.cfg)));
 	d.cfg.struct_size = sizeof(d.cfg);
-	if (vm->config->nr_disks >= VMM_MAX_DISKS) { /* PCI functions (vmm.h) */
+	if (vm->config->nr_disks + vm->config->nr_nets >= VMM_MAX_DISKS) { /* PCI functions (vmm.h) */
 		vmm_err("disk: at most %d disks (PCI slots and functions)",
 			VMM_MAX_DISKS);
 		ret = -ENOSPC;
@@ -382,6 +389,103 @@ err:
 	if (d.fd >= 0)
 		close(d.fd);
 out:
+	pthread_mutex_unlock(&vm->lock);
+	return ret;
+}
+
+/* vmm_add_net()'s argument checks (vmm.h). */
+static bool net_config_ok(const struct vmm_net_config *c)
+{
+	uint16_t qs = c->queue_size;
+	static const uint8_t zero[6];
+
+	if (c->struct_size < offsetof(struct vmm_net_config, mtu) + sizeof(c->mtu) ||
+	    c->flags || !c->tap == !c->fds ||
+	    (c->tap && (!c->tap[0] || strlen(c->tap) >= 16)) ||
+	    (c->fds && (!c->nr_fds || c->nr_fds > VMM_MAX_NET_PAIRS ||
+			(c->queue_pairs && c->queue_pairs != c->nr_fds))) ||
+	    c->queue_pairs > VMM_MAX_NET_PAIRS ||
+	    (memcmp(c->mac, zero, 6) && (c->mac[0] & 1)) ||
+	    (c->mtu && c->mtu < 68))
+		return false;
+	return !qs || (qs >= 4 && qs <= VIRTQ_MAX_QUEUE_SIZE && !(qs & (qs - 1)));
+}
+
+/* Copy @cfg's strings and fds into @n.  0, -EBADF or -ENOMEM. */
+static int net_config_copy(const struct vmm_net_config *cfg,
+			   struct machine_net_config *n)
+{
+	memcpy(&n->cfg, cfg, sizeof(n->cfg));
+	if (dup_str(cfg->tap, &n->tap))
+		return -ENOMEM;
+	n->cfg.tap = n->tap;
+	if (!cfg->fds)
+		return 0;
+	n->fds = malloc(cfg->nr_fds * sizeof(*n->fds));
+	if (!n->fds)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < cfg->nr_fds; i++) {
+		n->fds[i] = fcntl(cfg->fds[i], F_DUPFD_CLOEXEC, 0);
+		if (n->fds[i] < 0) {
+			while (i--)
+				close(n->fds[i]);
+			free(n->fds);
+			n->fds = NULL;
+			return -EBADF;
+		}
+	}
+	n->cfg.fds = n->fds;
+	return 0;
+}
+
+int vmm_add_net(struct vmm *vm, const struct vmm_net_config *cfg,
+		unsigned int *out_id)
+{
+	struct machine_net_config n = { 0 }, *a;
+	int ret;
+
+	if (!cfg || !net_config_ok(cfg))
+		return -EINVAL;
+	ret = vm_lock_config(vm);
+	if (ret)
+		return ret;
+	if (vm->config->nr_nets >= VMM_MAX_NETS ||
+	    vm->config->nr_disks + vm->config->nr_nets >= VMM_MAX_DISKS) {
+		vmm_err("net: at most %d NICs, and %d disks and NICs together "
+			"(PCI slots and functions)", VMM_MAX_NETS, VMM_MAX_DISKS);
+		ret = -ENOSPC;
+		goto out;
+	}
+	ret = net_config_copy(cfg, &n);
+	a = ret ? NULL : realloc(vm->config->nets, (vm->config->nr_nets + 1) * sizeof(*a));
+	if (!a) {
+		free(n.tap);
+		for (unsigned int i = 0; n.fds && i < cfg->nr_fds; i++)
+			close(n.fds[i]);
+		free(n.fds);
+		ret = ret ? ret : -ENOMEM;
+		goto out;
+	}
+	n.cfg.struct_size = sizeof(n.cfg);
+	vm->config->nets = a;
+	vm->config->nets[vm->config->nr_nets] = n;
+	if (out_id)
+		*out_id = vm->config->nr_nets;
+	vm->config->nr_nets++;
+out:
+	pthread_mutex_unlock(&vm->lock);
+	return ret;
+}
+
+int vmm_get_net_stats(struct vmm *vm, unsigned int id, unsigned int pair,
+		      struct vmm_net_pair_stats *st)
+{
+	int ret;
+
+	if (!vm || !st)
+		return -EINVAL;
+	pthread_mutex_lock(&vm->lock);
+	ret = id < vm->config->nr_nets ? machine_net_stats(vm, id, pair, st) : -ENOENT;
 	pthread_mutex_unlock(&vm->lock);
 	return ret;
 }

@@ -26,6 +26,13 @@ struct machine_port_config {
 	int in_fd, out_fd; /* -1 when none */
 };
 
+/* A NIC as configured through vmm_add_net() (copied name, dup'ed fds). */
+struct machine_net_config {
+	struct vmm_net_config cfg; /* tap/fds point into the copies below */
+	char *tap;
+	int *fds;		   /* cfg.nr_fds, or NULL */
+};
+
 struct machine_config {
 	unsigned int nr_vcpus;
 	uint64_t ram_size;
@@ -40,6 +47,8 @@ struct machine_config {
 	void *start_hook_opaque;
 	int iothread_sched; /* enum vmm_iothread_sched */
 	int mem_backend; /* enum vmm_memory_backend (= GUEST_MEM_*) */
+	struct machine_net_config *nets; /* vmm_add_net() */
+	unsigned int nr_nets;
 };
 
 #endif

@@ -175,7 +175,7 @@ static int machine_start_iothreads(struct vmm *vm, struct machine *m)
 }
 
 /* The planned devices, in the plan's order (the PCI functions' order):
- * the disks by id, then the ports' virtio-console device. */
+ * the disks by id, the NICs by id, then the ports' virtio-console device. */
 static int machine_setup_devices(struct vmm *vm, struct machine *m)
 {
 	int ret;
@@ -190,10 +190,11 @@ static int machine_setup_devices(struct vmm *vm, struct machine *m)
 	ret = machine_start_iothreads(vm, m);
 	for (unsigned int i = 0; !ret && i < m->plan.nr_devices; i++) {
 		struct machine_device *d = &m->devs[m->nr_devs++];
-		bool disk = i < vm->config->nr_disks;
+		unsigned int nd = vm->config->nr_disks, nn = vm->config->nr_nets;
 
-		d->ops = disk ? &machine_disk_ops : &machine_ports_ops;
-		d->id = disk ? i : 0;
+		d->ops = i < nd ? &machine_disk_ops :
+			 i < nd + nn ? &machine_net_ops : &machine_ports_ops;
+		d->id = i < nd ? i : i < nd + nn ? i - nd : 0;
 		d->nq = m->plan.queues[i];
 		ret = d->ops->create(vm, m, d);
 	}

@@ -31,6 +31,10 @@ int machine_disk_stats(struct vmm *vm, unsigned int id, struct vmm_disk_stats *s
 int machine_queue_stats(struct vmm *vm, unsigned int id, unsigned int q,
 			struct vmm_queue_stats *st);
 int machine_kvm_stats(struct vmm *vm, struct vmm_kvm_stats *st);
+/* NIC @id's pair @pair (nets.c); -ENOENT before a start. */
+struct vmm_net_pair_stats;
+int machine_net_stats(struct vmm *vm, unsigned int id, unsigned int pair,
+		      struct vmm_net_pair_stats *st);
 /* Console counters into @st (left as they are if no console was built). */
 struct vmm_console_stats;
 void machine_console_stats(struct vmm *vm, struct vmm_console_stats *st);

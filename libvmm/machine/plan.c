@@ -58,8 +58,17 @@ int plan_build(const struct plan_request *req, unsigned int n,
 	return plan->need > plan->budget ? -ENOSPC : 0;
 }
 
-/* The configured devices as plan requests: the disks by id, then the
- * virtio-console device of the ports.  Returns their number. */
+unsigned int plan_net_pairs(const struct vmm_net_config *c, unsigned int nr_vcpus)
+{
+	if (c->fds)
+		return c->nr_fds;
+	if (c->queue_pairs)
+		return c->queue_pairs;
+	return MAX(1u, MIN(nr_vcpus, (unsigned int)VMM_MAX_NET_PAIRS));
+}
+
+/* The configured devices as plan requests: the disks by id, the NICs by
+ * id, then the virtio-console device of the ports.  Returns their number. */
 static unsigned int plan_requests(const struct machine_config *cfg,
 				  struct plan_request *req)
 {
@@ -68,6 +77,11 @@ static unsigned int plan_requests(const struct machine_config *cfg,
 	for (unsigned int i = 0; i < cfg->nr_disks && n < PLAN_MAX_DEVICES; i++)
 		req[n++] = (struct plan_request){
 			.queues = cfg->disks[i].cfg.num_queues,
+			.iothreads = true,
+		};
+	for (unsigned int i = 0; i < cfg->nr_nets && n < PLAN_MAX_DEVICES; i++)
+		req[n++] = (struct plan_request){
+			.queues = 2 * plan_net_pairs(&cfg->nets[i].cfg, cfg->nr_vcpus) + 1,
 			.iothreads = true,
 		};
 	if (cfg->nr_ports && n < PLAN_MAX_DEVICES)

@@ -22,7 +22,8 @@
 struct vmm;
 struct machine_config;
 
-/* The disks and the virtio-console device of the ports. */
+/* The disks, the NICs (sharing VMM_MAX_DISKS) and the virtio-console
+ * device of the ports. */
 #define PLAN_MAX_DEVICES (VMM_MAX_DISKS + 1)
 
 /* What one device asks for. */
@@ -75,5 +76,9 @@ int plan_for_start(struct vmm *vm, struct machine_plan *plan) __must_check;
  * 0 or -ENOSPC (logged). */
 int plan_check_new_disk(const struct machine_config *cfg,
 			unsigned int num_queues) __must_check;
+
+/* Queue pairs of NIC @c on @nr_vcpus: its files, its count, or one per
+ * vCPU up to VMM_MAX_NET_PAIRS.  Its queues: 2 x pairs + 1 (control). */
+unsigned int plan_net_pairs(const struct vmm_net_config *c, unsigned int nr_vcpus);
 
 #endif

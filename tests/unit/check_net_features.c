@@ -2,8 +2,8 @@
 /*
  * virtio-net features and configuration (vnet.h): what is offered, which
  * driver combinations are refused, the tap offloads that follow, the
- * configuration space, the queue layout, and MAC addresses (derived
- * stably, parsed strictly).
+ * configuration space, the queue layout, and derived MAC addresses
+ * (stable, locally administered).
  */
 #include <check.h>
 #include <errno.h>
@@ -113,13 +113,6 @@ START_TEST(mac)
 	ck_assert_mem_ne(a, b, 6);
 	vnet_mac_derive(43, 0, b);
 	ck_assert_mem_ne(a, b, 6);
-	ck_assert_int_eq(vnet_mac_parse("52:54:00:ab:CD:ef", a), 0);
-	ck_assert_uint_eq(a[4], 0xcd);
-	ck_assert_int_eq(vnet_mac_parse("01:00:5e:00:00:01", a), -EINVAL);
-	ck_assert_int_eq(vnet_mac_parse("52:54:00:ab:cd", a), -EINVAL);
-	ck_assert_int_eq(vnet_mac_parse("52:54:00:ab:cd:ef:", a), -EINVAL);
-	ck_assert_int_eq(vnet_mac_parse("52-54-00-ab-cd-ef", a), -EINVAL);
-	ck_assert_int_eq(vnet_mac_parse("5:54:00:ab:cd:eff", a), -EINVAL);
 }
 END_TEST
 

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The NICs of vmm_add_net() as machine devices (machine-int.h): a tap's
+ * queue files, its virtio-net device on the VM's I/O threads, and a
+ * virtio-pci function for it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "machine-config.h"
+#include "machine-int.h"
+#include "machine.h"
+#include "net/tap.h"
+#include "net/virtio-net.h"
+#include "virtio/virtio-pci.h"
+#include "vm.h"
+
+/* FNV-1a of the interface's name: the seed of a NIC's derived MAC. */
+static uint64_t net_name_seed(const char *name)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *name; name++) {
+		h ^= (uint8_t)*name;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* @pairs tap queue files for NIC @c into @fds: opened by name, or dups
+ * of the inherited ones (the device owns and closes what it gets). */
+static int net_open_tap(const struct vmm_net_config *c, unsigned int id,
+			unsigned int pairs, int *fds)
+{
+	int ret;
+
+	if (c->tap) {
+		ret = tap_open(c->tap, pairs, fds);
+		if (ret)
+			vmm_err("net %u: cannot open tap %s with %u queues: %s", id,
+				c->tap, pairs, strerror(-ret));
+		return ret;
+	}
+	for (unsigned int i = 0; i < pairs; i++) {
+		ret = tap_adopt(c->fds[i]);
+		fds[i] = ret ? -1 : fcntl(c->fds[i], F_DUPFD_CLOEXEC, 0);
+		if (fds[i] < 0) {
+			vmm_err("net %u: fd %d is not a tap with a virtio-net "
+				"header (IFF_TAP|IFF_NO_PI|IFF_VNET_HDR)", id, c->fds[i]);
+			while (i--)
+				close(fds[i]);
+			return ret ? ret : -EBADF;
+		}
+	}
+	return 0;
+}
+
+static int net_create(struct vmm *vm, struct machine *m, struct machine_device *d)
+{
+	const struct vmm_net_config *c = &vm->config->nets[d->id].cfg;
+	unsigned int pairs = (d->nq - 1) / 2;
+	static const uint8_t zero[6];
+	struct vpci_params tp = {
+		.bus = m->pci,
+		.irq = vm->irq,
+		.mem = &vm->mem,
+		.ioeventfd_any_length = m->ioeventfd_any_length,
+		.coalesce_queue_regs = m->coalesce_mmio,
+	};
+	struct virtio_net_params np = {
+		.net = { .max_pairs = (uint16_t)pairs, .mtu = c->mtu },
+		.queue_size = c->queue_size,
+		.iothreads = m->iothreads,
+		.nr_iothreads = m->nr_iothreads,
+	};
+	int fds[VMM_MAX_NET_PAIRS];
+	char name[16];
+	struct virtio_device vd;
+	struct virtio_net *dev;
+	int ret;
+
+	ret = net_open_tap(c, d->id, pairs, fds);
+	if (ret)
+		return ret;
+	if (tap_ifname(fds[0], name))
+		snprintf(name, sizeof(name), "net%u", d->id);
+	memcpy(np.net.mac, c->mac, 6);
+	if (!memcmp(c->mac, zero, 6))
+		vnet_mac_derive(net_name_seed(name), d->id, np.net.mac);
+	np.fds = fds;
+	ret = virtio_net_create(&np, &dev);
+	if (ret) {
+		for (unsigned int i = 0; i < pairs; i++)
+			close(fds[i]);
+		return ret;
+	}
+	d->dev = dev;
+	virtio_net_virtio(dev, &vd);
+	vpci_params_set_device(&tp, &vd);
+	ret = vpci_create(&tp, &d->transport);
+	if (ret) {
+		vmm_err("net %u: cannot create its virtio-pci device: %s", d->id,
+			strerror(-ret));
+		return ret;
+	}
+	vmm_info("net %u: tap %s, %u queue pairs of %u, mac "
+		 "%02x:%02x:%02x:%02x:%02x:%02x", d->id, name, pairs,
+		 tp.max_queue_size, np.net.mac[0], np.net.mac[1], np.net.mac[2],
+		 np.net.mac[3], np.net.mac[4], np.net.mac[5]);
+	return 0;
+}
+
+/* No more guest I/O; the VM fd goes next (see disks.c). */
+static void net_stop(struct machine_device *d)
+{
+	if (d->transport)
+		vpci_shutdown(d->transport);
+}
+
+static void net_destroy(struct machine_device *d)
+{
+	vpci_destroy(d->transport);
+	d->transport = NULL;
+	virtio_net_destroy(d->dev);
+	d->dev = NULL;
+}
+
+const struct machine_device_ops machine_net_ops = {
+	.create = net_create,
+	.stop = net_stop,
+	.destroy = net_destroy,
+};
+
+int machine_net_stats(struct vmm *vm, unsigned int id, unsigned int pair,
+		      struct vmm_net_pair_stats *st)
+{
+	struct machine *m = vm->machine;
+	struct virtio_net_pair_stats ps;
+	struct machine_device *d = NULL;
+	int ret;
+
+	for (unsigned int i = 0; m && i < m->nr_devs; i++)
+		if (m->devs[i].ops == &machine_net_ops && m->devs[i].id == id)
+			d = &m->devs[i];
+	if (!d || !d->dev)
+		return -ENOENT;
+	ret = virtio_net_pair_stats(d->dev, pair, &ps);
+	if (ret)
+		return ret;
+	*st = (struct vmm_net_pair_stats){
+		.rx_packets = ps.net.rx_packets,
+		.rx_bytes = ps.net.rx_bytes,
+		.tx_packets = ps.net.tx_packets,
+		.tx_bytes = ps.net.tx_bytes,
+		.rx_drops = ps.net.rx_drops,
+		.tx_drops = ps.net.tx_drops,
+		.rx_kicks = ps.rx.kicks,
+		.tx_kicks = ps.tx.kicks,
+		.rx_interrupts = ps.rx.interrupts,
+		.tx_interrupts = ps.tx.interrupts,
+		.iothread = ps.rx.iothread,
+		.pairs = virtio_net_pairs(d->dev),
+	};
+	return 0;
+}
