@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/fs.h>
+#include <linux/if_tun.h>
 #include <linux/io_uring.h>
 #include <linux/kvm.h>
 #include <linux/seccomp.h>
@@ -149,9 +150,14 @@ static const struct rule io_rules[] = {
 	{ SCMP_SYS(fsync), ARG_ANY },
 	{ SCMP_SYS(fallocate), ARG_ANY },
 	{ SCMP_SYS(eventfd2), ARG_ANY },
+	/* virtio-net: frames to and from the tap, the offloads the driver
+	 * accepted and the pairs it enabled (TUNSETOFFLOAD, TUNSETQUEUE). */
+	{ SCMP_SYS(readv), ARG_ANY },
+	{ SCMP_SYS(writev), ARG_ANY },
 };
 static const unsigned long io_ioctls[] = {
 	BLKDISCARD, BLKZEROOUT, KVM_SIGNAL_MSI, KVM_SET_GSI_ROUTING,
+	TUNSETOFFLOAD, TUNSETQUEUE,
 };
 
 /* Console input: poll the input fd, feed the UART (which raises its IRQ).
