@@ -33,7 +33,7 @@ done
 if [[ $RIG_ARCH == arm64 ]]; then
 	modules=(virtio_pci 9pnet_virtio 9p overlay virtio_blk ext4)
 else
-	modules=(virtio_pci 9pnet_virtio 9p overlay virtio_blk ext4 kvm_amd)
+	modules=(virtio_pci 9pnet_virtio 9p overlay virtio_blk ext4 kvm_amd tun)
 fi
 
 rig_need_tools
