@@ -32,6 +32,7 @@ PKGS=(
 	# fuzzing (scripts/fuzz.sh): clang 14 and its libFuzzer/ASan/UBSan
 	# runtimes (libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev)
 	clang libclang-rt-14-dev
+	iproute2 # tests/e2e/net_mq.sh: the tap and its address in L1's namespace
 )
 
 SUDO=()
