@@ -30,8 +30,13 @@ dd if=/dev/urandom of="$dir/www/down.bin" bs=1M count=$mb 2>/dev/null
 down=$(md5sum <"$dir/www/down.bin" | cut -d' ' -f1)
 busybox httpd -f -p 198.18.0.1:8080 -h "$dir/www" &
 pids+=($!)
+# The receivers' stdin never ends (a FIFO this script holds open both
+# ways): busybox nc half-closes at stdin EOF, and a client that sees the
+# FIN first stops sending.
+mkfifo "$dir/hold"
+exec 3<>"$dir/hold"
 for ((i = 0; i < flows; i++)); do
-	busybox nc -l -p $((5001 + i)) >"$dir/up$i" &
+	busybox nc -l -p $((5001 + i)) >"$dir/up$i" <&3 &
 	pids+=($!)
 done
 
@@ -39,6 +44,13 @@ e2e_run_vmm "$dir/log" -- "$vmm" --smp "$n" --mem 512M --kernel "$kernel" \
 	--initrd "$initrd" --net tap=vmtap0 --stats-json \
 	--append "guest.run=net-mq guest.mb=$mb guest.flows=$flows"
 grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/log" || e2e_fail "guest payload failed"
+# The receivers end at the flows' FIN; give them a moment to write out.
+for p in "${pids[@]:1}"; do
+	for _ in $(seq 100); do
+		kill -0 "$p" 2>/dev/null || break
+		sleep 0.1
+	done
+done
 [[ $E2E_RC -eq 0 ]] || e2e_fail "minivmm exited $E2E_RC"
 grep -q "NET-DOWN md5=$down " "$dir/log" || e2e_fail "download md5 differs (want $down)"
 for ((i = 0; i < flows; i++)); do

@@ -135,6 +135,12 @@ START_TEST(vhost_user)
 }
 END_TEST
 
+START_TEST(net)
+{
+	replay("fuzz_net", fuzz_net);
+}
+END_TEST
+
 START_TEST(vcon)
 {
 	replay("fuzz_vcon", fuzz_vcon);
@@ -221,6 +227,7 @@ int main(void)
 	tcase_add_test(tc, cli);
 	tcase_add_test(tc, vhost_user);
 	tcase_add_test(tc, vcon);
+	tcase_add_test(tc, net);
 	tcase_add_test(tc, oci_proto);
 	tcase_add_test(tc, oci_init_config);
 	tcase_add_test(tc, oci_shim);
