@@ -197,8 +197,8 @@ static int net_start(void *dev, struct virtio_queue *queues, unsigned int nr)
 	return vqs_start(((struct virtio_net *)dev)->svc, queues, nr);
 }
 
-/* Device reset (or bus mastering off): queues stopped, then the model
- * back to one pair, link up, no features. */
+/* Device reset (or bus mastering off): every queue stopped.  The pair
+ * count goes back to one at the next FEATURES_OK (net_set_features()). */
 static void net_stop(void *dev)
 {
 	struct virtio_net *d = dev;

@@ -26,6 +26,7 @@
 #ifndef VMM_DEVICES_NET_VNET_H
 #define VMM_DEVICES_NET_VNET_H
 
+#include <linux/virtio_net.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -85,9 +86,9 @@ unsigned int vnet_num_queues(const struct vnet *n);
 /* The control queue: 2 * max_pairs with MQ negotiated, else 2. */
 static inline bool vnet_is_ctrl(const struct vnet *n, unsigned int q)
 {
-	if (!(n->features & (1ull << 17))) /* VIRTIO_NET_F_CTRL_VQ */
+	if (!(n->features & (1ull << VIRTIO_NET_F_CTRL_VQ)))
 		return false;
-	return q == ((n->features & (1ull << 22)) ? 2u * n->max_pairs : 2u);
+	return q == ((n->features & (1ull << VIRTIO_NET_F_MQ)) ? 2u * n->max_pairs : 2u);
 }
 
 uint64_t vnet_device_features(const struct vnet *n);
