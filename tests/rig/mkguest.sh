@@ -3,7 +3,7 @@
 #            [--module MOD]...
 #
 # Builds the L2 "default guest" initramfs for the minivmm tests: busybox-static,
-# the virtio modules (virtio_pci, virtio_blk and deps) of the rig's Debian
+# the virtio modules (virtio_pci, virtio_blk, virtio_net and deps) of the rig's Debian
 # kernel, /init = tests/guest/init and every other file of tests/guest/ as an
 # executable payload /tests/NAME.  --extra BIN (repeatable; also the
 # space-separated env MKGUEST_EXTRA) adds a host binary with the shared
