@@ -88,8 +88,8 @@ static int disk_create(struct vmm *vm, struct machine *m, struct machine_device 
 
 /* Drain in-flight I/O.  The VM fd goes next (machine_join() is never
  * followed by another run of it): its KVM wiring is left for KVM to drop
- * (vpci_shutdown()). */
-static void disk_stop(struct machine_device *d)
+ * (vpci_shutdown()).  Also the NICs' stop (nets.c). */
+void machine_vpci_stop(struct machine_device *d)
 {
 	if (d->transport)
 		vpci_shutdown(d->transport);
@@ -105,6 +105,6 @@ static void disk_destroy(struct machine_device *d)
 
 const struct machine_device_ops machine_disk_ops = {
 	.create = disk_create,
-	.stop = disk_stop,
+	.stop = machine_vpci_stop,
 	.destroy = disk_destroy,
 };

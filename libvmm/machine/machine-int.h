@@ -60,6 +60,9 @@ struct machine_device {
 extern const struct machine_device_ops machine_disk_ops;  /* disks.c */
 extern const struct machine_device_ops machine_ports_ops; /* ports.c */
 extern const struct machine_device_ops machine_net_ops;   /* nets.c */
+/* The stop of a device that is a virtio-pci function and nothing more
+ * (disks.c): vpci_shutdown(). */
+void machine_vpci_stop(struct machine_device *d);
 
 struct machine {
 	struct machine_plan plan; /* computed once, by vmm_start() */

@@ -114,13 +114,6 @@ static int net_create(struct vmm *vm, struct machine *m, struct machine_device *
 	return 0;
 }
 
-/* No more guest I/O; the VM fd goes next (see disks.c). */
-static void net_stop(struct machine_device *d)
-{
-	if (d->transport)
-		vpci_shutdown(d->transport);
-}
-
 static void net_destroy(struct machine_device *d)
 {
 	vpci_destroy(d->transport);
@@ -131,7 +124,7 @@ static void net_destroy(struct machine_device *d)
 
 const struct machine_device_ops machine_net_ops = {
 	.create = net_create,
-	.stop = net_stop,
+	.stop = machine_vpci_stop, /* disks.c */
 	.destroy = net_destroy,
 };
 
