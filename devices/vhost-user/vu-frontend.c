@@ -500,15 +500,21 @@ void vu_fe_get_stats(struct vu_fe *fe, struct vu_fe_stats *st)
 	st->stops = __atomic_load_n(&fe->st.stops, __ATOMIC_RELAXED);
 }
 
+void vu_fe_unwatch(struct vu_fe *fe)
+{
+	if (!fe->watching)
+		return;
+	if (eventfd_write(fe->stop_fd, 1))
+		vmm_dbg("%s: stopping the watch thread failed", fe->name);
+	pthread_join(fe->watch, NULL);
+	fe->watching = false;
+}
+
 void vu_fe_close(struct vu_fe *fe)
 {
 	if (!fe)
 		return;
-	if (fe->watching) {
-		if (eventfd_write(fe->stop_fd, 1))
-			vmm_dbg("%s: stopping the watch thread failed", fe->name);
-		pthread_join(fe->watch, NULL);
-	}
+	vu_fe_unwatch(fe);
 	if (fe->stop_fd >= 0)
 		close(fe->stop_fd);
 	if (fe->sock >= 0)

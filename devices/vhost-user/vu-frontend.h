@@ -111,6 +111,9 @@ bool vu_fe_broken(struct vu_fe *fe);
 int vu_fe_watch(struct vu_fe *fe, void (*dead)(void *opaque), void *opaque,
 		int (*thread_init)(void *arg), void *init_arg) __must_check;
 
+/* Stop and join the watch thread, if any.  Idempotent. */
+void vu_fe_unwatch(struct vu_fe *fe);
+
 void vu_fe_get_stats(struct vu_fe *fe, struct vu_fe_stats *st);
 
 #endif
