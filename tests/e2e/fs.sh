@@ -36,10 +36,14 @@ printf 'small file' >"$share/dir/small"
 chmod 0640 "$share/dir/sub/f1"
 chmod 0755 "$share/dir/sub/f2"
 ln -s dir/small "$share/link"
-(cd "$share" && find . -type f ! -name MANIFEST.sha256 ! -name MODES | sort |
-	xargs sha256sum >MANIFEST.sha256 &&
-	find . -type f ! -name MANIFEST.sha256 ! -name MODES | sort |
-	xargs stat -c '%a %n' >MODES)
+# The manifest the guest checks: every file's sha256 and mode.
+manifest() {
+	(cd "$share" && find . -type f ! -name MANIFEST.sha256 ! -name MODES | sort |
+		xargs sha256sum >MANIFEST.sha256 &&
+		find . -type f ! -name MANIFEST.sha256 ! -name MODES | sort |
+		xargs stat -c '%a %n' >MODES)
+}
+manifest
 
 # --- socket=: a virtiofsd of our own --------------------------------------
 "$vfsd" --socket-path="$dir/vfs.sock" -o source="$share" -o cache=auto \
@@ -60,17 +64,20 @@ done
 [[ -f $share/d2/moved && -L $share/d2/sym && ! -e $share/d2/hard && ! -e $share/dir/small ]] ||
 	e2e_fail "rename/symlink/unlink not seen on the host"
 for _ in $(seq 50); do kill -0 "$vpid" 2>/dev/null || break; sleep 0.1; done
-kill -0 "$vpid" 2>/dev/null && e2e_fail "virtiofsd still running after the VM ended"
+if kill -0 "$vpid" 2>/dev/null; then e2e_fail "virtiofsd still running after the VM ended"; fi
 vpid=
 fsj=$(grep -o '"fs":\[[^]]*\]' "$log" | tail -1) || e2e_fail "no fs counters in --stats-json"
 grep -q '"request_queues":1' <<<"$fsj" || e2e_fail "expected 1 request queue (virtiofsd 7.2): $fsj"
 grep -q '"starts":[1-9]' <<<"$fsj" && grep -q '"disconnects":0' <<<"$fsj" &&
 	grep -q '"timeouts":0' <<<"$fsj" && grep -q '"needs_reset":0' <<<"$fsj" ||
 	e2e_fail "fs counters: $fsj"
-rate=$(grep -o 'VIRTIOFS copy: .*' "$log" | head -1)
+rate=$(grep -o 'VIRTIOFS copy: .*' "$log" | head -1 || true)
 
 # --- path=DIR,ro=on: minivmm starts virtiofsd -----------------------------
+# The tree as the first guest left it (its renames included).
 rm -f "$share"/guest.*
+mkdir -p "$share/dir" && printf 'small file' >"$share/dir/small"
+manifest
 log=$dir/boot2.log
 e2e_run_vmm "$log" -- "$vmm" --smp 4 --mem 512M --kernel "$kernel" \
 	--initrd "$initrd" --fs "tag=ro,path=$share,ro=on" \
@@ -79,9 +86,9 @@ grep -q "MINIVMM-PAYLOAD-EXIT=0" "$log" || e2e_fail "guest payload failed on the
 [[ $E2E_RC -eq 0 ]] || e2e_fail "minivmm exited $E2E_RC (path= form)"
 grep -q "VIRTIOFS ro: write refused" "$log" || e2e_fail "no EROFS seen"
 [[ ! -e $share/refused ]] || e2e_fail "the ro share was written"
-pgrep -f "source=$share" >/dev/null && e2e_fail "the virtiofsd minivmm started is still running"
-ls -d /tmp/minivmm-fs.* 2>/dev/null | while read -r d; do
-	[[ -S $d/virtiofsd.sock ]] && e2e_fail "socket dir $d left behind"
+if pgrep -f "source=$share" >/dev/null; then e2e_fail "the virtiofsd minivmm started is still running"; fi
+for d in /tmp/minivmm-fs.*; do
+	if [[ -e $d/virtiofsd.sock ]]; then e2e_fail "socket dir $d left behind"; fi
 done
-rate2=$(grep -o 'VIRTIOFS copy: .*' "$log" | head -1)
+rate2=$(grep -o 'VIRTIOFS copy: .*' "$log" | head -1 || true)
 echo "PASS: virtio-fs on virtiofsd, 4 vCPUs: tree checksums + modes, 4 concurrent guest writes verified on the host, rename/link/symlink/unlink, counters $fsj; ${rate:-no rate}; path=,ro=on: EROFS, child reaped; ${rate2:-no rate}"
