@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -77,6 +78,9 @@ static void fs_exec(const struct cli_fs *f)
 
 	if (!bin || !*bin)
 		bin = FS_VIRTIOFSD_DEFAULT;
+	/* Dies with minivmm, whatever ends it. */
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() == 1)
+		_exit(127);
 	snprintf(sock, sizeof(sock), "--socket-path=%s", f->sock);
 	snprintf(src, sizeof(src), "source=%s", f->path);
 	if (f->ro && (unshare(CLONE_NEWNS) ||
@@ -158,6 +162,15 @@ void fs_reap(struct cli_fs *f)
 		rmdir(f->dir);
 		f->dir[0] = '\0';
 	}
+}
+
+void fs_started(struct cli_fs *f)
+{
+	if (!f->dir[0])
+		return;
+	unlink(f->sock);
+	rmdir(f->dir);
+	f->dir[0] = '\0';
 }
 
 void cli_fs_free(struct cli_fs *f)

@@ -7,8 +7,11 @@
  *   --fs tag=T,path=DIR[,ro=on][,num-queues=N][,queue-size=N]
  *       minivmm starts virtiofsd (MINIVMM_VIRTIOFSD, default
  *       /usr/lib/qemu/virtiofsd) on DIR, its socket in a private
- *       temporary directory, its stderr ours; it is stopped and reaped
- *       with the VM.  ro=on: DIR is bind-mounted read-only in a mount
+ *       temporary directory (removed once the VM is connected), its
+ *       stderr ours; it exits when the VM's connection closes, gets
+ *       SIGTERM if minivmm dies first (PR_SET_PDEATHSIG), and is reaped
+ *       by minivmm (unconfined) or, confined (no wait4), by init after
+ *       minivmm's exit.  ro=on: DIR is bind-mounted read-only in a mount
  *       namespace of its own (root only), which virtiofsd's own sandbox
  *       (sandbox=namespace: mount, pid and net namespaces, pivot_root
  *       into DIR) then serves.
@@ -44,6 +47,9 @@ int fs_spawn(struct cli_fs *f, char *err, size_t errlen);
 /* Stop (SIGTERM after a grace period; it ends by itself when the VM's
  * connection closes) and reap a started virtiofsd; remove its directory. */
 void fs_reap(struct cli_fs *f);
+/* The VM is connected: remove the socket and its directory (before the
+ * thread is confined: no unlink() after). */
+void fs_started(struct cli_fs *f);
 void cli_fs_free(struct cli_fs *f);
 
 #endif

@@ -175,6 +175,7 @@ static void reap_fs(struct cli_opts *o)
 
 static int run(struct cli_opts *o, struct drop *drop)
 {
+	bool confined = false;
 	struct vmm *vm = NULL;
 	int ret, reason = VMM_EXIT_ERROR, sig, sfd;
 	uint32_t status = 0;
@@ -266,8 +267,13 @@ static int run(struct cli_opts *o, struct drop *drop)
 		say("running as uid %u gid %u, no supplementary groups, "
 		    "no capabilities, no_new_privs",
 			(unsigned int)drop->uid, (unsigned int)drop->gid);
+	/* The virtiofsd sockets are connected: their paths can go now, while
+	 * unlink() is still allowed. */
+	for (unsigned int i = 0; i < o->nr_fs; i++)
+		fs_started(&o->fs[i]);
 	/* This thread now only waits, stops, reports and tears down: the
-	 * control allow-list (no open, no exec) is all it needs. */
+	 * control allow-list (no open, no exec, no wait4) is all it needs. */
+	confined = !o->no_seccomp && !SANITIZER_BUILD;
 	if (!o->no_seccomp && !SANITIZER_BUILD &&
 	    (ret = vmm_seccomp_confine_current_thread(vm))) {
 		say("seccomp: %s", strerror(-ret));
@@ -282,7 +288,11 @@ static int run(struct cli_opts *o, struct drop *drop)
 		stats_report(vm, o);
 	close(sfd);
 	vmm_destroy(vm);
-	reap_fs(o);
+	/* Confined: no wait4.  The virtiofsd children exit as their
+	 * connections close (vmm_destroy()), at the latest with us
+	 * (PR_SET_PDEATHSIG), and init reaps them after our exit. */
+	if (!confined)
+		reap_fs(o);
 	if (sig)
 		return 128 + sig;
 	switch (reason) {

@@ -13,6 +13,9 @@
 #   path    minivmm --fs tag=ro,path=DIR,ro=on starts virtiofsd itself:
 #           the same tree reads back, writes fail with EROFS, and the
 #           child is reaped (no virtiofsd left, its socket dir removed)
+#   kill    virtiofsd SIGKILLed while the guest reads: minivmm notices
+#           (the device needs a reset), stays up, stops on SIGTERM within
+#           20 s, --stats-json counts the disconnect and the NEEDS_RESET
 set -euo pipefail
 here=$(dirname "$0")
 . "$here/lib.sh"
@@ -86,9 +89,36 @@ grep -q "MINIVMM-PAYLOAD-EXIT=0" "$log" || e2e_fail "guest payload failed on the
 [[ $E2E_RC -eq 0 ]] || e2e_fail "minivmm exited $E2E_RC (path= form)"
 grep -q "VIRTIOFS ro: write refused" "$log" || e2e_fail "no EROFS seen"
 [[ ! -e $share/refused ]] || e2e_fail "the ro share was written"
+for _ in $(seq 50); do pgrep -f "source=$share" >/dev/null || break; sleep 0.1; done
 if pgrep -f "source=$share" >/dev/null; then e2e_fail "the virtiofsd minivmm started is still running"; fi
 for d in /tmp/minivmm-fs.*; do
 	if [[ -e $d/virtiofsd.sock ]]; then e2e_fail "socket dir $d left behind"; fi
 done
+# --- the back end dies under a running guest --------------------------------
+"$vfsd" --socket-path="$dir/vfs3.sock" -o source="$share" -o cache=auto \
+	2>"$dir/vfsd3.log" &
+vpid=$!
+for _ in $(seq 100); do [[ -S $dir/vfs3.sock ]] && break; sleep 0.1; done
+log3=$dir/boot3.log
+e2e_run_vmm "$log3" -- "$vmm" --smp 4 --mem 512M --kernel "$kernel" \
+	--initrd "$initrd" --fs "tag=share,socket=$dir/vfs3.sock" --stats-json \
+	--append "guest.run=virtiofs guest.tag=share guest.kill=1" &
+runner=$!
+for _ in $(seq 1200); do grep -q "VIRTIOFS mounted" "$log3" 2>/dev/null && break; sleep 0.1; done
+grep -q "VIRTIOFS mounted" "$log3" || e2e_fail "the guest did not mount before the kill"
+vmmpid=$(e2e_find_vmm "$dir/vfs3.sock")
+kill -9 "$vpid"
+vpid=
+for _ in $(seq 100); do grep -q "back end went away\|closed the connection" "$log3" && break; sleep 0.1; done
+grep -q "closed the connection" "$log3" || e2e_fail "minivmm did not notice the back end's death"
+kill -0 "$vmmpid" || e2e_fail "minivmm died with its back end"
+t0=$SECONDS
+kill -TERM "$vmmpid"
+wait "$runner" || true
+(( SECONDS - t0 <= 20 )) || e2e_fail "minivmm took $((SECONDS - t0)) s to stop after the back end died"
+fsj3=$(grep -o '"fs":\[[^]]*\]' "$log3" | tail -1) || e2e_fail "no fs counters (boot 3)"
+grep -q '"disconnects":1' <<<"$fsj3" && grep -q '"needs_reset":1' <<<"$fsj3" ||
+	e2e_fail "back end death not counted: $fsj3"
+
 rate2=$(grep -o 'VIRTIOFS copy: .*' "$log" | head -1 || true)
-echo "PASS: virtio-fs on virtiofsd, 4 vCPUs: tree checksums + modes, 4 concurrent guest writes verified on the host, rename/link/symlink/unlink, counters $fsj; ${rate:-no rate}; path=,ro=on: EROFS, child reaped; ${rate2:-no rate}"
+echo "PASS: virtio-fs on virtiofsd, 4 vCPUs: tree checksums + modes, 4 concurrent guest writes verified on the host, rename/link/symlink/unlink, counters $fsj; ${rate:-no rate}; path=,ro=on: EROFS, child reaped; ${rate2:-no rate}; virtiofsd SIGKILLed under a running guest: NEEDS_RESET, minivmm up, stopped by SIGTERM in $((SECONDS - t0)) s"
