@@ -19,6 +19,7 @@ enum {
 	OPT_USER,
 	OPT_IO_SCHED,
 	OPT_MEM_BACKEND,
+	OPT_API_SOCKET,
 };
 
 static const struct option long_opts[] = {
@@ -35,6 +36,7 @@ static const struct option long_opts[] = {
 	{ "user", required_argument, NULL, OPT_USER },
 	{ "io-sched", required_argument, NULL, OPT_IO_SCHED },
 	{ "mem-backend", required_argument, NULL, OPT_MEM_BACKEND },
+	{ "api-socket", required_argument, NULL, OPT_API_SOCKET },
 	OPTS_COMMON_LONG,
 	{ NULL, 0, NULL, 0 },
 };
@@ -43,6 +45,7 @@ void cli_usage(const char *prog, void *file)
 {
 	fprintf(file,
 		"Usage: %s --kernel " CLI_KERNEL_ARG " [options]\n"
+		"       minivmm --api PATH info|stats|pause|resume|stop|shutdown\n"
 		"Boot a Linux kernel in a KVM virtual machine (libvmm %s).\n"
 		"\n"
 		"  -c, --smp N          number of vCPUs (default 1, max %d)\n"
@@ -89,6 +92,11 @@ void cli_usage(const char *prog, void *file)
 		"                       vCPU, so requests are served in batches)\n"
 		"                       or normal (lower latency at queue depth 1\n"
 		"                       when vCPUs and I/O threads share CPUs)\n"
+		"      --api-socket PATH\n"
+		"                       answer JSON requests on a Unix socket at\n"
+		"                       PATH (mode 0600; this user or root only):\n"
+		"                       info, stats, pause, resume, stop (see\n"
+		"                       minivmm(1)); `minivmm --api PATH CMD` asks\n"
 		OPTS_COMMON_HELP
 		"\n"
 		CLI_END_HELP,
@@ -228,6 +236,11 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
 		case OPT_IO_SCHED:
 			if (opts_io_sched(optarg, &o->io_sched, err, errlen))
 				return -1;
+			break;
+		case OPT_API_SOCKET:
+			if (!*optarg)
+				return errf(err, errlen, "--api-socket needs a path");
+			o->api_socket = optarg;
 			break;
 		}
 	}

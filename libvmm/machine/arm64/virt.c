@@ -83,6 +83,20 @@ static const struct guest_layout virt_layout = {
 	.hole_end = 0,
 };
 
+/* The virtual counter keeps counting across a pause: the guest sees the
+ * time pass, as after a host suspend. */
+void machine_arch_pause(struct vmm *vm, struct machine *m)
+{
+	(void)vm;
+	(void)m;
+}
+
+void machine_arch_resume(struct vmm *vm, struct machine *m)
+{
+	(void)vm;
+	(void)m;
+}
+
 int machine_arch_create(struct vmm *vm, struct machine *m)
 {
 	int ret;

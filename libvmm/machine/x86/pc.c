@@ -77,6 +77,9 @@ struct machine_arch {
 	struct rtc *rtc;
 	struct pvexit *pvexit;
 	struct acpipm *pm;
+	/* kvmclock at vmm_pause(), set again at vmm_resume() */
+	struct kvm_clock_data paused_clock;
+	bool clock_saved;
 	/* KVM_IRQ_LINE failures come at the guest's UART pace: rate-limited. */
 	struct log_limit irq_log;
 };
@@ -337,6 +340,38 @@ const struct irq_platform *machine_arch_irq_platform(void)
 size_t machine_arch_console_input(struct vmm *vm, const void *buf, size_t len)
 {
 	return uart8250_push_input(vm->machine->arch->uart, buf, len);
+}
+
+/*
+ * The guest's kvmclock stops while paused: read at the pause, set back at
+ * the resume, so its monotonic time does not jump by the pause (its wall
+ * clock then lags by that much, as after a host suspend, until the guest
+ * syncs it).  KVM_KVMCLOCK_CTRL tells each vCPU's guest that it was
+ * stopped by the host, so its soft-lockup watchdog does not fire; -EINVAL
+ * means the guest set up no kvmclock page for that vCPU (ignored).
+ */
+void machine_arch_pause(struct vmm *vm, struct machine *m)
+{
+	struct machine_arch *a = m->arch;
+
+	a->clock_saved = ioctl(vm->vm_fd, KVM_GET_CLOCK, &a->paused_clock) == 0;
+	if (!a->clock_saved)
+		vmm_warn("pause: KVM_GET_CLOCK: %s", strerror(errno));
+	for (unsigned int i = 0; i < vm->nr_vcpus; i++)
+		if (ioctl(vm->vcpus[i].fd, KVM_KVMCLOCK_CTRL, 0) < 0 &&
+		    errno != EINVAL)
+			vmm_warn("pause: vCPU %u: KVM_KVMCLOCK_CTRL: %s", i,
+				 strerror(errno));
+}
+
+void machine_arch_resume(struct vmm *vm, struct machine *m)
+{
+	struct machine_arch *a = m->arch;
+	struct kvm_clock_data c = { .clock = a->paused_clock.clock };
+
+	if (a->clock_saved && ioctl(vm->vm_fd, KVM_SET_CLOCK, &c) < 0)
+		vmm_warn("resume: KVM_SET_CLOCK: %s", strerror(errno));
+	a->clock_saved = false;
 }
 
 int machine_arch_setup_devices(struct vmm *vm, struct machine *m)
