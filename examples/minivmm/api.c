@@ -321,8 +321,10 @@ static json_t *act(enum api_cmd cmd, struct vmm *vm,
 		*ending = !ret;
 		break;
 	case API_SHUTDOWN:
-		return error_reply("shutdown: not supported yet (the guest has no "
-				   "power button); use \"stop\"");
+		/* The guest powers off in its own time: minivmm then exits 0
+		 * as for any poweroff. */
+		ret = vmm_shutdown(vm);
+		break;
 	}
 	if (ret)
 		return error_reply(strerror(-ret));

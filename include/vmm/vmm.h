@@ -638,6 +638,24 @@ int vmm_start(struct vmm *vm);
 int vmm_stop(struct vmm *vm);
 
 /**
+ * vmm_shutdown() - press the machine's power button; does not wait.
+ * @vm: VM that was started
+ *
+ * x86: the ACPI fixed-feature power button (PM1 PWRBTN_STS, an SCI if the
+ * guest enabled it): a guest with an ACPI button handler (acpid,
+ * systemd-logind) powers off cleanly and vmm_wait() then reports
+ * VMM_EXIT_POWEROFF; one without ignores it.  Use vmm_stop() to end the
+ * VM regardless.
+ *
+ * Context: any thread the library does not own.
+ * Returns: 0 or
+ *   -EINVAL   NULL @vm
+ *   -EBUSY    not started, or stopping/stopped
+ *   -ENOTSUP  arm64: no power key yet
+ */
+int vmm_shutdown(struct vmm *vm);
+
+/**
  * vmm_pause() - stop every vCPU until vmm_resume(); returns once none runs.
  * @vm: VM that was started
  *

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* vmm_pause(), vmm_resume(): the public side of the vCPUs' pause protocol
- * (core/vcpu.h) and the platform's guest clock (platform.h). */
+ * (core/vcpu.h) and the platform's guest clock (platform.h); vmm_shutdown(),
+ * the platform's power button. */
 #include <errno.h>
 
 #include "machine-int.h"
@@ -65,4 +66,14 @@ int vmm_is_paused(struct vmm *vm)
 	if (__atomic_load_n(&vm->state, __ATOMIC_ACQUIRE) == VM_CONFIG)
 		return -EBUSY;
 	return vcpu_paused(vm) && !vm_stopping(vm) ? 1 : 0;
+}
+
+int vmm_shutdown(struct vmm *vm)
+{
+	int ret;
+
+	if (!vm)
+		return -EINVAL;
+	ret = running(vm);
+	return ret ? ret : machine_arch_power_button(vm, vm->machine);
 }

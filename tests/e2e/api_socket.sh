@@ -10,8 +10,9 @@
 #  - malformed, unknown, oversized and slow requests get an error and the
 #    VM runs on; a peer of another uid is refused (0600, and SO_PEERCRED
 #    when the file mode would let it in);
-#  - stop: minivmm exits 0; every block the guest acknowledged
-#    (a TICK line) is in the image.
+#  - shutdown (the ACPI power button): the guest powers off, minivmm exits
+#    0, every block the guest acknowledged (a TICK line) is in the image;
+#  - stop, on a second VM: minivmm exits 0.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 e2e_require_kvm
@@ -112,20 +113,35 @@ n2=$(ticks)
 wait_ticks "$n2"
 jq -e '.ok and .state == "running"' <<<"$(api info)" >/dev/null || e2e_fail "VM not running after bad requests"
 
-# Stop: exit 0, every acknowledged block in the image.
-api stop | jq -e .ok >/dev/null || e2e_fail "stop refused"
-rc=0
-timeout 60 tail --pid="$pid" -f /dev/null || e2e_fail "minivmm did not exit within 60 s of stop"
-wait "$pid" || rc=$?
-pid=
-tr -d '\r' <"$log" >"$log.txt"
-[[ $rc -eq 0 ]] || { tail -20 "$log.txt"; e2e_fail "minivmm exited $rc after an API stop, expected 0"; }
-for _ in $(seq 50); do [[ -e "$sock" ]] && sleep 0.1; done
-[[ ! -e "$sock" ]] || e2e_fail "the socket was left behind"
+# Shutdown: the ACPI power button; the guest powers off, minivmm exits 0,
+# every block the guest acknowledged is in the image.
+finish() { # finish WHAT: minivmm has ended (60 s at most), exit 0, socket gone
+	local rc=0
+	timeout 60 tail --pid="$pid" -f /dev/null || e2e_fail "$1: minivmm still running 60 s later"
+	wait "$pid" || rc=$?
+	pid=
+	tr -d '\r' <"$log" >"$log.txt"
+	[[ $rc -eq 0 ]] || { tail -20 "$log.txt"; e2e_fail "$1: minivmm exited $rc, expected 0"; }
+	for _ in $(seq 50); do [[ -e "$sock" ]] && sleep 0.1; done
+	[[ ! -e "$sock" ]] || e2e_fail "$1: the socket was left behind"
+}
+api shutdown | jq -e .ok >/dev/null || e2e_fail "shutdown refused"
+finish shutdown
+grep -q "MINIVMM-POWER-BUTTON" "$log.txt" || e2e_fail "the guest saw no power button"
+grep -q "MINIVMM-GUEST-UP cpus=4" "$log.txt" || e2e_fail "the guest did not come up with 4 CPUs"
 acked=$(grep 'MINIVMM-TICK ' "$log.txt" | tail -1 | awk '{ print $2 }')
 for ((i = 1; i <= acked; i++)); do
 	got=$(dd if="$img" bs=512 skip="$i" count=1 2>/dev/null | tr -d '\0' | head -1)
 	[[ "$got" == "MINIVMM-BLOCK $i" ]] || e2e_fail "block $i of $acked acknowledged: '$got'"
 done
-grep -q "MINIVMM-GUEST-UP cpus=4" "$log.txt" || e2e_fail "the guest did not come up with 4 CPUs"
-echo "PASS: info/stats/pause/resume/stop over the API socket; $acked acknowledged writes all in the image; bad requests and another uid refused"
+echo "shutdown: power button seen, the guest powered off, minivmm exited 0; $acked acknowledged writes all in the image"
+
+# Stop: a second VM, stopped through the API while it writes: exit 0.
+"$vmm" --smp 2 --mem 256M --kernel "$kernel" --initrd "$initrd" \
+	--disk "$img" --api-socket "$sock" --append "guest.run=ticker" \
+	</dev/null >"$log" 2>&1 &
+pid=$!
+wait_ticks 1
+api stop | jq -e .ok >/dev/null || e2e_fail "stop refused"
+finish stop
+echo "PASS: info/stats/pause/resume/shutdown/stop over the API socket; bad requests and another uid refused"

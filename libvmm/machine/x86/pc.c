@@ -84,15 +84,28 @@ struct machine_arch {
 	struct log_limit irq_log;
 };
 
-/* Raise/lower a legacy IRQ line on the in-kernel PIC + IOAPIC. */
-static void pc_set_irq_line(void *opaque, int level)
+/* Raise/lower legacy IRQ line @line on the in-kernel PIC + IOAPIC. */
+static void pc_irq_line(struct vmm *vm, unsigned int line, int level,
+			const char *who)
 {
-	struct vmm *vm = opaque;
-	struct kvm_irq_level irq = { .irq = COM1_IRQ, .level = (uint32_t)level };
+	struct kvm_irq_level irq = { .irq = line, .level = (uint32_t)level };
 
 	if (ioctl(vm->vm_fd, KVM_IRQ_LINE, &irq) < 0)
-		log_limited(&vm->machine->arch->irq_log, VMM_LOG_WARN, "uart",
+		log_limited(&vm->machine->arch->irq_log, VMM_LOG_WARN, who,
 			    "KVM_IRQ_LINE %u: %s", irq.irq, strerror(errno));
+}
+
+/* The UART's line.  Context: vCPU or console thread. */
+static void pc_set_irq_line(void *opaque, int level)
+{
+	pc_irq_line(opaque, COM1_IRQ, level, "uart");
+}
+
+/* The ACPI SCI (level, active high: the MADT's override).  Context: a vCPU
+ * writing PM1, or vmm_shutdown()'s caller. */
+static void pc_set_sci(void *opaque, int level)
+{
+	pc_irq_line(opaque, ACPI_SCI_IRQ, level, "acpi");
 }
 
 /* The ACPI tables at ACPI_TABLES_GPA, describing this machine. */
@@ -398,8 +411,18 @@ int machine_arch_setup_devices(struct vmm *vm, struct machine *m)
 	if (ret)
 		return ret;
 	pci_bus_set_reset_handler(m->pci, machine_guest_reset, vm);
-	return acpipm_create(&vm->pio, ACPI_PM_BASE, ACPI_SLP_TYP_S5,
-			     machine_guest_poweroff, vm, &a->pm);
+	ret = acpipm_create(&vm->pio, ACPI_PM_BASE, ACPI_SLP_TYP_S5,
+			    machine_guest_poweroff, vm, &a->pm);
+	if (!ret)
+		acpipm_set_sci(a->pm, pc_set_sci, vm);
+	return ret;
+}
+
+int machine_arch_power_button(struct vmm *vm, struct machine *m)
+{
+	(void)vm;
+	acpipm_power_button(m->arch->pm);
+	return 0;
 }
 
 void machine_arch_destroy(struct vmm *vm, struct machine *m)
