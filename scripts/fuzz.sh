@@ -55,6 +55,8 @@ targets=("$@")
 	fuzz_oci_config fuzz_oci_state fuzz_oci_cli)
 # virtio-net's TX, RX and control paths (devices/net/vnet.c).
 [[ $# -gt 0 ]] || targets+=(fuzz_net)
+# minivmm's API socket requests.
+[[ $# -gt 0 ]] || targets+=(fuzz_api_request)
 
 if ! command -v clang >/dev/null; then
 	echo "fuzz.sh: clang not found (scripts/deps.sh installs it)" >&2

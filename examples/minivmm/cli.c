@@ -20,6 +20,8 @@ enum {
 	OPT_IO_SCHED,
 	OPT_MEM_BACKEND,
 	OPT_NET,
+	OPT_FS,
+	OPT_API_SOCKET,
 };
 
 static const struct option long_opts[] = {
@@ -37,6 +39,8 @@ static const struct option long_opts[] = {
 	{ "io-sched", required_argument, NULL, OPT_IO_SCHED },
 	{ "mem-backend", required_argument, NULL, OPT_MEM_BACKEND },
 	{ "net", required_argument, NULL, OPT_NET },
+	{ "fs", required_argument, NULL, OPT_FS },
+	{ "api-socket", required_argument, NULL, OPT_API_SOCKET },
 	OPTS_COMMON_LONG,
 	{ NULL, 0, NULL, 0 },
 };
@@ -45,6 +49,7 @@ void cli_usage(const char *prog, void *file)
 {
 	fprintf(file,
 		"Usage: %s --kernel " CLI_KERNEL_ARG " [options]\n"
+		"       minivmm --api PATH info|stats|pause|resume|stop|shutdown\n"
 		"Boot a Linux kernel in a KVM virtual machine (libvmm %s).\n"
 		"\n"
 		"  -c, --smp N          number of vCPUs (default 1, max %d)\n"
@@ -101,6 +106,22 @@ void cli_usage(const char *prog, void *file)
 		"                       queue-pairs 1..%d, default the vCPU count;\n"
 		"                       mac default: 52:54 and four bytes derived\n"
 		"                       from the tap's name and the NIC's index\n"
+		"      --fs SPEC        virtio-fs shared directory (repeatable, up\n"
+		"                       to 8), mounted in the guest with\n"
+		"                       mount -t virtiofs TAG DIR:\n"
+		"                       tag=T,socket=PATH[,num-queues=N][,queue-size=N]\n"
+		"                       a vhost-user back end (virtiofsd) listening\n"
+		"                       on PATH, or tag=T,path=DIR[,ro=on] to start\n"
+		"                       virtiofsd on DIR (MINIVMM_VIRTIOFSD, default\n"
+		"                       /usr/lib/qemu/virtiofsd; ro=on: a read-only\n"
+		"                       bind in its own mount namespace, as root).\n"
+		"                       Makes guest RAM memfd unless --mem-backend\n"
+		"                       is given\n"
+		"      --api-socket PATH\n"
+		"                       answer JSON requests on a Unix socket at\n"
+		"                       PATH (mode 0600; this user or root only):\n"
+		"                       info, stats, pause, resume, stop (see\n"
+		"                       minivmm(1)); `minivmm --api PATH CMD` asks\n"
 		OPTS_COMMON_HELP
 		"\n"
 		CLI_END_HELP,
@@ -237,6 +258,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
 				return errf(err, errlen,
 					    "--mem-backend must be anon, memfd or hugetlb, got '%s'",
 					    optarg);
+			o->mem_backend_set = true;
 			break;
 		case OPT_IO_SCHED:
 			if (opts_io_sched(optarg, &o->io_sched, err, errlen))
@@ -247,6 +269,17 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
 				return errf(err, errlen, "at most %d NICs", CLI_MAX_NETS);
 			if (cli_parse_net(optarg, &o->nets[o->nr_nets++], err, errlen))
 				return -1;
+			break;
+		case OPT_FS:
+			if (o->nr_fs == CLI_MAX_FS)
+				return errf(err, errlen, "at most %d --fs", CLI_MAX_FS);
+			if (cli_parse_fs(optarg, &o->fs[o->nr_fs++], err, errlen))
+				return -1;
+			break;
+		case OPT_API_SOCKET:
+			if (!*optarg)
+				return errf(err, errlen, "--api-socket needs a path");
+			o->api_socket = optarg;
 			break;
 		}
 	}
@@ -268,4 +301,7 @@ void cli_free(struct cli_opts *o)
 		free(o->nets[i].spec);
 	o->nr_nets = 0;
 	user_spec_free(&o->user);
+	for (unsigned int i = 0; i < o->nr_fs; i++)
+		cli_fs_free(&o->fs[i]);
+	o->nr_fs = 0;
 }

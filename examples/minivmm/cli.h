@@ -9,6 +9,7 @@
 
 #include "disk-spec.h" /* struct cli_disk, cli_parse_disk() */
 #include "net-spec.h"  /* struct cli_net, cli_parse_net() */
+#include "fs-spec.h"   /* struct cli_fs, cli_parse_fs() */
 #include "user.h"
 #include "vmm/vmm.h"
 
@@ -64,9 +65,13 @@ struct cli_opts {
 	int io_sched;	 /* --io-sched: enum vmm_iothread_sched */
 	int mem_backend; /* --mem-backend: enum vmm_memory_backend */
 	int log_level;
+	const char *api_socket; /* --api-socket PATH, or NULL */
 	bool help, version;
 	struct cli_net nets[CLI_MAX_NETS]; /* --net */
 	unsigned int nr_nets;
+	struct cli_fs fs[CLI_MAX_FS]; /* --fs */
+	unsigned int nr_fs;
+	bool mem_backend_set;	      /* --mem-backend given (else --fs: memfd) */
 };
 
 /*

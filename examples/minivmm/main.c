@@ -15,6 +15,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "api.h"
 #include "cli.h"
 #include "sanitizer.h"
 #include "stats.h"
@@ -93,17 +94,20 @@ static void console_restore(void)
 		tcsetattr(STDIN_FILENO, TCSANOW, &saved_tio);
 }
 
-/* Wait for the VM to stop or for SIGINT/SIGTERM (then stop it). Returns the
- * signal number that stopped it, or 0. */
-static int wait_for_exit(struct vmm *vm, int sfd)
+/* Wait for the VM to stop or for SIGINT/SIGTERM (then stop it), serving
+ * the API socket meanwhile.  Returns the signal number that stopped it, or
+ * 0; *@api_stop is set when an API "stop" ended it. */
+static int wait_for_exit(struct vmm *vm, int sfd, struct api_server *api,
+			 const struct api_info *info, bool *api_stop)
 {
-	struct pollfd pfd[2] = {
+	struct pollfd pfd[3] = {
 		{ .fd = vmm_get_exit_eventfd(vm), .events = POLLIN },
 		{ .fd = sfd, .events = POLLIN },
+		{ .fd = api ? api_server_fd(api) : -1, .events = POLLIN },
 	};
 
 	for (;;) {
-		if (poll(pfd, 2, -1) < 0) {
+		if (poll(pfd, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			return 0;
@@ -118,6 +122,8 @@ static int wait_for_exit(struct vmm *vm, int sfd)
 				return (int)si.ssi_signo;
 			}
 		}
+		if (pfd[2].revents && api_server_serve(api, vm, info))
+			*api_stop = true;
 	}
 }
 
@@ -137,9 +143,50 @@ static int drop_hook(void *opaque)
 	return user_drop(d->uid, d->gid, d->err, sizeof(d->err));
 }
 
-static int run(const struct cli_opts *o, struct drop *drop)
+/* --fs: start virtiofsd for each path=DIR, then add every device. */
+static int add_fs(struct vmm *vm, struct cli_opts *o)
 {
+	char err[256];
+
+	for (unsigned int i = 0; i < o->nr_fs; i++) {
+		struct cli_fs *f = &o->fs[i];
+		struct vmm_fs_config c = {
+			.struct_size = sizeof(c),
+			.num_queues = (uint16_t)f->num_queues,
+			.queue_size = (uint16_t)f->queue_size,
+		};
+		int ret;
+
+		if (fs_spawn(f, err, sizeof(err))) {
+			say("%s", err);
+			return -1;
+		}
+		c.tag = f->tag;
+		c.socket = f->socket;
+		ret = vmm_add_fs(vm, &c, NULL);
+		if (ret) {
+			say("--fs %s: %s", f->tag, strerror(-ret));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The virtiofsd children end with the VM's connections. */
+static void reap_fs(struct cli_opts *o)
+{
+	for (unsigned int i = 0; i < o->nr_fs; i++)
+		fs_reap(&o->fs[i]);
+}
+
+static int run(struct cli_opts *o, struct drop *drop)
+{
+	bool confined = false;
+	struct api_info info = { .vcpus = o->smp, .memory = o->mem,
+				 .nr_disks = o->nr_disks, .nr_nets = o->nr_nets };
+	struct api_server *api = NULL;
 	struct vmm *vm = NULL;
+	bool api_stop = false;
 	int ret, reason = VMM_EXIT_ERROR, sig, sfd;
 	uint32_t status = 0;
 	sigset_t mask;
@@ -179,6 +226,9 @@ static int run(const struct cli_opts *o, struct drop *drop)
 		say("--user: %s", strerror(-ret));
 		goto out;
 	}
+	/* --fs: the back end maps guest RAM; shareable unless told otherwise. */
+	if (o->nr_fs && !o->mem_backend_set)
+		o->mem_backend = VMM_MEMORY_MEMFD;
 	if ((ret = vmm_set_memory_backend(vm, o->mem_backend))) {
 		say("--mem-backend: %s", strerror(-ret));
 		goto out;
@@ -202,7 +252,19 @@ static int run(const struct cli_opts *o, struct drop *drop)
 			goto out;
 		}
 	}
+	if (add_fs(vm, o))
+		goto out;
 
+	/* Bound now, as the invoking user, before anything is confined. */
+	if (o->api_socket) {
+		char err[256];
+
+		ret = api_server_open(o->api_socket, &api, err, sizeof(err));
+		if (ret) {
+			say("--api-socket %s", err);
+			goto out;
+		}
+	}
 	/* SIGINT/SIGTERM are read through a signalfd; block them before the
 	 * library creates its threads so that none of them takes the signal. */
 	sigemptyset(&mask);
@@ -232,14 +294,19 @@ static int run(const struct cli_opts *o, struct drop *drop)
 		say("running as uid %u gid %u, no supplementary groups, "
 		    "no capabilities, no_new_privs",
 			(unsigned int)drop->uid, (unsigned int)drop->gid);
+	/* The virtiofsd sockets are connected: their paths can go now, while
+	 * unlink() is still allowed. */
+	for (unsigned int i = 0; i < o->nr_fs; i++)
+		fs_started(&o->fs[i]);
 	/* This thread now only waits, stops, reports and tears down: the
-	 * control allow-list (no open, no exec) is all it needs. */
+	 * control allow-list (no open, no exec, no wait4) is all it needs. */
+	confined = !o->no_seccomp && !SANITIZER_BUILD;
 	if (!o->no_seccomp && !SANITIZER_BUILD &&
 	    (ret = vmm_seccomp_confine_current_thread(vm))) {
 		say("seccomp: %s", strerror(-ret));
 		vmm_stop(vm);
 	}
-	sig = wait_for_exit(vm, sfd);
+	sig = wait_for_exit(vm, sfd, api, &info, &api_stop);
 	vmm_wait(vm, &reason);
 	if (reason == VMM_EXIT_GUEST_STATUS && vmm_get_guest_status(vm, &status))
 		reason = VMM_EXIT_ERROR; /* cannot happen: the status is set */
@@ -248,8 +315,16 @@ static int run(const struct cli_opts *o, struct drop *drop)
 		stats_report(vm, o);
 	close(sfd);
 	vmm_destroy(vm);
+	/* Confined: no wait4.  The virtiofsd children exit as their
+	 * connections close (vmm_destroy()), at the latest with us
+	 * (PR_SET_PDEATHSIG), and init reaps them after our exit. */
+	if (!confined)
+		reap_fs(o);
+	api_server_close(api);
 	if (sig)
 		return 128 + sig;
+	if (api_stop && reason == VMM_EXIT_STOPPED)
+		return 0; /* asked to stop, through the API: not a failure */
 	switch (reason) {
 	case VMM_EXIT_GUEST_RESET:
 	case VMM_EXIT_POWEROFF:
@@ -268,6 +343,8 @@ static int run(const struct cli_opts *o, struct drop *drop)
 	}
 out:
 	vmm_destroy(vm);
+	reap_fs(o);
+	api_server_close(api);
 	return 1;
 }
 
@@ -295,6 +372,9 @@ int main(int argc, char **argv)
 	char err[256] = "";
 	int ret;
 
+	/* The client form: minivmm --api PATH COMMAND. */
+	if (argc >= 2 && !strcmp(argv[1], "--api"))
+		return argc == 4 ? api_client(argv[2], argv[3]) : api_client(NULL, NULL);
 	if (cli_parse(argc, argv, &o, err, sizeof(err))) {
 		say("%s (see --help)", err);
 		cli_free(&o);

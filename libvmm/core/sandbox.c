@@ -125,6 +125,11 @@ static const struct rule vcpu_rules[] = {
 	{ SCMP_SYS(ioctl), ARG_ANY }, /* by request: vcpu_ioctls[] */
 	{ SCMP_SYS(eventfd2), ARG_ANY },
 	{ SCMP_SYS(rt_sigtimedwait), ARG_ANY }, /* consuming kicks (vcpu.c) */
+	/* A vhost-user device's DRIVER_OK and reset (virtio-fs): requests to
+	 * its back end with their fds, and the replies, on the socket
+	 * opened before (no socket() or connect() here). */
+	{ SCMP_SYS(sendmsg), ARG_ANY },
+	{ SCMP_SYS(recvmsg), ARG_ANY },
 };
 static const unsigned long vcpu_ioctls[] = {
 	KVM_RUN, KVM_IRQ_LINE, KVM_SET_GSI_ROUTING, KVM_IRQFD, KVM_IOEVENTFD,
@@ -175,12 +180,18 @@ static const unsigned long console_ioctls[] = { KVM_IRQ_LINE, KVM_SIGNAL_MSI,
 /*
  * Control thread, after vmm_start(): wait for the VM (poll/ppoll/
  * epoll_wait on the exit eventfd and a signalfd), vmm_stop() (kicks),
+ * vmm_pause()/vmm_resume() (the guest clock's ioctls),
  * vmm_wait() (joins), the stats getters (KVM stats fds), vmm_destroy()
  * (unwiring, closing, unmapping, draining the I/O threads) and the
  * terminal restore of a CLI.  Not open(), not vmm_create(): a confined
  * thread cannot build another VM.
  */
 static const struct rule control_rules[] = {
+	/* An embedder's control socket (minivmm --api-socket): the listening
+	 * socket exists before; a client is accepted, its credentials read,
+	 * its request read and answered (sendto: MSG_DONTWAIT|MSG_NOSIGNAL). */
+	{ SCMP_SYS(accept4), ARG_ANY },
+	{ SCMP_SYS(getsockopt), ARG_ANY },
 	{ SCMP_SYS(epoll_wait), ARG_ANY },
 	{ SCMP_SYS(epoll_pwait), ARG_ANY },
 	{ SCMP_SYS(ioctl), ARG_ANY }, /* by request: control_ioctls[] */
@@ -192,11 +203,15 @@ static const struct rule control_rules[] = {
 	{ SCMP_SYS(newfstatat), ARG_FD_ONLY }, /* stdio's first use of a FILE */
 	{ SCMP_SYS(fstat), ARG_ANY },
 	{ SCMP_SYS(lseek), ARG_ANY },
+	/* A vhost-user device stopped at the VM's end (GET_VRING_BASE). */
+	{ SCMP_SYS(sendmsg), ARG_ANY },
+	{ SCMP_SYS(recvmsg), ARG_ANY },
 };
 static const unsigned long control_ioctls[] = {
 	KVM_SET_GSI_ROUTING, KVM_IRQFD, KVM_IOEVENTFD, KVM_IRQ_LINE,
 	KVM_SIGNAL_MSI, KVM_UNREGISTER_COALESCED_MMIO, TCGETS, TCSETS, TCSETSW,
 	TCSETSF,
+	KVM_GET_CLOCK, KVM_SET_CLOCK, KVM_KVMCLOCK_CTRL, /* vmm_pause/resume */
 };
 
 /*

@@ -33,6 +33,13 @@ struct machine_net_config {
 	int *fds;		   /* cfg.nr_fds, or NULL */
 };
 
+/* A virtio-fs device as configured through vmm_add_fs() (copied strings). */
+struct machine_fs_config {
+	struct vmm_fs_config cfg; /* tag/socket point into the copies below */
+	char *tag;
+	char *socket;
+};
+
 struct machine_config {
 	unsigned int nr_vcpus;
 	uint64_t ram_size;
@@ -49,6 +56,8 @@ struct machine_config {
 	int mem_backend; /* enum vmm_memory_backend (= GUEST_MEM_*) */
 	struct machine_net_config *nets; /* vmm_add_net() */
 	unsigned int nr_nets;
+	struct machine_fs_config *fs; /* vmm_add_fs() */
+	unsigned int nr_fs;
 };
 
 #endif

@@ -63,6 +63,7 @@ extern const struct machine_device_ops machine_net_ops;   /* nets.c */
 /* The stop of a device that is a virtio-pci function and nothing more
  * (disks.c): vpci_shutdown(). */
 void machine_vpci_stop(struct machine_device *d);
+extern const struct machine_device_ops machine_fs_ops;	  /* fs.c */
 
 struct machine {
 	struct machine_plan plan; /* computed once, by vmm_start() */

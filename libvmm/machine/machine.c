@@ -175,7 +175,8 @@ static int machine_start_iothreads(struct vmm *vm, struct machine *m)
 }
 
 /* The planned devices, in the plan's order (the PCI functions' order):
- * the disks by id, the NICs by id, then the ports' virtio-console device. */
+ * the disks by id, the NICs by id, the ports' virtio-console device, then
+ * the virtio-fs devices. */
 static int machine_setup_devices(struct vmm *vm, struct machine *m)
 {
 	int ret;
@@ -190,11 +191,16 @@ static int machine_setup_devices(struct vmm *vm, struct machine *m)
 	ret = machine_start_iothreads(vm, m);
 	for (unsigned int i = 0; !ret && i < m->plan.nr_devices; i++) {
 		struct machine_device *d = &m->devs[m->nr_devs++];
-		unsigned int nd = vm->config->nr_disks, nn = vm->config->nr_nets;
+		unsigned int nd = vm->config->nr_disks, nn = vm->config->nr_nets,
+			     first_fs = nd + nn + (vm->config->nr_ports ? 1 : 0);
 
 		d->ops = i < nd ? &machine_disk_ops :
 			 i < nd + nn ? &machine_net_ops : &machine_ports_ops;
 		d->id = i < nd ? i : i < nd + nn ? i - nd : 0;
+		if (i >= first_fs) { /* the virtio-fs devices come last */
+			d->ops = &machine_fs_ops;
+			d->id = i - first_fs;
+		}
 		d->nq = m->plan.queues[i];
 		ret = d->ops->create(vm, m, d);
 	}

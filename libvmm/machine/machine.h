@@ -36,6 +36,9 @@ struct vmm_net_pair_stats;
 int machine_net_stats(struct vmm *vm, unsigned int id, unsigned int pair,
 		      struct vmm_net_pair_stats *st);
 /* Console counters into @st (left as they are if no console was built). */
+struct vmm_fs_stats;
+/* vmm_get_fs_stats() (fs.c): zeros before vmm_start().  @id is valid. */
+void machine_fs_stats(struct vmm *vm, unsigned int id, struct vmm_fs_stats *st);
 struct vmm_console_stats;
 void machine_console_stats(struct vmm *vm, struct vmm_console_stats *st);
 

@@ -88,6 +88,17 @@ static unsigned int plan_requests(const struct machine_config *cfg,
 		req[n++] = (struct plan_request){
 			.queues = VCON_NUM_QUEUES(cfg->nr_ports),
 		};
+	/* virtio-fs: hiprio and the request queues, served by the back end
+	 * (no I/O threads); the default one per vCPU is an upper bound, the
+	 * back end may serve fewer (fs.c). */
+	for (unsigned int i = 0; i < cfg->nr_fs && n < PLAN_MAX_DEVICES; i++) {
+		unsigned int rq = cfg->fs[i].cfg.num_queues;
+
+		req[n++] = (struct plan_request){
+			.queues = 1 + (rq ? rq : MIN(cfg->nr_vcpus,
+						     (unsigned int)VMM_MAX_FS_QUEUES)),
+		};
+	}
 	return n;
 }
 
@@ -168,7 +179,7 @@ int plan_for_start(struct vmm *vm, struct machine_plan *plan)
 			"the disks' and %u for the console ports) but KVM's "
 			"routing table leaves room for %u: lower num_queues",
 			plan->need,
-			vm->config->nr_ports ? plan->queues[plan->nr_devices - 1] : 0,
+			vm->config->nr_ports ? plan->queues[vm->config->nr_disks] : 0,
 			plan->budget);
 		return ret;
 	}

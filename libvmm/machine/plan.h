@@ -22,9 +22,9 @@
 struct vmm;
 struct machine_config;
 
-/* The disks, the NICs (sharing VMM_MAX_DISKS) and the virtio-console
- * device of the ports. */
-#define PLAN_MAX_DEVICES (VMM_MAX_DISKS + 1)
+/* The disks, the NICs (sharing VMM_MAX_DISKS), the virtio-console device
+ * of the ports, the virtio-fs devices. */
+#define PLAN_MAX_DEVICES (VMM_MAX_DISKS + 1 + VMM_MAX_FS)
 
 /* What one device asks for. */
 struct plan_request {

@@ -398,7 +398,11 @@ START_TEST(build_and_counts)
 		printf("seccomp allow-list %-8s %u system calls\n",
 		       sandbox_class_name((enum sandbox_class)c), n);
 		ck_assert_uint_gt(n, 10);
-		ck_assert_uint_lt(n, 40);
+		/* The control thread also speaks the vhost-user front end's
+		 * messages (sendmsg/recvmsg) and serves an embedder's control
+		 * socket (accept4, getsockopt SO_PEERCRED): its budget is a
+		 * little larger than the other classes'. */
+		ck_assert_uint_lt(n, c == SANDBOX_CLASS_CONTROL ? 44 : 40);
 	}
 	sandbox_free(NULL);
 }
