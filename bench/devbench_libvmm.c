@@ -183,9 +183,9 @@ static void lv_json(FILE *f, double secs, double reqs)
 
 	(void)secs;
 	for (unsigned int i = 0; i < L.v.nq && i < MAXQ; i++) {
-		kicks += L.st1[i].kicks - L.st0[i].kicks;
-		irqs += L.st1[i].interrupts - L.st0[i].interrupts;
-		supp += L.st1[i].suppressed - L.st0[i].suppressed;
+		kicks += L.st1[i].svc.kicks - L.st0[i].svc.kicks;
+		irqs += L.st1[i].svc.interrupts - L.st0[i].svc.interrupts;
+		supp += L.st1[i].svc.suppressed - L.st0[i].svc.suppressed;
 	}
 	for (unsigned int i = 0; i < L.nr_io; i++) {
 		loops += L.it1[i].loops - L.it0[i].loops;

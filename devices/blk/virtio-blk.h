@@ -1,17 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The virtio-blk device (struct virtio_device_ops): binds a disk's
- * virtio-blk model (vblk.h) to a transport's queues and serves each queue
- * on an I/O thread with an I/O engine (io_uring unless told otherwise).  Queue i is served by I/O thread
- * i mod T; with the default (one queue and one thread per vCPU) a queue, its
- * MSI-X vector and its thread line up with one vCPU.
+ * virtio-blk model (vblk.h) to a transport's queues, served on the I/O
+ * threads by the queue service (virtio/vq-service.h: queue i on I/O thread
+ * i mod T, so with one queue and one thread per vCPU a queue, its MSI-X
+ * vector and its thread line up with one vCPU), with an I/O engine per
+ * queue (io_uring unless told otherwise).
  *
- * Per queue, on its I/O thread: a kick (ioeventfd wake-up; the eventfd's
- * counter, read then, says how many doorbells it stands for) or a
- * busy-poll hit pops and submits every available request
- * (vblk_process_queue); the engine's completions push used entries; once
- * per batch of completions the queue asks virtq_should_notify()
- * (EVENT_IDX) and interrupts the guest at most once.
+ * Per queue, on its I/O thread: a kick or a busy-poll hit pops and submits
+ * every available request (vblk_process_queue); the engine's completions
+ * push used entries; once per batch of completions the service asks
+ * virtq_should_notify() (EVENT_IDX) and interrupts the guest at most once.
  */
 #ifndef VMM_DEVICES_BLK_VIRTIO_BLK_H
 #define VMM_DEVICES_BLK_VIRTIO_BLK_H
@@ -21,6 +20,7 @@
 #include "blk/vblk.h"
 #include "iothread.h"
 #include "virtio/virtio.h"
+#include "virtio/vq-service.h"
 
 struct virtio_blk;
 
@@ -34,18 +34,8 @@ struct virtio_blk_params {
 };
 
 struct virtio_blk_queue_stats {
-	struct vblk_queue_stats blk;
-	uint64_t kicks;		/* I/O-thread wake-ups on the kick eventfd */
-	uint64_t doorbells;	/* guest notifications (notify writes) that
-				   reached the device: the eventfd counts
-				   them, a wake-up may serve several */
-	uint64_t interrupts;	/* interrupts raised */
-	uint64_t suppressed;	/* batches whose interrupt EVENT_IDX suppressed */
-	uint32_t iothread;	/* index of the serving I/O thread */
-	bool attached;
-	bool started;		/* attached at least once since create (a
-				   vhost-user back end offers more queues
-				   than most front ends start) */
+	struct vblk_queue_stats blk;	/* requests */
+	struct vqs_queue_stats svc;	/* kicks, doorbells, interrupts, thread */
 };
 
 int virtio_blk_create(const struct virtio_blk_params *p, struct virtio_blk **out)

@@ -184,23 +184,23 @@ void vu_blk_print_stats(struct vu_blk *b)
 		struct virtio_blk_queue_stats st;
 		uint64_t r = 0;
 
-		if (virtio_blk_queue_stats(b->dev, q, &st) || !st.started)
+		if (virtio_blk_queue_stats(b->dev, q, &st) || !st.svc.started)
 			continue;
 		for (unsigned int t = 0; t < VBLK_STAT_NR; t++)
 			r += st.blk.reqs[t];
 		req += r;
-		kicks += st.kicks;
-		bells += st.doorbells;
-		irqs += st.interrupts;
-		supp += st.suppressed;
+		kicks += st.svc.kicks;
+		bells += st.svc.doorbells;
+		irqs += st.svc.interrupts;
+		supp += st.svc.suppressed;
 		errs += st.blk.io_errors;
 		disc += st.blk.reqs[VBLK_STAT_DISCARD];
 		wz += st.blk.reqs[VBLK_STAT_WRITE_ZEROES];
 		OUT("%s{\"q\":%u,\"requests\":%llu,\"doorbells\":%llu,\"kicks\":%llu,"
 		    "\"interrupts\":%llu}",
 		    first ? "" : ",", q, (unsigned long long)r,
-		    (unsigned long long)st.doorbells, (unsigned long long)st.kicks,
-		    (unsigned long long)st.interrupts);
+		    (unsigned long long)st.svc.doorbells, (unsigned long long)st.svc.kicks,
+		    (unsigned long long)st.svc.interrupts);
 		first = false;
 	}
 	OUT("],\"requests\":%llu,\"doorbells\":%llu,\"kicks\":%llu,\"interrupts\":%llu,"

@@ -120,9 +120,10 @@ struct virtio_device_ops {
  * vcon_virtio()), and every transport takes it the same way (virtio-pci:
  * vpci_params_set_device(), then vpci_create()); the transport creates
  * the queues' kick eventfds and KVM wiring (vq-wiring.h) and hands the
- * queues to ops->start() at DRIVER_OK.  How the device serves them (the
- * machine's per-vCPU I/O threads for virtio-blk, threads of its own for
- * virtio-console) is the device's business.
+ * queues to ops->start() at DRIVER_OK.  How the device serves them is its
+ * business: on the machine's per-vCPU I/O threads through the queue
+ * service (vq-service.h; virtio-blk), or on threads of its own
+ * (virtio-console).
  */
 struct virtio_device {
 	const struct virtio_device_ops *ops;

@@ -71,7 +71,7 @@ int machine_disk_stats(struct vmm *vm, unsigned int id, struct vmm_disk_stats *s
 		if (virtio_blk_queue_stats(d->dev, i, &ds) ||
 		    machine_queue_stats(vm, id, i, &q))
 			continue;
-		st->doorbells += ds.doorbells;
+		st->doorbells += ds.svc.doorbells;
 		st->cancelled += ds.blk.cancelled;
 		for (unsigned int t = 0; t < VMM_REQ_TYPES; t++)
 			st->total.requests[t] += q.requests[t];
@@ -107,10 +107,10 @@ int machine_queue_stats(struct vmm *vm, unsigned int id, unsigned int q,
 	st->bytes_written = ds.blk.bytes_written;
 	st->io_errors = ds.blk.io_errors;
 	st->unsupported = ds.blk.unsupported;
-	st->kicks = ds.kicks;
-	st->interrupts = ds.interrupts;
-	st->suppressed = ds.suppressed;
-	st->iothread = ds.iothread;
+	st->kicks = ds.svc.kicks;
+	st->interrupts = ds.svc.interrupts;
+	st->suppressed = ds.svc.suppressed;
+	st->iothread = ds.svc.iothread;
 	return 0;
 }
 

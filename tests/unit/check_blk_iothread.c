@@ -559,13 +559,13 @@ START_TEST(rw_every_queue)
 		check_written(&reqs[q][0]);
 		check_read_pat(&reqs[q][1]);
 		dev_stats(q, &st);
-		ck_assert(st.attached);
-		ck_assert_uint_eq(st.iothread, q % NIO);
+		ck_assert(st.svc.attached);
+		ck_assert_uint_eq(st.svc.iothread, q % NIO);
 		ck_assert_uint_eq(st.blk.reqs[VBLK_STAT_OUT], 1);
 		ck_assert_uint_eq(st.blk.reqs[VBLK_STAT_IN], 1);
 		ck_assert_uint_eq(st.blk.bytes_written, 8192);
 		ck_assert_uint_eq(st.blk.bytes_read, 16384);
-		ck_assert_uint_eq(st.kicks, 1);
+		ck_assert_uint_eq(st.svc.kicks, 1);
 	}
 	/* Read back what the writes put there, through the other thread's
 	 * queues, plus a FLUSH. */
@@ -603,7 +603,7 @@ START_TEST(rw_every_queue)
 
 		take_irqs(q);
 		dev_stats(q, &st);
-		ck_assert_uint_eq(st.interrupts, R.q[q].irqs);
+		ck_assert_uint_eq(st.svc.interrupts, R.q[q].irqs);
 		ck_assert_uint_eq(vpci_queue_interrupts(R.v.t, q), R.q[q].irqs);
 	}
 	rig_down();
@@ -640,14 +640,14 @@ START_TEST(qd64_event_idx)
 	take_irqs(Q);
 	irqs = R.q[Q].irqs;
 	dev_stats(Q, &st);
-	ck_assert_uint_eq(st.kicks, 1);
+	ck_assert_uint_eq(st.svc.kicks, 1);
 	ck_assert_uint_ge(irqs, 1);
 	ck_assert_uint_le(irqs, N);
 	/* Every interrupt the device counted reached the driver, and every
 	 * notify decision was either an interrupt or a suppression. */
-	ck_assert_uint_eq(st.interrupts, irqs);
+	ck_assert_uint_eq(st.svc.interrupts, irqs);
 	ck_assert_uint_eq(vpci_queue_interrupts(R.v.t, Q), irqs);
-	ck_assert_uint_le(st.interrupts + st.suppressed, N);
+	ck_assert_uint_le(st.svc.interrupts + st.svc.suppressed, N);
 	ck_assert_uint_eq(st.blk.reqs[VBLK_STAT_IN], N / 2);
 	ck_assert_uint_eq(st.blk.reqs[VBLK_STAT_OUT], N / 2);
 	ck_assert_uint_eq(st.blk.bytes_read + st.blk.bytes_written, N * 4096ull);
@@ -657,7 +657,7 @@ START_TEST(qd64_event_idx)
 			continue;
 		ck_assert_int_lt(eventfd_read(R.q[q].call_fd, &v), 0);
 		dev_stats(q, &st2);
-		ck_assert_uint_eq(st2.kicks, 0);
+		ck_assert_uint_eq(st2.svc.kicks, 0);
 	}
 
 	/* The driver suppresses: used_event far ahead of anything the next
@@ -675,9 +675,9 @@ START_TEST(qd64_event_idx)
 	settle(queue_io(Q));
 	ck_assert_uint_eq(take_irqs(Q), 0);
 	dev_stats(Q, &st2);
-	ck_assert_uint_eq(st2.kicks, 2);
-	ck_assert_uint_eq(st2.interrupts, st.interrupts);
-	ck_assert_uint_gt(st2.suppressed, st.suppressed);
+	ck_assert_uint_eq(st2.svc.kicks, 2);
+	ck_assert_uint_eq(st2.svc.interrupts, st.svc.interrupts);
+	ck_assert_uint_gt(st2.svc.suppressed, st.svc.suppressed);
 	ck_assert_uint_eq(vpci_queue_interrupts(R.v.t, Q), irqs);
 	free(reqs);
 	rig_down();
@@ -774,7 +774,7 @@ static void check_answered(unsigned int q, struct io_req *reqs, unsigned int n,
 	unsigned int ok = 0;
 
 	dev_stats(q, &st);
-	ck_assert(!st.attached);
+	ck_assert(!st.svc.attached);
 	ck_assert_uint_eq(fg_vq_used_idx(&d->vq), n);
 	ck_assert_uint_eq(st.blk.reqs[VBLK_STAT_OUT], n);
 	for (unsigned int i = 0; i < n; i++)
@@ -1070,7 +1070,7 @@ START_TEST(masked_vector_pending)
 	ck_assert_uint_ge(vs.interrupts_masked, 1);
 	ck_assert_uint_eq(vs.interrupts, 0);
 	dev_stats(Q, &st);
-	ck_assert_uint_ge(st.interrupts, 1); /* the device did raise it */
+	ck_assert_uint_ge(st.svc.interrupts, 1); /* the device did raise it */
 
 	/* Unmask: delivered through the queue's irqfd, exactly once. */
 	msix_mask(vec, false);
@@ -1132,7 +1132,7 @@ static void busy_poll_case(uint32_t poll_us)
 		iothread_get_stats(queue_io(Q), &s1);
 		ck_assert_uint_gt(s1.poll_hits, s0.poll_hits);
 		dev_stats(Q, &st);
-		ck_assert_uint_eq(st.kicks, 1);
+		ck_assert_uint_eq(st.svc.kicks, 1);
 	} else {
 		/* Nobody looks at the ring until the kick arrives. */
 		settle(queue_io(Q));
@@ -1146,7 +1146,7 @@ static void busy_poll_case(uint32_t poll_us)
 			ck_assert_uint_eq(s1.poll_hits, 0);
 		}
 		dev_stats(Q, &st);
-		ck_assert_uint_eq(st.kicks, 2);
+		ck_assert_uint_eq(st.svc.kicks, 2);
 	}
 	for (unsigned int i = 0; i < N; i++)
 		check_read_pat(&r[i]);
@@ -1262,7 +1262,7 @@ START_TEST(start_fails_on_one_thread)
 	ck_assert_uint_eq(ist.files, files0 + 2);
 	for (unsigned int q = 0; q < NQ; q++) {
 		dev_stats(q, &st);
-		ck_assert_msg(!st.attached, "queue %u left attached", q);
+		ck_assert_msg(!st.svc.attached, "queue %u left attached", q);
 	}
 	ck_assert_uint_eq(fv_kvm_get(R.v.kvm, &R.v.kvm->live_irqfd), 0);
 	/* Queue 0 attached and was detached: its kick is not served. */
@@ -1279,7 +1279,7 @@ START_TEST(start_fails_on_one_thread)
 	drv_up(&o); /* resets first */
 	for (unsigned int q = 0; q < NQ; q++) {
 		dev_stats(q, &st);
-		ck_assert(st.attached);
+		ck_assert(st.svc.attached);
 		one_read(q, 8 + q * 8);
 	}
 	rig_down();

@@ -318,7 +318,7 @@ START_TEST(blk_dma_stops_and_resumes)
 	ck_assert_uint_eq(fg_blk_status(&R.g, &req), 0xff);
 	ck_assert_uint_eq(irqs(R.q[0].call_fd), 0);
 	ck_assert_int_eq(virtio_blk_queue_stats(R.dev, 0, &st), 0);
-	ck_assert(!st.attached);
+	ck_assert(!st.svc.attached);
 	ck_assert_uint_eq(st.blk.reqs[VBLK_STAT_IN], 1);
 
 	/* On again: the request that waited is served, with an interrupt. */
@@ -329,7 +329,7 @@ START_TEST(blk_dma_stops_and_resumes)
 	ck_assert_uint_eq(id, (uint32_t)req.head);
 	ck_assert_uint_eq(fg_blk_status(&R.g, &req), VIRTIO_BLK_S_OK);
 	ck_assert_int_eq(virtio_blk_queue_stats(R.dev, 0, &st), 0);
-	ck_assert(st.attached);
+	ck_assert(st.svc.attached);
 	ck_assert_uint_eq(st.blk.reqs[VBLK_STAT_IN], 2);
 	ck_assert(!(fv_status(&R.v) & VIRTIO_CONFIG_S_NEEDS_RESET));
 	br_down(&R);

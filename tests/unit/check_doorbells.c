@@ -96,8 +96,8 @@ START_TEST(doorbells_vs_wakeups)
 	br_kick(&R, 0);
 	wait_used_idx(&R, 1);
 	st0 = qstats(&R);
-	ck_assert_uint_eq(st0.doorbells, 1);
-	ck_assert_uint_eq(st0.kicks, 1);
+	ck_assert_uint_eq(st0.svc.doorbells, 1);
+	ck_assert_uint_eq(st0.svc.kicks, 1);
 
 	/* Seven doorbells while the I/O thread is busy elsewhere: all
 	 * counted, however few wake-ups serve them. */
@@ -115,10 +115,10 @@ START_TEST(doorbells_vs_wakeups)
 	wait_used_idx(&R, 8);
 	st = qstats(&R);
 	printf("doorbells: 7 doorbells while busy: %llu wake-ups\n",
-	       (unsigned long long)(st.kicks - st0.kicks));
-	ck_assert_uint_eq(st.doorbells - st0.doorbells, 7);
-	ck_assert_uint_ge(st.kicks - st0.kicks, 1);
-	ck_assert_uint_le(st.kicks - st0.kicks, 7);
+	       (unsigned long long)(st.svc.kicks - st0.svc.kicks));
+	ck_assert_uint_eq(st.svc.doorbells - st0.svc.doorbells, 7);
+	ck_assert_uint_ge(st.svc.kicks - st0.svc.kicks, 1);
+	ck_assert_uint_le(st.svc.kicks - st0.svc.kicks, 7);
 	ck_assert_uint_eq(st.blk.reqs[VBLK_STAT_IN], 8);
 
 	/* A notify write KVM did not catch (here: any MMIO write to the
@@ -128,7 +128,7 @@ START_TEST(doorbells_vs_wakeups)
 	wait_used_idx(&R, 9);
 	st0 = st;
 	st = qstats(&R);
-	ck_assert_uint_eq(st.doorbells - st0.doorbells, 1);
+	ck_assert_uint_eq(st.svc.doorbells - st0.svc.doorbells, 1);
 	ck_assert_uint_eq(st.blk.reqs[VBLK_STAT_IN], 9);
 	br_down(&R);
 }
@@ -149,14 +149,14 @@ START_TEST(doorbell_while_stopped)
 	br_kick(&R, 0);
 	for (unsigned int i = 0; i < 3; i++)
 		iothread_call_sync(br_queue_io(&R, 0), nop, NULL);
-	ck_assert_uint_eq(qstats(&R).doorbells, 0);
+	ck_assert_uint_eq(qstats(&R).svc.doorbells, 0);
 	fv_cfg_wr(&R.v, PCI_CFG_COMMAND, PCI_CMD_MEM | PCI_CMD_MASTER, 2);
 	wait_used_idx(&R, 1);
 	add_read(&R, 16);
 	br_kick(&R, 0);
 	wait_used_idx(&R, 2);
 	st = qstats(&R);
-	ck_assert_uint_eq(st.doorbells, 3);
+	ck_assert_uint_eq(st.svc.doorbells, 3);
 	ck_assert_uint_eq(st.blk.reqs[VBLK_STAT_IN], 2);
 	br_down(&R);
 }
