@@ -19,6 +19,7 @@ enum {
 	OPT_USER,
 	OPT_IO_SCHED,
 	OPT_MEM_BACKEND,
+	OPT_VSOCK,
 };
 
 static const struct option long_opts[] = {
@@ -35,6 +36,7 @@ static const struct option long_opts[] = {
 	{ "user", required_argument, NULL, OPT_USER },
 	{ "io-sched", required_argument, NULL, OPT_IO_SCHED },
 	{ "mem-backend", required_argument, NULL, OPT_MEM_BACKEND },
+	{ "vsock", required_argument, NULL, OPT_VSOCK },
 	OPTS_COMMON_LONG,
 	{ NULL, 0, NULL, 0 },
 };
@@ -89,6 +91,13 @@ void cli_usage(const char *prog, void *file)
 		"                       vCPU, so requests are served in batches)\n"
 		"                       or normal (lower latency at queue depth 1\n"
 		"                       when vCPUs and I/O threads share CPUs)\n"
+		"      --vsock cid=N,socket=PATH\n"
+		"                       virtio-vsock device, guest CID N (3 and up);\n"
+		"                       host programs connect to the Unix socket\n"
+		"                       PATH (created; must not exist) and write\n"
+		"                       \"CONNECT <port>\\n\", answered \"OK <hostport>\\n\"\n"
+		"                       once the guest accepts; guest connections\n"
+		"                       to host (CID 2) port P reach PATH_P\n"
 		OPTS_COMMON_HELP
 		"\n"
 		CLI_END_HELP,
@@ -229,6 +238,12 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
 			if (opts_io_sched(optarg, &o->io_sched, err, errlen))
 				return -1;
 			break;
+		case OPT_VSOCK:
+			if (o->vsock_path)
+				return errf(err, errlen, "--vsock: one vsock device only");
+			if (cli_parse_vsock(optarg, o, err, errlen))
+				return -1;
+			break;
 		}
 	}
 	if (c != OPTS_END)
@@ -246,4 +261,44 @@ void cli_free(struct cli_opts *o)
 	o->cmdline = NULL;
 	o->nr_disks = 0;
 	user_spec_free(&o->user);
+	free(o->vsock_path);
+	o->vsock_path = NULL;
+}
+
+int cli_parse_vsock(const char *spec, struct cli_opts *o, char *err, size_t errlen)
+{
+	unsigned long long cid = 0;
+	const char *p = spec;
+
+	while (*p) {
+		const char *end = strchr(p, ','), *eq = strchr(p, '=');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char val[VMM_VSOCK_PATH_MAX + 2];
+
+		if (!eq || eq >= p + len || (size_t)(p + len - eq - 1) >= sizeof(val))
+			return errf(err, errlen, "--vsock: expected cid=N,socket=PATH, got '%s'",
+				    spec);
+		memcpy(val, eq + 1, (size_t)(p + len - eq - 1));
+		val[p + len - eq - 1] = 0;
+		if (eq - p == 3 && !strncmp(p, "cid", 3)) {
+			if (parse_uint(val, 3, 0xfffffffeu, &cid))
+				return errf(err, errlen,
+					    "--vsock: cid must be a number from 3 to 4294967294, got '%s'",
+					    val);
+		} else if (eq - p == 6 && !strncmp(p, "socket", 6) && *val) {
+			free(o->vsock_path);
+			if (!(o->vsock_path = strdup(val)))
+				return errf(err, errlen, "out of memory");
+		} else {
+			return errf(err, errlen, "--vsock: unknown or empty '%.*s'",
+				    (int)len, p);
+		}
+		p += len + (end ? 1 : 0);
+	}
+	if (!cid || !o->vsock_path)
+		return errf(err, errlen, "--vsock: cid=N and socket=PATH are both required");
+	o->vsock = (struct vmm_vsock_config){ .struct_size = sizeof(o->vsock),
+					      .guest_cid = cid,
+					      .socket_path = o->vsock_path };
+	return 0;
 }

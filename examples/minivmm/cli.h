@@ -64,6 +64,9 @@ struct cli_opts {
 	int mem_backend; /* --mem-backend: enum vmm_memory_backend */
 	int log_level;
 	bool help, version;
+	/* --vsock cid=N,socket=PATH (vsock_path owned) */
+	struct vmm_vsock_config vsock;
+	char *vsock_path;
 };
 
 /*
@@ -72,6 +75,10 @@ struct cli_opts {
  */
 int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errlen);
 void cli_free(struct cli_opts *o);
+
+/* --vsock's SPEC into o->vsock (o->vsock_path holds the path).  0 or -1
+ * with a reason in @err. */
+int cli_parse_vsock(const char *spec, struct cli_opts *o, char *err, size_t errlen);
 
 /* --mem: parse_size() (parse.h), 0 refused.  0 or -1. */
 int cli_parse_size(const char *s, uint64_t *out);

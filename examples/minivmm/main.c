@@ -195,6 +195,10 @@ static int run(const struct cli_opts *o, struct drop *drop)
 			goto out;
 		}
 	}
+	if (o->vsock_path && (ret = vmm_add_vsock(vm, &o->vsock))) {
+		say("--vsock: %s", strerror(-ret));
+		goto out;
+	}
 
 	/* SIGINT/SIGTERM are read through a signalfd; block them before the
 	 * library creates its threads so that none of them takes the signal. */

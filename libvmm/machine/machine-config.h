@@ -26,6 +26,12 @@ struct machine_port_config {
 	int in_fd, out_fd; /* -1 when none */
 };
 
+/* The vsock device of vmm_add_vsock() (copied path). */
+struct machine_vsock_config {
+	struct vmm_vsock_config cfg; /* socket_path points at path */
+	char *path;
+};
+
 struct machine_config {
 	unsigned int nr_vcpus;
 	uint64_t ram_size;
@@ -40,6 +46,7 @@ struct machine_config {
 	void *start_hook_opaque;
 	int iothread_sched; /* enum vmm_iothread_sched */
 	int mem_backend; /* enum vmm_memory_backend (= GUEST_MEM_*) */
+	struct machine_vsock_config *vsock; /* vmm_add_vsock(), or NULL */
 };
 
 #endif

@@ -59,6 +59,9 @@ struct machine_device {
 
 extern const struct machine_device_ops machine_disk_ops;  /* disks.c */
 extern const struct machine_device_ops machine_ports_ops; /* ports.c */
+extern const struct machine_device_ops machine_vsock_ops; /* vsocks.c */
+/* The I/O thread serving the vsock device's host sockets, -1 if none. */
+int machine_vsock_iothread(const struct machine *m);
 
 struct machine {
 	struct machine_plan plan; /* computed once, by vmm_start() */
@@ -79,6 +82,9 @@ struct machine {
 	bool coalesce_mmio;
 	/* KVM_CAP_IOEVENTFD_ANY_LENGTH, for the devices' transports. */
 	bool ioeventfd_any_length;
+	/* The vsock device (vsocks.c), whose I/O thread also serves host
+	 * sockets (its seccomp class: confine.c); NULL: none. */
+	struct machine_device *vsock;
 };
 
 /* ---- what machine.c gives the platform -------------------------------- */

@@ -191,8 +191,12 @@ static int machine_setup_devices(struct vmm *vm, struct machine *m)
 	for (unsigned int i = 0; !ret && i < m->plan.nr_devices; i++) {
 		struct machine_device *d = &m->devs[m->nr_devs++];
 		bool disk = i < vm->config->nr_disks;
+		bool ports = !disk && vm->config->nr_ports &&
+			     i == vm->config->nr_disks;
 
 		d->ops = disk ? &machine_disk_ops : &machine_ports_ops;
+		if (!disk && !ports) /* the last: the vsock */
+			d->ops = &machine_vsock_ops;
 		d->id = disk ? i : 0;
 		d->nq = m->plan.queues[i];
 		ret = d->ops->create(vm, m, d);

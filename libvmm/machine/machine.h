@@ -34,5 +34,8 @@ int machine_kvm_stats(struct vmm *vm, struct vmm_kvm_stats *st);
 /* Console counters into @st (left as they are if no console was built). */
 struct vmm_console_stats;
 void machine_console_stats(struct vmm *vm, struct vmm_console_stats *st);
+/* The vsock device's counters into @st (zero before vmm_start()). */
+struct vmm_vsock_stats;
+void machine_vsock_stats(struct vmm *vm, struct vmm_vsock_stats *st);
 
 #endif

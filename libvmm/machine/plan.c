@@ -49,7 +49,7 @@ int plan_build(const struct plan_request *req, unsigned int n,
 			q = MAX(1u, MIN(nr_vcpus, MIN((unsigned int)VMM_MAX_DISK_QUEUES,
 						      share)));
 		plan->queues[i] = q;
-		plan->fds += 2ull * q + 2;
+		plan->fds += 2ull * q + 2 + req[i].fds;
 	}
 	/* One I/O thread per vCPU: queue i of every device is served by
 	 * thread i mod nr_vcpus, so by default queue, vector and thread
@@ -73,6 +73,12 @@ static unsigned int plan_requests(const struct machine_config *cfg,
 	if (cfg->nr_ports && n < PLAN_MAX_DEVICES)
 		req[n++] = (struct plan_request){
 			.queues = VCON_NUM_QUEUES(cfg->nr_ports),
+		};
+	/* The vsock: rx, tx, event; its listener and epoll set, and host
+	 * sockets for some connections (more take what the limit leaves). */
+	if (cfg->vsock && n < PLAN_MAX_DEVICES)
+		req[n++] = (struct plan_request){
+			.queues = 3, .iothreads = true, .fds = 64,
 		};
 	return n;
 }
@@ -154,7 +160,7 @@ int plan_for_start(struct vmm *vm, struct machine_plan *plan)
 			"the disks' and %u for the console ports) but KVM's "
 			"routing table leaves room for %u: lower num_queues",
 			plan->need,
-			vm->config->nr_ports ? plan->queues[plan->nr_devices - 1] : 0,
+			vm->config->nr_ports ? plan->queues[vm->config->nr_disks] : 0,
 			plan->budget);
 		return ret;
 	}

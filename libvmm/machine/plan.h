@@ -22,14 +22,15 @@
 struct vmm;
 struct machine_config;
 
-/* The disks and the virtio-console device of the ports. */
-#define PLAN_MAX_DEVICES (VMM_MAX_DISKS + 1)
+/* The disks, the virtio-console device of the ports, the vsock device. */
+#define PLAN_MAX_DEVICES (VMM_MAX_DISKS + 2)
 
 /* What one device asks for. */
 struct plan_request {
 	unsigned int queues; /* a count of its own; 0: one per vCPU, lowered
 				so that every device fits, at least 1 */
 	bool iothreads;	     /* its queues are served by the VM's I/O threads */
+	unsigned int fds;    /* descriptors of its own beyond its queues' */
 };
 
 /* KVM's routing table as this host has it. */
