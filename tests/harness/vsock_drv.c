@@ -21,7 +21,7 @@
 		}                                                            \
 	} while (0)
 
-#define RAM (64ull << 20)
+#define RAM (4ull << 20)
 
 void vd_init(struct vsock_drv *d, unsigned int max_conns, uint32_t buf_alloc)
 {
@@ -54,14 +54,18 @@ void vd_init(struct vsock_drv *d, unsigned int max_conns, uint32_t buf_alloc)
 
 void vd_fini(struct vsock_drv *d)
 {
-	char cmd[128];
+	char p[160];
 
 	vsock_destroy(d->v);
 	fg_vq_destroy(&d->rx);
 	fg_vq_destroy(&d->tx);
 	fg_destroy(&d->g);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", d->dir);
-	VD_CHECK(system(cmd) == 0);
+	unlink(d->path);
+	for (unsigned int i = 0; i < d->nr_listen; i++) {
+		snprintf(p, sizeof(p), "%s_%u", d->path, d->listen_port[i]);
+		unlink(p);
+	}
+	VD_CHECK(!rmdir(d->dir));
 }
 
 void vd_post_rx(struct vsock_drv *d, unsigned int n)
@@ -181,6 +185,8 @@ int vd_host_listen(struct vsock_drv *d, uint32_t port)
 
 	snprintf(p, sizeof(p), "%s_%u", d->path, port);
 	VD_CHECK(!vsock_host_listen(p, &fd));
+	VD_CHECK(d->nr_listen < VD_MAX_LISTEN);
+	d->listen_port[d->nr_listen++] = port;
 	return fd;
 }
 

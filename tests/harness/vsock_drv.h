@@ -21,6 +21,7 @@
 #define VD_CID 3u
 #define VD_QSIZE 256u
 #define VD_RXBUF (4096u + 44u)
+#define VD_MAX_LISTEN 16u
 
 struct vsock_drv {
 	struct fake_guest g;
@@ -34,6 +35,8 @@ struct vsock_drv {
 	unsigned int rx_buf[VD_QSIZE]; /* head -> pool index */
 	uint64_t tx_gpa;
 	unsigned int rx_posted; /* receive buffers the device has not used */
+	uint32_t listen_port[VD_MAX_LISTEN]; /* vd_host_listen(): removed at fini */
+	unsigned int nr_listen;
 };
 
 /* max_conns/buf_alloc 0: the defaults.  The device starts active. */

@@ -141,6 +141,12 @@ START_TEST(vcon)
 }
 END_TEST
 
+START_TEST(vsock)
+{
+	replay("fuzz_vsock", fuzz_vsock);
+}
+END_TEST
+
 START_TEST(oci_proto)
 {
 	replay("fuzz_oci_proto", fuzz_oci_proto);
@@ -221,6 +227,7 @@ int main(void)
 	tcase_add_test(tc, cli);
 	tcase_add_test(tc, vhost_user);
 	tcase_add_test(tc, vcon);
+	tcase_add_test(tc, vsock);
 	tcase_add_test(tc, oci_proto);
 	tcase_add_test(tc, oci_init_config);
 	tcase_add_test(tc, oci_shim);
