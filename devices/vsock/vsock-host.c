@@ -57,6 +57,20 @@ static int vsock_addr(const char *path, uint32_t port, bool with_port,
 	return n < 0 || (size_t)n >= sizeof(sa->sun_path) ? -ENAMETOOLONG : 0;
 }
 
+/* Whether nobody listens on the socket at @sa (connect() refused). */
+static bool vsock_stale(const struct sockaddr_un *sa)
+{
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	bool stale;
+
+	if (s < 0)
+		return false;
+	stale = connect(s, (const struct sockaddr *)sa, sizeof(*sa)) &&
+		errno == ECONNREFUSED;
+	close(s);
+	return stale;
+}
+
 int vsock_host_listen(const char *path, int *fd)
 {
 	struct sockaddr_un sa;
@@ -65,9 +79,12 @@ int vsock_host_listen(const char *path, int *fd)
 
 	if (ret)
 		return ret;
-	/* Never replace a file: a stale socket is the caller's to remove. */
-	if (!lstat(path, &st))
-		return -EADDRINUSE;
+	/* Never replace a file, nor a socket someone listens on; a socket
+	 * nobody listens on (a VMM that ended without removing it) goes. */
+	if (!lstat(path, &st)) {
+		if (!S_ISSOCK(st.st_mode) || !vsock_stale(&sa) || unlink(path))
+			return -EADDRINUSE;
+	}
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return -errno;

@@ -7,6 +7,7 @@
 #ifndef VMM_DEVICES_VSOCK_VSOCK_PROTO_H
 #define VMM_DEVICES_VSOCK_VSOCK_PROTO_H
 
+#include <endian.h>
 #include <stdint.h>
 
 #define VSOCK_DEVICE_ID 19	/* VIRTIO_ID_VSOCK */
@@ -57,6 +58,21 @@ struct vsock_hdr {
 } __attribute__((packed));
 
 _Static_assert(sizeof(struct vsock_hdr) == 44, "virtio_vsock_hdr");
+
+/* A header as read from a ring, in host byte order. */
+static inline void vsock_hdr_from_le(struct vsock_hdr *h)
+{
+	h->src_cid = le64toh(h->src_cid);
+	h->dst_cid = le64toh(h->dst_cid);
+	h->src_port = le32toh(h->src_port);
+	h->dst_port = le32toh(h->dst_port);
+	h->len = le32toh(h->len);
+	h->type = le16toh(h->type);
+	h->op = le16toh(h->op);
+	h->flags = le32toh(h->flags);
+	h->buf_alloc = le32toh(h->buf_alloc);
+	h->fwd_cnt = le32toh(h->fwd_cnt);
+}
 
 struct vsock_config {
 	uint64_t guest_cid;

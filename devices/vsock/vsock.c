@@ -89,14 +89,16 @@ struct vsock {
 
 /* ---- iovec helpers ---------------------------------------------------- */
 
-/* Copy @len bytes at offset @off of @iov (@n segments) to @dst; returns
- * the bytes copied (fewer if the iov ends). */
-static size_t iov_read(const struct iovec *iov, unsigned int n, size_t off,
-		       void *dst, size_t len)
+/* Copy @len bytes between @buf and offset @off of @iov (@n segments):
+ * into the iov (@to_iov) or out of it.  Returns the bytes copied (fewer
+ * if the iov ends). */
+static size_t iov_copy(const struct iovec *iov, unsigned int n, size_t off,
+		       void *buf, size_t len, bool to_iov)
 {
 	size_t done = 0;
 
 	for (unsigned int i = 0; i < n && done < len; i++) {
+		uint8_t *seg = iov[i].iov_base;
 		size_t l = iov[i].iov_len;
 
 		if (off >= l) {
@@ -104,31 +106,26 @@ static size_t iov_read(const struct iovec *iov, unsigned int n, size_t off,
 			continue;
 		}
 		l = MIN(l - off, len - done);
-		memcpy((uint8_t *)dst + done, (uint8_t *)iov[i].iov_base + off, l);
+		if (to_iov)
+			memcpy(seg + off, (uint8_t *)buf + done, l);
+		else
+			memcpy((uint8_t *)buf + done, seg + off, l);
 		done += l;
 		off = 0;
 	}
 	return done;
 }
 
+static size_t iov_read(const struct iovec *iov, unsigned int n, size_t off,
+		       void *dst, size_t len)
+{
+	return iov_copy(iov, n, off, dst, len, false);
+}
+
 static size_t iov_write(const struct iovec *iov, unsigned int n, size_t off,
 			const void *src, size_t len)
 {
-	size_t done = 0;
-
-	for (unsigned int i = 0; i < n && done < len; i++) {
-		size_t l = iov[i].iov_len;
-
-		if (off >= l) {
-			off -= l;
-			continue;
-		}
-		l = MIN(l - off, len - done);
-		memcpy((uint8_t *)iov[i].iov_base + off, (const uint8_t *)src + done, l);
-		done += l;
-		off = 0;
-	}
-	return done;
+	return iov_copy(iov, n, off, (void *)src, len, true);
 }
 
 /* The part [@off, @off + @len) of @iov as segments in @out (at most
@@ -609,20 +606,6 @@ static void conn_packet(struct vsock *v, struct vsock_conn *c,
 	conn_rx_update(v, c);
 }
 
-static void hdr_from_le(struct vsock_hdr *h)
-{
-	h->src_cid = le64toh(h->src_cid);
-	h->dst_cid = le64toh(h->dst_cid);
-	h->src_port = le32toh(h->src_port);
-	h->dst_port = le32toh(h->dst_port);
-	h->len = le32toh(h->len);
-	h->type = le16toh(h->type);
-	h->op = le16toh(h->op);
-	h->flags = le32toh(h->flags);
-	h->buf_alloc = le32toh(h->buf_alloc);
-	h->fwd_cnt = le32toh(h->fwd_cnt);
-}
-
 void vsock_tx_packet(struct vsock *v, const struct iovec *iov, unsigned int n)
 {
 	size_t total = iov_total(iov, n);
@@ -638,7 +621,7 @@ void vsock_tx_packet(struct vsock *v, const struct iovec *iov, unsigned int n)
 			    total);
 		return;
 	}
-	hdr_from_le(&h);
+	vsock_hdr_from_le(&h);
 	c = conn_find(v, h.dst_port, h.src_port);
 	if (h.src_cid != v->cid || h.dst_cid != VSOCK_HOST_CID) {
 		bad_packet(v, &h, "wrong CID", true);
@@ -657,6 +640,10 @@ void vsock_tx_packet(struct vsock *v, const struct iovec *iov, unsigned int n)
 		conn_packet(v, c, &h, iov, n);
 	} else if (h.op == VSOCK_OP_REQUEST) {
 		guest_connect(v, &h);
+	} else if (h.op == VSOCK_OP_CREDIT_UPDATE || h.op == VSOCK_OP_SHUTDOWN) {
+		/* The guest's answer to what ended the connection, crossing
+		 * our RST: reset again (harmless), not a bad packet. */
+		queue_rst(v, &h);
 	} else if (h.op != VSOCK_OP_RST) {
 		bad_packet(v, &h, "no such connection", true);
 	}

@@ -450,9 +450,12 @@ struct vmm_vsock_config {
 	uint32_t struct_size; /* = sizeof(struct vmm_vsock_config) */
 	uint32_t flags;	      /* none yet: 0 */
 	uint64_t guest_cid;   /* the guest's address, 3..0xfffffffe */
-	const char *socket_path; /* required; created by vmm_start() (which
-				    fails with -EADDRINUSE if it exists),
-				    removed by vmm_destroy() */
+	const char *socket_path; /* required; created by vmm_start(), which
+				    fails with -EADDRINUSE if it is another
+				    file or a socket in use (one nobody
+				    listens on is replaced); removed by
+				    vmm_destroy() without seccomp (with it,
+				    left for the next start to replace) */
 };
 
 /**

@@ -60,6 +60,11 @@ struct machine_device {
 extern const struct machine_device_ops machine_disk_ops;  /* disks.c */
 extern const struct machine_device_ops machine_ports_ops; /* ports.c */
 extern const struct machine_device_ops machine_vsock_ops; /* vsocks.c */
+/* A virtio-pci function's parameters on @m's bus (the device's own fields
+ * left zero: vpci_params_set_device() fills them).  machine.c. */
+struct vpci_params;
+void machine_vpci_params(struct vmm *vm, const struct machine *m,
+			 struct vpci_params *tp);
 /* The I/O thread serving the vsock device's host sockets, -1 if none. */
 int machine_vsock_iothread(const struct machine *m);
 

@@ -18,12 +18,14 @@
 #include "vsock/virtio-vsock.h"
 #include "vsock/vsock-host.h"
 
-/* The path this start created: removed by destroy (not one it found). */
+/* The path this start created: removed by destroy, unless seccomp
+ * confines the thread that destroys (unlink is on no list: the next start
+ * replaces the stale socket). */
 struct machine_vsock {
 	struct virtio_vsock *dev;
 	unsigned int iothread; /* serving its queues and host sockets */
 	const char *path; /* the configuration's */
-	bool created;
+	bool created, unlink;
 };
 
 static int mvsock_dev_create(struct vmm *vm, struct machine *m,
@@ -56,14 +58,8 @@ static int mvsock_dev_create(struct vmm *vm, struct machine *m,
 
 static int mvsock_create(struct vmm *vm, struct machine *m, struct machine_device *d)
 {
-	struct vpci_params tp = {
-		.bus = m->pci,
-		.irq = vm->irq,
-		.mem = &vm->mem,
-		.ioeventfd_any_length = m->ioeventfd_any_length,
-		.coalesce_queue_regs = m->coalesce_mmio,
-	};
 	struct machine_vsock *mv = calloc(1, sizeof(*mv));
+	struct vpci_params tp;
 	struct virtio_device vd;
 	int ret;
 
@@ -71,11 +67,13 @@ static int mvsock_create(struct vmm *vm, struct machine *m, struct machine_devic
 		return -ENOMEM;
 	d->dev = mv;
 	mv->path = vm->config->vsock->cfg.socket_path;
+	mv->unlink = vm->config->seccomp_mode == VMM_SECCOMP_OFF;
 	ret = mvsock_dev_create(vm, m, mv);
 	if (ret)
 		return ret;
 	m->vsock = d;
 	virtio_vsock_virtio(mv->dev, &vd);
+	machine_vpci_params(vm, m, &tp);
 	vpci_params_set_device(&tp, &vd);
 	ret = vpci_create(&tp, &d->transport);
 	if (ret) {
@@ -102,7 +100,7 @@ static void mvsock_destroy(struct machine_device *d)
 	d->transport = NULL;
 	if (mv) {
 		virtio_vsock_destroy(mv->dev);
-		if (mv->created)
+		if (mv->created && mv->unlink)
 			unlink(mv->path);
 		free(mv);
 	}

@@ -291,6 +291,8 @@ int main(int argc, char **argv)
 		c[i].fd = serve ? accept4(lfd, NULL, NULL, SOCK_CLOEXEC) : open_conn(mode);
 		if (c[i].fd < 0)
 			fail("accept", mode, errno);
+		if (!i) /* from the first connection: not the boot before it */
+			t0 = now();
 		if (pthread_create(&t[i], NULL, serve ? echo : client, &c[i]))
 			fail("pthread_create", mode, EAGAIN);
 	}

@@ -148,16 +148,7 @@ int vd_recv(struct vsock_drv *d, struct vsock_hdr *h, void *data, size_t max)
 	p = fg_ptr(&d->g, d->pool[d->rx_buf[id]], VD_RXBUF);
 	d->free[d->nr_free++] = d->rx_buf[id];
 	memcpy(h, p, sizeof(*h));
-	h->src_cid = le64toh(h->src_cid);
-	h->dst_cid = le64toh(h->dst_cid);
-	h->src_port = le32toh(h->src_port);
-	h->dst_port = le32toh(h->dst_port);
-	h->len = le32toh(h->len);
-	h->type = le16toh(h->type);
-	h->op = le16toh(h->op);
-	h->flags = le32toh(h->flags);
-	h->buf_alloc = le32toh(h->buf_alloc);
-	h->fwd_cnt = le32toh(h->fwd_cnt);
+	vsock_hdr_from_le(h);
 	VD_CHECK(h->len == len - sizeof(*h));
 	if (data)
 		memcpy(data, p + sizeof(*h), MIN((size_t)h->len, max));

@@ -10,6 +10,8 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -284,6 +286,31 @@ START_TEST(test_inactive)
 }
 END_TEST
 
+/* PATH in use, another file, a stale socket. */
+START_TEST(test_listen_path)
+{
+	char p[128];
+	int fd, fd2;
+
+	ck_assert_int_eq(vsock_host_listen(d.path, &fd), -EADDRINUSE); /* in use */
+	snprintf(p, sizeof(p), "%s/file", d.dir);
+	fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(vsock_host_listen(p, &fd), -EADDRINUSE);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/stale", d.dir);
+	ck_assert_int_eq(vsock_host_listen(p, &fd), 0);
+	close(fd); /* the file stays, nobody listens */
+	ck_assert_int_eq(vsock_host_listen(p, &fd2), 0);
+	close(fd2);
+	unlink(p);
+	memset(p, 'x', sizeof(p) - 1);
+	p[sizeof(p) - 1] = 0;
+	ck_assert_int_eq(vsock_host_listen(p, &fd), -ENAMETOOLONG);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("vsock_connect");
@@ -300,6 +327,7 @@ int main(void)
 	tcase_add_test(tc, test_parse_connect);
 	tcase_add_test(tc, test_bad_lines);
 	tcase_add_test(tc, test_inactive);
+	tcase_add_test(tc, test_listen_path);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
