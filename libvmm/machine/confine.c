@@ -52,7 +52,7 @@ int confine_iothreads(struct vmm *vm, struct machine *m)
 
 	for (unsigned int i = 0; vm->seccomp && i < m->nr_iothreads; i++) {
 		ret = iothread_call_sync(m->iothreads[i],
-					 (int)i == machine_vsock_iothread(m) ?
+					 m->vsock && i == m->vsock_iothread ?
 						 confine_iothread_sock :
 						 confine_iothread,
 					 vm->seccomp);

@@ -60,13 +60,7 @@ struct machine_device {
 extern const struct machine_device_ops machine_disk_ops;  /* disks.c */
 extern const struct machine_device_ops machine_ports_ops; /* ports.c */
 extern const struct machine_device_ops machine_vsock_ops; /* vsocks.c */
-/* A virtio-pci function's parameters on @m's bus (the device's own fields
- * left zero: vpci_params_set_device() fills them).  machine.c. */
-struct vpci_params;
-void machine_vpci_params(struct vmm *vm, const struct machine *m,
-			 struct vpci_params *tp);
-/* The I/O thread serving the vsock device's host sockets, -1 if none. */
-int machine_vsock_iothread(const struct machine *m);
+
 
 struct machine {
 	struct machine_plan plan; /* computed once, by vmm_start() */
@@ -87,9 +81,10 @@ struct machine {
 	bool coalesce_mmio;
 	/* KVM_CAP_IOEVENTFD_ANY_LENGTH, for the devices' transports. */
 	bool ioeventfd_any_length;
-	/* The vsock device (vsocks.c), whose I/O thread also serves host
-	 * sockets (its seccomp class: confine.c); NULL: none. */
+	/* The vsock device (vsocks.c), NULL: none; its I/O thread also
+	 * serves host sockets (its seccomp class: confine.c). */
 	struct machine_device *vsock;
+	unsigned int vsock_iothread;
 };
 
 /* ---- what machine.c gives the platform -------------------------------- */

@@ -174,18 +174,6 @@ static int machine_start_iothreads(struct vmm *vm, struct machine *m)
 	return 0;
 }
 
-void machine_vpci_params(struct vmm *vm, const struct machine *m,
-			 struct vpci_params *tp)
-{
-	*tp = (struct vpci_params){
-		.bus = m->pci,
-		.irq = vm->irq,
-		.mem = &vm->mem,
-		.ioeventfd_any_length = m->ioeventfd_any_length,
-		.coalesce_queue_regs = m->coalesce_mmio,
-	};
-}
-
 /* The planned devices, in the plan's order (the PCI functions' order):
  * the disks by id, then the ports' virtio-console device. */
 static int machine_setup_devices(struct vmm *vm, struct machine *m)

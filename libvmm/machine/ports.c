@@ -11,6 +11,7 @@
 #include "console/vcon.h"
 #include "log.h"
 #include "machine-int.h"
+#include "pci-params.h"
 #include "virtio/virtio-pci.h"
 #include "vm.h"
 

@@ -12,6 +12,7 @@
 #include "machine-config.h"
 #include "log.h"
 #include "machine-int.h"
+#include "pci-params.h"
 #include "machine.h"
 #include "virtio/virtio-pci.h"
 #include "vm.h"
@@ -72,6 +73,7 @@ static int mvsock_create(struct vmm *vm, struct machine *m, struct machine_devic
 	if (ret)
 		return ret;
 	m->vsock = d;
+	m->vsock_iothread = mv->iothread;
 	virtio_vsock_virtio(mv->dev, &vd);
 	machine_vpci_params(vm, m, &tp);
 	vpci_params_set_device(&tp, &vd);
@@ -112,13 +114,6 @@ const struct machine_device_ops machine_vsock_ops = {
 	.stop = mvsock_stop,
 	.destroy = mvsock_destroy,
 };
-
-int machine_vsock_iothread(const struct machine *m)
-{
-	const struct machine_vsock *mv = m->vsock ? m->vsock->dev : NULL;
-
-	return mv ? (int)mv->iothread : -1;
-}
 
 void machine_vsock_stats(struct vmm *vm, struct vmm_vsock_stats *st)
 {
