@@ -91,7 +91,7 @@ static int vv_attach(void *dev, struct vqs_queue *q)
 }
 
 /* The last queue stopped (reset): every connection ends; host clients
- * are refused until the next DRIVER_OK. */
+ * wait in the listen backlog until the next DRIVER_OK. */
 static void vv_quiesce(void *dev, struct vqs_queue *q, bool cancel)
 {
 	struct virtio_vsock *d = dev;

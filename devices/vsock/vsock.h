@@ -75,8 +75,10 @@ void vsock_destroy(struct vsock *v);
 int vsock_epoll_fd(const struct vsock *v);
 
 /* The driver is ready (DRIVER_OK) or gone (reset): while inactive, host
- * clients are closed as they connect.  Going inactive closes every
- * connection (the guest's sockets are gone with its driver). */
+ * clients vsock_host_events() accepts are closed at once (the device
+ * does not call it then: clients wait in the listen backlog until the
+ * next DRIVER_OK).  Going inactive closes every connection (the guest's
+ * sockets are gone with its driver). */
 void vsock_set_active(struct vsock *v, bool active);
 
 /* Consume every packet the guest queued on its tx queue.  *@pushed: used
