@@ -23,6 +23,7 @@ PKGS=(
 	# that fetch-kernel.sh downloads and unpacks, never installs.
 	qemu-system-arm qemu-user-static
 	dmsetup # tests/e2e/fault_dm_error.sh (device-mapper error target)
+	qemu-system-common # /usr/lib/qemu/virtiofsd: tests/e2e/fs.sh, minivmm --fs path=
 	# in-guest and bench I/O tools
 	fio
 	gnuplot-nox jq # bench/run.sh: plots and JSON

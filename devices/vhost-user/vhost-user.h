@@ -7,8 +7,8 @@
  * descriptors travel with the header as SCM_RIGHTS ancillary data.  All values are in host byte order (the
  * protocol is local).
  *
- * Only what the block back end (vu-backend.c) implements is here: the
- * requests it serves, the protocol features it offers.
+ * What the block back end (vu-backend.c) implements and what the front
+ * end (vu-frontend.c) sends: the requests, the protocol features.
  */
 #ifndef VMM_DEVICES_VHOST_USER_VHOST_USER_H
 #define VMM_DEVICES_VHOST_USER_VHOST_USER_H
@@ -40,6 +40,8 @@ enum vhost_user_request {
 	VHOST_USER_GET_INFLIGHT_FD = 31,
 	VHOST_USER_SET_INFLIGHT_FD = 32,
 	VHOST_USER_RESET_DEVICE = 34,
+	VHOST_USER_GET_MAX_MEM_SLOTS = 36,
+	VHOST_USER_ADD_MEM_REG = 37,
 	VHOST_USER_MAX_REQUEST = 64, /* beyond any request defined so far */
 };
 
@@ -58,6 +60,7 @@ enum vhost_user_request {
 #define VHOST_USER_PROTOCOL_F_CONFIG 9
 #define VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD 12
 #define VHOST_USER_PROTOCOL_F_RESET_DEVICE 13
+#define VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS 15
 
 /* SET_VRING_KICK/CALL/ERR payload: ring index in bits 0-7; bit 8 set
  * means "no file descriptor" (polling; for CALL/ERR: no notification). */
@@ -107,6 +110,12 @@ struct vhost_user_memory {
 	struct vhost_user_mem_region regions[VHOST_USER_MAX_REGIONS];
 };
 
+/* ADD_MEM_REG (CONFIGURE_MEM_SLOTS): one region, its fd with it. */
+struct vhost_user_mem_reg {
+	uint64_t padding;
+	struct vhost_user_mem_region region;
+};
+
 struct vhost_user_config {
 	uint32_t offset;
 	uint32_t size;
@@ -130,6 +139,7 @@ union vhost_user_payload {
 	struct vhost_user_vring_state state;
 	struct vhost_user_vring_addr addr;
 	struct vhost_user_memory memory;
+	struct vhost_user_mem_reg mem_reg;
 	struct vhost_user_config config;
 	struct vhost_user_inflight inflight;
 };

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vhost-user/vu-msg.h"
@@ -33,6 +34,8 @@ static const char *const names[] = {
 	[VHOST_USER_GET_INFLIGHT_FD] = "GET_INFLIGHT_FD",
 	[VHOST_USER_SET_INFLIGHT_FD] = "SET_INFLIGHT_FD",
 	[VHOST_USER_RESET_DEVICE] = "RESET_DEVICE",
+	[VHOST_USER_GET_MAX_MEM_SLOTS] = "GET_MAX_MEM_SLOTS",
+	[VHOST_USER_ADD_MEM_REG] = "ADD_MEM_REG",
 };
 
 const char *vu_request_name(uint32_t request, char *buf, unsigned int len)
@@ -51,15 +54,29 @@ void vu_msg_close_fds(struct vu_msg *m)
 	m->nfds = 0;
 }
 
-/* Wait until @sock is readable; 0, -ESHUTDOWN (@stop_fd is) or -errno. */
-static int wait_readable(int sock, int stop_fd)
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait until @sock is readable, at most until @deadline_ms (CLOCK_MONOTONIC
+ * milliseconds; -1: no limit); 0, -ESHUTDOWN (@stop_fd is), -ETIMEDOUT or
+ * -errno. */
+static int wait_readable(int sock, int stop_fd, int64_t deadline_ms)
 {
 	struct pollfd p[2] = { { .fd = sock, .events = POLLIN },
 			       { .fd = stop_fd, .events = POLLIN } };
 
 	for (;;) {
-		int n = poll(p, stop_fd >= 0 ? 2 : 1, -1);
+		int64_t left = deadline_ms < 0 ? -1 : deadline_ms - now_ms();
+		int n;
 
+		if (deadline_ms >= 0 && left <= 0)
+			return -ETIMEDOUT;
+		n = poll(p, stop_fd >= 0 ? 2 : 1, (int)MIN(left, (int64_t)INT32_MAX));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -72,12 +89,13 @@ static int wait_readable(int sock, int stop_fd)
 }
 
 /* Read exactly @len bytes; -ECONNRESET at EOF (with @got set). */
-static int read_full(int sock, int stop_fd, void *buf, size_t len, size_t *got)
+static int read_full(int sock, int stop_fd, int64_t deadline_ms, void *buf,
+		     size_t len, size_t *got)
 {
 	*got = 0;
 	while (*got < len) {
 		ssize_t n;
-		int ret = wait_readable(sock, stop_fd);
+		int ret = wait_readable(sock, stop_fd, deadline_ms);
 
 		if (ret)
 			return ret;
@@ -93,7 +111,8 @@ static int read_full(int sock, int stop_fd, void *buf, size_t len, size_t *got)
 	return 0;
 }
 
-int vu_msg_recv(int sock, int stop_fd, struct vu_msg *m)
+/* vu_msg_recv() and vu_msg_recv_timeout(): @deadline_ms -1 is none. */
+static int recv_msg(int sock, int stop_fd, int64_t deadline_ms, struct vu_msg *m)
 {
 	char cbuf[CMSG_SPACE(VHOST_USER_MAX_REGIONS * sizeof(int))];
 	struct iovec iov = { &m->hdr, sizeof(m->hdr) };
@@ -105,7 +124,7 @@ int vu_msg_recv(int sock, int stop_fd, struct vu_msg *m)
 	int ret;
 
 	memset(m, 0, sizeof(*m));
-	ret = wait_readable(sock, stop_fd);
+	ret = wait_readable(sock, stop_fd, deadline_ms);
 	if (ret)
 		return ret;
 	do
@@ -134,7 +153,7 @@ int vu_msg_recv(int sock, int stop_fd, struct vu_msg *m)
 		goto err;
 	}
 	if ((size_t)n < sizeof(m->hdr)) {
-		ret = read_full(sock, stop_fd, (uint8_t *)&m->hdr + n,
+		ret = read_full(sock, stop_fd, deadline_ms, (uint8_t *)&m->hdr + n,
 				sizeof(m->hdr) - (size_t)n, &got);
 		if (ret)
 			goto err_mid;
@@ -144,7 +163,7 @@ int vu_msg_recv(int sock, int stop_fd, struct vu_msg *m)
 		ret = -EPROTO;
 		goto err;
 	}
-	ret = read_full(sock, stop_fd, &m->p, m->hdr.size, &got);
+	ret = read_full(sock, stop_fd, deadline_ms, &m->p, m->hdr.size, &got);
 	if (ret)
 		goto err_mid;
 	return 0;
@@ -155,6 +174,16 @@ err_mid:
 err:
 	vu_msg_close_fds(m);
 	return ret;
+}
+
+int vu_msg_recv(int sock, int stop_fd, struct vu_msg *m)
+{
+	return recv_msg(sock, stop_fd, -1, m);
+}
+
+int vu_msg_recv_timeout(int sock, int timeout_ms, struct vu_msg *m)
+{
+	return recv_msg(sock, -1, now_ms() + MAX(timeout_ms, 0), m);
 }
 
 /* Payload size of requests with a fixed one; -1: variable or unknown. */
@@ -266,8 +295,15 @@ int vu_msg_check(const struct vu_msg *m, const char **why)
 int vu_msg_reply(int sock, const struct vu_msg *req, const void *payload,
 		 uint32_t size, const int *fds, unsigned int nfds)
 {
-	struct vhost_user_hdr h = { req->hdr.request,
-				    VHOST_USER_VERSION | VHOST_USER_REPLY, size };
+	return vu_msg_send(sock, req->hdr.request,
+			   VHOST_USER_VERSION | VHOST_USER_REPLY, payload, size,
+			   fds, nfds);
+}
+
+int vu_msg_send(int sock, uint32_t request, uint32_t flags, const void *payload,
+		uint32_t size, const int *fds, unsigned int nfds)
+{
+	struct vhost_user_hdr h = { request, flags, size };
 	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)payload, size } };
 	char cbuf[CMSG_SPACE(VHOST_USER_MAX_REGIONS * sizeof(int))];
 	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = size ? 2 : 1 };
@@ -292,7 +328,7 @@ int vu_msg_reply(int sock, const struct vu_msg *req, const void *payload,
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
-	/* A reply is small: a short send means the front end stopped
+	/* A message is small: a short send means the peer stopped
 	 * reading; it is going away. */
 	return n == (ssize_t)(sizeof(h) + size) ? 0 : -EPIPE;
 }

@@ -2,7 +2,7 @@
 /*
  * vhost-user messages on the wire: receiving one (header, file descriptors,
  * payload), checking that it is well formed for its request, and sending a
- * reply.  Everything in a message is controlled by the front end; nothing
+ * reply (back end) or a request (front end, vu-frontend.c).  Everything in a message is controlled by the front end; nothing
  * here trusts it: the payload size is bounded before it is read, each
  * request's payload size and fd count are checked (vu_msg_check()), and
  * any file descriptor of a message that is refused is closed.
@@ -34,6 +34,14 @@ struct vu_msg {
 int vu_msg_recv(int sock, int stop_fd, struct vu_msg *m) __must_check;
 
 /*
+ * vu_msg_recv_timeout - vu_msg_recv() for a front end waiting for a reply:
+ * no stop fd, but the whole message must arrive within @timeout_ms
+ * (-ETIMEDOUT otherwise: a back end that never answers, or trickles).
+ */
+int vu_msg_recv_timeout(int sock, int timeout_ms, struct vu_msg *m)
+	__must_check;
+
+/*
  * vu_msg_check - is @m a well-formed request: version 1, not a reply, a
  * request this back end knows, the payload size that request has (for
  * SET_MEM_TABLE and GET/SET_CONFIG, the size its own fields announce), as
@@ -55,6 +63,15 @@ void vu_msg_close_fds(struct vu_msg *m);
  */
 int vu_msg_reply(int sock, const struct vu_msg *req, const void *payload,
 		 uint32_t size, const int *fds, unsigned int nfds);
+
+/*
+ * vu_msg_send - send one message: header (@request, @flags, @size), @size
+ * bytes of @payload and @nfds fds (SCM_RIGHTS).  Never raises SIGPIPE.
+ * Returns 0, -EPIPE (a short send: the peer stopped reading), -EINVAL
+ * (too many fds) or -errno (-EAGAIN on a non-blocking socket that is full).
+ */
+int vu_msg_send(int sock, uint32_t request, uint32_t flags, const void *payload,
+		uint32_t size, const int *fds, unsigned int nfds);
 
 /* Name of a request, for log messages ("SET_MEM_TABLE", or "request 99"
  * written into @buf). */

@@ -135,6 +135,7 @@ static int vpci_alloc(const struct vpci_params *p, struct virtio_transport **out
 		.ops = &vpci_wiring_ops,
 		.any_len = p->ioeventfd_any_length,
 		.per_vector = p->per_vector_wiring,
+		.external = p->external_queues,
 		.nr_zones = VPCI_NR_ZONES,
 		.zone_len = { [VPCI_ZONE_QREGS] = VPCI_QREGS_LEN,
 			      [VPCI_ZONE_TABLE] =

@@ -114,6 +114,9 @@ struct vpci_params {
 	 * time) instead of one commit for all: the way the batching
 	 * replaces, kept as a knob to measure the difference. */
 	bool per_vector_wiring;
+	/* The device's queues are served by another process that writes
+	 * call_fd itself (virtio_device.external_queues). */
+	bool external_queues;
 	/* KVM coalesces MMIO writes into a ring the VM drains before every
 	 * exit it handles (vm_coalesced_ring_offset()): let it log the
 	 * writes to the queue registers instead of exiting (see "Coalesced
@@ -131,6 +134,7 @@ static inline void vpci_params_set_device(struct vpci_params *p,
 	p->dev = d->dev;
 	p->num_queues = d->num_queues;
 	p->max_queue_size = d->queue_size;
+	p->external_queues = d->external_queues;
 }
 
 struct vpci_stats {

@@ -130,6 +130,10 @@ struct virtio_device {
 	void *dev;		 /* passed to every op */
 	unsigned int num_queues; /* what the driver may configure */
 	uint16_t queue_size;	 /* largest queue; a power of two */
+	/* Another process serves the queues and writes their call eventfds
+	 * itself (a vhost-user front end): the transport makes the irqfds
+	 * follow the MSI-X mask (vq-wiring.h, "External notifiers"). */
+	bool external_queues;
 };
 
 /*

@@ -280,6 +280,39 @@ void vqw_flush_routes(struct vqw *w)
 	}
 }
 
+/*
+ * External notifiers: the irqfds of @vec's queues follow its mask (see
+ * vq-wiring.h): deassigned while masked, reassigned at the unmask (after
+ * the route refresh), in one transaction.  Context: owner's lock held.
+ */
+static void vqw_external_mask(struct vqw *w, unsigned int vec, bool masked)
+{
+	struct wiring_txn txn;
+	bool any = false;
+
+	if (!masked && w->nr_dirty)
+		vqw_flush_routes(w); /* a rewrite while unmasked: now */
+	wiring_begin(&txn, w->p.irq);
+	for (unsigned int i = 0; i < w->p.nq; i++) {
+		struct virtio_queue *q = &w->p.queues[i];
+
+		if (!w->qs[i].irq_wired || q->vector != vec ||
+		    w->qs[i].irqfd_on == !masked)
+			continue;
+		wiring_irqfd(&txn, q->call_fd, q->gsi, !masked);
+		any = true;
+	}
+	if (vqw_finish(w, &txn, any)) {
+		vqw_log(w, &w->log_kvm, VMM_LOG_ERROR,
+			"%s the irqfds of MSI-X vector %u failed",
+			masked ? "removing" : "restoring", vec);
+		return;
+	}
+	for (unsigned int i = 0; i < w->p.nq; i++)
+		if (w->qs[i].irq_wired && w->p.queues[i].vector == vec)
+			w->qs[i].irqfd_on = !masked;
+}
+
 void vqw_vector_changed(struct vqw *w, unsigned int vec, bool masked)
 {
 	struct vqw_vec *v = &w->vecs[vec];
@@ -304,6 +337,8 @@ void vqw_vector_changed(struct vqw *w, unsigned int vec, bool masked)
 	v->seen_masked = masked;
 	if (unmasked && w->nr_dirty)
 		vqw_flush_routes(w);
+	if (w->p.external && w->live && v->users)
+		vqw_external_mask(w, vec, masked);
 }
 
 /* ---- interrupt wiring ---------------------------------------------------- */
@@ -320,6 +355,7 @@ void vqw_release(struct vqw *w, bool keep_gsis)
 			irq_gsi_free(w->p.irq, q->gsi);
 		q->gsi_valid = false;
 		w->qs[i].irq_wired = false; /* kick_addr: the ioeventfds stay */
+		w->qs[i].irqfd_on = false;
 	}
 	for (unsigned int v = 0; v < w->p.nv; v++) {
 		w->vecs[v].users = 0;
@@ -344,7 +380,8 @@ static bool vqw_stage_unwire(struct vqw *w, struct wiring_txn *txn,
 		struct virtio_queue *q = &w->p.queues[i];
 
 		if (w->qs[i].irq_wired) {
-			wiring_irqfd(txn, q->call_fd, q->gsi, false);
+			if (w->qs[i].irqfd_on)
+				wiring_irqfd(txn, q->call_fd, q->gsi, false);
 			if (routes)
 				wiring_route(txn, q->gsi, false, 0, 0, 0);
 			any = true;
@@ -418,7 +455,12 @@ static void vqw_stage_queue(struct vqw *w, struct wiring_txn *txn,
 	}
 	wiring_route(txn, q->gsi, true, v->addr, v->data,
 		     w->p.ops->devid(w->p.owner));
+	/* External notifier on a masked vector: no irqfd until the unmask
+	 * ("External notifiers").  Undone by vqw_release() on failure. */
+	if (w->p.external && w->p.ops->masked(w->p.owner, q->vector))
+		return;
 	wiring_irqfd(txn, q->call_fd, q->gsi, true);
+	w->qs[i].irqfd_on = true;
 }
 
 /* The unbatched way, for comparisons: each queue alone, the whole route

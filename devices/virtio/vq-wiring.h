@@ -33,6 +33,22 @@
  *    interleaving rewrites and interrupts gets at most one per
  *    VQW_LAZY_FLUSH_USES interrupts and per interval.
  *
+ * External notifiers.  A vhost-user back end writes a queue's call
+ * eventfd itself, so the owner's mask check (the PBA) is bypassed and KVM
+ * would deliver through the irqfd's route whatever the MSI-X table says:
+ * an interrupt of a masked vector would reach the guest, and one of a
+ * vector rewritten while unmasked would go to the old message.  With
+ * params.external the wiring makes the irqfd itself follow the mask: a
+ * masked vector's irqfds are deassigned (what the back end signals
+ * meanwhile counts up in the eventfd, the interrupt held pending), and at
+ * the unmask, once the route is refreshed, reassigned -- KVM polls the
+ * eventfd at KVM_IRQFD and injects a pending count at once, so what was
+ * held goes out exactly once, with the new message.  A message rewritten
+ * while unmasked is flushed to the route at once (no lazy path: no
+ * interrupt passes through us).  The PBA does not show such pending
+ * interrupts.  Linux masks only around rewrites and at set-up: a few
+ * irqfd changes per probe.
+ *
  * Locking.  Everything here runs with the owner's lock held (@lock in
  * struct vqw_params), except vqw_fire(), vqw_send_msi() and vqw_stats_read(),
  * which are lock-free.  The I/O thread's flush takes the owner's lock with
@@ -109,6 +125,10 @@ struct vqw_params {
 	/* One commit per vectored queue at vqw_wire() instead of one for
 	 * all: the unbatched way, kept to measure the difference. */
 	bool per_vector;
+	/* The call eventfds are written by another process (a vhost-user
+	 * back end), not through the owner's queue_notify: see "External
+	 * notifiers" above. */
+	bool external;
 	unsigned int nr_zones;		   /* <= VQW_MAX_ZONES */
 	uint32_t zone_len[VQW_MAX_ZONES];
 	bool coalesce;			   /* try the zones at all */
@@ -127,6 +147,8 @@ struct vqw_stats {
 struct vqw_queue {
 	uint64_t kick_addr; /* where kick_fd is an ioeventfd, or VQW_UNWIRED */
 	bool irq_wired;	    /* route + irqfd installed for gsi/call_fd */
+	bool irqfd_on;	    /* the irqfd is assigned (external: not while
+			       its vector is masked) */
 };
 
 /* One MSI vector as the queues' KVM routes see it. */

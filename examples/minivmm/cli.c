@@ -19,6 +19,7 @@ enum {
 	OPT_USER,
 	OPT_IO_SCHED,
 	OPT_MEM_BACKEND,
+	OPT_FS,
 	OPT_VSOCK,
 };
 
@@ -36,6 +37,7 @@ static const struct option long_opts[] = {
 	{ "user", required_argument, NULL, OPT_USER },
 	{ "io-sched", required_argument, NULL, OPT_IO_SCHED },
 	{ "mem-backend", required_argument, NULL, OPT_MEM_BACKEND },
+	{ "fs", required_argument, NULL, OPT_FS },
 	{ "vsock", required_argument, NULL, OPT_VSOCK },
 	OPTS_COMMON_LONG,
 	{ NULL, 0, NULL, 0 },
@@ -91,6 +93,17 @@ void cli_usage(const char *prog, void *file)
 		"                       vCPU, so requests are served in batches)\n"
 		"                       or normal (lower latency at queue depth 1\n"
 		"                       when vCPUs and I/O threads share CPUs)\n"
+		"      --fs SPEC        virtio-fs shared directory (repeatable, up\n"
+		"                       to 8), mounted in the guest with\n"
+		"                       mount -t virtiofs TAG DIR:\n"
+		"                       tag=T,socket=PATH[,num-queues=N][,queue-size=N]\n"
+		"                       a vhost-user back end (virtiofsd) listening\n"
+		"                       on PATH, or tag=T,path=DIR[,ro=on] to start\n"
+		"                       virtiofsd on DIR (MINIVMM_VIRTIOFSD, default\n"
+		"                       /usr/lib/qemu/virtiofsd; ro=on: a read-only\n"
+		"                       bind in its own mount namespace, as root).\n"
+		"                       Makes guest RAM memfd unless --mem-backend\n"
+		"                       is given\n"
 		"      --vsock cid=N,socket=PATH\n"
 		"                       virtio-vsock device, guest CID N (3 and up);\n"
 		"                       host programs connect to the Unix socket\n"
@@ -234,9 +247,16 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
 				return errf(err, errlen,
 					    "--mem-backend must be anon, memfd or hugetlb, got '%s'",
 					    optarg);
+			o->mem_backend_set = true;
 			break;
 		case OPT_IO_SCHED:
 			if (opts_io_sched(optarg, &o->io_sched, err, errlen))
+				return -1;
+			break;
+		case OPT_FS:
+			if (o->nr_fs == CLI_MAX_FS)
+				return errf(err, errlen, "at most %d --fs", CLI_MAX_FS);
+			if (cli_parse_fs(optarg, &o->fs[o->nr_fs++], err, errlen))
 				return -1;
 			break;
 		case OPT_VSOCK:
@@ -262,6 +282,9 @@ void cli_free(struct cli_opts *o)
 	o->cmdline = NULL;
 	o->nr_disks = 0;
 	user_spec_free(&o->user);
+	for (unsigned int i = 0; i < o->nr_fs; i++)
+		cli_fs_free(&o->fs[i]);
+	o->nr_fs = 0;
 	free(o->vsock_path);
 	o->vsock_path = NULL;
 }

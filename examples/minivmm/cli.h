@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "disk-spec.h" /* struct cli_disk, cli_parse_disk() */
+#include "fs-spec.h"   /* struct cli_fs, cli_parse_fs() */
 #include "user.h"
 #include "vmm/vmm.h"
 
@@ -64,6 +65,9 @@ struct cli_opts {
 	int mem_backend; /* --mem-backend: enum vmm_memory_backend */
 	int log_level;
 	bool help, version;
+	struct cli_fs fs[CLI_MAX_FS]; /* --fs */
+	unsigned int nr_fs;
+	bool mem_backend_set;	      /* --mem-backend given (else --fs: memfd) */
 	/* --vsock cid=N,socket=PATH (vsock_path owned) */
 	struct vmm_vsock_config vsock;
 	char *vsock_path;

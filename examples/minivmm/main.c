@@ -137,8 +137,45 @@ static int drop_hook(void *opaque)
 	return user_drop(d->uid, d->gid, d->err, sizeof(d->err));
 }
 
-static int run(const struct cli_opts *o, struct drop *drop)
+/* --fs: start virtiofsd for each path=DIR, then add every device. */
+static int add_fs(struct vmm *vm, struct cli_opts *o)
 {
+	char err[256];
+
+	for (unsigned int i = 0; i < o->nr_fs; i++) {
+		struct cli_fs *f = &o->fs[i];
+		struct vmm_fs_config c = {
+			.struct_size = sizeof(c),
+			.num_queues = (uint16_t)f->num_queues,
+			.queue_size = (uint16_t)f->queue_size,
+		};
+		int ret;
+
+		if (fs_spawn(f, err, sizeof(err))) {
+			say("%s", err);
+			return -1;
+		}
+		c.tag = f->tag;
+		c.socket = f->socket;
+		ret = vmm_add_fs(vm, &c, NULL);
+		if (ret) {
+			say("--fs %s: %s", f->tag, strerror(-ret));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The virtiofsd children end with the VM's connections. */
+static void reap_fs(struct cli_opts *o)
+{
+	for (unsigned int i = 0; i < o->nr_fs; i++)
+		fs_reap(&o->fs[i]);
+}
+
+static int run(struct cli_opts *o, struct drop *drop)
+{
+	bool confined = false;
 	struct vmm *vm = NULL;
 	int ret, reason = VMM_EXIT_ERROR, sig, sfd;
 	uint32_t status = 0;
@@ -179,6 +216,9 @@ static int run(const struct cli_opts *o, struct drop *drop)
 		say("--user: %s", strerror(-ret));
 		goto out;
 	}
+	/* --fs: the back end maps guest RAM; shareable unless told otherwise. */
+	if (o->nr_fs && !o->mem_backend_set)
+		o->mem_backend = VMM_MEMORY_MEMFD;
 	if ((ret = vmm_set_memory_backend(vm, o->mem_backend))) {
 		say("--mem-backend: %s", strerror(-ret));
 		goto out;
@@ -195,6 +235,8 @@ static int run(const struct cli_opts *o, struct drop *drop)
 			goto out;
 		}
 	}
+	if (add_fs(vm, o))
+		goto out;
 	if (o->vsock_path && (ret = vmm_add_vsock(vm, &o->vsock))) {
 		say("--vsock: %s", strerror(-ret));
 		goto out;
@@ -229,8 +271,13 @@ static int run(const struct cli_opts *o, struct drop *drop)
 		say("running as uid %u gid %u, no supplementary groups, "
 		    "no capabilities, no_new_privs",
 			(unsigned int)drop->uid, (unsigned int)drop->gid);
+	/* The virtiofsd sockets are connected: their paths can go now, while
+	 * unlink() is still allowed. */
+	for (unsigned int i = 0; i < o->nr_fs; i++)
+		fs_started(&o->fs[i]);
 	/* This thread now only waits, stops, reports and tears down: the
-	 * control allow-list (no open, no exec) is all it needs. */
+	 * control allow-list (no open, no exec, no wait4) is all it needs. */
+	confined = !o->no_seccomp && !SANITIZER_BUILD;
 	if (!o->no_seccomp && !SANITIZER_BUILD &&
 	    (ret = vmm_seccomp_confine_current_thread(vm))) {
 		say("seccomp: %s", strerror(-ret));
@@ -245,6 +292,11 @@ static int run(const struct cli_opts *o, struct drop *drop)
 		stats_report(vm, o);
 	close(sfd);
 	vmm_destroy(vm);
+	/* Confined: no wait4.  The virtiofsd children exit as their
+	 * connections close (vmm_destroy()), at the latest with us
+	 * (PR_SET_PDEATHSIG), and init reaps them after our exit. */
+	if (!confined)
+		reap_fs(o);
 	if (sig)
 		return 128 + sig;
 	switch (reason) {
@@ -265,6 +317,7 @@ static int run(const struct cli_opts *o, struct drop *drop)
 	}
 out:
 	vmm_destroy(vm);
+	reap_fs(o);
 	return 1;
 }
 

@@ -61,6 +61,37 @@ static void kvm_json(FILE *f, const struct vmm_kvm_stats *k, int ret)
 	fprintf(f, "}");
 }
 
+/* The virtio-fs devices (--fs), as many as vmm_get_fs_stats() knows. */
+static void fs_print(struct vmm *vm, bool json, FILE *f)
+{
+	struct vmm_fs_stats s = { .struct_size = sizeof(s) };
+
+	if (json)
+		fprintf(f, ",\"fs\":[");
+	for (unsigned int i = 0; !vmm_get_fs_stats(vm, i, &s); i++) {
+		if (json)
+			fprintf(f,
+				"%s{\"request_queues\":%" PRIu32
+				",\"messages\":%" PRIu64 ",\"timeouts\":%" PRIu64
+				",\"disconnects\":%" PRIu64 ",\"starts\":%" PRIu64
+				",\"stops\":%" PRIu64 ",\"needs_reset\":%" PRIu64 "}",
+				i ? "," : "", s.request_queues, s.messages,
+				s.timeouts, s.disconnects, s.starts, s.stops,
+				s.needs_reset);
+		else
+			fprintf(f,
+				"fs %u: %" PRIu32 " request queue(s), %" PRIu64
+				" vhost-user messages, %" PRIu64 " timeouts, %" PRIu64
+				" disconnects, %" PRIu64 " starts, %" PRIu64
+				" needs-reset\n",
+				i, s.request_queues, s.messages, s.timeouts,
+				s.disconnects, s.starts, s.needs_reset);
+		s.struct_size = sizeof(s);
+	}
+	if (json)
+		fprintf(f, "]");
+}
+
 /* The vsock device's counters, if the VM has one: a "vsock" member of the
  * JSON object, or a line. */
 static void vsock_print(struct vmm *vm, bool json, FILE *f)
@@ -175,15 +206,17 @@ void stats_print(struct vmm *vm, unsigned int nr_disks, bool json, FILE *f)
 			"],\"console\":{\"bytes_out\":%" PRIu64
 			",\"bytes_dropped\":%" PRIu64 ",\"bytes_in\":%" PRIu64 "}",
 			con.bytes_out, con.bytes_dropped, con.bytes_in);
+		fs_print(vm, true, f);
 		vsock_print(vm, true, f);
 		fprintf(f, "}\n");
 		return;
 	}
-	vsock_print(vm, false, f);
 	fprintf(f,
 		"console: %" PRIu64 " bytes out, %" PRIu64 " dropped, %" PRIu64
 		" bytes in\n",
 		con.bytes_out, con.bytes_dropped, con.bytes_in);
+	fs_print(vm, false, f);
+	vsock_print(vm, false, f);
 	if (!kret) {
 		fprintf(f, "kvm: %" PRIu32 " vCPUs", k.nr_vcpus);
 		kvm_val(f, false, ", ", k.exits);

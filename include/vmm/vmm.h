@@ -432,6 +432,81 @@ int vmm_add_port(struct vmm *vm, const struct vmm_port_config *cfg,
 		 unsigned int *out_id);
 
 /*
+ * A shared host directory (virtio-fs, device id 26) served by a vhost-user
+ * back end such as virtiofsd: the guest mounts it by tag
+ * (mount -t virtiofs TAG DIR).  The back end serves the queues itself
+ * (it maps guest RAM, reads the kick eventfds, writes the interrupt
+ * eventfds): guest RAM must be shareable, vmm_set_memory_backend()
+ * MEMFD or HUGETLB, before vmm_add_fs().  Zero-initialise, set
+ * struct_size, fill.
+ */
+#define VMM_MAX_FS 8
+#define VMM_FS_TAG_MAX 36 /* bytes, NUL excluded */
+#define VMM_MAX_FS_QUEUES 64 /* request queues of one device */
+struct vmm_fs_config {
+	uint32_t struct_size; /* = sizeof(struct vmm_fs_config) */
+	uint32_t flags;	      /* none yet: 0 */
+	const char *tag;      /* 1..VMM_FS_TAG_MAX bytes, unique per VM */
+	const char *socket;   /* the back end's listening vhost-user socket */
+	uint16_t num_queues;  /* request queues; 0 = one per vCPU; the back
+				 end may serve fewer (virtiofsd 7.2: 1) */
+	uint16_t queue_size;  /* 0 = 1024; power of two, 4..1024 */
+	uint32_t timeout_ms;  /* per back-end reply; 0 = 5000 */
+};
+
+/**
+ * vmm_add_fs() - attach a virtio-fs device (after the disks and the
+ * console device on the PCI bus; counts against VMM_MAX_DISKS).
+ * @vm:     VM in state CONFIG, its RAM shareable (memfd or hugetlb)
+ * @cfg:    configuration; strings copied
+ * @out_id: receives the fs id (0, 1, ... in order of addition), or NULL
+ *
+ * vmm_start() connects to the socket and negotiates (it fails with the
+ * back end's -ECONNREFUSED/-ENOENT, -ETIMEDOUT or -EPROTO, logged); the
+ * rings go to the back end at the guest's DRIVER_OK and come back at its
+ * reset, each reply awaited at most timeout_ms (then the device needs a
+ * reset).  A back end that goes away sets DEVICE_NEEDS_RESET; the VM runs
+ * on.  One back-end process per device and VM start (virtiofsd serves
+ * one connection).
+ *
+ * Context: configuration.
+ * Returns: 0 or
+ *   -EINVAL  NULL @cfg, struct_size too small, no tag or socket, tag too
+ *            long or used, num_queues over VMM_MAX_FS_QUEUES, bad
+ *            queue_size, unknown flag, guest RAM not shareable (anonymous:
+ *            call vmm_set_memory_backend() first)
+ *   -ENOSPC  VMM_MAX_FS devices, or the PCI bus full
+ *   -ENOMEM
+ */
+int vmm_add_fs(struct vmm *vm, const struct vmm_fs_config *cfg,
+	       unsigned int *out_id);
+
+/* Counters of a virtio-fs device's vhost-user front end. */
+struct vmm_fs_stats {
+	uint32_t struct_size;	   /* = sizeof(struct vmm_fs_stats) */
+	uint32_t request_queues;   /* what the guest was offered */
+	uint64_t messages;	   /* vhost-user requests sent */
+	uint64_t timeouts;	   /* replies that did not come in time */
+	uint64_t disconnects;	   /* the back end went away (0 or 1) */
+	uint64_t starts;	   /* DRIVER_OKs handed to the back end */
+	uint64_t stops;		   /* resets / stops (GET_VRING_BASE) */
+	uint64_t needs_reset;	   /* DEVICE_NEEDS_RESET set */
+};
+
+/**
+ * vmm_get_fs_stats() - counters of fs device @id (0 before vmm_start()).
+ * @vm: VM, any state
+ * @id: fs id from vmm_add_fs()
+ * @st: out; set st->struct_size first (>= 16); what fits is written
+ *
+ * Context: any thread the library does not own.
+ * Returns: 0 or
+ *   -EINVAL  NULL @st, struct_size too small
+ *   -ENOENT  no such fs device
+ */
+int vmm_get_fs_stats(struct vmm *vm, unsigned int id, struct vmm_fs_stats *st);
+
+/*
  * A vsock device (virtio-vsock) with the hybrid Unix-socket host side:
  * host programs reach the guest's AF_VSOCK stream sockets through Unix
  * sockets, with no host module or privilege.  A host program connects to
@@ -460,7 +535,7 @@ struct vmm_vsock_config {
 
 /**
  * vmm_add_vsock() - give the VM its vsock device (one per VM; it follows
- * the disks and the ports on the PCI bus).
+ * the disks, the ports' device and the virtio-fs devices on the PCI bus).
  * @vm:  VM in state CONFIG
  * @cfg: configuration (see struct vmm_vsock_config); the path is copied
  *

@@ -129,6 +129,11 @@ static const struct rule vcpu_rules[] = {
 	{ SCMP_SYS(ioctl), ARG_ANY }, /* by request: vcpu_ioctls[] */
 	{ SCMP_SYS(eventfd2), ARG_ANY },
 	{ SCMP_SYS(rt_sigtimedwait), ARG_ANY }, /* consuming kicks (vcpu.c) */
+	/* A vhost-user device's DRIVER_OK and reset (virtio-fs): requests to
+	 * its back end with their fds, and the replies, on the socket
+	 * opened before (no socket() or connect() here). */
+	{ SCMP_SYS(sendmsg), ARG_ANY },
+	{ SCMP_SYS(recvmsg), ARG_ANY },
 };
 static const unsigned long vcpu_ioctls[] = {
 	KVM_RUN, KVM_IRQ_LINE, KVM_SET_GSI_ROUTING, KVM_IRQFD, KVM_IOEVENTFD,
@@ -191,6 +196,9 @@ static const struct rule control_rules[] = {
 	{ SCMP_SYS(newfstatat), ARG_FD_ONLY }, /* stdio's first use of a FILE */
 	{ SCMP_SYS(fstat), ARG_ANY },
 	{ SCMP_SYS(lseek), ARG_ANY },
+	/* A vhost-user device stopped at the VM's end (GET_VRING_BASE). */
+	{ SCMP_SYS(sendmsg), ARG_ANY },
+	{ SCMP_SYS(recvmsg), ARG_ANY },
 };
 static const unsigned long control_ioctls[] = {
 	KVM_SET_GSI_ROUTING, KVM_IRQFD, KVM_IOEVENTFD, KVM_IRQ_LINE,

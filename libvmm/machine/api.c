@@ -97,6 +97,11 @@ static void config_free(struct machine_config *c)
 			close(c->ports[i].out_fd);
 	}
 	free(c->ports);
+	for (unsigned int i = 0; i < c->nr_fs; i++) {
+		free(c->fs[i].tag);
+		free(c->fs[i].socket);
+	}
+	free(c->fs);
 	if (c->vsock)
 		free(c->vsock->path);
 	free(c->vsock);
@@ -641,6 +646,10 @@ int vmm_set_memory_backend(struct vmm *vm, int backend)
 	if (backend != VMM_MEMORY_ANON && backend != VMM_MEMORY_MEMFD &&
 	    backend != VMM_MEMORY_HUGETLB)
 		ret = -EINVAL;
+	else if (backend == VMM_MEMORY_ANON && vm->config->nr_fs) {
+		vmm_err("memory backend: a virtio-fs device needs shareable RAM");
+		ret = -EINVAL;
+	}
 	else
 		vm->config->mem_backend = backend;
 	pthread_mutex_unlock(&vm->lock);
@@ -691,6 +700,107 @@ int vmm_set_start_hook(struct vmm *vm, vmm_start_hook_fn fn, void *opaque)
 	vm->config->start_hook = fn;
 	vm->config->start_hook_opaque = opaque;
 	pthread_mutex_unlock(&vm->lock);
+	return 0;
+}
+
+/* ---- virtio-fs (vmm_add_fs()) ------------------------------------------- */
+
+/* vmm_add_fs()'s checks of @cfg alone: 0 or -EINVAL (logged). */
+static int fs_check_config(const struct vmm_fs_config *cfg)
+{
+	uint16_t qs = cfg->queue_size;
+
+	if (cfg->struct_size < offsetof(struct vmm_fs_config, timeout_ms) +
+				       sizeof(cfg->timeout_ms) ||
+	    cfg->flags || !cfg->tag || !*cfg->tag || !cfg->socket ||
+	    !*cfg->socket) {
+		vmm_err("fs: a tag and a socket are required");
+		return -EINVAL;
+	}
+	if (strlen(cfg->tag) > VMM_FS_TAG_MAX ||
+	    cfg->num_queues > VMM_MAX_FS_QUEUES ||
+	    (qs && (qs < 4 || qs > VIRTQ_MAX_QUEUE_SIZE || (qs & (qs - 1))))) {
+		vmm_err("fs: tag over %d bytes, over %d request queues or a "
+			"queue size not a power of two in 4..1024", VMM_FS_TAG_MAX,
+			VMM_MAX_FS_QUEUES);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* vmm_add_fs()'s checks against the VM: 0, -EINVAL or -ENOSPC (logged).
+ * Context: vm->lock held. */
+static int fs_check_vm(const struct machine_config *c, const char *tag)
+{
+	if (c->mem_backend == VMM_MEMORY_ANON) {
+		vmm_err("fs %s: the vhost-user back end maps guest RAM, which "
+			"must be shareable: vmm_set_memory_backend() MEMFD or "
+			"HUGETLB first", tag);
+		return -EINVAL;
+	}
+	for (unsigned int i = 0; i < c->nr_fs; i++)
+		if (!strcmp(c->fs[i].tag, tag)) {
+			vmm_err("fs: tag %s used twice", tag);
+			return -EINVAL;
+		}
+	if (c->nr_fs >= VMM_MAX_FS || c->nr_disks + c->nr_fs >= VMM_MAX_DISKS) {
+		vmm_err("fs: at most %d devices, and with the disks %d", VMM_MAX_FS,
+			VMM_MAX_DISKS);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+int vmm_add_fs(struct vmm *vm, const struct vmm_fs_config *cfg,
+	       unsigned int *out_id)
+{
+	struct machine_fs_config f = { 0 }, *n;
+	int ret;
+
+	if (!cfg || fs_check_config(cfg))
+		return -EINVAL;
+	ret = vm_lock_config(vm);
+	if (ret)
+		return ret;
+	ret = fs_check_vm(vm->config, cfg->tag);
+	if (ret)
+		goto out;
+	memcpy(&f.cfg, cfg, MIN((size_t)cfg->struct_size, sizeof(f.cfg)));
+	f.cfg.struct_size = sizeof(f.cfg);
+	n = realloc(vm->config->fs, (vm->config->nr_fs + 1) * sizeof(*n));
+	if (n)
+		vm->config->fs = n;
+	if (!n || dup_str(cfg->tag, &f.tag) || dup_str(cfg->socket, &f.socket)) {
+		free(f.tag);
+		ret = -ENOMEM;
+		goto out;
+	}
+	f.cfg.tag = f.tag;
+	f.cfg.socket = f.socket;
+	vm->config->fs[vm->config->nr_fs] = f;
+	if (out_id)
+		*out_id = vm->config->nr_fs;
+	vm->config->nr_fs++;
+out:
+	pthread_mutex_unlock(&vm->lock);
+	return ret;
+}
+
+int vmm_get_fs_stats(struct vmm *vm, unsigned int id, struct vmm_fs_stats *st)
+{
+	struct vmm_fs_stats full;
+
+	if (!vm || !st || st->struct_size < 16)
+		return -EINVAL;
+	pthread_mutex_lock(&vm->lock);
+	if (id >= vm->config->nr_fs) {
+		pthread_mutex_unlock(&vm->lock);
+		return -ENOENT;
+	}
+	memset(&full, 0, sizeof(full));
+	machine_fs_stats(vm, id, &full);
+	pthread_mutex_unlock(&vm->lock);
+	copy_out_stats(st, st->struct_size, &full, sizeof(full));
 	return 0;
 }
 

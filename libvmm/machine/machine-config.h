@@ -26,6 +26,13 @@ struct machine_port_config {
 	int in_fd, out_fd; /* -1 when none */
 };
 
+/* A virtio-fs device as configured through vmm_add_fs() (copied strings). */
+struct machine_fs_config {
+	struct vmm_fs_config cfg; /* tag/socket point into the copies below */
+	char *tag;
+	char *socket;
+};
+
 /* The vsock device of vmm_add_vsock() (copied path). */
 struct machine_vsock_config {
 	struct vmm_vsock_config cfg; /* socket_path points at path */
@@ -46,6 +53,8 @@ struct machine_config {
 	void *start_hook_opaque;
 	int iothread_sched; /* enum vmm_iothread_sched */
 	int mem_backend; /* enum vmm_memory_backend (= GUEST_MEM_*) */
+	struct machine_fs_config *fs; /* vmm_add_fs() */
+	unsigned int nr_fs;
 	struct machine_vsock_config *vsock; /* vmm_add_vsock(), or NULL */
 };
 

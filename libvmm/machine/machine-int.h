@@ -59,6 +59,7 @@ struct machine_device {
 
 extern const struct machine_device_ops machine_disk_ops;  /* disks.c */
 extern const struct machine_device_ops machine_ports_ops; /* ports.c */
+extern const struct machine_device_ops machine_fs_ops;	  /* fs.c */
 extern const struct machine_device_ops machine_vsock_ops; /* vsocks.c */
 
 

@@ -190,14 +190,18 @@ static int machine_setup_devices(struct vmm *vm, struct machine *m)
 	ret = machine_start_iothreads(vm, m);
 	for (unsigned int i = 0; !ret && i < m->plan.nr_devices; i++) {
 		struct machine_device *d = &m->devs[m->nr_devs++];
-		bool disk = i < vm->config->nr_disks;
-		bool ports = !disk && vm->config->nr_ports &&
-			     i == vm->config->nr_disks;
+		unsigned int nd = vm->config->nr_disks,
+			     first_fs = nd + (vm->config->nr_ports ? 1 : 0);
+		bool disk = i < nd;
 
 		d->ops = disk ? &machine_disk_ops : &machine_ports_ops;
-		if (!disk && !ports) /* the last: the vsock */
-			d->ops = &machine_vsock_ops;
 		d->id = disk ? i : 0;
+		if (i >= first_fs) { /* then the virtio-fs devices */
+			d->ops = &machine_fs_ops;
+			d->id = i - first_fs;
+		}
+		if (i >= first_fs + vm->config->nr_fs) /* the vsock, last */
+			d->ops = &machine_vsock_ops;
 		d->nq = m->plan.queues[i];
 		ret = d->ops->create(vm, m, d);
 	}

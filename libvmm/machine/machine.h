@@ -32,6 +32,9 @@ int machine_queue_stats(struct vmm *vm, unsigned int id, unsigned int q,
 			struct vmm_queue_stats *st);
 int machine_kvm_stats(struct vmm *vm, struct vmm_kvm_stats *st);
 /* Console counters into @st (left as they are if no console was built). */
+struct vmm_fs_stats;
+/* vmm_get_fs_stats() (fs.c): zeros before vmm_start().  @id is valid. */
+void machine_fs_stats(struct vmm *vm, unsigned int id, struct vmm_fs_stats *st);
 struct vmm_console_stats;
 void machine_console_stats(struct vmm *vm, struct vmm_console_stats *st);
 /* The vsock device's counters into @st (zero before vmm_start()). */

@@ -74,6 +74,17 @@ static unsigned int plan_requests(const struct machine_config *cfg,
 		req[n++] = (struct plan_request){
 			.queues = VCON_NUM_QUEUES(cfg->nr_ports),
 		};
+	/* virtio-fs: hiprio and the request queues, served by the back end
+	 * (no I/O threads); the default one per vCPU is an upper bound, the
+	 * back end may serve fewer (fs.c). */
+	for (unsigned int i = 0; i < cfg->nr_fs && n < PLAN_MAX_DEVICES; i++) {
+		unsigned int rq = cfg->fs[i].cfg.num_queues;
+
+		req[n++] = (struct plan_request){
+			.queues = 1 + (rq ? rq : MIN(cfg->nr_vcpus,
+						     (unsigned int)VMM_MAX_FS_QUEUES)),
+		};
+	}
 	/* The vsock: rx, tx, event; its listener and epoll set, and host
 	 * sockets for some connections (more take what the limit leaves). */
 	if (cfg->vsock && n < PLAN_MAX_DEVICES)

@@ -22,8 +22,9 @@
 struct vmm;
 struct machine_config;
 
-/* The disks, the virtio-console device of the ports, the vsock device. */
-#define PLAN_MAX_DEVICES (VMM_MAX_DISKS + 2)
+/* The disks, the virtio-console device of the ports, the virtio-fs
+ * devices, the vsock device. */
+#define PLAN_MAX_DEVICES (VMM_MAX_DISKS + 1 + VMM_MAX_FS + 1)
 
 /* What one device asks for. */
 struct plan_request {

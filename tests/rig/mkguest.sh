@@ -39,7 +39,7 @@ print_only=0
 quiet=0
 variant=
 read -r -a extras <<<"${MKGUEST_EXTRA:-}"
-modules=(virtio_pci virtio_blk)
+modules=(virtio_pci virtio_blk virtiofs) # virtiofs (+ fuse): tests/e2e/fs.sh
 extra_modules=()
 while [[ $# -gt 0 ]]; do
 	case "$1" in

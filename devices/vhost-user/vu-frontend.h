@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A vhost-user front end, device-neutral: the VMM side of a device whose
+ * queues another process (the back end, e.g. virtiofsd) serves.  The
+ * front end connects to the back end's socket, negotiates virtio and
+ * protocol features (MQ, REPLY_ACK, CONFIGURE_MEM_SLOTS where offered),
+ * hands it the guest's shareable RAM (the memfd, SET_MEM_TABLE or one
+ * ADD_MEM_REG per region) and, when the driver sets DRIVER_OK, each
+ * enabled ring: its size, addresses (as the back end sees them: user
+ * addresses inside the mapping the memory table describes, i.e. ours),
+ * base, the transport's kick eventfd (the KVM ioeventfd) and call eventfd
+ * (the KVM irqfd).  No VMM thread is in the data path.
+ *
+ * Every request waits for its reply (REPLY_ACK when the back end has it)
+ * at most timeout_ms: a back end that never answers costs the waiting
+ * thread (a vCPU at DRIVER_OK) that long once, then the front end is
+ * "broken" and sends nothing more.  A back end that closes its end is
+ * noticed at the next message or, while the device runs, by the watch
+ * thread (vu_fe_watch()), which calls the device's callback so it can
+ * set NEEDS_RESET; the VM keeps running.
+ *
+ * Context: vu_fe_open()/vu_fe_close() on the API thread; vu_fe_start()/
+ * vu_fe_stop() on the transport's thread (a vCPU with the transport's lock
+ * held, or the API thread at the VM's end).  One at a time: the front end's
+ * own mutex serialises the messages.
+ */
+#ifndef VMM_DEVICES_VHOST_USER_VU_FRONTEND_H
+#define VMM_DEVICES_VHOST_USER_VU_FRONTEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "memory.h"
+#include "util/compiler.h"
+#include "virtio/virtio.h"
+
+#define VU_FE_TIMEOUT_MS 5000 /* per reply, by default */
+#define VU_FE_MAX_QUEUES 64u
+
+struct vu_fe;
+
+struct vu_fe_params {
+	const char *path;	     /* the back end's Unix socket */
+	const struct guest_mem *mem; /* guest RAM; must be shareable (fd >= 0) */
+	/* Virtio features the device model can offer (VIRTIO_F_VERSION_1
+	 * and the ring features it allows): what the driver is offered is
+	 * these and the back end's in common. */
+	uint64_t features;
+	unsigned int num_queues; /* the most the device would use */
+	int timeout_ms;		 /* per reply; 0: VU_FE_TIMEOUT_MS */
+	const char *name;	 /* for the log ("fs 0") */
+};
+
+struct vu_fe_stats {
+	uint64_t messages;    /* requests sent */
+	uint64_t timeouts;    /* replies that did not come in time */
+	uint64_t disconnects; /* the back end went away (0 or 1) */
+	uint64_t starts;      /* DRIVER_OKs handed over */
+	uint64_t stops;	      /* of which stopped (GET_VRING_BASE) */
+};
+
+/*
+ * vu_fe_open - connect to @p->path (at most timeout_ms), negotiate the
+ * features, SET_OWNER and hand the memory table over.  Returns 0,
+ * -EINVAL (RAM not shareable, path too long, num_queues 0 or over
+ * VU_FE_MAX_QUEUES), -ENOENT/-ECONNREFUSED (no back end listening),
+ * -ETIMEDOUT (it does not answer), -EPROTO (a malformed or unexpected
+ * reply, a refused request, no VIRTIO_F_VERSION_1), -ENOMEM; each logged
+ * with what it was doing.
+ */
+int vu_fe_open(const struct vu_fe_params *p, struct vu_fe **out) __must_check;
+/* Stop the watch thread, close the connection, free.  NULL-safe. */
+void vu_fe_close(struct vu_fe *fe);
+
+/* Virtio features to offer the driver. */
+uint64_t vu_fe_features(const struct vu_fe *fe);
+/* Queues the back end serves (GET_QUEUE_NUM with MQ; else num_queues). */
+unsigned int vu_fe_queue_num(const struct vu_fe *fe);
+/* Protocol features negotiated (VHOST_USER_PROTOCOL_F_* bits). */
+uint64_t vu_fe_protocol_features(const struct vu_fe *fe);
+
+/*
+ * vu_fe_start - DRIVER_OK: SET_FEATURES with what the driver accepted,
+ * then for each enabled queue of @qs (rings validated and started by the
+ * transport) SET_VRING_NUM, BASE (its last_avail_idx), ADDR, KICK, CALL
+ * (no fd for a queue without a vector), ENABLE.  On failure the rings
+ * already handed over are stopped again.  Returns 0, -EPIPE (broken:
+ * the back end is gone or did not answer before), -ETIMEDOUT, -EPROTO,
+ * -EINVAL (a queue beyond what the back end serves).
+ */
+int vu_fe_start(struct vu_fe *fe, uint64_t features, struct virtio_queue *qs,
+		unsigned int nr) __must_check;
+/*
+ * vu_fe_stop - device reset or bus mastering off: GET_VRING_BASE on every
+ * ring handed over (the back end stops it and says where it was; that
+ * base goes into the queue's vq.last_avail_idx for a restart).  A broken
+ * front end sends nothing.  Returns once the back end has answered for
+ * every ring or is known broken.
+ */
+void vu_fe_stop(struct vu_fe *fe);
+
+/* The back end is gone or broke the protocol: nothing more is sent. */
+bool vu_fe_broken(struct vu_fe *fe);
+
+/*
+ * vu_fe_watch - start a thread ("vmm-vuwatch") that waits for the back end
+ * to close its end of the socket and then calls @dead(@opaque) once
+ * (Context: that thread; the callback must not block).  @thread_init runs
+ * first on it (seccomp confinement), if not NULL.  Returns 0 or -errno.
+ */
+int vu_fe_watch(struct vu_fe *fe, void (*dead)(void *opaque), void *opaque,
+		int (*thread_init)(void *arg), void *init_arg) __must_check;
+
+/* Stop and join the watch thread, if any.  Idempotent. */
+void vu_fe_unwatch(struct vu_fe *fe);
+
+void vu_fe_get_stats(struct vu_fe *fe, struct vu_fe_stats *st);
+
+#endif
