@@ -550,6 +550,7 @@ struct vmm_vsock_config {
  *   -EINVAL   NULL @cfg, struct_size too small, unknown flag, guest_cid
  *             out of range, no socket_path or one over VMM_VSOCK_PATH_MAX
  *   -EEXIST   the VM has a vsock device already
+ *   -ENOSPC   the PCI bus full (VMM_MAX_DISKS disks and fs devices)
  *   -EBUSY    @vm is not in state CONFIG
  *   -ENOMEM
  */

@@ -828,6 +828,12 @@ int vmm_add_vsock(struct vmm *vm, const struct vmm_vsock_config *cfg)
 		ret = -EEXIST;
 		goto out;
 	}
+	/* A PCI function of its own, beside the disks' and fs devices' (the
+	 * ports' function is kept apart in VMM_MAX_DISKS). */
+	if (vm->config->nr_disks + vm->config->nr_fs >= VMM_MAX_DISKS) {
+		ret = -ENOSPC;
+		goto out;
+	}
 	v = calloc(1, sizeof(*v));
 	if (!v || dup_str(cfg->socket_path, &v->path)) {
 		free(v);
