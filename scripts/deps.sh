@@ -24,6 +24,7 @@ PKGS=(
 	qemu-system-arm qemu-user-static
 	dmsetup # tests/e2e/fault_dm_error.sh (device-mapper error target)
 	qemu-system-common # /usr/lib/qemu/virtiofsd: tests/e2e/fs.sh, minivmm --fs path=
+	socat # raw requests to minivmm's API socket: tests/e2e/api_socket.sh
 	# in-guest and bench I/O tools
 	fio
 	gnuplot-nox jq # bench/run.sh: plots and JSON

@@ -55,6 +55,8 @@ targets=("$@")
 # line.
 [[ $# -gt 0 ]] || targets+=(fuzz_vcon fuzz_oci_proto fuzz_oci_shim fuzz_oci_init_config
 	fuzz_oci_config fuzz_oci_state fuzz_oci_cli)
+# minivmm's API socket requests.
+[[ $# -gt 0 ]] || targets+=(fuzz_api_request)
 
 if ! command -v clang >/dev/null; then
 	echo "fuzz.sh: clang not found (scripts/deps.sh installs it)" >&2

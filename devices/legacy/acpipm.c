@@ -14,6 +14,10 @@ struct acpipm {
 	unsigned int s5_typ;
 	void (*poweroff)(void *opaque);
 	void *opaque;
+	/* The SCI line (acpipm_set_sci()), and its level as last set. */
+	void (*sci)(void *opaque, int level);
+	void *sci_opaque;
+	bool sci_level;
 	/* Any vCPU may access the registers: the lock makes a split
 	 * (byte-wise) read-modify-write of one register consistent. */
 	pthread_mutex_t lock;
@@ -25,6 +29,19 @@ static uint16_t reg_read(const struct acpipm *d, unsigned int r)
 	if (r == ACPIPM_PM1_CNT / 2)
 		return (uint16_t)(d->regs[r] | ACPIPM_SCI_EN);
 	return d->regs[r];
+}
+
+/* Drive the SCI from PM1_STS & PM1_EN: level-triggered, it stays up until
+ * the guest clears the status bit or disables the event.  Lock held (the
+ * callback only does KVM_IRQ_LINE). */
+static void update_sci(struct acpipm *d)
+{
+	bool level = d->regs[ACPIPM_PM1_STS / 2] & d->regs[ACPIPM_PM1_EN / 2] &
+		     ACPIPM_PWRBTN;
+
+	if (d->sci && level != d->sci_level)
+		d->sci(d->sci_opaque, level);
+	d->sci_level = level;
 }
 
 /* A write of @v to register @r, @mask saying which of its bits the access
@@ -77,6 +94,8 @@ static void acpipm_io(void *opaque, uint64_t off, void *data, uint32_t len,
 				   (uint16_t)(0xffu << sh)))
 			off_now = true;
 	}
+	if (is_write)
+		update_sci(d);
 	pthread_mutex_unlock(&d->lock);
 	if (off_now)
 		d->poweroff(d->opaque);
@@ -112,6 +131,23 @@ int acpipm_create(struct iobus *pio, uint16_t port, unsigned int s5_typ,
 	}
 	*out = d;
 	return 0;
+}
+
+void acpipm_set_sci(struct acpipm *d, void (*sci)(void *opaque, int level),
+		    void *opaque)
+{
+	pthread_mutex_lock(&d->lock);
+	d->sci = sci;
+	d->sci_opaque = opaque;
+	pthread_mutex_unlock(&d->lock);
+}
+
+void acpipm_power_button(struct acpipm *d)
+{
+	pthread_mutex_lock(&d->lock);
+	d->regs[ACPIPM_PM1_STS / 2] |= ACPIPM_PWRBTN;
+	update_sci(d);
+	pthread_mutex_unlock(&d->lock);
 }
 
 void acpipm_destroy(struct acpipm *d)

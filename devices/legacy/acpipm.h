@@ -5,8 +5,11 @@
  * control block (PM1_CNT), as the FADT of libvmm/arch/x86/acpi.h describes them,
  * in one I/O range:
  *
- *   base + 0  PM1_STS  16 bits, write 1 to clear (nothing ever sets a bit)
- *   base + 2  PM1_EN   16 bits, read/write (no event is ever raised)
+ *   base + 0  PM1_STS  16 bits, write 1 to clear; PWRBTN_STS (bit 8) is set
+ *                      by acpipm_power_button()
+ *   base + 2  PM1_EN   16 bits, read/write; while PWRBTN_STS and PWRBTN_EN
+ *                      are both set the SCI is asserted (level-triggered,
+ *                      acpipm_set_sci())
  *   base + 4  PM1_CNT  16 bits: SCI_EN (bit 0) reads 1, the machine is in
  *                      ACPI mode from the start (the FADT has no SMI_CMD);
  *                      SLP_TYP (bits 12:10) is stored; writing SLP_EN
@@ -35,6 +38,7 @@
 #define ACPIPM_PM1_EN 2u
 #define ACPIPM_PM1_CNT 4u
 #define ACPIPM_SCI_EN (1u << 0)
+#define ACPIPM_PWRBTN (1u << 8) /* PWRBTN_STS in PM1_STS, PWRBTN_EN in PM1_EN */
 #define ACPIPM_SLP_TYP_SHIFT 10
 #define ACPIPM_SLP_TYP_MASK (7u << ACPIPM_SLP_TYP_SHIFT)
 #define ACPIPM_SLP_EN (1u << 13)
@@ -52,6 +56,16 @@ struct acpipm;
 int acpipm_create(struct iobus *pio, uint16_t port, unsigned int s5_typ,
 		  void (*poweroff)(void *opaque), void *opaque,
 		  struct acpipm **out) __must_check;
+
+/* The SCI line: @sci(opaque, level) on every change of its level, from
+ * whichever thread changed it (a vCPU writing PM1_STS/PM1_EN, or the
+ * caller of acpipm_power_button()), the device lock held.  Set before the
+ * vCPUs run. */
+void acpipm_set_sci(struct acpipm *d, void (*sci)(void *opaque, int level),
+		    void *opaque);
+/* Press the power button: PWRBTN_STS set, the SCI raised if the guest
+ * enabled the event.  Context: any thread. */
+void acpipm_power_button(struct acpipm *d);
 
 /* Unregisters the ports and frees @d.  NULL-safe.  No vCPU may be running. */
 void acpipm_destroy(struct acpipm *d);

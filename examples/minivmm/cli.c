@@ -20,6 +20,7 @@ enum {
 	OPT_IO_SCHED,
 	OPT_MEM_BACKEND,
 	OPT_FS,
+	OPT_API_SOCKET,
 	OPT_VSOCK,
 };
 
@@ -38,6 +39,7 @@ static const struct option long_opts[] = {
 	{ "io-sched", required_argument, NULL, OPT_IO_SCHED },
 	{ "mem-backend", required_argument, NULL, OPT_MEM_BACKEND },
 	{ "fs", required_argument, NULL, OPT_FS },
+	{ "api-socket", required_argument, NULL, OPT_API_SOCKET },
 	{ "vsock", required_argument, NULL, OPT_VSOCK },
 	OPTS_COMMON_LONG,
 	{ NULL, 0, NULL, 0 },
@@ -47,6 +49,7 @@ void cli_usage(const char *prog, void *file)
 {
 	fprintf(file,
 		"Usage: %s --kernel " CLI_KERNEL_ARG " [options]\n"
+		"       minivmm --api PATH info|stats|pause|resume|stop|shutdown\n"
 		"Boot a Linux kernel in a KVM virtual machine (libvmm %s).\n"
 		"\n"
 		"  -c, --smp N          number of vCPUs (default 1, max %d)\n"
@@ -104,6 +107,11 @@ void cli_usage(const char *prog, void *file)
 		"                       bind in its own mount namespace, as root).\n"
 		"                       Makes guest RAM memfd unless --mem-backend\n"
 		"                       is given\n"
+		"      --api-socket PATH\n"
+		"                       answer JSON requests on a Unix socket at\n"
+		"                       PATH (mode 0600; this user or root only):\n"
+		"                       info, stats, pause, resume, stop (see\n"
+		"                       minivmm(1)); `minivmm --api PATH CMD` asks\n"
 		"      --vsock cid=N,socket=PATH\n"
 		"                       virtio-vsock device, guest CID N (3 and up);\n"
 		"                       host programs connect to the Unix socket\n"
@@ -258,6 +266,11 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
 				return errf(err, errlen, "at most %d --fs", CLI_MAX_FS);
 			if (cli_parse_fs(optarg, &o->fs[o->nr_fs++], err, errlen))
 				return -1;
+			break;
+		case OPT_API_SOCKET:
+			if (!*optarg)
+				return errf(err, errlen, "--api-socket needs a path");
+			o->api_socket = optarg;
 			break;
 		case OPT_VSOCK:
 			if (o->vsock_path)

@@ -64,6 +64,7 @@ struct cli_opts {
 	int io_sched;	 /* --io-sched: enum vmm_iothread_sched */
 	int mem_backend; /* --mem-backend: enum vmm_memory_backend */
 	int log_level;
+	const char *api_socket; /* --api-socket PATH, or NULL */
 	bool help, version;
 	struct cli_fs fs[CLI_MAX_FS]; /* --fs */
 	unsigned int nr_fs;

@@ -15,6 +15,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "api.h"
 #include "cli.h"
 #include "sanitizer.h"
 #include "stats.h"
@@ -93,17 +94,20 @@ static void console_restore(void)
 		tcsetattr(STDIN_FILENO, TCSANOW, &saved_tio);
 }
 
-/* Wait for the VM to stop or for SIGINT/SIGTERM (then stop it). Returns the
- * signal number that stopped it, or 0. */
-static int wait_for_exit(struct vmm *vm, int sfd)
+/* Wait for the VM to stop or for SIGINT/SIGTERM (then stop it), serving
+ * the API socket meanwhile.  Returns the signal number that stopped it, or
+ * 0; *@api_stop is set when an API "stop" ended it. */
+static int wait_for_exit(struct vmm *vm, int sfd, struct api_server *api,
+			 const struct api_info *info, bool *api_stop)
 {
-	struct pollfd pfd[2] = {
+	struct pollfd pfd[3] = {
 		{ .fd = vmm_get_exit_eventfd(vm), .events = POLLIN },
 		{ .fd = sfd, .events = POLLIN },
+		{ .fd = api ? api_server_fd(api) : -1, .events = POLLIN },
 	};
 
 	for (;;) {
-		if (poll(pfd, 2, -1) < 0) {
+		if (poll(pfd, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			return 0;
@@ -118,6 +122,8 @@ static int wait_for_exit(struct vmm *vm, int sfd)
 				return (int)si.ssi_signo;
 			}
 		}
+		if (pfd[2].revents && api_server_serve(api, vm, info))
+			*api_stop = true;
 	}
 }
 
@@ -176,7 +182,11 @@ static void reap_fs(struct cli_opts *o)
 static int run(struct cli_opts *o, struct drop *drop)
 {
 	bool confined = false;
+	struct api_info info = { .vcpus = o->smp, .memory = o->mem,
+				 .nr_disks = o->nr_disks };
+	struct api_server *api = NULL;
 	struct vmm *vm = NULL;
+	bool api_stop = false;
 	int ret, reason = VMM_EXIT_ERROR, sig, sfd;
 	uint32_t status = 0;
 	sigset_t mask;
@@ -242,6 +252,16 @@ static int run(struct cli_opts *o, struct drop *drop)
 		goto out;
 	}
 
+	/* Bound now, as the invoking user, before anything is confined. */
+	if (o->api_socket) {
+		char err[256];
+
+		ret = api_server_open(o->api_socket, &api, err, sizeof(err));
+		if (ret) {
+			say("--api-socket %s", err);
+			goto out;
+		}
+	}
 	/* SIGINT/SIGTERM are read through a signalfd; block them before the
 	 * library creates its threads so that none of them takes the signal. */
 	sigemptyset(&mask);
@@ -283,7 +303,7 @@ static int run(struct cli_opts *o, struct drop *drop)
 		say("seccomp: %s", strerror(-ret));
 		vmm_stop(vm);
 	}
-	sig = wait_for_exit(vm, sfd);
+	sig = wait_for_exit(vm, sfd, api, &info, &api_stop);
 	vmm_wait(vm, &reason);
 	if (reason == VMM_EXIT_GUEST_STATUS && vmm_get_guest_status(vm, &status))
 		reason = VMM_EXIT_ERROR; /* cannot happen: the status is set */
@@ -297,8 +317,11 @@ static int run(struct cli_opts *o, struct drop *drop)
 	 * (PR_SET_PDEATHSIG), and init reaps them after our exit. */
 	if (!confined)
 		reap_fs(o);
+	api_server_close(api);
 	if (sig)
 		return 128 + sig;
+	if (api_stop && reason == VMM_EXIT_STOPPED)
+		return 0; /* asked to stop, through the API: not a failure */
 	switch (reason) {
 	case VMM_EXIT_GUEST_RESET:
 	case VMM_EXIT_POWEROFF:
@@ -318,6 +341,7 @@ static int run(struct cli_opts *o, struct drop *drop)
 out:
 	vmm_destroy(vm);
 	reap_fs(o);
+	api_server_close(api);
 	return 1;
 }
 
@@ -345,6 +369,9 @@ int main(int argc, char **argv)
 	char err[256] = "";
 	int ret;
 
+	/* The client form: minivmm --api PATH COMMAND. */
+	if (argc >= 2 && !strcmp(argv[1], "--api"))
+		return argc == 4 ? api_client(argv[2], argv[3]) : api_client(NULL, NULL);
 	if (cli_parse(argc, argv, &o, err, sizeof(err))) {
 		say("%s (see --help)", err);
 		cli_free(&o);

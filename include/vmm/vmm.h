@@ -796,6 +796,63 @@ int vmm_start(struct vmm *vm);
 int vmm_stop(struct vmm *vm);
 
 /**
+ * vmm_shutdown() - press the machine's power button; does not wait.
+ * @vm: VM that was started
+ *
+ * x86: the ACPI fixed-feature power button (PM1 PWRBTN_STS, an SCI if the
+ * guest enabled it): a guest with an ACPI button handler (acpid,
+ * systemd-logind) powers off cleanly and vmm_wait() then reports
+ * VMM_EXIT_POWEROFF; one without ignores it.  Use vmm_stop() to end the
+ * VM regardless.
+ *
+ * Context: any thread the library does not own.
+ * Returns: 0 or
+ *   -EINVAL   NULL @vm
+ *   -EBUSY    not started, or stopping/stopped
+ *   -ENOTSUP  arm64: no power key yet
+ */
+int vmm_shutdown(struct vmm *vm);
+
+/**
+ * vmm_pause() - stop every vCPU until vmm_resume(); returns once none runs.
+ * @vm: VM that was started
+ *
+ * Each vCPU finishes the exit it is in and parks.  Devices stay live: disk
+ * requests in flight complete (their interrupts reach the guest when it
+ * runs again), and nothing new arrives, since only the guest submits.  x86:
+ * the guest's kvmclock stops for the pause (its monotonic clock does not
+ * jump; its wall clock lags by the pause until it syncs) and each vCPU is
+ * told the host stopped it (no soft-lockup report); arm64: the guest's
+ * counter keeps running.  vmm_stop() ends a paused VM.  Pausing a paused
+ * VM does nothing.
+ *
+ * Context: any thread the library does not own.
+ * Returns: 0 or
+ *   -EINVAL     NULL @vm
+ *   -EBUSY      not started, or stopping/stopped
+ *   -ETIMEDOUT  a vCPU did not park within 5 s (the VM runs on)
+ */
+int vmm_pause(struct vmm *vm);
+
+/**
+ * vmm_resume() - let a paused VM's vCPUs run again (no-op if not paused).
+ * @vm: VM that was started
+ *
+ * Context: any thread the library does not own.
+ * Returns: 0 or -EINVAL (NULL @vm), -EBUSY (not started, or stopping)
+ */
+int vmm_resume(struct vmm *vm);
+
+/**
+ * vmm_is_paused() - whether vmm_pause() is in effect.
+ * @vm: VM that was started
+ *
+ * Context: any thread the library does not own.
+ * Returns: 1 paused, 0 not, or -EINVAL (NULL @vm), -EBUSY (never started)
+ */
+int vmm_is_paused(struct vmm *vm);
+
+/**
  * vmm_wait() - block until the VM has stopped, then join its threads.
  * @vm:          VM that was started
  * @exit_reason: receives an enum vmm_exit_reason, or NULL

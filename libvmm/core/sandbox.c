@@ -179,12 +179,18 @@ static const unsigned long console_ioctls[] = { KVM_IRQ_LINE, KVM_SIGNAL_MSI,
 /*
  * Control thread, after vmm_start(): wait for the VM (poll/ppoll/
  * epoll_wait on the exit eventfd and a signalfd), vmm_stop() (kicks),
+ * vmm_pause()/vmm_resume() (the guest clock's ioctls),
  * vmm_wait() (joins), the stats getters (KVM stats fds), vmm_destroy()
  * (unwiring, closing, unmapping, draining the I/O threads) and the
  * terminal restore of a CLI.  Not open(), not vmm_create(): a confined
  * thread cannot build another VM.
  */
 static const struct rule control_rules[] = {
+	/* An embedder's control socket (minivmm --api-socket): the listening
+	 * socket exists before; a client is accepted, its credentials read,
+	 * its request read and answered (sendto: MSG_DONTWAIT|MSG_NOSIGNAL). */
+	{ SCMP_SYS(accept4), ARG_ANY },
+	{ SCMP_SYS(getsockopt), ARG_ANY },
 	{ SCMP_SYS(epoll_wait), ARG_ANY },
 	{ SCMP_SYS(epoll_pwait), ARG_ANY },
 	{ SCMP_SYS(ioctl), ARG_ANY }, /* by request: control_ioctls[] */
@@ -204,6 +210,7 @@ static const unsigned long control_ioctls[] = {
 	KVM_SET_GSI_ROUTING, KVM_IRQFD, KVM_IOEVENTFD, KVM_IRQ_LINE,
 	KVM_SIGNAL_MSI, KVM_UNREGISTER_COALESCED_MMIO, TCGETS, TCSETS, TCSETSW,
 	TCSETSF,
+	KVM_GET_CLOCK, KVM_SET_CLOCK, KVM_KVMCLOCK_CTRL, /* vmm_pause/resume */
 };
 
 /*

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -228,6 +229,34 @@ static void vcpu_take_kicks(void)
 	}
 }
 
+/*
+ * Context: vCPU thread, between two KVM_RUNs.  Park while a pause is in
+ * effect: counted in vm->parked (vcpu_pause_all() waits for every live
+ * vCPU), woken by vcpu_resume_all() or a stop.
+ */
+static void vcpu_park(struct vmm *vm)
+{
+	pthread_mutex_lock(&vm->pause_lock);
+	vm->parked++;
+	pthread_cond_broadcast(&vm->pause_cond);
+	while (vm->pause_req && !vm_stopping(vm))
+		pthread_cond_wait(&vm->pause_cond, &vm->pause_lock);
+	vm->parked--;
+	pthread_mutex_unlock(&vm->pause_lock);
+}
+
+/* Context: vCPU thread.  Count it among the live vCPUs (or no longer). */
+static void vcpu_live(struct vmm *vm, bool live)
+{
+	pthread_mutex_lock(&vm->pause_lock);
+	if (live)
+		vm->live_vcpus++;
+	else
+		vm->live_vcpus--;
+	pthread_cond_broadcast(&vm->pause_cond);
+	pthread_mutex_unlock(&vm->pause_lock);
+}
+
 /* Context: vCPU thread. */
 static void vcpu_run_loop(struct vcpu *vcpu)
 {
@@ -249,6 +278,12 @@ static void vcpu_run_loop(struct vcpu *vcpu)
 	/* A kick sent after this check stays pending (blocked) until the
 	 * next KVM_RUN unblocks it: nothing is lost in between. */
 	while (!vm_stopping(vcpu->vm)) {
+		/* Relaxed read: a pause set after it kicks us (immediate_exit
+		 * or the signal), and the next round sees it under the lock. */
+		if (__atomic_load_n(&vcpu->vm->pause_req, __ATOMIC_RELAXED)) {
+			vcpu_park(vcpu->vm);
+			continue;
+		}
 		if (ioctl(vcpu->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
 				/* Kicked: clear the flag set by vcpu_kick(),
@@ -272,7 +307,9 @@ static void *vcpu_thread(void *arg)
 {
 	struct vcpu *vcpu = arg;
 
+	vcpu_live(vcpu->vm, true);
 	vcpu_run_loop(vcpu);
+	vcpu_live(vcpu->vm, false);
 	/* From here on no kick signals this thread: once it returns, a
 	 * joiner may release it, and pthread_kill() on it would be
 	 * undefined.  Pairs with the check in vcpu_kick(). */
@@ -300,14 +337,74 @@ int vcpu_start(struct vcpu *vcpu)
 	return ret;
 }
 
+static void vcpu_kick_all(struct vmm *vm)
+{
+	if (vm->vcpus)
+		for (unsigned int i = 0; i < vm->nr_vcpus; i++)
+			vcpu_kick(&vm->vcpus[i]);
+}
+
 void vcpu_stop_all(struct vmm *vm, int reason)
 {
 	if (!vm_set_exit(vm, reason))
 		return;
-	if (vm->vcpus)
-		for (unsigned int i = 0; i < vm->nr_vcpus; i++)
-			vcpu_kick(&vm->vcpus[i]);
+	vcpu_kick_all(vm);
+	/* Parked vCPUs wait on the pause condition: stopping ends that. */
+	pthread_mutex_lock(&vm->pause_lock);
+	pthread_cond_broadcast(&vm->pause_cond);
+	pthread_mutex_unlock(&vm->pause_lock);
 	vm_signal_exit(vm);
+}
+
+int vcpu_pause_all(struct vmm *vm, unsigned int timeout_ms)
+{
+	struct timespec dl;
+	int ret = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += timeout_ms / 1000;
+	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&vm->pause_lock);
+	/* Relaxed store under the lock: the vCPUs' unlocked read of it is a
+	 * hint, vcpu_park() re-reads it under the lock. */
+	__atomic_store_n(&vm->pause_req, true, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&vm->pause_lock);
+	/* After the store: a vCPU kicked now re-checks pause_req before it
+	 * enters KVM_RUN again (vcpu_kick()'s lock orders the two). */
+	vcpu_kick_all(vm);
+	pthread_mutex_lock(&vm->pause_lock);
+	while (vm->parked < vm->live_vcpus && !vm_stopping(vm) && !ret)
+		ret = -pthread_cond_timedwait(&vm->pause_cond, &vm->pause_lock, &dl);
+	if (vm_stopping(vm))
+		ret = -ESHUTDOWN;
+	if (ret) {
+		__atomic_store_n(&vm->pause_req, false, __ATOMIC_RELAXED);
+		pthread_cond_broadcast(&vm->pause_cond);
+	}
+	pthread_mutex_unlock(&vm->pause_lock);
+	return ret;
+}
+
+void vcpu_resume_all(struct vmm *vm)
+{
+	pthread_mutex_lock(&vm->pause_lock);
+	__atomic_store_n(&vm->pause_req, false, __ATOMIC_RELAXED);
+	pthread_cond_broadcast(&vm->pause_cond);
+	pthread_mutex_unlock(&vm->pause_lock);
+}
+
+bool vcpu_paused(struct vmm *vm)
+{
+	bool p;
+
+	pthread_mutex_lock(&vm->pause_lock);
+	p = vm->pause_req;
+	pthread_mutex_unlock(&vm->pause_lock);
+	return p;
 }
 
 void vcpu_kick(struct vcpu *vcpu)

@@ -81,6 +81,19 @@ int vcpu_start(struct vcpu *vcpu) __must_check;
 /* Ask the whole VM to stop with @reason (first caller wins, vm_set_exit()):
  * kick every vCPU of @vm, then signal its exit eventfd.  Any thread. */
 void vcpu_stop_all(struct vmm *vm, int reason);
+/*
+ * vcpu_pause_all() - park every vCPU thread of @vm out of KVM_RUN and wait
+ * until they all are (a vCPU in the middle of an exit finishes it first).
+ * A vCPU thread not in its run loop yet parks before its first KVM_RUN.
+ * Idempotent.  Context: any thread but a vCPU's.  Returns 0, -ESHUTDOWN
+ * (the VM is stopping), -ETIMEDOUT (not all parked within @timeout_ms:
+ * the pause is undone).
+ */
+int vcpu_pause_all(struct vmm *vm, unsigned int timeout_ms) __must_check;
+/* Let parked vCPUs run again (a no-op when not paused).  Any thread. */
+void vcpu_resume_all(struct vmm *vm);
+/* Whether a pause is in effect (requested and not resumed).  Any thread. */
+bool vcpu_paused(struct vmm *vm);
 /* Make the thread leave KVM_RUN (or not enter it) and re-check
  * vm_stopping().  Context: any thread; a no-op once the thread has ended
  * or before vcpu_create(). */

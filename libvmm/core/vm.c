@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -115,4 +116,24 @@ void vm_flush_coalesced(struct vmm *vm)
 		__atomic_store_n(&ring->first, first, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&vm->coalesced_lock);
+}
+
+void vm_pause_init(struct vmm *vm)
+{
+	pthread_condattr_t ca;
+
+	pthread_mutex_init(&vm->pause_lock, NULL);
+	pthread_mutex_init(&vm->pause_call, NULL);
+	/* Pause waits are bounded: a monotonic clock, not the wall clock. */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&vm->pause_cond, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+void vm_pause_destroy(struct vmm *vm)
+{
+	pthread_cond_destroy(&vm->pause_cond);
+	pthread_mutex_destroy(&vm->pause_lock);
+	pthread_mutex_destroy(&vm->pause_call);
 }

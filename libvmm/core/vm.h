@@ -82,6 +82,22 @@ struct vmm {
 	 * store it, whichever vCPU makes it. */
 	uint32_t guest_status;
 	bool guest_status_claimed;
+
+	/*
+	 * Pause protocol (vcpu_pause_all(), vcpu_resume_all()): pause_req
+	 * asks every vCPU thread to park before its next KVM_RUN; each one
+	 * counts itself in parked and waits on pause_cond until pause_req is
+	 * cleared or the VM stops.  live_vcpus counts the vCPU threads in
+	 * their run loop.  All under pause_lock, which is held only briefly.
+	 */
+	pthread_mutex_t pause_lock;
+	pthread_cond_t pause_cond;
+	/* Serialises vmm_pause() and vmm_resume() callers (held across the
+	 * wait for the vCPUs, so not vm->lock). */
+	pthread_mutex_t pause_call;
+	bool pause_req;
+	unsigned int parked;
+	unsigned int live_vcpus;
 };
 
 /*
@@ -98,6 +114,10 @@ static inline bool vm_stopping(struct vmm *vm)
 	/* Pairs with the release store in vm_set_exit(). */
 	return __atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE);
 }
+/* Initialise and destroy the pause protocol's lock and condition
+ * (vmm_create(), vmm_destroy()). */
+void vm_pause_init(struct vmm *vm);
+void vm_pause_destroy(struct vmm *vm);
 
 /*
  * vm_coalesce_pio() - let KVM log guest writes to ports [@port, @port +

@@ -135,6 +135,7 @@ int vmm_create(struct vmm **out)
 	pthread_mutex_init(&vm->lock, NULL);
 	pthread_mutex_init(&vm->join_lock, NULL);
 	pthread_mutex_init(&vm->coalesced_lock, NULL);
+	vm_pause_init(vm);
 
 	{
 		size_t n;
@@ -171,6 +172,7 @@ err:
 	pthread_mutex_destroy(&vm->lock);
 	pthread_mutex_destroy(&vm->join_lock);
 	pthread_mutex_destroy(&vm->coalesced_lock);
+	vm_pause_destroy(vm);
 	config_free(vm->config);
 	free(vm);
 	return ret;
@@ -196,6 +198,7 @@ void vmm_destroy(struct vmm *vm)
 	pthread_mutex_destroy(&vm->lock);
 	pthread_mutex_destroy(&vm->join_lock);
 	pthread_mutex_destroy(&vm->coalesced_lock);
+	vm_pause_destroy(vm);
 	free(vm);
 }
 

@@ -41,6 +41,14 @@ const struct guest_layout *machine_arch_guest_layout(void);
 const struct irq_platform *machine_arch_irq_platform(void);
 /* Context: console thread.  Guest input for the serial UART. */
 size_t machine_arch_console_input(struct vmm *vm, const void *buf, size_t len);
+/* The guest clock across a pause (vmm_pause()): called with every vCPU
+ * parked, pause before they were, resume before they run again.  Context:
+ * the API caller's thread.  Failures are logged, never fatal. */
+void machine_arch_pause(struct vmm *vm, struct machine *m);
+void machine_arch_resume(struct vmm *vm, struct machine *m);
+/* Press the machine's power button (vmm_shutdown()).  Returns 0 or
+ * -ENOTSUP (the platform has none).  Context: any thread. */
+int machine_arch_power_button(struct vmm *vm, struct machine *m);
 /* Free the platform's devices, the PCI bus m->pci (after the devices on
  * it) and m->arch.  NULL-safe, after the vCPUs are joined. */
 void machine_arch_destroy(struct vmm *vm, struct machine *m);

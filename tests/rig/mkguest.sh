@@ -40,6 +40,8 @@ quiet=0
 variant=
 read -r -a extras <<<"${MKGUEST_EXTRA:-}"
 modules=(virtio_pci virtio_blk virtiofs) # virtiofs (+ fuse): tests/e2e/fs.sh
+# x86: button + evdev, the ACPI power button reaches /init (vmm_shutdown()).
+[[ ${RIG_ARCH:-x86_64} == arm64 ]] || modules+=(button evdev)
 extra_modules=()
 while [[ $# -gt 0 ]]; do
 	case "$1" in

@@ -216,7 +216,10 @@ static void check_fadt(const uint8_t *f, const struct acpi_config *cfg)
 	ck_assert(!(rd16(f + 109) & (1u << 3)));	/* MSI allowed */
 	ck_assert(flags & (1u << 10));			/* RESET_REG_SUP */
 	ck_assert(!(flags & (1u << 20)));		/* not HW_REDUCED */
-	ck_assert_uint_eq(flags, 0x435);
+	ck_assert(!(flags & (1u << 4)));		/* a fixed power button */
+	ck_assert(flags & (1u << 5));			/* no sleep button */
+	/* WBINVD, PROC_C1, SLP_BUTTON, RESET_REG_SUP */
+	ck_assert_uint_eq(flags, 0x425);
 	check_gas(f + 116, 1, 8, 1, cfg->reset_port);
 	ck_assert_uint_eq(f[128], cfg->reset_value);
 	check_gas(f + 148, 1, 32, 0, cfg->pm1a_evt_port);

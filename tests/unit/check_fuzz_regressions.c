@@ -209,6 +209,12 @@ START_TEST(blkd_cli)
 }
 END_TEST
 
+START_TEST(api_request)
+{
+	replay("fuzz_api_request", fuzz_api_request);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("fuzz_regressions");
@@ -240,6 +246,7 @@ int main(void)
 	tcase_add_test(tc, oci_state);
 	tcase_add_test(tc, oci_cli);
 	tcase_add_test(tc, blkd_cli);
+	tcase_add_test(tc, api_request);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

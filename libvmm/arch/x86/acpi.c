@@ -164,7 +164,6 @@ struct acpi_fadt {
 /* FADT flags */
 #define FADT_WBINVD (1u << 0)
 #define FADT_PROC_C1 (1u << 2)
-#define FADT_PWR_BUTTON (1u << 4)	/* set: no fixed-feature power button */
 #define FADT_SLP_BUTTON (1u << 5)	/* set: no fixed-feature sleep button */
 #define FADT_RESET_REG_SUP (1u << 10)
 
@@ -527,8 +526,10 @@ static void write_fadt(uint8_t *dst, uint32_t gpa, const struct acpi_config *cfg
 	 * depends on MSI-X.
 	 */
 	f.iapc_boot_arch = BOOT_ARCH_8042 | BOOT_ARCH_NO_VGA;
-	/* Not HW_REDUCED_ACPI: the PM1 blocks above are real. */
-	f.flags = FADT_WBINVD | FADT_PROC_C1 | FADT_PWR_BUTTON |
+	/* Not HW_REDUCED_ACPI: the PM1 blocks above are real.  PWR_BUTTON
+	 * (bit 4) clear: the fixed-feature power button is there (PM1
+	 * PWRBTN_STS/EN, vmm_shutdown()); no sleep button. */
+	f.flags = FADT_WBINVD | FADT_PROC_C1 |
 		  FADT_SLP_BUTTON | FADT_RESET_REG_SUP;
 	f.reset_reg = gas_io(8, GAS_ACCESS_BYTE, cfg->reset_port);
 	f.reset_value = cfg->reset_value;

@@ -83,6 +83,28 @@ static const struct guest_layout virt_layout = {
 	.hole_end = 0,
 };
 
+/* No power key in the device tree yet (a gpio-keys node on a PL061). */
+int machine_arch_power_button(struct vmm *vm, struct machine *m)
+{
+	(void)vm;
+	(void)m;
+	return -ENOTSUP;
+}
+
+/* The virtual counter keeps counting across a pause: the guest sees the
+ * time pass, as after a host suspend. */
+void machine_arch_pause(struct vmm *vm, struct machine *m)
+{
+	(void)vm;
+	(void)m;
+}
+
+void machine_arch_resume(struct vmm *vm, struct machine *m)
+{
+	(void)vm;
+	(void)m;
+}
+
 int machine_arch_create(struct vmm *vm, struct machine *m)
 {
 	int ret;

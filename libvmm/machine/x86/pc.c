@@ -77,19 +77,35 @@ struct machine_arch {
 	struct rtc *rtc;
 	struct pvexit *pvexit;
 	struct acpipm *pm;
+	/* kvmclock at vmm_pause(), set again at vmm_resume() */
+	struct kvm_clock_data paused_clock;
+	bool clock_saved;
 	/* KVM_IRQ_LINE failures come at the guest's UART pace: rate-limited. */
 	struct log_limit irq_log;
 };
 
-/* Raise/lower a legacy IRQ line on the in-kernel PIC + IOAPIC. */
-static void pc_set_irq_line(void *opaque, int level)
+/* Raise/lower legacy IRQ line @line on the in-kernel PIC + IOAPIC. */
+static void pc_irq_line(struct vmm *vm, unsigned int line, int level,
+			const char *who)
 {
-	struct vmm *vm = opaque;
-	struct kvm_irq_level irq = { .irq = COM1_IRQ, .level = (uint32_t)level };
+	struct kvm_irq_level irq = { .irq = line, .level = (uint32_t)level };
 
 	if (ioctl(vm->vm_fd, KVM_IRQ_LINE, &irq) < 0)
-		log_limited(&vm->machine->arch->irq_log, VMM_LOG_WARN, "uart",
+		log_limited(&vm->machine->arch->irq_log, VMM_LOG_WARN, who,
 			    "KVM_IRQ_LINE %u: %s", irq.irq, strerror(errno));
+}
+
+/* The UART's line.  Context: vCPU or console thread. */
+static void pc_set_irq_line(void *opaque, int level)
+{
+	pc_irq_line(opaque, COM1_IRQ, level, "uart");
+}
+
+/* The ACPI SCI (level, active high: the MADT's override).  Context: a vCPU
+ * writing PM1, or vmm_shutdown()'s caller. */
+static void pc_set_sci(void *opaque, int level)
+{
+	pc_irq_line(opaque, ACPI_SCI_IRQ, level, "acpi");
 }
 
 /* The ACPI tables at ACPI_TABLES_GPA, describing this machine. */
@@ -339,6 +355,38 @@ size_t machine_arch_console_input(struct vmm *vm, const void *buf, size_t len)
 	return uart8250_push_input(vm->machine->arch->uart, buf, len);
 }
 
+/*
+ * The guest's kvmclock stops while paused: read at the pause, set back at
+ * the resume, so its monotonic time does not jump by the pause (its wall
+ * clock then lags by that much, as after a host suspend, until the guest
+ * syncs it).  KVM_KVMCLOCK_CTRL tells each vCPU's guest that it was
+ * stopped by the host, so its soft-lockup watchdog does not fire; -EINVAL
+ * means the guest set up no kvmclock page for that vCPU (ignored).
+ */
+void machine_arch_pause(struct vmm *vm, struct machine *m)
+{
+	struct machine_arch *a = m->arch;
+
+	a->clock_saved = ioctl(vm->vm_fd, KVM_GET_CLOCK, &a->paused_clock) == 0;
+	if (!a->clock_saved)
+		vmm_warn("pause: KVM_GET_CLOCK: %s", strerror(errno));
+	for (unsigned int i = 0; i < vm->nr_vcpus; i++)
+		if (ioctl(vm->vcpus[i].fd, KVM_KVMCLOCK_CTRL, 0) < 0 &&
+		    errno != EINVAL)
+			vmm_warn("pause: vCPU %u: KVM_KVMCLOCK_CTRL: %s", i,
+				 strerror(errno));
+}
+
+void machine_arch_resume(struct vmm *vm, struct machine *m)
+{
+	struct machine_arch *a = m->arch;
+	struct kvm_clock_data c = { .clock = a->paused_clock.clock };
+
+	if (a->clock_saved && ioctl(vm->vm_fd, KVM_SET_CLOCK, &c) < 0)
+		vmm_warn("resume: KVM_SET_CLOCK: %s", strerror(errno));
+	a->clock_saved = false;
+}
+
 int machine_arch_setup_devices(struct vmm *vm, struct machine *m)
 {
 	struct machine_arch *a = m->arch;
@@ -363,8 +411,18 @@ int machine_arch_setup_devices(struct vmm *vm, struct machine *m)
 	if (ret)
 		return ret;
 	pci_bus_set_reset_handler(m->pci, machine_guest_reset, vm);
-	return acpipm_create(&vm->pio, ACPI_PM_BASE, ACPI_SLP_TYP_S5,
-			     machine_guest_poweroff, vm, &a->pm);
+	ret = acpipm_create(&vm->pio, ACPI_PM_BASE, ACPI_SLP_TYP_S5,
+			    machine_guest_poweroff, vm, &a->pm);
+	if (!ret)
+		acpipm_set_sci(a->pm, pc_set_sci, vm);
+	return ret;
+}
+
+int machine_arch_power_button(struct vmm *vm, struct machine *m)
+{
+	(void)vm;
+	acpipm_power_button(m->arch->pm);
+	return 0;
 }
 
 void machine_arch_destroy(struct vmm *vm, struct machine *m)

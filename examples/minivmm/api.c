@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: MIT */
+/* minivmm's JSON control socket and its client (api.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "stats.h"
+
+struct api_server {
+	int fd;
+	int reaper; /* write end of the remover's pipe (see spawn_remover()) */
+	uid_t euid; /* read at open: the confined control thread may not */
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+};
+
+static const char *const cmd_names[] = {
+	[API_INFO] = "info",	 [API_STATS] = "stats", [API_PAUSE] = "pause",
+	[API_RESUME] = "resume", [API_STOP] = "stop",	[API_SHUTDOWN] = "shutdown",
+};
+
+#define NR_CMDS (sizeof(cmd_names) / sizeof(cmd_names[0]))
+
+int api_parse_request(const char *buf, size_t len, enum api_cmd *cmd,
+		      char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *req, *c;
+	const char *key, *name;
+	json_t *v;
+	int ret = -1;
+
+	if (len > API_MAX_REQUEST) {
+		snprintf(err, errlen, "request over %d bytes", API_MAX_REQUEST);
+		return -1;
+	}
+	/* JSON_REJECT_DUPLICATES: {"command":"info","command":"stop"} is
+	 * ambiguous; JSON_DISABLE_EOF_CHECK off: nothing may follow but
+	 * white space (the newline). */
+	req = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	if (!req) {
+		snprintf(err, errlen, "not JSON: %s (offset %d)", je.text, je.position);
+		return -1;
+	}
+	if (!json_is_object(req)) {
+		snprintf(err, errlen, "the request must be a JSON object");
+		goto out;
+	}
+	json_object_foreach(req, key, v) {
+		if (strcmp(key, "command")) {
+			snprintf(err, errlen, "unknown member \"%.40s\"", key);
+			goto out;
+		}
+	}
+	c = json_object_get(req, "command");
+	if (!json_is_string(c)) {
+		snprintf(err, errlen, "\"command\" (a string) is missing");
+		goto out;
+	}
+	name = json_string_value(c);
+	for (size_t i = 0; i < NR_CMDS; i++)
+		if (!strcmp(name, cmd_names[i]) &&
+		    strlen(name) == json_string_length(c)) {
+			*cmd = (enum api_cmd)i;
+			ret = 0;
+			goto out;
+		}
+	snprintf(err, errlen, "unknown command \"%.40s\" (info, stats, pause, "
+		 "resume, stop, shutdown)", name);
+out:
+	json_decref(req);
+	return ret;
+}
+
+/*
+ * The socket file must go when minivmm ends, but its control thread runs
+ * confined (no unlink(): a confined thread must not delete files).  A
+ * child forked now, while minivmm has one thread, waits for the pipe to
+ * close -- at minivmm's exit, however it ends, a crash included -- and
+ * removes the path if it is still this socket.  Returns the pipe's write
+ * end, or -errno.
+ */
+static int spawn_remover(const char *path, const struct stat *sock)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -errno;
+	}
+	if (pid == 0) {
+		struct stat st;
+		char c;
+		int null = open("/dev/null", O_RDWR);
+
+		prctl(PR_SET_NAME, "minivmm-api-rm");
+		dup2(p[0], 0);
+		if (null >= 0) {
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		close_range(3, ~0u, 0);
+		while (read(0, &c, 1) < 0 && errno == EINTR)
+			;
+		if (!lstat(path, &st) && st.st_ino == sock->st_ino &&
+		    st.st_dev == sock->st_dev)
+			unlink(path);
+		_exit(0);
+	}
+	close(p[0]);
+	return p[1];
+}
+
+int api_server_open(const char *path, struct api_server **out, char *err,
+		    size_t errlen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct api_server *s;
+	struct stat st;
+	mode_t old;
+	int ret;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "path longer than %zu bytes", sizeof(sa.sun_path) - 1);
+		return -ENAMETOOLONG;
+	}
+	/* A socket left by a minivmm that died is replaced; anything else at
+	 * the path is the operator's and stays. */
+	if (!lstat(path, &st)) {
+		if (!S_ISSOCK(st.st_mode)) {
+			snprintf(err, errlen, "%s exists and is not a socket", path);
+			return -EEXIST;
+		}
+		unlink(path);
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	strcpy(sa.sun_path, path);
+	strcpy(s->path, path);
+	s->euid = geteuid();
+	/* jansson seeds its hash function from /dev/urandom at the first
+	 * object it makes: now, not on the confined control thread (no
+	 * open() there). */
+	json_object_seed(0);
+	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s->fd < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	/* 0600 from the start: no moment where another user could connect. */
+	old = umask(0177);
+	ret = bind(s->fd, (struct sockaddr *)&sa, sizeof(sa)) ? -errno : 0;
+	umask(old);
+	if (!ret && listen(s->fd, 16))
+		ret = -errno;
+	if (!ret && lstat(path, &st))
+		ret = -errno;
+	if (!ret) {
+		s->reaper = spawn_remover(path, &st);
+		ret = s->reaper < 0 ? s->reaper : 0;
+		if (ret)
+			unlink(path);
+	}
+	if (ret) {
+		close(s->fd);
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	snprintf(err, errlen, "%s: %s", path, strerror(-ret));
+	free(s);
+	return ret;
+}
+
+int api_server_fd(const struct api_server *s)
+{
+	return s->fd;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Read a request from @fd (non-blocking) until a newline, EOF, the size
+ * limit or the deadline.  Returns its length, or -1 with a reason.
+ */
+static ssize_t read_request(int fd, char *buf, size_t cap, char *err,
+			    size_t errlen)
+{
+	int64_t deadline = now_ms() + API_REQUEST_MS;
+	size_t n = 0;
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int64_t left = deadline - now_ms();
+		ssize_t r;
+
+		if (left <= 0 || poll(&p, 1, (int)left) == 0) {
+			snprintf(err, errlen, "request not complete within %d ms",
+				 API_REQUEST_MS);
+			return -1;
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r < 0) {
+			snprintf(err, errlen, "read: %s", strerror(errno));
+			return -1;
+		}
+		if (r == 0 || memchr(buf + n, '\n', (size_t)r))
+			return (ssize_t)(n + (size_t)r);
+		n += (size_t)r;
+		if (n == cap) {
+			snprintf(err, errlen, "request over %d bytes", API_MAX_REQUEST);
+			return -1;
+		}
+	}
+}
+
+/* Send @reply and a newline, bounded like the request. */
+static void send_reply(int fd, json_t *reply)
+{
+	char *txt = json_dumps(reply, JSON_COMPACT);
+	int64_t deadline = now_ms() + API_REQUEST_MS;
+	size_t len, off = 0;
+
+	json_decref(reply);
+	if (!txt)
+		return;
+	len = strlen(txt);
+	txt[len] = '\n'; /* json_dumps' NUL: the newline takes its place */
+	len++;
+	while (off < len) {
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		int64_t left = deadline - now_ms();
+		ssize_t w;
+
+		if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+			break;
+		/* MSG_NOSIGNAL: a client gone away is no SIGPIPE. */
+		w = send(fd, txt + off, len - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	free(txt);
+}
+
+static json_t *error_reply(const char *msg)
+{
+	return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+}
+
+static json_t *stats_reply(struct vmm *vm, const struct api_info *info)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	json_t *st = NULL;
+
+	if (f) {
+		stats_print(vm, info->nr_disks, true, f);
+		if (!fclose(f))
+			st = json_loadb(buf, len, 0, NULL);
+		free(buf);
+	}
+	if (!st)
+		return error_reply("statistics unavailable");
+	return json_pack("{s:b, s:o}", "ok", 1, "stats", st);
+}
+
+/* Returns the reply; *@ending set when the VM was told to end. */
+static json_t *act(enum api_cmd cmd, struct vmm *vm,
+		   const struct api_info *info, bool *ending)
+{
+	int ret = 0, p;
+
+	switch (cmd) {
+	case API_INFO:
+		p = vmm_is_paused(vm);
+		return json_pack("{s:b, s:s, s:i, s:I, s:i, s:s}", "ok", 1, "state",
+				 p == 1 ? "paused" : "running", "vcpus",
+				 (int)info->vcpus, "memory_bytes",
+				 (json_int_t)info->memory, "disks",
+				 (int)info->nr_disks, "version", VMM_VERSION_STRING);
+	case API_STATS:
+		return stats_reply(vm, info);
+	case API_PAUSE:
+		ret = vmm_pause(vm);
+		break;
+	case API_RESUME:
+		ret = vmm_resume(vm);
+		break;
+	case API_STOP:
+		ret = vmm_stop(vm);
+		*ending = !ret;
+		break;
+	case API_SHUTDOWN:
+		/* The guest powers off in its own time: minivmm then exits 0
+		 * as for any poweroff. */
+		ret = vmm_shutdown(vm);
+		break;
+	}
+	if (ret)
+		return error_reply(strerror(-ret));
+	return json_pack("{s:b}", "ok", 1);
+}
+
+/* Whether the peer on @fd is us or root. */
+static bool peer_allowed(const struct api_server *s, int fd)
+{
+	struct ucred cr;
+	socklen_t l = sizeof(cr);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &l) || l != sizeof(cr))
+		return false;
+	return cr.uid == 0 || cr.uid == s->euid;
+}
+
+int api_server_serve(struct api_server *s, struct vmm *vm,
+		     const struct api_info *info)
+{
+	char buf[API_MAX_REQUEST], err[256];
+	bool ending = false;
+	enum api_cmd cmd;
+	ssize_t n;
+	int fd;
+
+	fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0)
+		return 0; /* gone already, or EAGAIN: nothing to serve */
+	if (!peer_allowed(s, fd)) {
+		send_reply(fd, error_reply("permission denied"));
+		close(fd);
+		return 0;
+	}
+	n = read_request(fd, buf, sizeof(buf), err, sizeof(err));
+	if (n < 0 || api_parse_request(buf, (size_t)n, &cmd, err, sizeof(err)))
+		send_reply(fd, error_reply(err));
+	else
+		send_reply(fd, act(cmd, vm, info, &ending));
+	close(fd);
+	return ending;
+}
+
+void api_server_close(struct api_server *s)
+{
+	if (!s)
+		return;
+	close(s->fd);
+	close(s->reaper); /* the remover unlinks the path */
+	free(s);
+}
+
+int api_client(const char *path, const char *command)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	json_t *req, *reply, *ok;
+	char *txt, *buf = NULL;
+	size_t n = 0, cap = 0;
+	int fd, status = 1;
+
+	if (!path || !command || strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "usage: minivmm --api PATH info|stats|pause|resume|stop|shutdown\n");
+		return 2;
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		fprintf(stderr, "minivmm: %s: %s\n", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	req = json_pack("{s:s}", "command", command);
+	txt = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	json_decref(req);
+	if (!txt || dprintf(fd, "%s\n", txt) < 0) {
+		fprintf(stderr, "minivmm: sending the request: %s\n", strerror(errno));
+		free(txt);
+		close(fd);
+		return 1;
+	}
+	free(txt);
+	shutdown(fd, SHUT_WR);
+	/* The answer: up to 64 MiB (statistics of many disks). */
+	for (;;) {
+		ssize_t r;
+
+		if (n + 1 >= cap) {
+			char *nb = cap < (64u << 20) ? realloc(buf, cap ? cap * 2 : 65536) : NULL;
+
+			if (!nb)
+				break;
+			buf = nb;
+			cap = cap ? cap * 2 : 65536;
+		}
+		r = read(fd, buf + n, cap - 1 - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	if (buf) {
+		fwrite(buf, 1, n, stdout);
+		reply = json_loadb(buf, n, 0, NULL);
+		ok = reply ? json_object_get(reply, "ok") : NULL;
+		if (json_is_true(ok))
+			status = 0;
+		json_decref(reply);
+	}
+	free(buf);
+	return status;
+}

@@ -1,0 +1,147 @@
+#!/bin/bash
+# api_socket.sh MINIVMM KERNEL INITRD
+# minivmm --api-socket with the default layout at 4 vCPUs (a disk with a
+# queue per vCPU, seccomp on): the guest runs a write loop (payload
+# "ticker": block N written and synced, then "MINIVMM-TICK N <uptime>").
+#  - info and stats while it runs (stats as --stats-json has them);
+#  - pause: "state":"paused", no tick for 4 s, stats still answered;
+#    resume: ticks go on; the guest's monotonic clock did not jump by the
+#    pause where it runs on kvm-clock (the pause stops kvmclock);
+#  - malformed, unknown, oversized and slow requests get an error and the
+#    VM runs on; a peer of another uid is refused (0600, and SO_PEERCRED
+#    when the file mode would let it in);
+#  - shutdown (the ACPI power button): the guest powers off, minivmm exits
+#    0, every block the guest acknowledged (a TICK line) is in the image;
+#  - stop, on a second VM: minivmm exits 0.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+e2e_require_kvm
+
+vmm=$1 kernel=$2 initrd=$3
+dir=$(mktemp -d "${RIG_SCRATCH:-/var/tmp}/api_socket.XXXXXX")
+chmod 755 "$dir"
+sock=$dir/api.sock img=$dir/disk.img log=$dir/vmm.log
+pid=
+cleanup() {
+	local rc=$?
+	[[ -n "$pid" ]] && kill -KILL "$pid" 2>/dev/null
+	if ((rc)) && [[ -f "$log" ]]; then
+		echo "--- minivmm's output (last 30 lines) ---"
+		tr -d '\r' <"$log" | tail -30
+	fi
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+api() { "$vmm" --api "$sock" "$@"; }
+ticks() { grep -c 'MINIVMM-TICK ' "$log" || true; }
+wait_ticks() { # wait_ticks N: until more than N ticks (bounded)
+	local end=$((SECONDS + ${E2E_VMM_TIMEOUT:-300}))
+	while (($(ticks) <= $1)); do
+		((SECONDS < end)) && kill -0 "$pid" 2>/dev/null || {
+			tr -d '\r' <"$log" | tail -20
+			e2e_fail "no tick after $1"
+		}
+		sleep 0.5
+	done
+}
+raw() { # raw DATA: send DATA as is, print the answer
+	printf '%s' "$1" | socat -t 5 - "UNIX-CONNECT:$sock"
+}
+
+truncate -s 8M "$img"
+"$vmm" --smp 4 --mem 256M --kernel "$kernel" --initrd "$initrd" \
+	--disk "$img" --api-socket "$sock" --append "guest.run=ticker" \
+	</dev/null >"$log" 2>&1 &
+pid=$!
+wait_ticks 2
+[[ "$(stat -c %a "$sock")" == 600 ]] || e2e_fail "the socket's mode is $(stat -c %a "$sock"), not 600"
+
+out=$(api info) || e2e_fail "info: $out"
+echo "info: $out"
+jq -e '.ok and .state == "running" and .vcpus == 4 and .disks == 1' <<<"$out" >/dev/null ||
+	e2e_fail "info: $out"
+out=$(api stats)
+jq -e '.ok and (.stats.disks[0].num_queues == 4) and (.stats.kvm.vcpus == 4) and
+	(.stats.disks[0].total.requests.write > 0)' <<<"$out" >/dev/null ||
+	e2e_fail "stats while running: $(head -c 600 <<<"$out")"
+
+# Pause under the write loop.
+api pause | jq -e .ok >/dev/null || e2e_fail "pause refused"
+api pause | jq -e .ok >/dev/null || e2e_fail "a second pause refused"
+jq -e '.state == "paused"' <<<"$(api info)" >/dev/null || e2e_fail "info does not say paused"
+n0=$(ticks)
+last=$(tr -d '\r' <"$log" | grep 'MINIVMM-TICK ' | tail -1)
+sleep 4
+n1=$(ticks)
+((n1 == n0)) || e2e_fail "the guest ran while paused: $n0 -> $n1 ticks"
+api stats | jq -e '.ok and .stats.kvm.vcpus == 4' >/dev/null || e2e_fail "stats while paused"
+api resume | jq -e .ok >/dev/null || e2e_fail "resume refused"
+jq -e '.state == "running"' <<<"$(api info)" >/dev/null || e2e_fail "info does not say running"
+wait_ticks "$n1"
+wait_ticks $((n1 + 1))
+first=$(tr -d '\r' <"$log" | grep 'MINIVMM-TICK ' | sed -n "$((n1 + 1))p")
+cs=$(tr -d '\r' <"$log" | sed -n 's/.*MINIVMM-TICKER clocksource=\([a-z_-]*\).*/\1/p')
+gap=$(awk -v a="${last##* }" -v b="${first##* }" 'BEGIN { printf "%.2f", b - a }')
+echo "paused 4 s after tick $n0; guest uptime across the pause: +$gap s (clocksource $cs)"
+if [[ "$cs" == kvm-clock ]]; then
+	awk -v g="$gap" 'BEGIN { exit !(g < 3.5) }' ||
+		e2e_fail "the guest's kvm-clock jumped by the pause: +$gap s over a 4 s pause"
+fi
+
+# Bad requests: an error each, the VM runs on.
+for req in 'not json' '[1,2]' '{"command":"bogus"}' '{"command":"info","x":1}' \
+	'{"command":"info","command":"stop"}' '{"command":7}'; do
+	out=$(raw "$req"$'\n')
+	jq -e '.ok == false and (.error | length > 0)' <<<"$out" >/dev/null ||
+		e2e_fail "request '$req' got: $out"
+	echo "refused '$req': $(jq -r .error <<<"$out")"
+done
+out=$(head -c 8192 /dev/zero | tr '\0' ' ' | socat -t 5 - "UNIX-CONNECT:$sock")
+jq -e '.ok == false' <<<"$out" >/dev/null || e2e_fail "oversized request got: $out"
+# A client that sends half a request and waits: refused after 1 s.
+out=$( (printf '{"comm'; sleep 3) | socat -t 5 - "UNIX-CONNECT:$sock")
+jq -e '.ok == false' <<<"$out" >/dev/null || e2e_fail "slow request got: $out"
+# Another uid: the file mode stops it; with the mode opened, SO_PEERCRED.
+if setpriv --reuid=65534 --regid=65534 --clear-groups "$vmm" --api "$sock" info 2>&1; then
+	e2e_fail "uid 65534 got an answer through a 0600 socket"
+fi
+chmod 666 "$sock"
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$vmm" --api "$sock" info || true)
+jq -e '.ok == false and .error == "permission denied"' <<<"$out" >/dev/null ||
+	e2e_fail "uid 65534: $out"
+n2=$(ticks)
+wait_ticks "$n2"
+jq -e '.ok and .state == "running"' <<<"$(api info)" >/dev/null || e2e_fail "VM not running after bad requests"
+
+# Shutdown: the ACPI power button; the guest powers off, minivmm exits 0,
+# every block the guest acknowledged is in the image.
+finish() { # finish WHAT: minivmm has ended (60 s at most), exit 0, socket gone
+	local rc=0
+	timeout 60 tail --pid="$pid" -f /dev/null || e2e_fail "$1: minivmm still running 60 s later"
+	wait "$pid" || rc=$?
+	pid=
+	tr -d '\r' <"$log" >"$log.txt"
+	[[ $rc -eq 0 ]] || { tail -20 "$log.txt"; e2e_fail "$1: minivmm exited $rc, expected 0"; }
+	for _ in $(seq 50); do [[ -e "$sock" ]] && sleep 0.1; done
+	[[ ! -e "$sock" ]] || e2e_fail "$1: the socket was left behind"
+}
+api shutdown | jq -e .ok >/dev/null || e2e_fail "shutdown refused"
+finish shutdown
+grep -q "MINIVMM-POWER-BUTTON" "$log.txt" || e2e_fail "the guest saw no power button"
+grep -q "MINIVMM-GUEST-UP cpus=4" "$log.txt" || e2e_fail "the guest did not come up with 4 CPUs"
+acked=$(grep 'MINIVMM-TICK ' "$log.txt" | tail -1 | awk '{ print $2 }')
+for ((i = 1; i <= acked; i++)); do
+	got=$(dd if="$img" bs=512 skip="$i" count=1 2>/dev/null | tr -d '\0' | head -1)
+	[[ "$got" == "MINIVMM-BLOCK $i" ]] || e2e_fail "block $i of $acked acknowledged: '$got'"
+done
+echo "shutdown: power button seen, the guest powered off, minivmm exited 0; $acked acknowledged writes all in the image"
+
+# Stop: a second VM, stopped through the API while it writes: exit 0.
+"$vmm" --smp 2 --mem 256M --kernel "$kernel" --initrd "$initrd" \
+	--disk "$img" --api-socket "$sock" --append "guest.run=ticker" \
+	</dev/null >"$log" 2>&1 &
+pid=$!
+wait_ticks 1
+api stop | jq -e .ok >/dev/null || e2e_fail "stop refused"
+finish stop
+echo "PASS: info/stats/pause/resume/shutdown/stop over the API socket; bad requests and another uid refused"

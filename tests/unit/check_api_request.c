@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * minivmm's API socket requests (examples/minivmm/api.c): what is accepted
+ * and what is refused with a reason.  The fuzz target fuzz_api_request
+ * feeds the same parser arbitrary bytes.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api.h"
+
+static int parse(const char *s, enum api_cmd *cmd, char *err)
+{
+	return api_parse_request(s, strlen(s), cmd, err, 256);
+}
+
+START_TEST(commands)
+{
+	static const struct { const char *req; enum api_cmd cmd; } ok[] = {
+		{ "{\"command\":\"info\"}", API_INFO },
+		{ "{\"command\":\"stats\"}\n", API_STATS },
+		{ " { \"command\" : \"pause\" } \n", API_PAUSE },
+		{ "{\"command\":\"resume\"}", API_RESUME },
+		{ "{\"command\":\"stop\"}", API_STOP },
+		{ "{\"command\":\"shutdown\"}", API_SHUTDOWN },
+	};
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		enum api_cmd c = (enum api_cmd)-1;
+		char err[256] = "";
+
+		ck_assert_msg(parse(ok[i].req, &c, err) == 0, "%s: %s", ok[i].req, err);
+		ck_assert_int_eq(c, ok[i].cmd);
+	}
+}
+END_TEST
+
+START_TEST(refused)
+{
+	static const struct { const char *req, *why; } bad[] = {
+		{ "", "not JSON" },
+		{ "info", "not JSON" },
+		{ "{\"command\":\"info\"} {}", "not JSON" },
+		{ "[\"info\"]", "JSON object" },
+		{ "\"info\"", "not JSON" }, /* jansson: a bare string is refused */
+		{ "{}", "missing" },
+		{ "{\"command\":1}", "missing" },
+		{ "{\"command\":null}", "missing" },
+		{ "{\"command\":\"INFO\"}", "unknown command" },
+		{ "{\"command\":\"info\\u0000x\"}", "not JSON" },
+		{ "{\"command\":\"info\",\"x\":1}", "unknown member" },
+		{ "{\"command\":\"info\",\"command\":\"stop\"}", "not JSON" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		enum api_cmd c = API_INFO;
+		char err[256] = "";
+
+		ck_assert_msg(parse(bad[i].req, &c, err) == -1, "accepted: %s", bad[i].req);
+		ck_assert_msg(strstr(err, bad[i].why), "%s: reason '%s', expected '%s'",
+			      bad[i].req, err, bad[i].why);
+	}
+}
+END_TEST
+
+START_TEST(size_limit)
+{
+	static char big[API_MAX_REQUEST + 2];
+	enum api_cmd c;
+	char err[256] = "";
+	size_t n;
+
+	memset(big, ' ', sizeof(big));
+	n = (size_t)snprintf(big, sizeof(big), "{\"command\":\"info\"}");
+	big[n] = ' ';
+	/* Padded with spaces to the limit: accepted; one byte over: not. */
+	ck_assert_int_eq(api_parse_request(big, API_MAX_REQUEST, &c, err, sizeof(err)), 0);
+	ck_assert_int_eq(api_parse_request(big, API_MAX_REQUEST + 1, &c, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "over"));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("api_request");
+	TCase *tc = tcase_create("parse");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, commands);
+	tcase_add_test(tc, refused);
+	tcase_add_test(tc, size_limit);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
