@@ -47,6 +47,8 @@ targets=("$@")
 # vhost-user's socket layer, minivmm-blkd's command line.
 [[ $# -gt 0 ]] || targets+=(fuzz_pc_ports fuzz_pci_bus fuzz_blk_uring fuzz_vu_socket
 	fuzz_blkd_cli)
+# The hybrid vsock's guest packets and host sockets.
+[[ $# -gt 0 ]] || targets+=(fuzz_vsock)
 # The OCI runtime's guest-facing parsers (virtio-console, proto.c), its
 # VMM process's control plane (shim-ctl.c), its guest init's decoder of
 # what the host sends, its config.json and state.json loaders and command

@@ -22,6 +22,7 @@ enum {
 	OPT_NET,
 	OPT_FS,
 	OPT_API_SOCKET,
+	OPT_VSOCK,
 };
 
 static const struct option long_opts[] = {
@@ -41,6 +42,7 @@ static const struct option long_opts[] = {
 	{ "net", required_argument, NULL, OPT_NET },
 	{ "fs", required_argument, NULL, OPT_FS },
 	{ "api-socket", required_argument, NULL, OPT_API_SOCKET },
+	{ "vsock", required_argument, NULL, OPT_VSOCK },
 	OPTS_COMMON_LONG,
 	{ NULL, 0, NULL, 0 },
 };
@@ -122,6 +124,14 @@ void cli_usage(const char *prog, void *file)
 		"                       PATH (mode 0600; this user or root only):\n"
 		"                       info, stats, pause, resume, stop (see\n"
 		"                       minivmm(1)); `minivmm --api PATH CMD` asks\n"
+		"      --vsock cid=N,socket=PATH\n"
+		"                       virtio-vsock device, guest CID N (3 and up);\n"
+		"                       host programs connect to the Unix socket\n"
+		"                       PATH (created; a stale socket is replaced)\n"
+		"                       and write\n"
+		"                       \"CONNECT <port>\\n\", answered \"OK <hostport>\\n\"\n"
+		"                       once the guest accepts; guest connections\n"
+		"                       to host (CID 2) port P reach PATH_P\n"
 		OPTS_COMMON_HELP
 		"\n"
 		CLI_END_HELP,
@@ -281,6 +291,12 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
 				return errf(err, errlen, "--api-socket needs a path");
 			o->api_socket = optarg;
 			break;
+		case OPT_VSOCK:
+			if (o->vsock_path)
+				return errf(err, errlen, "--vsock: one vsock device only");
+			if (cli_parse_vsock(optarg, o, err, errlen))
+				return -1;
+			break;
 		}
 	}
 	if (c != OPTS_END)
@@ -304,4 +320,44 @@ void cli_free(struct cli_opts *o)
 	for (unsigned int i = 0; i < o->nr_fs; i++)
 		cli_fs_free(&o->fs[i]);
 	o->nr_fs = 0;
+	free(o->vsock_path);
+	o->vsock_path = NULL;
+}
+
+int cli_parse_vsock(const char *spec, struct cli_opts *o, char *err, size_t errlen)
+{
+	unsigned long long cid = 0;
+	const char *p = spec;
+
+	while (*p) {
+		const char *end = strchr(p, ','), *eq = strchr(p, '=');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char val[VMM_VSOCK_PATH_MAX + 2];
+
+		if (!eq || eq >= p + len || (size_t)(p + len - eq - 1) >= sizeof(val))
+			return errf(err, errlen, "--vsock: expected cid=N,socket=PATH, got '%s'",
+				    spec);
+		memcpy(val, eq + 1, (size_t)(p + len - eq - 1));
+		val[p + len - eq - 1] = 0;
+		if (eq - p == 3 && !strncmp(p, "cid", 3)) {
+			if (parse_uint(val, 3, 0xfffffffeu, &cid))
+				return errf(err, errlen,
+					    "--vsock: cid must be a number from 3 to 4294967294, got '%s'",
+					    val);
+		} else if (eq - p == 6 && !strncmp(p, "socket", 6) && *val) {
+			free(o->vsock_path);
+			if (!(o->vsock_path = strdup(val)))
+				return errf(err, errlen, "out of memory");
+		} else {
+			return errf(err, errlen, "--vsock: unknown or empty '%.*s'",
+				    (int)len, p);
+		}
+		p += len + (end ? 1 : 0);
+	}
+	if (!cid || !o->vsock_path)
+		return errf(err, errlen, "--vsock: cid=N and socket=PATH are both required");
+	o->vsock = (struct vmm_vsock_config){ .struct_size = sizeof(o->vsock),
+					      .guest_cid = cid,
+					      .socket_path = o->vsock_path };
+	return 0;
 }

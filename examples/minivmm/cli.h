@@ -72,6 +72,9 @@ struct cli_opts {
 	struct cli_fs fs[CLI_MAX_FS]; /* --fs */
 	unsigned int nr_fs;
 	bool mem_backend_set;	      /* --mem-backend given (else --fs: memfd) */
+	/* --vsock cid=N,socket=PATH (vsock_path owned) */
+	struct vmm_vsock_config vsock;
+	char *vsock_path;
 };
 
 /*
@@ -80,6 +83,10 @@ struct cli_opts {
  */
 int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errlen);
 void cli_free(struct cli_opts *o);
+
+/* --vsock's SPEC into o->vsock (o->vsock_path holds the path).  0 or -1
+ * with a reason in @err. */
+int cli_parse_vsock(const char *spec, struct cli_opts *o, char *err, size_t errlen);
 
 /* --mem: parse_size() (parse.h), 0 refused.  0 or -1. */
 int cli_parse_size(const char *s, uint64_t *out);

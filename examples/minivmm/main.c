@@ -254,6 +254,10 @@ static int run(struct cli_opts *o, struct drop *drop)
 	}
 	if (add_fs(vm, o))
 		goto out;
+	if (o->vsock_path && (ret = vmm_add_vsock(vm, &o->vsock))) {
+		say("--vsock: %s", strerror(-ret));
+		goto out;
+	}
 
 	/* Bound now, as the invoking user, before anything is confined. */
 	if (o->api_socket) {

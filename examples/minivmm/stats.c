@@ -129,6 +129,32 @@ static void fs_print(struct vmm *vm, bool json, FILE *f)
 		fprintf(f, "]");
 }
 
+/* The vsock device's counters, if the VM has one: a "vsock" member of the
+ * JSON object, or a line. */
+static void vsock_print(struct vmm *vm, bool json, FILE *f)
+{
+	struct vmm_vsock_stats v = { .struct_size = sizeof(v) };
+
+	if (vmm_get_vsock_stats(vm, &v))
+		return;
+	fprintf(f,
+		json ? ",\"vsock\":{\"connections_open\":%" PRIu32
+		       ",\"connections\":%" PRIu64 ",\"refused\":%" PRIu64
+		       ",\"bytes_to_guest\":%" PRIu64 ",\"bytes_from_guest\":%" PRIu64
+		       ",\"packets_to_guest\":%" PRIu64
+		       ",\"packets_from_guest\":%" PRIu64 ",\"resets\":%" PRIu64
+		       ",\"bad_packets\":%" PRIu64 ",\"kicks\":%" PRIu64
+		       ",\"interrupts\":%" PRIu64 "}" :
+		       "vsock: %" PRIu32 " connections open, %" PRIu64
+		       " in all, %" PRIu64 " refused; %" PRIu64 " bytes to the guest, %"
+		       PRIu64 " from it; %" PRIu64 " packets to it, %" PRIu64
+		       " from it; %" PRIu64 " resets, %" PRIu64 " bad packets; %" PRIu64
+		       " wake-ups (kicks), %" PRIu64 " interrupts\n",
+		v.connections_open, v.connections, v.refused, v.bytes_to_guest,
+		v.bytes_from_guest, v.packets_to_guest, v.packets_from_guest,
+		v.resets, v.bad_packets, v.kicks, v.interrupts);
+}
+
 void stats_print(struct vmm *vm, unsigned int nr_disks, unsigned int nr_nets,
 		 bool json, FILE *f)
 {
@@ -222,6 +248,7 @@ void stats_print(struct vmm *vm, unsigned int nr_disks, unsigned int nr_nets,
 			",\"bytes_dropped\":%" PRIu64 ",\"bytes_in\":%" PRIu64 "}",
 			con.bytes_out, con.bytes_dropped, con.bytes_in);
 		fs_print(vm, true, f);
+		vsock_print(vm, true, f);
 		fprintf(f, "}\n");
 		return;
 	}
@@ -230,6 +257,7 @@ void stats_print(struct vmm *vm, unsigned int nr_disks, unsigned int nr_nets,
 		" bytes in\n",
 		con.bytes_out, con.bytes_dropped, con.bytes_in);
 	fs_print(vm, false, f);
+	vsock_print(vm, false, f);
 	if (!kret) {
 		fprintf(f, "kvm: %" PRIu32 " vCPUs", k.nr_vcpus);
 		kvm_val(f, false, ", ", k.exits);

@@ -560,6 +560,89 @@ struct vmm_fs_stats {
  */
 int vmm_get_fs_stats(struct vmm *vm, unsigned int id, struct vmm_fs_stats *st);
 
+/*
+ * A vsock device (virtio-vsock) with the hybrid Unix-socket host side:
+ * host programs reach the guest's AF_VSOCK stream sockets through Unix
+ * sockets, with no host module or privilege.  A host program connects to
+ * socket_path and writes "CONNECT <port>\n"; once the guest accepts on
+ * that port it reads "OK <hostport>\n" and the stream is the
+ * connection's (the guest refusing: the socket is closed).  A guest
+ * connecting to host CID 2 port P reaches the Unix socket
+ * "<socket_path>_<P>", where a host program must listen.  Zero-initialise,
+ * set struct_size, fill.
+ */
+#define VMM_VSOCK_PATH_MAX 96 /* bytes of socket_path, NUL excluded: with
+				 "_<port>" it must fit sockaddr_un */
+#define VMM_VSOCK_MAX_CONNECTIONS 1024 /* at once, both ways; more are
+					  refused (RST, closed socket) */
+struct vmm_vsock_config {
+	uint32_t struct_size; /* = sizeof(struct vmm_vsock_config) */
+	uint32_t flags;	      /* none yet: 0 */
+	uint64_t guest_cid;   /* the guest's address, 3..0xfffffffe */
+	const char *socket_path; /* required; created by vmm_start(), which
+				    fails with -EADDRINUSE if it is another
+				    file or a socket in use (one nobody
+				    listens on is replaced); removed by
+				    vmm_destroy() without seccomp (with it,
+				    left for the next start to replace) */
+};
+
+/**
+ * vmm_add_vsock() - give the VM its vsock device (one per VM; it follows
+ * the disks, the ports' device and the virtio-fs devices on the PCI bus).
+ * @vm:  VM in state CONFIG
+ * @cfg: configuration (see struct vmm_vsock_config); the path is copied
+ *
+ * The device's three queues are served by one of the VM's I/O threads,
+ * which also reads and writes the host sockets (non-blocking).  Flow
+ * control both ways: a guest that stops reading stops the host program's
+ * writes (its socket fills), a host program that stops reading stops the
+ * guest's; the library buffers at most 256 KiB per connection.
+ *
+ * Context: configuration.
+ * Returns: 0 or
+ *   -EINVAL   NULL @cfg, struct_size too small, unknown flag, guest_cid
+ *             out of range, no socket_path or one over VMM_VSOCK_PATH_MAX
+ *   -EEXIST   the VM has a vsock device already
+ *   -ENOSPC   the PCI bus full (VMM_MAX_DISKS disks and fs devices)
+ *   -EBUSY    @vm is not in state CONFIG
+ *   -ENOMEM
+ */
+int vmm_add_vsock(struct vmm *vm, const struct vmm_vsock_config *cfg);
+
+/* Counters of the vsock device; extensible like struct vmm_disk_stats. */
+struct vmm_vsock_stats {
+	uint32_t struct_size;	   /* = sizeof(struct vmm_vsock_stats) */
+	uint32_t connections_open; /* now, both ways */
+	uint64_t connections;	   /* established since vmm_start() */
+	uint64_t refused;	   /* host clients and guest requests refused
+				      (nobody listening, bad CONNECT line,
+				      limit reached) */
+	uint64_t bytes_to_guest, bytes_from_guest; /* stream payload */
+	uint64_t packets_to_guest, packets_from_guest;
+	uint64_t resets;	   /* RSTs sent to the guest */
+	uint64_t bad_packets;	   /* malformed or unexpected guest packets */
+	uint64_t kicks;		   /* I/O-thread wake-ups on its queues */
+	uint64_t interrupts;	   /* interrupts sent to the driver */
+	/* ---- end of VMM_VSOCK_STATS_SIZE_VER0 ---- */
+};
+
+#define VMM_VSOCK_STATS_SIZE_VER0 88u /* through .interrupts */
+
+/**
+ * vmm_get_vsock_stats() - counters of the vsock device (0 before
+ * vmm_start()).
+ * @vm: VM, any state
+ * @st: out; set st->struct_size first; on success it holds the number of
+ *      bytes filled
+ *
+ * Context: any thread the library does not own.
+ * Returns: 0 or
+ *   -EINVAL  NULL @st, struct_size below VMM_VSOCK_STATS_SIZE_VER0
+ *   -ENOENT  the VM has no vsock device
+ */
+int vmm_get_vsock_stats(struct vmm *vm, struct vmm_vsock_stats *st);
+
 /* Request types counted in struct vmm_queue_stats.requests[]. */
 enum vmm_req_type {
 	VMM_REQ_READ,

@@ -64,6 +64,11 @@ enum arg_check {
 	ARG_SEND_NOWAIT, /* sendto on a connected socket (no address,
 			    argument 4) with flags (argument 3) exactly
 			    MSG_DONTWAIT | MSG_NOSIGNAL: nbfd.c's write */
+	ARG_UNIX_STREAM, /* socket(AF_UNIX, SOCK_STREAM | flags, 0) */
+	ARG_SENDMSG_NOWAIT, /* sendmsg with flags (argument 2) exactly
+			       MSG_DONTWAIT | MSG_NOSIGNAL */
+	ARG_RECV_NOWAIT, /* recvfrom without an address (argument 4) and
+			    flags (argument 3) MSG_DONTWAIT, or with MSG_PEEK */
 };
 
 /* Disk image locks (OFD locks, released explicitly at disk_close()) and
@@ -232,12 +237,36 @@ static const struct rule vhost_rules[] = {
 	{ SCMP_SYS(fcntl), ARG_FCNTL },	       /* image unlock at exit */
 };
 
+/*
+ * The host side of a vsock device (devices/vsock/), on the I/O thread that
+ * serves it, added to the I/O list: accept host clients on its listening
+ * socket, connect to a host listener (a Unix stream socket, the path
+ * built from the configured one), the epoll set of its host sockets,
+ * their non-blocking reads and writes (the CONNECT line peeked first),
+ * a half close.
+ */
+static const struct rule sock_rules[] = {
+	{ SCMP_SYS(accept4), ARG_ANY },
+	{ SCMP_SYS(socket), ARG_UNIX_STREAM },
+	{ SCMP_SYS(connect), ARG_ANY },
+	{ SCMP_SYS(epoll_wait), ARG_ANY },
+	{ SCMP_SYS(epoll_pwait), ARG_ANY },
+	{ SCMP_SYS(epoll_ctl), ARG_ANY },
+	{ SCMP_SYS(readv), ARG_ANY },
+	{ SCMP_SYS(sendmsg), ARG_SENDMSG_NOWAIT },
+	{ SCMP_SYS(recvfrom), ARG_RECV_NOWAIT },
+	{ SCMP_SYS(shutdown), ARG_ANY },
+};
+
 struct class_def {
 	const char *name;
 	const struct rule *rules;
 	unsigned int nr_rules;
 	const unsigned long *ioctls;
 	unsigned int nr_ioctls;
+	/* A second list of rules (a class that extends another). */
+	const struct rule *more;
+	unsigned int nr_more;
 };
 
 static const struct class_def classes[SANDBOX_CLASS_NR] = {
@@ -253,6 +282,9 @@ static const struct class_def classes[SANDBOX_CLASS_NR] = {
 				    ARRAY_LEN(control_ioctls) },
 	[SANDBOX_CLASS_VHOST] = { "vhost", vhost_rules, ARRAY_LEN(vhost_rules),
 				  NULL, 0 },
+	[SANDBOX_CLASS_IO_SOCK] = { "io-sock", io_rules, ARRAY_LEN(io_rules),
+				    io_ioctls, ARRAY_LEN(io_ioctls), sock_rules,
+				    ARRAY_LEN(sock_rules) },
 };
 
 struct sandbox {
@@ -285,6 +317,9 @@ unsigned int sandbox_class_nr_syscalls(enum sandbox_class cls)
 	for (unsigned int i = 0; i < classes[cls].nr_rules && n < ARRAY_LEN(nrs); i++)
 		if (!seen(nrs, n, classes[cls].rules[i].nr))
 			nrs[n++] = classes[cls].rules[i].nr;
+	for (unsigned int i = 0; i < classes[cls].nr_more && n < ARRAY_LEN(nrs); i++)
+		if (!seen(nrs, n, classes[cls].more[i].nr))
+			nrs[n++] = classes[cls].more[i].nr;
 	return n;
 }
 
@@ -330,6 +365,26 @@ static int add_rule(scmp_filter_ctx ctx, const struct rule *r,
 					SCMP_A3(SCMP_CMP_MASKED_EQ, 0xffffffffu,
 						MSG_DONTWAIT | MSG_NOSIGNAL),
 					SCMP_A4(SCMP_CMP_EQ, 0));
+	case ARG_UNIX_STREAM:
+		/* type carries SOCK_NONBLOCK | SOCK_CLOEXEC: its low bits. */
+		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 3,
+					SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
+					SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_STREAM),
+					SCMP_A2(SCMP_CMP_EQ, 0));
+	case ARG_SENDMSG_NOWAIT:
+		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 1,
+					SCMP_A2(SCMP_CMP_MASKED_EQ, 0xffffffffu,
+						MSG_DONTWAIT | MSG_NOSIGNAL));
+	case ARG_RECV_NOWAIT:
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 2,
+				       SCMP_A3(SCMP_CMP_MASKED_EQ, 0xffffffffu,
+					       MSG_DONTWAIT),
+				       SCMP_A4(SCMP_CMP_EQ, 0));
+		return ret ? ret :
+			     seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 2,
+					      SCMP_A3(SCMP_CMP_MASKED_EQ, 0xffffffffu,
+						      MSG_DONTWAIT | MSG_PEEK),
+					      SCMP_A4(SCMP_CMP_EQ, 0));
 	case ARG_OWN_PID:
 		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 1,
 					SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid()));
@@ -410,6 +465,8 @@ static int build_class(const struct class_def *c, uint32_t deny,
 		ret = add_rule(ctx, &common_rules[i], c);
 	for (unsigned int i = 0; i < c->nr_rules && !ret; i++)
 		ret = add_rule(ctx, &c->rules[i], c);
+	for (unsigned int i = 0; i < c->nr_more && !ret; i++)
+		ret = add_rule(ctx, &c->more[i], c);
 	if (!ret)
 		ret = export_bpf(ctx, out);
 	if (!ret && deny == SCMP_ACT_TRAP)

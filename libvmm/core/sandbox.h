@@ -16,6 +16,8 @@
  *   vhost    not a VM's: the control thread of a vhost-user back end
  *            (minivmm-blkd), which serves the front end's socket and maps
  *            the guest RAM it is given; built on request only
+ *   io-sock  the I/O list and the host side of a vsock device: the I/O
+ *            thread that serves it; built when the VM has one
  * A filter is per thread and irreversible; the kernel copies the program,
  * so the built set may be freed once the threads have installed it.
  */
@@ -32,6 +34,7 @@ enum sandbox_class {
 	SANDBOX_CLASS_CONSOLE,
 	SANDBOX_CLASS_CONTROL,
 	SANDBOX_CLASS_VHOST,
+	SANDBOX_CLASS_IO_SOCK, /* the I/O thread serving a vsock's host sockets */
 	SANDBOX_CLASS_NR,
 };
 

@@ -109,6 +109,9 @@ static void config_free(struct machine_config *c)
 		free(c->fs[i].socket);
 	}
 	free(c->fs);
+	if (c->vsock)
+		free(c->vsock->path);
+	free(c->vsock);
 	free(c);
 }
 
@@ -906,4 +909,68 @@ int vmm_get_fs_stats(struct vmm *vm, unsigned int id, struct vmm_fs_stats *st)
 	pthread_mutex_unlock(&vm->lock);
 	copy_out_stats(st, st->struct_size, &full, sizeof(full));
 	return 0;
+}
+
+/* ---- vsock ---- */
+
+_Static_assert(offsetof(struct vmm_vsock_stats, interrupts) + sizeof(uint64_t) ==
+		       VMM_VSOCK_STATS_SIZE_VER0,
+	       "VMM_VSOCK_STATS_SIZE_VER0 moved");
+
+int vmm_add_vsock(struct vmm *vm, const struct vmm_vsock_config *cfg)
+{
+	struct machine_vsock_config *v;
+	int ret;
+
+	if (!cfg || cfg->struct_size < offsetof(struct vmm_vsock_config, socket_path) +
+					       sizeof(cfg->socket_path) ||
+	    cfg->flags || cfg->guest_cid < 3 || cfg->guest_cid > 0xfffffffeu ||
+	    !cfg->socket_path || !*cfg->socket_path ||
+	    strlen(cfg->socket_path) > VMM_VSOCK_PATH_MAX)
+		return -EINVAL;
+	ret = vm_lock_config(vm);
+	if (ret)
+		return ret;
+	if (vm->config->vsock) {
+		ret = -EEXIST;
+		goto out;
+	}
+	/* A PCI function of its own, beside the disks' and fs devices' (the
+	 * ports' function is kept apart in VMM_MAX_DISKS). */
+	if (vm->config->nr_disks + vm->config->nr_fs >= VMM_MAX_DISKS) {
+		ret = -ENOSPC;
+		goto out;
+	}
+	v = calloc(1, sizeof(*v));
+	if (!v || dup_str(cfg->socket_path, &v->path)) {
+		free(v);
+		ret = -ENOMEM;
+		goto out;
+	}
+	v->cfg = (struct vmm_vsock_config){ .struct_size = sizeof(v->cfg),
+					    .guest_cid = cfg->guest_cid,
+					    .socket_path = v->path };
+	vm->config->vsock = v;
+out:
+	pthread_mutex_unlock(&vm->lock);
+	return ret;
+}
+
+int vmm_get_vsock_stats(struct vmm *vm, struct vmm_vsock_stats *st)
+{
+	struct vmm_vsock_stats full;
+	int ret = 0;
+
+	if (!vm || !st || st->struct_size < VMM_VSOCK_STATS_SIZE_VER0)
+		return -EINVAL;
+	memset(&full, 0, sizeof(full));
+	pthread_mutex_lock(&vm->lock);
+	if (!vm->config->vsock)
+		ret = -ENOENT;
+	else
+		machine_vsock_stats(vm, &full);
+	pthread_mutex_unlock(&vm->lock);
+	if (!ret)
+		copy_out_stats(st, st->struct_size, &full, sizeof(full));
+	return ret;
 }

@@ -12,9 +12,15 @@
 
 int confine_build(struct vmm *vm)
 {
+	unsigned int classes = (1u << SANDBOX_CLASS_VCPU) | (1u << SANDBOX_CLASS_IO) |
+			       (1u << SANDBOX_CLASS_CONSOLE) |
+			       (1u << SANDBOX_CLASS_CONTROL);
+
 	if (vm->config->seccomp_mode == VMM_SECCOMP_OFF)
 		return 0;
-	return sandbox_build(vm->config->seccomp_mode, &vm->seccomp);
+	if (vm->config->vsock) /* its I/O thread's list */
+		classes |= 1u << SANDBOX_CLASS_IO_SOCK;
+	return sandbox_build_classes(vm->config->seccomp_mode, classes, &vm->seccomp);
 }
 
 void confine_free(struct vmm *vm)
@@ -34,12 +40,21 @@ static int confine_iothread(void *seccomp)
 	return sandbox_install(seccomp, SANDBOX_CLASS_IO);
 }
 
+/* The one that also serves the vsock's host sockets. */
+static int confine_iothread_sock(void *seccomp)
+{
+	return sandbox_install(seccomp, SANDBOX_CLASS_IO_SOCK);
+}
+
 int confine_iothreads(struct vmm *vm, struct machine *m)
 {
 	int ret;
 
 	for (unsigned int i = 0; vm->seccomp && i < m->nr_iothreads; i++) {
-		ret = iothread_call_sync(m->iothreads[i], confine_iothread,
+		ret = iothread_call_sync(m->iothreads[i],
+					 m->vsock && i == m->vsock_iothread ?
+						 confine_iothread_sock :
+						 confine_iothread,
 					 vm->seccomp);
 		if (ret) {
 			vmm_err("seccomp: cannot confine I/O thread %u: %s", i,

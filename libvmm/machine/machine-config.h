@@ -40,6 +40,12 @@ struct machine_fs_config {
 	char *socket;
 };
 
+/* The vsock device of vmm_add_vsock() (copied path). */
+struct machine_vsock_config {
+	struct vmm_vsock_config cfg; /* socket_path points at path */
+	char *path;
+};
+
 struct machine_config {
 	unsigned int nr_vcpus;
 	uint64_t ram_size;
@@ -58,6 +64,7 @@ struct machine_config {
 	unsigned int nr_nets;
 	struct machine_fs_config *fs; /* vmm_add_fs() */
 	unsigned int nr_fs;
+	struct machine_vsock_config *vsock; /* vmm_add_vsock(), or NULL */
 };
 
 #endif

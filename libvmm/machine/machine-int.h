@@ -64,6 +64,8 @@ extern const struct machine_device_ops machine_net_ops;   /* nets.c */
  * (disks.c): vpci_shutdown(). */
 void machine_vpci_stop(struct machine_device *d);
 extern const struct machine_device_ops machine_fs_ops;	  /* fs.c */
+extern const struct machine_device_ops machine_vsock_ops; /* vsocks.c */
+
 
 struct machine {
 	struct machine_plan plan; /* computed once, by vmm_start() */
@@ -84,6 +86,10 @@ struct machine {
 	bool coalesce_mmio;
 	/* KVM_CAP_IOEVENTFD_ANY_LENGTH, for the devices' transports. */
 	bool ioeventfd_any_length;
+	/* The vsock device (vsocks.c), NULL: none; its I/O thread also
+	 * serves host sockets (its seccomp class: confine.c). */
+	struct machine_device *vsock;
+	unsigned int vsock_iothread;
 };
 
 /* ---- what machine.c gives the platform -------------------------------- */

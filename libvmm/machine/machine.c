@@ -175,8 +175,8 @@ static int machine_start_iothreads(struct vmm *vm, struct machine *m)
 }
 
 /* The planned devices, in the plan's order (the PCI functions' order):
- * the disks by id, the NICs by id, the ports' virtio-console device, then
- * the virtio-fs devices. */
+ * the disks by id, the NICs by id, the ports' virtio-console device, the
+ * virtio-fs devices, then the vsock device. */
 static int machine_setup_devices(struct vmm *vm, struct machine *m)
 {
 	int ret;
@@ -197,10 +197,12 @@ static int machine_setup_devices(struct vmm *vm, struct machine *m)
 		d->ops = i < nd ? &machine_disk_ops :
 			 i < nd + nn ? &machine_net_ops : &machine_ports_ops;
 		d->id = i < nd ? i : i < nd + nn ? i - nd : 0;
-		if (i >= first_fs) { /* the virtio-fs devices come last */
+		if (i >= first_fs) { /* then the virtio-fs devices */
 			d->ops = &machine_fs_ops;
 			d->id = i - first_fs;
 		}
+		if (i >= first_fs + vm->config->nr_fs) /* the vsock, last */
+			d->ops = &machine_vsock_ops;
 		d->nq = m->plan.queues[i];
 		ret = d->ops->create(vm, m, d);
 	}

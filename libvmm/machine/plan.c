@@ -49,7 +49,7 @@ int plan_build(const struct plan_request *req, unsigned int n,
 			q = MAX(1u, MIN(nr_vcpus, MIN((unsigned int)VMM_MAX_DISK_QUEUES,
 						      share)));
 		plan->queues[i] = q;
-		plan->fds += 2ull * q + 2;
+		plan->fds += 2ull * q + 2 + req[i].fds;
 	}
 	/* One I/O thread per vCPU: queue i of every device is served by
 	 * thread i mod nr_vcpus, so by default queue, vector and thread
@@ -99,6 +99,12 @@ static unsigned int plan_requests(const struct machine_config *cfg,
 						     (unsigned int)VMM_MAX_FS_QUEUES)),
 		};
 	}
+	/* The vsock: rx, tx, event; its listener and epoll set, and host
+	 * sockets for some connections (more take what the limit leaves). */
+	if (cfg->vsock && n < PLAN_MAX_DEVICES)
+		req[n++] = (struct plan_request){
+			.queues = 3, .iothreads = true, .fds = 64,
+		};
 	return n;
 }
 

@@ -23,14 +23,15 @@ struct vmm;
 struct machine_config;
 
 /* The disks, the NICs (sharing VMM_MAX_DISKS), the virtio-console device
- * of the ports, the virtio-fs devices. */
-#define PLAN_MAX_DEVICES (VMM_MAX_DISKS + 1 + VMM_MAX_FS)
+ * of the ports, the virtio-fs devices, the vsock device. */
+#define PLAN_MAX_DEVICES (VMM_MAX_DISKS + 1 + VMM_MAX_FS + 1)
 
 /* What one device asks for. */
 struct plan_request {
 	unsigned int queues; /* a count of its own; 0: one per vCPU, lowered
 				so that every device fits, at least 1 */
 	bool iothreads;	     /* its queues are served by the VM's I/O threads */
+	unsigned int fds;    /* descriptors of its own beyond its queues' */
 };
 
 /* KVM's routing table as this host has it. */

@@ -11,6 +11,7 @@
 #include "console/vcon.h"
 #include "log.h"
 #include "machine-int.h"
+#include "pci-params.h"
 #include "virtio/virtio-pci.h"
 #include "vm.h"
 
@@ -26,13 +27,7 @@ static int ports_create(struct vmm *vm, struct machine *m, struct machine_device
 		.thread_init = confine_port_thread,
 		.thread_opaque = vm->seccomp, /* NULL: no filter */
 	};
-	struct vpci_params tp = {
-		.bus = m->pci,
-		.irq = vm->irq,
-		.mem = &vm->mem,
-		.ioeventfd_any_length = m->ioeventfd_any_length,
-		.coalesce_queue_regs = m->coalesce_mmio,
-	};
+	struct vpci_params tp;
 	struct virtio_device vd;
 	struct vcon *c;
 	int ret;
@@ -49,6 +44,7 @@ static int ports_create(struct vmm *vm, struct machine *m, struct machine_device
 		return ret;
 	d->dev = c;
 	vcon_virtio(c, &vd);
+	machine_vpci_params(vm, m, &tp);
 	vpci_params_set_device(&tp, &vd);
 	ret = vpci_create(&tp, &d->transport);
 	if (ret)

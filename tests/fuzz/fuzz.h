@@ -43,6 +43,7 @@ int fuzz_oci_cli(const uint8_t *data, size_t size);
 int fuzz_blkd_cli(const uint8_t *data, size_t size);
 int fuzz_net(const uint8_t *data, size_t size);
 int fuzz_api_request(const uint8_t *data, size_t size);
+int fuzz_vsock(const uint8_t *data, size_t size);
 
 #ifdef VMM_FUZZ_LIBFUZZER
 #define FUZZ_TARGET(fn)                                                    \

@@ -147,6 +147,12 @@ START_TEST(vcon)
 }
 END_TEST
 
+START_TEST(vsock)
+{
+	replay("fuzz_vsock", fuzz_vsock);
+}
+END_TEST
+
 START_TEST(oci_proto)
 {
 	replay("fuzz_oci_proto", fuzz_oci_proto);
@@ -234,6 +240,7 @@ int main(void)
 	tcase_add_test(tc, vhost_user);
 	tcase_add_test(tc, vcon);
 	tcase_add_test(tc, net);
+	tcase_add_test(tc, vsock);
 	tcase_add_test(tc, oci_proto);
 	tcase_add_test(tc, oci_init_config);
 	tcase_add_test(tc, oci_shim);

@@ -45,7 +45,7 @@ static const struct plan_limits all = { .routes = 4096, .chip_routes = 40 };
 
 START_TEST(defaults_one_per_vcpu)
 {
-	struct plan_request req[] = { { 0, true }, { 0, true }, { 4, false } };
+	struct plan_request req[] = { { 0, true, 0 }, { 0, true, 0 }, { 4, false, 0 } };
 	struct machine_plan p;
 
 	ck_assert_int_eq(plan_build(req, 3, 8, &all, &p), 0);
