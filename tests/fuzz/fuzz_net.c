@@ -78,7 +78,7 @@ static void action(struct fz *z, struct fuzz_in *in)
 {
 	uint8_t a = fi_u8(in);
 	unsigned int pushed;
-	bool more, changed;
+	bool more = false, changed = false;
 
 	switch (a % A_NR) {
 	case A_DESC: {
