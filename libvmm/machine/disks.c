@@ -12,6 +12,7 @@
 #include "machine-config.h"
 #include "log.h"
 #include "machine-int.h"
+#include "pci-params.h"
 #include "virtio/virtio-pci.h"
 #include "vm.h"
 #include "vmm/vmm-bench.h"
@@ -42,14 +43,7 @@ static int disk_create(struct vmm *vm, struct machine *m, struct machine_device 
 		.nr_iothreads = m->nr_iothreads,
 		.poll_us = c->poll_us,
 	};
-	struct vpci_params tp = {
-		.bus = m->pci,
-		.irq = vm->irq,
-		.mem = &vm->mem,
-		.ioeventfd_any_length = m->ioeventfd_any_length,
-		.per_vector_wiring = c->flags & VMM_DISK_PER_VECTOR_WIRING,
-		.coalesce_queue_regs = m->coalesce_mmio,
-	};
+	struct vpci_params tp;
 	struct virtio_device vd;
 	struct virtio_blk *dev;
 	struct vblk *blk;
@@ -73,6 +67,8 @@ static int disk_create(struct vmm *vm, struct machine *m, struct machine_device 
 	}
 	d->dev = dev;
 	virtio_blk_virtio(dev, &vd);
+	machine_vpci_params(vm, m, &tp);
+	tp.per_vector_wiring = c->flags & VMM_DISK_PER_VECTOR_WIRING;
 	vpci_params_set_device(&tp, &vd);
 	ret = vpci_create(&tp, &d->transport);
 	if (ret) {

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "machine-config.h"
 #include "machine-int.h"
+#include "pci-params.h"
 #include "machine.h"
 #include "virtio/virtio-pci.h"
 #include "vm.h"
@@ -37,13 +38,7 @@ static int fs_create(struct vmm *vm, struct machine *m, struct machine_device *d
 		.timeout_ms = (int)MIN(c->timeout_ms, (uint32_t)INT32_MAX),
 		.name = name,
 	};
-	struct vpci_params tp = {
-		.bus = m->pci,
-		.irq = vm->irq,
-		.mem = &vm->mem,
-		.ioeventfd_any_length = m->ioeventfd_any_length,
-		.coalesce_queue_regs = m->coalesce_mmio,
-	};
+	struct vpci_params tp;
 	struct machine_fs *mf = calloc(1, sizeof(*mf));
 	struct virtio_device vd;
 	int ret;
@@ -60,6 +55,7 @@ static int fs_create(struct vmm *vm, struct machine *m, struct machine_device *d
 		return ret;
 	}
 	virtio_fs_virtio(mf->fs, &vd);
+	machine_vpci_params(vm, m, &tp);
 	vpci_params_set_device(&tp, &vd);
 	ret = vpci_create(&tp, &d->transport);
 	if (ret) {

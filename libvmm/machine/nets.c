@@ -13,6 +13,7 @@
 #include "log.h"
 #include "machine-config.h"
 #include "machine-int.h"
+#include "pci-params.h"
 #include "machine.h"
 #include "net/tap.h"
 #include "net/virtio-net.h"
@@ -64,13 +65,7 @@ static int net_create(struct vmm *vm, struct machine *m, struct machine_device *
 	const struct vmm_net_config *c = &vm->config->nets[d->id].cfg;
 	unsigned int pairs = (d->nq - 1) / 2;
 	static const uint8_t zero[6];
-	struct vpci_params tp = {
-		.bus = m->pci,
-		.irq = vm->irq,
-		.mem = &vm->mem,
-		.ioeventfd_any_length = m->ioeventfd_any_length,
-		.coalesce_queue_regs = m->coalesce_mmio,
-	};
+	struct vpci_params tp;
 	struct virtio_net_params np = {
 		.net = { .max_pairs = (uint16_t)pairs, .mtu = c->mtu },
 		.queue_size = c->queue_size,
@@ -100,6 +95,7 @@ static int net_create(struct vmm *vm, struct machine *m, struct machine_device *
 	}
 	d->dev = dev;
 	virtio_net_virtio(dev, &vd);
+	machine_vpci_params(vm, m, &tp);
 	vpci_params_set_device(&tp, &vd);
 	ret = vpci_create(&tp, &d->transport);
 	if (ret) {

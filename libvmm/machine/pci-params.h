@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A machine device's virtio-pci function on the machine's bus: the
- * parameters every device kind (ports.c, vsocks.c) gives vpci_create().
+ * parameters every device kind (disks.c, nets.c, ports.c, fs.c, vsocks.c)
+ * gives vpci_create().
  * Header-only, so that the device files depend on no other machine file.
  */
 #ifndef VMM_MACHINE_PCI_PARAMS_H
