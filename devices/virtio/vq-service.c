@@ -161,7 +161,10 @@ void vqs_pushed(struct vqs_queue *q)
 
 void vqs_kick(struct vqs_queue *q)
 {
-	iothread_defer(q->io, &q->hook);
+	/* A queue not served has nothing to serve again (and a device may
+	 * kick a sibling queue the driver never enabled). */
+	if (q->attached)
+		iothread_defer(q->io, &q->hook);
 }
 
 bool vqs_active(const struct vqs_queue *q)
@@ -200,8 +203,6 @@ static int queue_attach(void *opaque)
 	ret = iothread_watch_fd(q->io, &q->kick);
 	if (ret)
 		goto undo;
-	q->hook = (struct iothread_hook){ .fn = queue_batch_end, .opaque = q };
-	q->retry = (struct iothread_hook){ .fn = queue_retry, .opaque = q };
 	q->poller = (struct iothread_poller){ .fn = queue_poll, .opaque = q,
 					      .poll_us = q->s->poll_us };
 	if (q->poller.poll_us)
@@ -398,6 +399,12 @@ int vqs_create(const struct vqs_params *p, struct vqs **out)
 
 		s->qs[i].s = s;
 		s->qs[i].index = i;
+		/* Once, here: a hook is never queued between a detach and the
+		 * next attach (queue_detach() takes both off). */
+		s->qs[i].hook = (struct iothread_hook){ .fn = queue_batch_end,
+							.opaque = &s->qs[i] };
+		s->qs[i].retry = (struct iothread_hook){ .fn = queue_retry,
+							 .opaque = &s->qs[i] };
 		s->qs[i].thread = t % s->nr_iothreads;
 		s->qs[i].io = s->iothreads[s->qs[i].thread];
 	}

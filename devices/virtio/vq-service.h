@@ -130,7 +130,8 @@ struct vqs_queue *vqs_queue(struct vqs *s, unsigned int index);
  * of this batch whether to interrupt the driver (once for the batch). */
 void vqs_pushed(struct vqs_queue *q);
 /* Serve @q again at the end of this batch (e.g. a host fd became
- * writable, or completions freed room for requests left waiting). */
+ * writable, or completions freed room for requests left waiting); a no-op
+ * while @q is not attached. */
 void vqs_kick(struct vqs_queue *q);
 /* Whether @q is being served (attached, not broken).  Completions that
  * arrive while it is not must not touch the ring except to finish. */
