@@ -124,7 +124,7 @@ static void host_action(struct fz *z, unsigned int a, struct fuzz_in *in)
 			int fd = vd_host_connect(&z->d);
 
 			if (fd >= 0 && n)
-				ignore(write(fd, buf, n));
+				ignore(send(fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL));
 			add_host(z, fd);
 		}
 		break;
@@ -132,7 +132,7 @@ static void host_action(struct fz *z, unsigned int a, struct fuzz_in *in)
 		n = fi_u8(in);
 		fi_bytes(in, buf, n);
 		if (z->nh)
-			ignore(write(z->host[k], buf, n));
+			ignore(send(z->host[k], buf, n, MSG_DONTWAIT | MSG_NOSIGNAL));
 		break;
 	case 5:
 		add_host(z, accept4(z->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC));
