@@ -30,6 +30,7 @@ struct oci_cli {
 	const char *root, *log, *log_format;
 	const char *kernel, *initrd; /* --kernel/--initrd overrides */
 	bool debug;
+	bool systemd_cgroup; /* --systemd-cgroup: cgroupsPath is slice:prefix:name */
 	enum oci_cmd cmd;
 	const char *cmd_name;
 	/* command */
