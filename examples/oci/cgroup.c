@@ -110,7 +110,8 @@ static int put(const char *dir, const char *file, const char *val)
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
+	/* O_TRUNC as a shell's ">" (the kernel's files ignore it). */
+	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	n = write(fd, val, strlen(val));

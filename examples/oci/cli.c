@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* minivmm-oci command-line parsing (see cli.h). */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,11 @@ void oci_cli_usage(FILE *f)
 		"                    create and start; without -d wait for the container,\n"
 		"                    forward INT/TERM/HUP/QUIT/USR1/USR2 to it, remove it\n"
 		"                    (unless --keep) and exit with its status\n"
-		"  exec, checkpoint, restore, update, ps, events  not supported\n\n"
+		"  update [-r FILE|-] [--memory M] [--cpu-quota N] [--cpu-period N]\n"
+		"         [--cpuset-cpus L] [--cpuset-mems L] [--pids-limit N] ID\n"
+		"                    change the container's cgroup (CPU quota, cpuset);\n"
+		"                    the VM's memory and vCPU count stay as created\n"
+		"  exec, checkpoint, restore, ps, events  not supported\n\n"
 		"Global options:\n"
 		"  --root DIR        state directory (default " OCI_DEFAULT_ROOT ")\n"
 		"  --log FILE        append errors here (containerd reads it)\n"
@@ -84,6 +89,28 @@ static int list_spec_option(struct oci_cli *c, int argc, char **argv, int *i,
 			return r;
 		}
 	}
+	if (c->cmd == OCI_CMD_UPDATE) {
+		static const struct {
+			const char *name;
+			size_t off;
+		} opts[] = {
+			{ "--resources", offsetof(struct oci_cli, resources) },
+			{ "-r", offsetof(struct oci_cli, resources) },
+			{ "--memory", offsetof(struct oci_cli, memory) },
+			{ "-m", offsetof(struct oci_cli, memory) },
+			{ "--cpu-quota", offsetof(struct oci_cli, cpu_quota) },
+			{ "--cpu-period", offsetof(struct oci_cli, cpu_period) },
+			{ "--cpuset-cpus", offsetof(struct oci_cli, cpuset_cpus) },
+			{ "--cpuset-mems", offsetof(struct oci_cli, cpuset_mems) },
+			{ "--pids-limit", offsetof(struct oci_cli, pids_limit) },
+		};
+
+		for (size_t k = 0; k < sizeof(opts) / sizeof(opts[0]); k++)
+			if ((r = opt_value(argc, argv, i, opts[k].name,
+					   (const char **)((char *)c + opts[k].off), err,
+					   errlen)))
+				return r;
+	}
 	if (c->cmd == OCI_CMD_SPEC) {
 		if (!strcmp(a, "--rootless")) {
 			c->rootless = true;
@@ -106,7 +133,7 @@ static const struct {
 	{ "help", OCI_CMD_HELP },     { "exec", OCI_CMD_UNSUPPORTED },
 	{ "pause", OCI_CMD_PAUSE },   { "resume", OCI_CMD_RESUME },
 	{ "checkpoint", OCI_CMD_UNSUPPORTED }, { "restore", OCI_CMD_UNSUPPORTED },
-	{ "update", OCI_CMD_UNSUPPORTED }, { "ps", OCI_CMD_UNSUPPORTED },
+	{ "update", OCI_CMD_UPDATE }, { "ps", OCI_CMD_UNSUPPORTED },
 	{ "events", OCI_CMD_UNSUPPORTED }, { "run", OCI_CMD_RUN },
 	{ "list", OCI_CMD_LIST },     { "spec", OCI_CMD_SPEC },
 };

@@ -22,6 +22,7 @@ enum oci_cmd {
 	OCI_CMD_LIST,
 	OCI_CMD_SPEC,
 	OCI_CMD_RUN,
+	OCI_CMD_UPDATE,
 	OCI_CMD_UNSUPPORTED, /* exec, ps, ...: a clear error */
 };
 
@@ -43,6 +44,9 @@ struct oci_cli {
 	bool quiet;	    /* list -q */
 	bool rootless;	    /* spec --rootless */
 	bool detach, keep;  /* run -d, --keep */
+	/* update: as given, parsed by oci_update_resources() */
+	const char *resources, *memory, *cpu_quota, *cpu_period, *cpuset_cpus,
+		*cpuset_mems, *pids_limit;
 };
 
 /*

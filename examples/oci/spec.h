@@ -94,6 +94,10 @@ struct oci_spec {
 int spec_load(const char *bundle, const char *path, struct oci_spec *s,
 	      char *err, size_t errlen);
 void spec_free(struct oci_spec *s);
+struct json_t;
+/* linux.resources (memory.limit, cpu.quota/period/cpus/mems, pids.limit)
+ * into @s's resource fields.  0, or -1 with a reason in @err. */
+int spec_parse_resources(struct json_t *res, struct oci_spec *s, char *err, size_t len);
 
 /* Guest RAM for @s: limit + SPEC_MEM_OVERHEAD (at least SPEC_MEM_MIN,
  * 2 MiB-aligned), or @dflt without a limit. */

@@ -7,7 +7,8 @@
 #  - stdin: a binary file through `podman run -i cat`, EOF reaches the guest,
 #    with the runtime registered by name in containers.conf [engine.runtimes];
 #  - cgroups: the VMM process in the container's cgroup with memory.max =
-#    guest RAM + overhead, `podman stats` showing its CPU and memory;
+#    guest RAM + overhead, `podman stats` showing its CPU and memory,
+#    `podman update --cpus` reaching cpu.max, `--memory` refused;
 #  - `podman pause`/`unpause` of a running ticker: nothing runs while paused
 #    (state paused), no tick lost after, the guest clock sane;
 #  - `podman run -d` + `podman stop`: a trapped SIGTERM ends it with 143, an
@@ -107,6 +108,17 @@ read -r scpu smem _ <"$W/stats"
 	[[ -n "$scpu" && "$scpu" != 0.00% && -n "$smem" && "$smem" != 0B ]] &&
 	oci_ok "cgroup: VMM pid $pid and its threads in $cgrel, memory.max $((memmax >> 20)) MiB; podman stats: $scpu, $smem" ||
 	oci_bad "cgroup: '$cgrel' (threads: $others) memory.max '$memmax'; stats: $(head -c 200 "$W/stats")"
+
+# podman update: the CPU quota reaches the cgroup; another memory size is
+# refused with the reason (the VM's RAM is fixed).
+"${P[@]}" update --cpus 1 trapped >"$W/upd1" 2>&1
+urc=$?
+cpumax=$(cat "$cgdir/cpu.max" 2>/dev/null)
+"${P[@]}" update --memory 1g trapped >"$W/upd2" 2>&1
+mrc=$?
+[[ $urc -eq 0 && "$cpumax" == "100000 100000" && $mrc -ne 0 ]] && grep -q "no memory hotplug" "$W/upd2" &&
+	oci_ok "podman update --cpus 1: cpu.max '$cpumax'; --memory 1g refused: $(grep -o 'memory cannot[^;]*' "$W/upd2")" ||
+	oci_bad "podman update: rc $urc cpu.max '$cpumax' ($(head -c 200 "$W/upd1")); memory: rc $mrc $(head -c 300 "$W/upd2")"
 
 # 3a. podman pause / unpause (issue 32): the VM's vCPUs stop (no tick is
 #     written while paused, the runtime's state says paused), then go on
