@@ -81,6 +81,7 @@ static void parse_net_link(struct init_net *n, const uint8_t *v, uint32_t len)
 			return;
 	memcpy(n->mac, v, 6);
 	n->mtu = proto_get_u32(v + 6);
+	memset(n->name, 0, sizeof(n->name)); /* a second LINK replaces the first */
 	memcpy(n->name, v + 10, nl);
 	n->name[nl] = 0;
 	n->has_link = true;
