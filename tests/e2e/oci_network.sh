@@ -44,6 +44,8 @@ busybox httpd -f -p 18081 -h "$W/www" &
 srv=$!
 trap 'kill $srv 2>/dev/null' EXIT
 
+echo "modules, image, server ready after $SECONDS s"
+t0=$SECONDS
 # 1. One container (one VM) proves both directions: with the default
 #    network it prints its eth0 (address, routes, MAC, MTU), fetches 1 MiB
 #    from busybox httpd on the L1 side of the bridge (md5), then serves a
@@ -53,7 +55,9 @@ trap 'kill $srv 2>/dev/null' EXIT
 	echo "mtu $(cat /sys/class/net/eth0/mtu)"
 	echo "md5 $(wget -q -O - http://10.88.0.1:18081/blob | md5sum)"
 	mkdir -p /www; echo hello-from-the-vm >/www/index.html; echo serving
-	exec httpd -f -p 80 -h /www' >/dev/null 2>"$W/err1" || oci_bad "podman run -d -p: $(cat "$W/err1")"
+	trap "exit 0" TERM; httpd -f -p 80 -h /www & wait' >/dev/null 2>"$W/err1" ||
+	oci_bad "podman run -d -p: $(cat "$W/err1")"
+echo "podman run -d returned after $((SECONDS - t0)) s"
 t0=$SECONDS
 for _ in $(seq 300); do
 	"${P[@]}" logs web 2>/dev/null | grep -q serving && break
@@ -86,17 +90,18 @@ done
 [[ "$page" == hello-from-the-vm ]] && oci_ok "-p 18080:80: the L1 fetched the VM's page through podman's port forwarding" ||
 	oci_bad "-p 18080:80: page '$page'; iptables: $(iptables -t nat -S 2>&1 | head -20)"
 t0=$SECONDS
-"${P[@]}" stop -t 1 web >/dev/null 2>&1
+"${P[@]}" stop -t 10 web >/dev/null 2>&1
 state=$("${P[@]}" inspect -f '{{.State.Status}}' web 2>&1)
 [[ "$state" == exited ]] && oci_ok "podman stop: the web container exited after $((SECONDS - t0)) s" ||
 	oci_bad "podman stop: state '$state'"
 "${P[@]}" rm -f web >/dev/null 2>&1
 
 # 2. --network host: one line, no VM.
+t0=$SECONDS
 "${P[@]}" "${RT[@]}" run --rm --network host localhost/bb true >"$W/out3" 2>&1
 rc=$?
 [[ $rc -ne 0 ]] && grep -q "the host's network .* is not supported by minivmm-oci" "$W/out3" &&
-	oci_ok "--network host refused: $(grep -m1 "host's network" "$W/out3")" ||
+	oci_ok "--network host refused after $((SECONDS - t0)) s: $(grep -m1 "host's network" "$W/out3")" ||
 	oci_bad "--network host: rc $rc: $(cat "$W/out3")"
 
 oci_finish

@@ -120,14 +120,20 @@ static int nl_talk(int nl, struct nlreq *q)
 	return ((struct nlmsgerr *)NLMSG_DATA(h))->error;
 }
 
+/* A new-object request of @type with a @body-byte header, no attribute. */
+static void nl_new(struct nlreq *q, uint16_t type, size_t body)
+{
+	memset(q, 0, sizeof(*q));
+	q->h.nlmsg_len = (uint32_t)NLMSG_LENGTH(body);
+	q->h.nlmsg_type = type;
+	q->h.nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
+}
+
 static int add_addr(int nl, int idx, const struct init_net_addr *a)
 {
 	struct nlreq q;
 
-	memset(&q, 0, sizeof(q));
-	q.h.nlmsg_len = NLMSG_LENGTH(sizeof(q.u.a));
-	q.h.nlmsg_type = RTM_NEWADDR;
-	q.h.nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
+	nl_new(&q, RTM_NEWADDR, sizeof(q.u.a));
 	q.u.a.ifa_family = a->family == 4 ? AF_INET : AF_INET6;
 	q.u.a.ifa_prefixlen = a->plen;
 	/* The veth's stack already did duplicate address detection. */
@@ -145,10 +151,7 @@ static int add_route(int nl, int idx, const struct init_net_route *r, bool onlin
 	bool gw = memcmp(r->gw, zero, al);
 	struct nlreq q;
 
-	memset(&q, 0, sizeof(q));
-	q.h.nlmsg_len = NLMSG_LENGTH(sizeof(q.u.r));
-	q.h.nlmsg_type = RTM_NEWROUTE;
-	q.h.nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
+	nl_new(&q, RTM_NEWROUTE, sizeof(q.u.r));
 	q.u.r.rtm_family = r->family == 4 ? AF_INET : AF_INET6;
 	q.u.r.rtm_dst_len = r->plen;
 	q.u.r.rtm_table = RT_TABLE_MAIN;
