@@ -91,8 +91,8 @@ done
 	oci_bad "-p 18080:80: page '$page'; iptables: $(iptables -t nat -S 2>&1 | head -20)"
 t0=$SECONDS
 "${P[@]}" stop -t 10 web >/dev/null 2>&1
-state=$("${P[@]}" inspect -f '{{.State.Status}}' web 2>&1)
-[[ "$state" == exited ]] && oci_ok "podman stop: the web container exited after $((SECONDS - t0)) s" ||
+state=$("${P[@]}" inspect -f '{{.State.Status}} {{.State.ExitCode}}' web 2>&1)
+[[ "$state" == exited* ]] && oci_ok "podman stop: the web container exited (status ${state#* }) after $((SECONDS - t0)) s" ||
 	oci_bad "podman stop: state '$state'"
 "${P[@]}" rm -f web >/dev/null 2>&1
 
