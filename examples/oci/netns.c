@@ -369,8 +369,9 @@ int netns_read(struct netns_plan *p, char *err, size_t errlen)
  * 31 bytes each); 0 or -1 with @err. */
 static int run_tc(const char *const *args, char *err, size_t errlen)
 {
-	char buf[24][32], *argv[24];
-	size_t na = 0;
+	char buf[24][32], *argv[24], why[256];
+	size_t na = 0, got = 0;
+	int pfd[2];
 	static const char *const paths[] = { "/usr/sbin/tc", "/sbin/tc", "/usr/bin/tc" };
 	const char *tc = NULL;
 	int st;
@@ -387,9 +388,16 @@ static int run_tc(const char *const *args, char *err, size_t errlen)
 	if (!tc)
 		return errf_line(err, errlen, "tc (iproute2) not found in /usr/sbin or "
 				 "/sbin: it connects the VM to the container's network");
+	/* tc's stderr (its reason) comes back through a pipe: the VMM
+	 * process's own stderr is still the container's. */
+	if (pipe2(pfd, O_CLOEXEC))
+		return errf_line(err, errlen, "pipe: %s", strerror(errno));
 	pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
 		return errf_line(err, errlen, "fork: %s", strerror(errno));
+	}
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR);
 
@@ -397,16 +405,38 @@ static int run_tc(const char *const *args, char *err, size_t errlen)
 			dup2(null, 0);
 			dup2(null, 1);
 		}
+		dup2(pfd[1], 2);
 		execv(tc, argv);
 		_exit(127);
 	}
+	close(pfd[1]);
+	/* tc writes a line or two: the first 255 bytes are kept, the rest
+	 * read and dropped until EOF (tc never blocks on a full pipe). */
+	for (;;) {
+		ssize_t r = read(pfd[0], why + got, sizeof(why) - 1 - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+		if (got == sizeof(why) - 1) {
+			char sink[256];
+
+			while (read(pfd[0], sink, sizeof(sink)) > 0)
+				;
+			break;
+		}
+	}
+	why[got] = 0;
+	close(pfd[0]);
 	while (waitpid(pid, &st, 0) < 0)
 		if (errno != EINTR)
 			return errf_line(err, errlen, "waitpid: %s", strerror(errno));
 	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		return errf_line(err, errlen, "tc %s %s %s %s failed (status %d): the "
-				 "kernel needs sch_ingress, cls_u32 and act_mirred",
-				 argv[1], argv[2], argv[3], argv[4], st);
+		return errf_line(err, errlen, "tc %s %s dev %s failed (%s): the kernel "
+				 "needs sch_ingress, cls_u32 and act_mirred", argv[1],
+				 argv[2], argv[4], got ? why : "no message");
 	return 0;
 }
 
