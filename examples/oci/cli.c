@@ -39,6 +39,7 @@ void oci_cli_usage(FILE *f)
 		"  --log-format text|json\n"
 		"  --kernel F, --initrd F  boot these (else " OCI_CONFIG_FILE ",\n"
 		"                    MINIVMM_OCI_KERNEL/MINIVMM_OCI_INITRD, /vmlinuz)\n"
+		"  --systemd-cgroup  linux.cgroupsPath is systemd's slice:prefix:name\n"
 		"  --debug           more messages in the log\n"
 		"  -v, --version     print the version\n\n"
 		"Exit status: 0 success, 1 failure (one-line reason on stderr and in\n"
@@ -141,7 +142,7 @@ int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,
 		if (!strcmp(a, "--debug")) {
 			c->debug = true;
 		} else if (!strcmp(a, "--systemd-cgroup")) {
-			/* cgroups are the host's business; nothing to do. */
+			c->systemd_cgroup = true;
 		} else if (!strcmp(a, "-v") || !strcmp(a, "--version")) {
 			c->cmd = OCI_CMD_VERSION;
 			return 0;

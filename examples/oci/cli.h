@@ -30,6 +30,7 @@ struct oci_cli {
 	const char *root, *log, *log_format;
 	const char *kernel, *initrd; /* --kernel/--initrd overrides */
 	bool debug;
+	bool systemd_cgroup; /* --systemd-cgroup: cgroupsPath is slice:prefix:name */
 	enum oci_cmd cmd;
 	const char *cmd_name;
 	/* command */
@@ -46,8 +47,8 @@ struct oci_cli {
 
 /*
  * Parse argv (the OCI runtime CLI's shape: global options, command, its
- * options, ID).  Unknown global options of the reference runtime (--systemd-cgroup, --rootless,
- * --criu) are accepted and ignored.  Returns 0, or -1 with a one-line
+ * options, ID).  The reference runtime's global --rootless and --criu are
+ * accepted and ignored; --systemd-cgroup sets systemd_cgroup.  Returns 0, or -1 with a one-line
  * reason in @err.  The strings point into argv.
  */
 int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,
