@@ -35,6 +35,9 @@ PKGS=(
 	# runtimes (libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev)
 	clang libclang-rt-14-dev
 	iproute2 # tests/e2e/net_mq.sh: the tap and its address in L1's namespace
+	# minivmm-oci on podman's default network (tc is iproute2's):
+	# tests/e2e/oci_network.sh, CNI's bridge plugins and iptables
+	containernetworking-plugins iptables
 )
 
 SUDO=()

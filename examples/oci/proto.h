@@ -65,6 +65,13 @@ enum proto_rec {
 	PROTO_REC_CAP_PERMITTED = 22,
 	PROTO_REC_CAP_INHERITABLE = 23,
 	PROTO_REC_CAP_AMBIENT = 24,
+	/* The VM's NIC, joined to the container's network namespace (sent
+	 * only then; netns.h): the interface as read there, which the
+	 * guest init gives the virtio-net interface with that MAC. */
+	PROTO_REC_NET_LINK = 25,  /* mac[6], u32 mtu, name (<16 bytes) */
+	PROTO_REC_NET_ADDR = 26,  /* u8 family (4|6), u8 prefix, addr[4|16] */
+	PROTO_REC_NET_ROUTE = 27, /* u8 family (4|6), u8 prefix, u32 metric,
+				     dst[4|16], gateway[4|16] (0: on-link) */
 };
 
 /* The capability sets, in the order of their records. */

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "netns.h"
 #include "oci.h"
 #include "proto.h"
 #include "shimctl.h"
@@ -53,6 +54,9 @@ struct shim {
 	struct shim_ctl c;
 	struct oci_conlog con; /* the guest's serial console -> its file */
 	char drop_err[256];
+	struct netns_plan net; /* the VM's NIC (net.nic), netns.h */
+	int tap_fds[VMM_MAX_NET_PAIRS];
+	unsigned int ntaps;    /* open in tap_fds until vmm_start() */
 };
 
 /* libvmm's messages, from any of its threads (under their seccomp filters:
@@ -123,6 +127,62 @@ static int drop_hook(void *opaque)
 	return ret;
 }
 
+/* The NIC on the tap netns_connect() made, with the veth's MAC and MTU:
+ * one queue pair per tap queue (per vCPU). */
+static int add_net(struct shim *s)
+{
+	struct vmm_net_config nc = {
+		.struct_size = sizeof(nc), .fds = s->tap_fds, .nr_fds = s->ntaps,
+		.queue_pairs = (uint16_t)s->ntaps, .mtu = (uint16_t)s->net.ifc.mtu,
+	};
+	int ret;
+
+	memcpy(nc.mac, s->net.ifc.mac, 6);
+	ret = vmm_add_net(s->vm, &nc, NULL);
+	if (ret)
+		oci_err("the VM's network device: %s", strerror(-ret));
+	return ret;
+}
+
+/*
+ * Join the container's network namespace and connect the VM to it
+ * (netns.h), while the process is still root with every capability
+ * (setns, the tap, tc), before anything is given up.  No namespace path
+ * (a new, empty one): no NIC.  Context: oci_shim_run(), one thread.
+ */
+static int setup_net(struct shim *s, char *err, size_t errlen)
+{
+	const struct oci_spec *spec = s->p->spec;
+	unsigned int pairs;
+
+	if (!spec->netns_path)
+		return 0;
+	if (netns_enter(spec->netns_path, err, errlen) ||
+	    netns_read(&s->net, err, errlen))
+		return -1;
+	if (s->net.notes[0])
+		oci_warn("network namespace %s: %s", spec->netns_path, s->net.notes);
+	if (!s->net.nic) {
+		oci_info("network namespace %s has only a loopback: the VM has no "
+			 "network device", spec->netns_path);
+		return 0;
+	}
+	pairs = spec_guest_vcpus(spec, s->p->set->cpus_default);
+	if (pairs > VMM_MAX_NET_PAIRS)
+		pairs = VMM_MAX_NET_PAIRS;
+	if (netns_connect(&s->net, pairs, s->tap_fds, err, errlen))
+		return -1;
+	s->ntaps = pairs;
+	return 0;
+}
+
+static void close_taps(struct shim *s)
+{
+	for (unsigned int i = 0; i < s->ntaps; i++)
+		close(s->tap_fds[i]);
+	s->ntaps = 0;
+}
+
 static int build_vm(struct shim *s, int guest_ctl)
 {
 	const struct oci_shim_params *p = s->p;
@@ -150,6 +210,8 @@ static int build_vm(struct shim *s, int guest_ctl)
 	dc.num_queues = 1;
 	if ((ret = vmm_add_disk(s->vm, &dc, NULL)))
 		return ret;
+	if (s->ntaps && (ret = add_net(s)))
+		return ret;
 	if ((ret = add_port(s->vm, PROTO_PORT_CTL, guest_ctl, guest_ctl)) ||
 	    (ret = add_port(s->vm, PROTO_PORT_STDIN, tty >= 0 ? tty : 0, -1)) ||
 	    (ret = add_port(s->vm, PROTO_PORT_STDOUT, -1, tty >= 0 ? tty : 1)) ||
@@ -166,7 +228,9 @@ static int build_vm(struct shim *s, int guest_ctl)
 		oci_err("starting the VM: %s: %s (see %s)", strerror(-ret), why, console);
 		return ret;
 	}
-	/* con stays open: libvmm borrows the console fd until vmm_destroy(). */
+	/* con stays open: libvmm borrows the console fd until vmm_destroy();
+	 * the taps it duplicated. */
+	close_taps(s);
 	return 0;
 }
 
@@ -212,6 +276,11 @@ int oci_shim_run(const struct oci_shim_params *p)
 	sigaddset(&mask, SIGWINCH);
 	/* Blocked before any thread exists: every VMM thread inherits it. */
 	sigprocmask(SIG_BLOCK, &mask, NULL);
+	if (setup_net(&s, err, sizeof(err))) {
+		oci_err("%s", err);
+		ready_report(p->ready_fd, "error: %s\n", err);
+		return 1;
+	}
 	/* So is what user_restrict() empties (user.h): every capability set
 	 * but the permitted and effective ones, which the uid change in
 	 * drop_hook() clears; no execve() can give one back. */
@@ -230,6 +299,7 @@ int oci_shim_run(const struct oci_shim_params *p)
 		return 1;
 	}
 	shim_ctl_init(&s.c, p, sp[0], stop_vm, &s);
+	s.c.net = s.net.nic ? &s.net : NULL;
 	s.c.pause_vm = pause_vm;
 	/* Opened now: after the uid drop the file may be out of reach. */
 	if (p->set->timings)
@@ -240,6 +310,7 @@ int oci_shim_run(const struct oci_shim_params *p)
 		ready_report(p->ready_fd, "error: cannot start the container's VM: "
 			     "%s\n", err);
 		vmm_destroy(s.vm);
+		close_taps(&s);
 		return 1;
 	}
 	close(sp[1]);

@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "netns.h"
 #include "oci.h"
 #include "proto.h"
 
@@ -71,6 +72,9 @@ struct shim_ctl {
 	int timings_fd; /* JSON timing records, or -1: opened by the caller
 			   (before a uid drop), O_APPEND */
 	int npoll;		    /* entries of the last shim_ctl_pollfds() */
+	/* The VM's NIC in the container's network namespace (its records go
+	 * into CONFIG), or NULL: set by the shim after shim_ctl_init() */
+	const struct netns_plan *net;
 };
 
 /* @ctl: our end of the port's socket (made non-blocking here). */

@@ -455,27 +455,60 @@ int spec_parse_resources(struct json_t *res, struct oci_spec *s, char *err, size
 	return 0;
 }
 
+/*
+ * The network: a new namespace (no path: the VM has no NIC, only the
+ * guest's lo), or one joined by path (podman's default network: the
+ * shim connects the VM to it, netns.c).  No network namespace in the
+ * list is the host's network, which a VM cannot share: refused.
+ */
+static int parse_netns(json_t *ns, struct oci_spec *s, char *err, size_t len)
+{
+	bool found = false;
+	json_t *v;
+	size_t i;
+
+	if (ns && !json_is_null(ns) && !json_is_array(ns))
+		return errf_line(err, len, "config.json: linux.namespaces must be an array");
+	json_array_foreach(ns, i, v) {
+		json_t *t = json_object_get(v, "type"), *p = json_object_get(v, "path");
+		const char *type = json_string_value(t);
+
+		if (!json_is_object(v) || !type || (p && !json_is_null(p) && !json_is_string(p)))
+			return errf_line(err, len, "config.json: linux.namespaces[%zu] must be "
+				    "an object with a string type and path", i);
+		if (strcmp(type, "network"))
+			continue;
+		if (found)
+			return errf_line(err, len, "config.json: two network namespaces");
+		found = true;
+		if (json_string_value(p) && *json_string_value(p)) {
+			if (json_string_value(p)[0] != '/')
+				return errf_line(err, len, "network namespace path %s is not "
+					    "absolute", json_string_value(p));
+			if (!(s->netns_path = strdup(json_string_value(p))))
+				return errf_line(err, len, "out of memory");
+		}
+	}
+	if (!found)
+		return errf_line(err, len, "the host's network (no network namespace in "
+			    "config.json; podman: --network host) is not supported by "
+			    "minivmm-oci: a VM cannot share the host's network stack; use "
+			    "the default network or --network none");
+	return 0;
+}
+
 static int parse_linux(json_t *l, struct oci_spec *s, char *err, size_t len)
 {
 	json_t *ns, *res, *v, *dev;
 	size_t i;
 
 	if (!l || json_is_null(l))
-		return 0;
+		return parse_netns(NULL, s, err, len);
 	if (!json_is_object(l))
 		return errf_line(err, len, "config.json: linux must be an object");
 	ns = json_object_get(l, "namespaces");
-	json_array_foreach(ns, i, v) {
-		const char *type = json_string_value(json_object_get(v, "type"));
-		const char *path = json_string_value(json_object_get(v, "path"));
-
-		/* A new (empty) network namespace is what a VM without a NIC
-		 * is; joining an existing one would need a network device. */
-		if (type && !strcmp(type, "network") && path && *path)
-			return errf_line(err, len, "joining the network namespace %s is not "
-				    "supported by minivmm-oci: the container's VM has no "
-				    "network (podman: --network none)", path);
-	}
+	if (parse_netns(ns, s, err, len))
+		return -1;
 	if (get_strv(l, "maskedPaths", &s->masked, &s->nmasked) ||
 	    get_strv(l, "readonlyPaths", &s->ropaths, &s->nropaths))
 		return errf_line(err, len, "config.json: bad maskedPaths/readonlyPaths");
@@ -632,6 +665,7 @@ void spec_free(struct oci_spec *s)
 	free(s->cpuset_mems);
 	free(s->cgroups_path);
 	free(s->warnings);
+	free(s->netns_path);
 	memset(s, 0, sizeof(*s));
 }
 

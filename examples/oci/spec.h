@@ -80,6 +80,9 @@ struct oci_spec {
 	int64_t pids_limit;	/* <= 0: none */
 	char *cgroups_path;	/* linux.cgroupsPath, or NULL */
 	char *warnings; /* newline-separated notes for the log, or NULL */
+	/* linux.namespaces' network entry: its path (absolute) when one is
+	 * joined, NULL for a new, empty one */
+	char *netns_path;
 };
 
 /*
@@ -88,8 +91,8 @@ struct oci_spec {
  * wrong type, no process.args, no root.path, a capability name not in
  * spec_cap_names, and what a VM cannot do:
  * bind mounts of host directories or devices (except /dev/shm, which
- * becomes a tmpfs), a network namespace joined by path, an unknown mount
- * type.  Call spec_free() in both cases.
+ * becomes a tmpfs), no network namespace (the host's network), a relative
+ * network namespace path, an unknown mount type.  Call spec_free() in both cases.
  */
 int spec_load(const char *bundle, const char *path, struct oci_spec *s,
 	      char *err, size_t errlen);

@@ -69,5 +69,8 @@ if [[ ! -f "$himage" ]]; then
 fi
 export OCI_KERNEL="${paths[0]}" OCI_INITRD="$initrd" OCI_RUNTIME="$build/minivmm-oci"
 export OCI_IMAGE_TAR="$image" OCI_HOSTILE_TAR="$himage"
-export RIG_PASS_ENV="${RIG_PASS_ENV:-} OCI_KERNEL OCI_INITRD OCI_RUNTIME OCI_IMAGE_TAR OCI_HOSTILE_TAR"
+# The L1 kernel's module tree (modprobe -d), for tests that need modules
+# beyond the rig's list (oci_network.sh: CNI's bridge and netfilter).
+export OCI_MODROOT="$RIG_CACHE/kernel/$RIG_KVER"
+export RIG_PASS_ENV="${RIG_PASS_ENV:-} OCI_KERNEL OCI_INITRD OCI_RUNTIME OCI_IMAGE_TAR OCI_HOSTILE_TAR OCI_MODROOT"
 exec "$here/../rig/rig-run" --timeout "${E2E_RIG_TIMEOUT:-1500}" -- "$@"

@@ -79,7 +79,7 @@ cat >"$B/config.json" <<'JSON'
  "process":{"args":["sh","-c","trap 'exit 143' TERM; (while :; do echo 0123456789abcdef0123456789abcdef; done) & while :; do wait; done"],
   "env":["PATH=/bin"],"cwd":"/","user":{"uid":0,"gid":0}},
  "mounts":[{"destination":"/proc","type":"proc","source":"proc"}],
- "linux":{"namespaces":[{"type":"pid"},{"type":"mount"}]}}
+ "linux":{"namespaces":[{"type":"pid"},{"type":"mount"},{"type":"network"}]}}
 JSON
 R=(--root /run/oci-hostile.$$)
 # A pipe whose reader never reads: sleep holds its read end (a FIFO: the

@@ -37,7 +37,8 @@ static void check_bounds(const struct init_config *c)
 	    c->ngroups > INIT_MAX_GROUPS || c->nmounts > INIT_MAX_MOUNTS ||
 	    c->nrlimits > INIT_MAX_RLIMITS || c->nmasked > INIT_MAX_PATHS ||
 	    c->nropaths > INIT_MAX_PATHS || c->nsysctls > INIT_MAX_SYSCTLS ||
-	    c->ndevs > INIT_MAX_DEVICES)
+	    c->ndevs > INIT_MAX_DEVICES || c->net.naddrs > INIT_MAX_NET_ADDRS ||
+	    c->net.nroutes > INIT_MAX_NET_ROUTES || c->net.name[15])
 		fail("a table past its size");
 }
 
@@ -48,9 +49,45 @@ static void put_u16(struct proto_buf *b, uint16_t type, uint16_t v)
 	proto_rec(b, type, le, 2);
 }
 
+/* The NET records again, in netns_encode()'s shapes. */
+static void encode_net(const struct init_net *n, struct proto_buf *b)
+{
+	uint8_t v[6 + 32];
+	size_t nl = strlen(n->name);
+
+	if (n->has_link) {
+		memcpy(v, n->mac, 6);
+		for (int i = 0; i < 4; i++)
+			v[6 + i] = (uint8_t)(n->mtu >> (8 * i));
+		memcpy(v + 10, n->name, nl);
+		proto_rec(b, PROTO_REC_NET_LINK, v, 10 + nl);
+	}
+	for (unsigned int i = 0; i < n->naddrs; i++) {
+		size_t al = n->addrs[i].family == 4 ? 4 : 16;
+
+		v[0] = n->addrs[i].family;
+		v[1] = n->addrs[i].plen;
+		memcpy(v + 2, n->addrs[i].a, al);
+		proto_rec(b, PROTO_REC_NET_ADDR, v, 2 + al);
+	}
+	for (unsigned int i = 0; i < n->nroutes; i++) {
+		const struct init_net_route *r = &n->routes[i];
+		size_t al = r->family == 4 ? 4 : 16;
+
+		v[0] = r->family;
+		v[1] = r->plen;
+		for (int k = 0; k < 4; k++)
+			v[2 + k] = (uint8_t)(r->metric >> (8 * k));
+		memcpy(v + 6, r->dst, al);
+		memcpy(v + 6 + al, r->gw, al);
+		proto_rec(b, PROTO_REC_NET_ROUTE, v, 6 + 2 * al);
+	}
+}
+
 /* @c as records again, in spec_encode()'s shapes. */
 static void encode(const struct init_config *c, struct proto_buf *b)
 {
+	encode_net(&c->net, b);
 	for (unsigned int i = 0; i < c->nargs; i++)
 		proto_rec_str(b, PROTO_REC_ARG, c->args[i]);
 	for (unsigned int i = 0; i < c->nenv; i++)
@@ -157,6 +194,9 @@ static void check_same(const struct init_config *a, const struct init_config *b)
 		    a->devs[i].gid != b->devs[i].gid ||
 		    !str_eq(a->devs[i].path, b->devs[i].path))
 			fail("a device changed on a second decode");
+	/* Unused bytes of the tables stay zero (memset, fixed lengths). */
+	if (memcmp(&a->net, &b->net, sizeof(a->net)))
+		fail("the network changed on a second decode");
 }
 
 int fuzz_oci_init_config(const uint8_t *data, size_t size)

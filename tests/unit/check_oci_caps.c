@@ -65,6 +65,7 @@ static int load(const char *caps, struct oci_spec *s)
 	f = fopen(p, "w");
 	ck_assert_ptr_nonnull(f);
 	fprintf(f, "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"rootfs\"},"
+		"\"linux\":{\"namespaces\":[{\"type\":\"network\"}]},"
 		"\"process\":{\"args\":[\"sh\"]%s%s}}", caps ? ",\"capabilities\":" : "",
 		caps ? caps : "");
 	fclose(f);

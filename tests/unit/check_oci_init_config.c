@@ -97,7 +97,8 @@ static void encode(const char *json, const char *seed, uint16_t rows,
 	"\"type\":\"tmpfs\",\"source\":\"tmpfs\",\"options\":[\"nosuid\",\"strictatime\"," \
 	"\"mode=755\",\"size=65536k\"]},{\"destination\":\"/dev/shm\",\"type\":\"bind\"," \
 	"\"source\":\"%s/shm\",\"options\":[\"bind\"]}],"                              \
-	"\"linux\":{\"sysctl\":{\"net.ipv4.ping_group_range\":\"0 0\"},"              \
+	"\"linux\":{\"namespaces\":[{\"type\":\"network\"}],"                      \
+	"\"sysctl\":{\"net.ipv4.ping_group_range\":\"0 0\"},"                          \
 	"\"maskedPaths\":[\"/proc/kcore\",\"/sys/firmware\"],"                        \
 	"\"readonlyPaths\":[\"/proc/sys\"],\"devices\":[{\"type\":\"c\","             \
 	"\"path\":\"/dev/fuse\",\"major\":10,\"minor\":229,\"fileMode\":438,"          \
@@ -192,7 +193,8 @@ START_TEST(test_minimal)
 	struct proto_buf b;
 	struct oci_spec s;
 
-	encode("{\"root\":{\"path\":\"rootfs\"},\"process\":{\"args\":[\"true\"]}}",
+	encode("{\"root\":{\"path\":\"rootfs\"},\"process\":{\"args\":[\"true\"]},"
+	       "\"linux\":{\"namespaces\":[{\"type\":\"network\"}]}}",
 	       "minimal", 0, 0, &s, &b);
 	memset(&c, 0, sizeof(c));
 	ck_assert_int_eq(init_config_parse(&c, b.data, (uint32_t)b.len), 0);

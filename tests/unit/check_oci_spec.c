@@ -66,10 +66,14 @@ static int load(const char *process, const char *mounts, const char *linux_,
 	char *text;
 	int ret;
 
+	/* A new network namespace unless @linux_ lists its own (none at all
+	 * is the host's network, refused). */
 	ck_assert_int_ge(asprintf(&text,
 		"{\"ociVersion\":\"1.0.2-dev\",%s,\"root\":%s,\"hostname\":\"h1\","
-		"\"mounts\":[%s],\"linux\":{%s},\"annotations\":{\"a\":\"b\"}}",
-		process, root, mounts, linux_), 0);
+		"\"mounts\":[%s],\"linux\":{%s%s%s},\"annotations\":{\"a\":\"b\"}}",
+		process, root, mounts,
+		strstr(linux_, "namespaces") ? "" : "\"namespaces\":[{\"type\":\"network\"}]",
+		strstr(linux_, "namespaces") || !*linux_ ? "" : ",", linux_), 0);
 	write_file("config.json", text);
 	free(text);
 	ret = spec_load(dir, NULL, s, err, sizeof(err));
@@ -182,8 +186,18 @@ START_TEST(test_refusals)
 		"mount of type nfs on /x is not supported");
 	refused(PROC_OK, "{\"destination\":\"x\",\"type\":\"tmpfs\"}", "", ROOT_REL,
 		"not absolute");
-	refused(PROC_OK, "", "\"namespaces\":[{\"type\":\"network\",\"path\":\"/run/netns/n\"}]",
-		ROOT_REL, "network namespace /run/netns/n");
+	/* The host's network (podman --network host): no network namespace. */
+	refused(PROC_OK, "", "\"namespaces\":[{\"type\":\"pid\"}]", ROOT_REL,
+		"the host's network (no network namespace in config.json; podman: "
+		"--network host) is not supported");
+	refused(PROC_OK, "", "\"namespaces\":[{\"type\":\"network\",\"path\":\"n\"}]",
+		ROOT_REL, "network namespace path n is not absolute");
+	refused(PROC_OK, "", "\"namespaces\":[{\"type\":\"network\"},{\"type\":\"network\"}]",
+		ROOT_REL, "two network namespaces");
+	refused(PROC_OK, "", "\"namespaces\":[{\"type\":\"network\",\"path\":7}]",
+		ROOT_REL, "linux.namespaces[0] must be");
+	refused(PROC_OK, "", "\"namespaces\":{}", ROOT_REL,
+		"linux.namespaces must be an array");
 	refused("\"process\":{\"args\":[]}", "", "", ROOT_REL, "process.args is empty");
 	refused("\"process\":{\"args\":\"sh\"}", "", "", ROOT_REL, "process.args must be");
 	refused("\"process\":{\"args\":[\"sh\"],\"cwd\":\"rel\"}", "", "", ROOT_REL,

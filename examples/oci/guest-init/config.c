@@ -66,6 +66,59 @@ static uint16_t get_u16(const uint8_t *v)
 	return (uint16_t)(v[0] | v[1] << 8);
 }
 
+/* NET_LINK: mac[6], u32 mtu, name (0..15 bytes of [A-Za-z0-9_.-]). */
+static void parse_net_link(struct init_net *n, const uint8_t *v, uint32_t len)
+{
+	uint32_t nl = len - 10;
+
+	if (len < 10 || nl > sizeof(n->name) - 1)
+		return;
+	for (uint32_t i = 0; i < nl; i++)
+		if (!((v[10 + i] >= 'a' && v[10 + i] <= 'z') ||
+		      (v[10 + i] >= 'A' && v[10 + i] <= 'Z') ||
+		      (v[10 + i] >= '0' && v[10 + i] <= '9') ||
+		      v[10 + i] == '_' || v[10 + i] == '.' || v[10 + i] == '-'))
+			return;
+	memcpy(n->mac, v, 6);
+	n->mtu = proto_get_u32(v + 6);
+	memset(n->name, 0, sizeof(n->name)); /* a second LINK replaces the first */
+	memcpy(n->name, v + 10, nl);
+	n->name[nl] = 0;
+	n->has_link = true;
+}
+
+/* The address length of family @f (4|6), or 0 for another. */
+static uint32_t fam_len(uint8_t f)
+{
+	return f == 4 ? 4 : f == 6 ? 16 : 0;
+}
+
+static void parse_net_addr(struct init_net *n, const uint8_t *v, uint32_t len)
+{
+	uint32_t al = len ? fam_len(v[0]) : 0;
+
+	if (!al || len != 2 + al || v[1] > al * 8 || n->naddrs >= INIT_MAX_NET_ADDRS)
+		return;
+	n->addrs[n->naddrs].family = v[0];
+	n->addrs[n->naddrs].plen = v[1];
+	memcpy(n->addrs[n->naddrs++].a, v + 2, al);
+}
+
+static void parse_net_route(struct init_net *n, const uint8_t *v, uint32_t len)
+{
+	uint32_t al = len ? fam_len(v[0]) : 0;
+	struct init_net_route *r = &n->routes[n->nroutes];
+
+	if (!al || len != 6 + 2 * al || v[1] > al * 8 || n->nroutes >= INIT_MAX_NET_ROUTES)
+		return;
+	r->family = v[0];
+	r->plen = v[1];
+	r->metric = proto_get_u32(v + 2);
+	memcpy(r->dst, v + 6, al);
+	memcpy(r->gw, v + 6 + al, al);
+	n->nroutes++;
+}
+
 /* One record into @c (its value is inside the payload: proto_next()). */
 static int parse_record(struct init_config *c, uint16_t t, const uint8_t *v,
 			uint32_t len)
@@ -169,6 +222,15 @@ static int parse_record(struct init_config *c, uint16_t t, const uint8_t *v,
 			d->gid = proto_get_u32(v + 17);
 			c->ndevs++;
 		}
+		return 0;
+	case PROTO_REC_NET_LINK:
+		parse_net_link(&c->net, v, len);
+		return 0;
+	case PROTO_REC_NET_ADDR:
+		parse_net_addr(&c->net, v, len);
+		return 0;
+	case PROTO_REC_NET_ROUTE:
+		parse_net_route(&c->net, v, len);
 		return 0;
 	default:
 		return 0; /* a newer host: skip */

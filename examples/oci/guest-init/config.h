@@ -37,6 +37,30 @@ struct init_rl {
 	uint64_t soft, hard;
 };
 
+/* The NIC (PROTO_REC_NET_*): what the runtime read in the container's
+ * network namespace; has_link false: no NIC. */
+#define INIT_MAX_NET_ADDRS 16
+#define INIT_MAX_NET_ROUTES 32
+struct init_net_addr {
+	uint8_t family, plen; /* 4|6, 0..32|128 */
+	uint8_t a[16];
+};
+struct init_net_route {
+	uint8_t family, plen;
+	uint32_t metric;
+	uint8_t dst[16], gw[16];
+};
+struct init_net {
+	bool has_link;
+	uint8_t mac[6];
+	uint32_t mtu;
+	char name[16]; /* NUL-terminated, may be empty */
+	struct init_net_addr addrs[INIT_MAX_NET_ADDRS];
+	unsigned int naddrs;
+	struct init_net_route routes[INIT_MAX_NET_ROUTES];
+	unsigned int nroutes;
+};
+
 struct init_config {
 	char *args[INIT_MAX_ARGS + 1]; /* NULL-terminated */
 	unsigned int nargs;
@@ -62,12 +86,15 @@ struct init_config {
 	struct init_dev devs[INIT_MAX_DEVICES];
 	unsigned int ndevs;
 	uint16_t rows, cols;
+	struct init_net net;
 };
 
 /*
  * Decode the CONFIG payload @p (@n bytes, guest-side input from the host,
  * still checked: every record against the end of the buffer, every
- * integer record's length) into @c, which must be zeroed first (the
+ * integer record's length; a NET record of the wrong length or family, a
+ * prefix too long for its family or a name with characters an interface
+ * name cannot have is ignored) into @c, which must be zeroed first (the
  * defaults are set here: umask 022, cwd "/").  Unknown
  * record types are skipped (a newer host); an integer record of the wrong
  * length, and entries past a table's size, are ignored.  Strings are

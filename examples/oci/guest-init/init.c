@@ -69,6 +69,7 @@
 #include "../proto.h"
 #include "caps.h"
 #include "config.h"
+#include "net.h"
 
 #define EXIT_PORT 0xf4 /* VMM_EXIT_PORT */
 #define NEWROOT "/newroot"
@@ -753,6 +754,15 @@ int main(void)
 	if ((ret = init_config_parse(&C, payload, len)))
 		fail(1, ret == -ENOMEM ? "out of memory" : "malformed configuration");
 	msg("configuration received");
+	{
+		char e[300];
+
+		if (init_net_setup(&C.net, e, sizeof(e)))
+			fail(1, "the container's network: %s", e);
+		if (C.net.has_link)
+			msg("network: %s up, %u addresses, %u routes", C.net.name,
+			    C.net.naddrs, C.net.nroutes);
+	}
 
 	wait_for("/dev/vda");
 	mkdir(NEWROOT, 0755);

@@ -1,0 +1,107 @@
+#!/bin/bash
+# oci_network.sh: minivmm-oci on podman's default network (issue 30, item
+# 1), inside the rig's L1 (run by tests/e2e/oci-rig.sh).  Debian's podman
+# 4.3 uses CNI (87-podman-bridge.conflist: bridge cni-podman0 with
+# 10.88.0.0/16, portmap, firewall, tuning), which needs the bridge, veth
+# and netfilter modules the rig's L1 does not load: loaded here from the
+# L1 kernel's module tree (OCI_MODROOT), with sch_ingress, cls_u32 and
+# act_mirred for the runtime's tc redirect.  One container (one VM):
+#  - `podman run -d -p 18080:80` with the default network: the guest's
+#    eth0 has the veth's MAC (the one the bridge learned) and address
+#    (10.88.x.y/16), a default route via 10.88.0.1 and MTU 1500; it fetches
+#    1 MiB from busybox httpd on the L1 side of the bridge, md5 compared;
+#    then it serves a page with busybox httpd, which the L1 fetches through
+#    the published port (portmap's DNAT); `podman stop` ends it;
+#  - `--network host` refused with the runtime's one-line reason, no VM.
+# Addresses: podman's 10.88.0.0/16, inside the L1 only.
+set -uo pipefail
+. "$(dirname "$0")/oci_lib.sh"
+oci_setup
+
+[[ -n "${OCI_MODROOT:-}" && -d "$OCI_MODROOT" ]] || e2e_fail "OCI_MODROOT not set (run through oci-rig.sh)"
+for m in tun bridge veth br_netfilter nf_conntrack nf_nat nf_tables nft_compat \
+	nft_chain_nat nft_nat nft_masq nft_ct nft_fib_inet nft_reject_inet xt_MASQUERADE \
+	xt_comment xt_mark xt_conntrack xt_addrtype xt_multiport xt_nat xt_tcpudp \
+	sch_ingress cls_u32 act_mirred; do
+	modprobe -d "$OCI_MODROOT" "$m" 2>/dev/null || echo "note: modprobe $m failed"
+done
+ip link set lo up
+if [[ ! -e /dev/net/tun ]]; then
+	mkdir -p /dev/net
+	mknod /dev/net/tun c 10 200
+fi
+mkdir -p /run/netns
+
+P=(podman --root "$W/pstore" --runroot /run/oci-prun.$$ --storage-driver vfs
+	--cgroup-manager cgroupfs --events-backend file)
+RT=(--runtime "$OCI_RUNTIME")
+"${P[@]}" import "$OCI_IMAGE_TAR" localhost/bb >/dev/null || e2e_fail "podman import"
+
+mkdir -p "$W/www"
+cp "$W/blob" "$W/www/blob"
+sum=$(md5sum <"$W/blob" | cut -d' ' -f1)
+busybox httpd -f -p 18081 -h "$W/www" &
+srv=$!
+trap 'kill $srv 2>/dev/null' EXIT
+
+echo "modules, image, server ready after $SECONDS s"
+t0=$SECONDS
+# 1. One container (one VM) proves both directions: with the default
+#    network it prints its eth0 (address, routes, MAC, MTU), fetches 1 MiB
+#    from busybox httpd on the L1 side of the bridge (md5), then serves a
+#    page on port 80, published as 18080.
+"${P[@]}" "${RT[@]}" run -d --name web -p 18080:80 localhost/bb sh -c '
+	ip -o addr show dev eth0; ip route; cat /sys/class/net/eth0/address
+	echo "mtu $(cat /sys/class/net/eth0/mtu)"
+	echo "md5 $(wget -q -O - http://10.88.0.1:18081/blob | md5sum)"
+	mkdir -p /www; echo hello-from-the-vm >/www/index.html; echo serving
+	trap "exit 0" TERM; httpd -f -p 80 -h /www & wait' >/dev/null 2>"$W/err1" ||
+	oci_bad "podman run -d -p: $(cat "$W/err1")"
+echo "podman run -d returned after $((SECONDS - t0)) s"
+t0=$SECONDS
+for _ in $(seq 300); do
+	"${P[@]}" logs web 2>/dev/null | grep -q serving && break
+	sleep 0.5
+done
+"${P[@]}" logs web >"$W/out1" 2>&1
+cat "$W/out1"
+echo "container up and served after $((SECONDS - t0)) s"
+got=$(sed -n 's/^md5 \([0-9a-f]*\).*/\1/p' "$W/out1")
+[[ "$got" == "$sum" ]] &&
+	oci_ok "default network: 1 MiB fetched from the L1 (10.88.0.1:18081), md5 $got" ||
+	oci_bad "default network fetch: md5 '$got' want $sum"
+grep -Eq "inet 10\.88\.[0-9]+\.[0-9]+/16" "$W/out1" &&
+	grep -q "^default via 10.88.0.1 dev eth0" "$W/out1" && grep -q "^mtu 1500$" "$W/out1" &&
+	oci_ok "guest eth0: the veth's address, default route via 10.88.0.1, MTU 1500" ||
+	oci_bad "guest eth0 configuration: $(cat "$W/out1")"
+# The guest's MAC is the veth's (CNI's, not libvmm's derived one), and
+# the bridge learned it from the guest's frames.
+mac=$(grep -Em1 '^([0-9a-f]{2}:){5}[0-9a-f]{2}$' "$W/out1")
+vmac=$("${P[@]}" inspect -f '{{.NetworkSettings.MacAddress}}' web 2>/dev/null)
+[[ -n "$mac" && "$mac" == "$vmac" ]] && bridge fdb show br cni-podman0 2>/dev/null | grep -qi "^$mac " &&
+	oci_ok "guest eth0 MAC $mac: the veth's (podman inspect), learned by the bridge" ||
+	oci_bad "MAC '$mac', podman's '$vmac'; bridge: $(bridge fdb show br cni-podman0 2>&1 | head -5)"
+page=
+for _ in $(seq 30); do
+	page=$(wget -q -T 5 -O - http://10.88.0.1:18080/ 2>/dev/null) && [[ -n "$page" ]] && break
+	page=$(wget -q -T 5 -O - http://127.0.0.1:18080/ 2>/dev/null) && [[ -n "$page" ]] && break
+	sleep 1
+done
+[[ "$page" == hello-from-the-vm ]] && oci_ok "-p 18080:80: the L1 fetched the VM's page through podman's port forwarding" ||
+	oci_bad "-p 18080:80: page '$page'; iptables: $(iptables -t nat -S 2>&1 | head -20)"
+t0=$SECONDS
+"${P[@]}" stop -t 10 web >/dev/null 2>&1
+state=$("${P[@]}" inspect -f '{{.State.Status}} {{.State.ExitCode}}' web 2>&1)
+[[ "$state" == exited* ]] && oci_ok "podman stop: the web container exited (status ${state#* }) after $((SECONDS - t0)) s" ||
+	oci_bad "podman stop: state '$state'"
+"${P[@]}" rm -f web >/dev/null 2>&1
+
+# 2. --network host: one line, no VM.
+t0=$SECONDS
+"${P[@]}" "${RT[@]}" run --rm --network host localhost/bb true >"$W/out3" 2>&1
+rc=$?
+[[ $rc -ne 0 ]] && grep -q "the host's network .* is not supported by minivmm-oci" "$W/out3" &&
+	oci_ok "--network host refused after $((SECONDS - t0)) s: $(grep -m1 "host's network" "$W/out3")" ||
+	oci_bad "--network host: rc $rc: $(cat "$W/out3")"
+
+oci_finish
