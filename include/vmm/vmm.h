@@ -758,7 +758,8 @@ int vmm_get_queue_stats(struct vmm *vm, unsigned int id, unsigned int q,
 
 /*
  * Counters of one queue pair of a NIC.  No struct_size (filled whole):
- * the layout is frozen.
+ * the layout is frozen.  With VMM_NET_VHOST the kernel moves and
+ * signals: all but iothread and pairs stay 0.
  */
 struct vmm_net_pair_stats {
 	uint64_t rx_packets, rx_bytes; /* tap -> guest (bytes: frames) */
