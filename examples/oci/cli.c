@@ -25,8 +25,10 @@ void oci_cli_usage(FILE *f)
 		"  kill [--all] ID [SIGNAL]  signal the process (default TERM; KILL ends the VM)\n"
 		"  delete [--force] ID       remove a stopped container (--force: any)\n"
 		"  features          print the supported features JSON\n"
-		"  exec, pause, resume, checkpoint, restore, update, ps, events, run, list,\n"
-		"  spec              not supported\n\n"
+		"  pause ID          stop the VM's vCPUs (state: paused); resume ID: go on\n"
+		"  list [--format table|json] [-q]  every container under --root\n"
+		"  spec [--bundle DIR] [--rootless]  write a starting config.json\n"
+		"  exec, checkpoint, restore, update, ps, events, run  not supported\n\n"
 		"Global options:\n"
 		"  --root DIR        state directory (default " OCI_DEFAULT_ROOT ")\n"
 		"  --log FILE        append errors here (containerd reads it)\n"
@@ -58,6 +60,37 @@ static int opt_value(int argc, char **argv, int *i, const char *name,
 	return 1;
 }
 
+/* list's and spec's options: 1 taken, 0 not theirs, -1 bad. */
+static int list_spec_option(struct oci_cli *c, int argc, char **argv, int *i,
+			    char *err, size_t errlen)
+{
+	const char *a = argv[*i];
+	int r = 0;
+
+	if (c->cmd == OCI_CMD_LIST) {
+		if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			c->quiet = true;
+			return 1;
+		}
+		if ((r = opt_value(argc, argv, i, "--format", &c->format, err, errlen)) ||
+		    (r = opt_value(argc, argv, i, "-f", &c->format, err, errlen))) {
+			if (r > 0 && strcmp(c->format, "table") && strcmp(c->format, "json"))
+				return errf(err, errlen, "list: --format must be table or json");
+			return r;
+		}
+	}
+	if (c->cmd == OCI_CMD_SPEC) {
+		if (!strcmp(a, "--rootless")) {
+			c->rootless = true;
+			return 1;
+		}
+		if ((r = opt_value(argc, argv, i, "--bundle", &c->bundle, err, errlen)) ||
+		    (r = opt_value(argc, argv, i, "-b", &c->bundle, err, errlen)))
+			return r;
+	}
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	enum oci_cmd cmd;
@@ -66,11 +99,11 @@ static const struct {
 	{ "state", OCI_CMD_STATE },   { "kill", OCI_CMD_KILL },
 	{ "delete", OCI_CMD_DELETE }, { "features", OCI_CMD_FEATURES },
 	{ "help", OCI_CMD_HELP },     { "exec", OCI_CMD_UNSUPPORTED },
-	{ "pause", OCI_CMD_UNSUPPORTED }, { "resume", OCI_CMD_UNSUPPORTED },
+	{ "pause", OCI_CMD_PAUSE },   { "resume", OCI_CMD_RESUME },
 	{ "checkpoint", OCI_CMD_UNSUPPORTED }, { "restore", OCI_CMD_UNSUPPORTED },
 	{ "update", OCI_CMD_UNSUPPORTED }, { "ps", OCI_CMD_UNSUPPORTED },
 	{ "events", OCI_CMD_UNSUPPORTED }, { "run", OCI_CMD_UNSUPPORTED },
-	{ "list", OCI_CMD_UNSUPPORTED }, { "spec", OCI_CMD_UNSUPPORTED },
+	{ "list", OCI_CMD_LIST },     { "spec", OCI_CMD_SPEC },
 };
 
 int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,
@@ -162,6 +195,11 @@ int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,
 				if (!strcmp(a, "--no-pivot") || !strcmp(a, "--no-new-keyring"))
 					continue;
 			}
+			if ((r = list_spec_option(c, argc, argv, &i, err, errlen))) {
+				if (r < 0)
+					return -1;
+				continue;
+			}
 			if (c->cmd == OCI_CMD_KILL && (!strcmp(a, "--all") || !strcmp(a, "-a"))) {
 				c->all = true;
 				continue;
@@ -177,6 +215,11 @@ int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,
 		if (npos >= 2)
 			return errf(err, errlen, "%s: too many arguments", c->cmd_name);
 		pos[npos++] = a;
+	}
+	if (c->cmd == OCI_CMD_LIST || c->cmd == OCI_CMD_SPEC) {
+		if (npos)
+			return errf(err, errlen, "%s takes no container ID", c->cmd_name);
+		return 0;
 	}
 	if (!npos)
 		return errf(err, errlen, "%s: container ID missing", c->cmd_name);

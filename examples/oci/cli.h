@@ -17,7 +17,11 @@ enum oci_cmd {
 	OCI_CMD_FEATURES,
 	OCI_CMD_HELP,
 	OCI_CMD_VERSION,
-	OCI_CMD_UNSUPPORTED, /* exec, pause, ...: a clear error */
+	OCI_CMD_PAUSE,
+	OCI_CMD_RESUME,
+	OCI_CMD_LIST,
+	OCI_CMD_SPEC,
+	OCI_CMD_UNSUPPORTED, /* exec, ps, ...: a clear error */
 };
 
 struct oci_cli {
@@ -33,6 +37,9 @@ struct oci_cli {
 	unsigned int preserve_fds;
 	const char *signal; /* kill: default "SIGTERM" */
 	bool all, force;
+	const char *format; /* list: "table" (default) or "json" */
+	bool quiet;	    /* list -q */
+	bool rootless;	    /* spec --rootless */
 };
 
 /*

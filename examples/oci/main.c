@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "manage.h"
 #include "oci.h"
 #include "vmm/vmm.h"
 
@@ -478,8 +479,9 @@ static int cmd_delete(const struct oci_cli *c)
 		return 1;
 	}
 	s = ret ? OCI_STOPPED : oci_state_status(&st);
-	if (s == OCI_RUNNING && !c->force) {
-		oci_err("cannot delete container %s that is not stopped: running", c->id);
+	if ((s == OCI_RUNNING || s == OCI_PAUSED) && !c->force) {
+		oci_err("cannot delete container %s that is not stopped: %s", c->id,
+			oci_status_name(s));
 		return 1;
 	}
 	if (s != OCI_STOPPED) {
@@ -547,6 +549,13 @@ int main(int argc, char **argv)
 		return 1;
 	case OCI_CMD_FEATURES:
 		return cmd_features();
+	case OCI_CMD_LIST:
+		return oci_cmd_list(&c);
+	case OCI_CMD_SPEC:
+		return oci_cmd_spec(&c);
+	case OCI_CMD_PAUSE:
+	case OCI_CMD_RESUME:
+		return oci_cmd_pause(&c, c.cmd == OCI_CMD_PAUSE);
 	default:
 		break;
 	}

@@ -172,7 +172,7 @@ size_t oci_conlog_pump(struct oci_conlog *c, size_t budget);
 void oci_conlog_finish(struct oci_conlog *c);
 
 /* ---- state.c ---- */
-enum oci_status { OCI_CREATED, OCI_RUNNING, OCI_STOPPED };
+enum oci_status { OCI_CREATED, OCI_RUNNING, OCI_PAUSED, OCI_STOPPED };
 struct oci_state {
 	char id[256];
 	char dir[4096]; /* ROOT/ID */
