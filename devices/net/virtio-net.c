@@ -248,8 +248,12 @@ static int net_vhost_start(struct virtio_net *d, struct virtio_queue *qs,
 			ret = vhost_net_start(d->vhost[p], d->n.features, &qs[2 * p],
 					      &qs[2 * p + 1], d->fds[p], &what);
 		d->vhost_on[p] = !ret;
-		pair_steer(d, p);
 	}
+	/* Tap queues attached for the pairs the driver uses (one until
+	 * VQ_PAIRS_SET), the others detached: the kernel steers no flow to
+	 * a file whose rings nobody serves. */
+	for (unsigned int i = 0; i < d->n.max_pairs; i++)
+		pair_steer(d, i);
 	if (ret) {
 		log_limited(&d->vhost_log, VMM_LOG_ERROR, "virtio-net",
 			    "vhost pair %u: %s failed: %s", p - 1, what,
