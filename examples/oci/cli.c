@@ -28,7 +28,11 @@ void oci_cli_usage(FILE *f)
 		"  pause ID          stop the VM's vCPUs (state: paused); resume ID: go on\n"
 		"  list [--format table|json] [-q]  every container under --root\n"
 		"  spec [--bundle DIR] [--rootless]  write a starting config.json\n"
-		"  exec, checkpoint, restore, update, ps, events, run  not supported\n\n"
+		"  run [create's options] [-d|--detach] [--keep] ID\n"
+		"                    create and start; without -d wait for the container,\n"
+		"                    forward INT/TERM/HUP/QUIT/USR1/USR2 to it, remove it\n"
+		"                    (unless --keep) and exit with its status\n"
+		"  exec, checkpoint, restore, update, ps, events  not supported\n\n"
 		"Global options:\n"
 		"  --root DIR        state directory (default " OCI_DEFAULT_ROOT ")\n"
 		"  --log FILE        append errors here (containerd reads it)\n"
@@ -102,7 +106,7 @@ static const struct {
 	{ "pause", OCI_CMD_PAUSE },   { "resume", OCI_CMD_RESUME },
 	{ "checkpoint", OCI_CMD_UNSUPPORTED }, { "restore", OCI_CMD_UNSUPPORTED },
 	{ "update", OCI_CMD_UNSUPPORTED }, { "ps", OCI_CMD_UNSUPPORTED },
-	{ "events", OCI_CMD_UNSUPPORTED }, { "run", OCI_CMD_UNSUPPORTED },
+	{ "events", OCI_CMD_UNSUPPORTED }, { "run", OCI_CMD_RUN },
 	{ "list", OCI_CMD_LIST },     { "spec", OCI_CMD_SPEC },
 };
 
@@ -166,7 +170,15 @@ int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,
 
 		if (a[0] == '-' && a[1]) {
 			r = 0;
-			if (c->cmd == OCI_CMD_CREATE) {
+			if (c->cmd == OCI_CMD_RUN && (!strcmp(a, "-d") || !strcmp(a, "--detach"))) {
+				c->detach = true;
+				continue;
+			}
+			if (c->cmd == OCI_CMD_RUN && !strcmp(a, "--keep")) {
+				c->keep = true;
+				continue;
+			}
+			if (c->cmd == OCI_CMD_CREATE || c->cmd == OCI_CMD_RUN) {
 				if ((r = opt_value(argc, argv, &i, "--bundle", &c->bundle, err,
 						   errlen)) ||
 				    (r = opt_value(argc, argv, &i, "-b", &c->bundle, err,
@@ -231,7 +243,7 @@ int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,
 	}
 	if (!oci_valid_id(c->id))
 		return errf(err, errlen, "invalid container ID \"%s\"", c->id);
-	if (c->cmd == OCI_CMD_CREATE && !c->bundle)
+	if ((c->cmd == OCI_CMD_CREATE || c->cmd == OCI_CMD_RUN) && !c->bundle)
 		c->bundle = ".";
 	if (c->cmd == OCI_CMD_KILL && spec_parse_signal(c->signal) < 0)
 		return errf(err, errlen, "kill: unknown signal \"%s\"", c->signal);

@@ -21,6 +21,7 @@ enum oci_cmd {
 	OCI_CMD_RESUME,
 	OCI_CMD_LIST,
 	OCI_CMD_SPEC,
+	OCI_CMD_RUN,
 	OCI_CMD_UNSUPPORTED, /* exec, ps, ...: a clear error */
 };
 
@@ -40,6 +41,7 @@ struct oci_cli {
 	const char *format; /* list: "table" (default) or "json" */
 	bool quiet;	    /* list -q */
 	bool rootless;	    /* spec --rootless */
+	bool detach, keep;  /* run -d, --keep */
 };
 
 /*

@@ -574,6 +574,14 @@ int main(int argc, char **argv)
 	case OCI_CMD_STATE: ret = cmd_state(&c); break;
 	case OCI_CMD_KILL: ret = cmd_kill(&c); break;
 	case OCI_CMD_DELETE: ret = cmd_delete(&c); break;
+	case OCI_CMD_RUN: {
+		static const struct oci_run_steps steps = {
+			.create = cmd_create, .start = cmd_start, .remove = cmd_delete,
+		};
+
+		ret = oci_cmd_run(&c, &steps);
+		break;
+	}
 	default: ret = 1; break;
 	}
 	oci_settings_free(&SET);

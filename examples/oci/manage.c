@@ -195,7 +195,8 @@ int oci_cmd_list(const struct oci_cli *c)
 /*
  * The starting point runc's `spec` writes, in the same shape: sh on a
  * terminal as root in ./rootfs (read-only), the usual mounts, its own
- * namespaces; --rootless adds a user namespace mapping the caller's ids
+ * namespaces; no ambient capabilities (they would need the inheritable
+ * set, which the default leaves empty, and the guest init refuses that); --rootless adds a user namespace mapping the caller's ids
  * to root and drops what an unprivileged user cannot have.
  */
 static json_t *default_spec(bool rootless)
@@ -211,7 +212,7 @@ static json_t *default_spec(bool rootless)
 		 "  \"args\": [\"sh\"], \"env\": [\"PATH=/usr/local/sbin:/usr/local/bin:"
 		 "/usr/sbin:/usr/bin:/sbin:/bin\", \"TERM=xterm\"], \"cwd\": \"/\","
 		 "  \"capabilities\": {\"bounding\": %s, \"effective\": %s,"
-		 "   \"permitted\": %s, \"ambient\": %s},"
+		 "   \"permitted\": %s},"
 		 "  \"rlimits\": [{\"type\": \"RLIMIT_NOFILE\", \"hard\": 1024,"
 		 "   \"soft\": 1024}], \"noNewPrivileges\": true},"
 		 " \"root\": {\"path\": \"rootfs\", \"readonly\": true},"
@@ -236,7 +237,7 @@ static json_t *default_spec(bool rootless)
 		 "   \"/proc/sched_debug\", \"/sys/firmware\", \"/proc/scsi\"],"
 		 "  \"readonlyPaths\": [\"/proc/asound\", \"/proc/bus\", \"/proc/fs\","
 		 "   \"/proc/irq\", \"/proc/sys\", \"/proc/sysrq-trigger\"]}}",
-		 caps, caps, caps, caps, rootless ? "" : ", \"gid=5\"");
+		 caps, caps, caps, rootless ? "" : ", \"gid=5\"");
 	spec = json_loads(text, 0, &je);
 	if (!spec || !rootless)
 		return spec;

@@ -210,6 +210,9 @@ START_TEST(test_spec)
 		user |= !strcmp(json_string_value(json_object_get(json_array_get(ns, i),
 								  "type")), "user");
 	ck_assert(user);
+	/* Runnable: no ambient set without an inheritable one. */
+	ck_assert_ptr_null(json_object_get(json_object_get(json_object_get(j, "process"),
+							   "capabilities"), "ambient"));
 	ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(json_object_get(
 				 json_object_get(j, "linux"), "uidMappings"), 0), "hostID")),
 			 (json_int_t)getuid());
