@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* minivmm-oci command-line parsing (see cli.h). */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,13 +33,18 @@ void oci_cli_usage(FILE *f)
 		"                    create and start; without -d wait for the container,\n"
 		"                    forward INT/TERM/HUP/QUIT/USR1/USR2 to it, remove it\n"
 		"                    (unless --keep) and exit with its status\n"
-		"  exec, checkpoint, restore, update, ps, events  not supported\n\n"
+		"  update [-r FILE|-] [--memory M] [--cpu-quota N] [--cpu-period N]\n"
+		"         [--cpuset-cpus L] [--cpuset-mems L] [--pids-limit N] ID\n"
+		"                    change the container's cgroup (CPU quota, cpuset);\n"
+		"                    the VM's memory and vCPU count stay as created\n"
+		"  exec, checkpoint, restore, ps, events  not supported\n\n"
 		"Global options:\n"
 		"  --root DIR        state directory (default " OCI_DEFAULT_ROOT ")\n"
 		"  --log FILE        append errors here (containerd reads it)\n"
 		"  --log-format text|json\n"
 		"  --kernel F, --initrd F  boot these (else " OCI_CONFIG_FILE ",\n"
 		"                    MINIVMM_OCI_KERNEL/MINIVMM_OCI_INITRD, /vmlinuz)\n"
+		"  --systemd-cgroup  linux.cgroupsPath is systemd's slice:prefix:name\n"
 		"  --debug           more messages in the log\n"
 		"  -v, --version     print the version\n\n"
 		"Exit status: 0 success, 1 failure (one-line reason on stderr and in\n"
@@ -83,6 +89,28 @@ static int list_spec_option(struct oci_cli *c, int argc, char **argv, int *i,
 			return r;
 		}
 	}
+	if (c->cmd == OCI_CMD_UPDATE) {
+		static const struct {
+			const char *name;
+			size_t off;
+		} opts[] = {
+			{ "--resources", offsetof(struct oci_cli, resources) },
+			{ "-r", offsetof(struct oci_cli, resources) },
+			{ "--memory", offsetof(struct oci_cli, memory) },
+			{ "-m", offsetof(struct oci_cli, memory) },
+			{ "--cpu-quota", offsetof(struct oci_cli, cpu_quota) },
+			{ "--cpu-period", offsetof(struct oci_cli, cpu_period) },
+			{ "--cpuset-cpus", offsetof(struct oci_cli, cpuset_cpus) },
+			{ "--cpuset-mems", offsetof(struct oci_cli, cpuset_mems) },
+			{ "--pids-limit", offsetof(struct oci_cli, pids_limit) },
+		};
+
+		for (size_t k = 0; k < sizeof(opts) / sizeof(opts[0]); k++)
+			if ((r = opt_value(argc, argv, i, opts[k].name,
+					   (const char **)((char *)c + opts[k].off), err,
+					   errlen)))
+				return r;
+	}
 	if (c->cmd == OCI_CMD_SPEC) {
 		if (!strcmp(a, "--rootless")) {
 			c->rootless = true;
@@ -105,7 +133,7 @@ static const struct {
 	{ "help", OCI_CMD_HELP },     { "exec", OCI_CMD_UNSUPPORTED },
 	{ "pause", OCI_CMD_PAUSE },   { "resume", OCI_CMD_RESUME },
 	{ "checkpoint", OCI_CMD_UNSUPPORTED }, { "restore", OCI_CMD_UNSUPPORTED },
-	{ "update", OCI_CMD_UNSUPPORTED }, { "ps", OCI_CMD_UNSUPPORTED },
+	{ "update", OCI_CMD_UPDATE }, { "ps", OCI_CMD_UNSUPPORTED },
 	{ "events", OCI_CMD_UNSUPPORTED }, { "run", OCI_CMD_RUN },
 	{ "list", OCI_CMD_LIST },     { "spec", OCI_CMD_SPEC },
 };
@@ -141,7 +169,7 @@ int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,
 		if (!strcmp(a, "--debug")) {
 			c->debug = true;
 		} else if (!strcmp(a, "--systemd-cgroup")) {
-			/* cgroups are the host's business; nothing to do. */
+			c->systemd_cgroup = true;
 		} else if (!strcmp(a, "-v") || !strcmp(a, "--version")) {
 			c->cmd = OCI_CMD_VERSION;
 			return 0;

@@ -22,6 +22,7 @@ enum oci_cmd {
 	OCI_CMD_LIST,
 	OCI_CMD_SPEC,
 	OCI_CMD_RUN,
+	OCI_CMD_UPDATE,
 	OCI_CMD_UNSUPPORTED, /* exec, ps, ...: a clear error */
 };
 
@@ -30,6 +31,7 @@ struct oci_cli {
 	const char *root, *log, *log_format;
 	const char *kernel, *initrd; /* --kernel/--initrd overrides */
 	bool debug;
+	bool systemd_cgroup; /* --systemd-cgroup: cgroupsPath is slice:prefix:name */
 	enum oci_cmd cmd;
 	const char *cmd_name;
 	/* command */
@@ -42,12 +44,15 @@ struct oci_cli {
 	bool quiet;	    /* list -q */
 	bool rootless;	    /* spec --rootless */
 	bool detach, keep;  /* run -d, --keep */
+	/* update: as given, parsed by oci_update_resources() */
+	const char *resources, *memory, *cpu_quota, *cpu_period, *cpuset_cpus,
+		*cpuset_mems, *pids_limit;
 };
 
 /*
  * Parse argv (the OCI runtime CLI's shape: global options, command, its
- * options, ID).  Unknown global options of the reference runtime (--systemd-cgroup, --rootless,
- * --criu) are accepted and ignored.  Returns 0, or -1 with a one-line
+ * options, ID).  The reference runtime's global --rootless and --criu are
+ * accepted and ignored; --systemd-cgroup sets systemd_cgroup.  Returns 0, or -1 with a one-line
  * reason in @err.  The strings point into argv.
  */
 int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "cli.h"
 #include "manage.h"
 #include "oci.h"
@@ -180,6 +181,7 @@ static int cmd_create(const struct oci_cli *c)
 	struct oci_image_stats is;
 	struct oci_state st = { 0 };
 	char err[2048], dir[4096], img[4200], bundle[PATH_MAX], buf[2048];
+	char cgdir[PATH_MAX] = "";
 	uint64_t t0 = oci_now_ns(), t_img;
 	int tty = -1, lfd = -1, ready[2] = { -1, -1 }, status;
 	pid_t child, vmm = 0;
@@ -228,6 +230,17 @@ static int cmd_create(const struct oci_cli *c)
 			oci_err("state directory %s: %s", dir, strerror(errno));
 		goto err_spec;
 	}
+	if (drop && oci_cgroup_setup(OCI_CGROUP_ROOT, &spec, c->systemd_cgroup,
+				     spec_guest_memory(&spec, SET.mem_default), cgdir,
+				     sizeof(cgdir), err, sizeof(err))) {
+		oci_err("%s", err);
+		goto err_dir;
+	}
+	snprintf(img, sizeof(img), "%s/cgroup", dir);
+	if (cgdir[0] && oci_file_write_atomic(img, cgdir)) {
+		oci_err("%s: %s", img, strerror(errno));
+		goto err_dir;
+	}
 	snprintf(img, sizeof(img), "%s/rootfs.img", dir);
 	if (oci_image_build(&spec, img, SET.root_free, &is, err, sizeof(err))) {
 		oci_err("%s", err);
@@ -264,6 +277,7 @@ static int cmd_create(const struct oci_cli *c)
 				.spec = &spec, .set = &SET, .state_dir = dir,
 				.image = img, .listen_fd = lfd, .tty_slave = tty,
 				.ready_fd = ready[1], .t0_ns = t0,
+				.cgroup_dir = cgdir,
 				.drop = drop, .uid = vmm_uid, .gid = vmm_gid,
 			};
 
@@ -346,6 +360,8 @@ err_dir:
 	if (lfd >= 0)
 		close(lfd);
 	oci_state_remove(dir);
+	if (cgdir[0])
+		oci_cgroup_remove(cgdir);
 err_spec:
 	spec_free(&spec);
 	return 1;
@@ -460,6 +476,28 @@ static int cmd_kill(const struct oci_cli *c)
 	return 0;
 }
 
+/* The container's cgroup (ROOT/ID/cgroup names it), its VMM gone. */
+static void remove_cgroup(const char *dir)
+{
+	char path[4200], cg[PATH_MAX];
+	ssize_t n;
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "%s/cgroup", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, cg, sizeof(cg) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	cg[n] = 0;
+	if (strncmp(cg, OCI_CGROUP_ROOT "/", sizeof(OCI_CGROUP_ROOT)))
+		return; /* not one create made */
+	if ((ret = oci_cgroup_remove(cg)))
+		oci_warn("removing cgroup %s: %s", cg, strerror(-ret));
+}
+
 static int cmd_delete(const struct oci_cli *c)
 {
 	uint64_t t0 = oci_now_ns();
@@ -490,6 +528,7 @@ static int cmd_delete(const struct oci_cli *c)
 		for (int i = 0; i < 500 && oci_state_status(&st) != OCI_STOPPED; i++)
 			usleep(10000);
 	}
+	remove_cgroup(st.dir);
 	if (oci_state_remove(st.dir)) {
 		oci_err("removing %s: %s", st.dir, strerror(errno));
 		return 1;
@@ -515,7 +554,8 @@ static int cmd_features(void)
 	for (int i = 0; i <= SPEC_CAP_LAST; i++)
 		printf("%s\"%s\"", i ? ", " : "", spec_cap_names[i]);
 	printf("],\n"
-	       "    \"cgroup\": {\"v1\": false, \"v2\": false, \"systemd\": false},\n"
+	       "    \"cgroup\": {\"v1\": false, \"v2\": true, \"systemd\": false,"
+	       " \"systemdUser\": false},\n"
 	       "    \"seccomp\": {\"enabled\": false},\n"
 	       "    \"apparmor\": {\"enabled\": false},\n"
 	       "    \"selinux\": {\"enabled\": false}\n"
@@ -553,6 +593,8 @@ int main(int argc, char **argv)
 		return oci_cmd_list(&c);
 	case OCI_CMD_SPEC:
 		return oci_cmd_spec(&c);
+	case OCI_CMD_UPDATE:
+		return oci_cmd_update(&c);
 	case OCI_CMD_PAUSE:
 	case OCI_CMD_RESUME:
 		return oci_cmd_pause(&c, c.cmd == OCI_CMD_PAUSE);

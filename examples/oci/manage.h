@@ -35,4 +35,16 @@ struct oci_run_steps {
  * 1 when a step failed (a failed start removes the container). */
 int oci_cmd_run(const struct oci_cli *c, const struct oci_run_steps *steps);
 
+struct oci_spec;
+/* update: the options' resources (--resources FILE|- first, then the
+ * flags over it) into @r (call spec_free() after).  0, or -1 + @err. */
+int oci_update_resources(const struct oci_cli *c, struct oci_spec *r, char *err,
+			 size_t len);
+/* Apply @r to the cgroup @cgdir: cpu.max, cpuset; a memory limit only if
+ * it gives the VM the size it has (memory.max), else an error; pids: a
+ * warning.  0, or -1 + @err. */
+int oci_update_cgroup(const char *cgdir, const struct oci_spec *r, char *err, size_t len);
+/* update ID: the above on the container's cgroup. */
+int oci_cmd_update(const struct oci_cli *c);
+
 #endif

@@ -223,6 +223,7 @@ struct oci_shim_params {
 	int tty_slave;	   /* -1 without a terminal */
 	int ready_fd;	   /* write "ok\n" or "error: ...\n", then close */
 	uint64_t t0_ns;	   /* when create started (timings) */
+	const char *cgroup_dir; /* join this cgroup first ("" or NULL: none) */
 	bool drop;	   /* become uid:gid once the VM's files are open */
 	uid_t uid;
 	gid_t gid;

@@ -32,6 +32,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "oci.h"
 #include "proto.h"
 #include "shimctl.h"
@@ -194,6 +195,14 @@ int oci_shim_run(const struct oci_shim_params *p)
 
 	signal(SIGPIPE, SIG_IGN);
 	vmm_set_log(libvmm_log, NULL, VMM_LOG_WARN);
+	/* Into the container's cgroup before anything is allocated: the
+	 * guest's RAM and every thread are charged there from the start. */
+	if (p->cgroup_dir && *p->cgroup_dir && (code = oci_cgroup_join(p->cgroup_dir, 0))) {
+		oci_err("joining cgroup %s: %s", p->cgroup_dir, strerror(-code));
+		ready_report(p->ready_fd, "error: joining cgroup %s: %s\n", p->cgroup_dir,
+			     strerror(-code));
+		return 1;
+	}
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);

@@ -416,6 +416,45 @@ static int parse_mounts(json_t *a, struct oci_spec *s, char *err, size_t len)
 	return 0;
 }
 
+int spec_parse_resources(struct json_t *res, struct oci_spec *s, char *err, size_t len)
+{
+	json_t *mem = json_object_get(res, "memory"), *cpu = json_object_get(res, "cpu");
+	uint64_t u;
+	bool has;
+
+	if (json_is_object(mem)) {
+		json_t *lim = json_object_get(mem, "limit");
+
+		/* -1 means "no limit" in the spec. */
+		if (json_is_integer(lim) && json_integer_value(lim) > 0)
+			s->mem_limit = (uint64_t)json_integer_value(lim);
+	}
+	if (json_is_object(cpu)) {
+		json_t *q = json_object_get(cpu, "quota");
+		const char *cpus = json_string_value(json_object_get(cpu, "cpus"));
+
+		if (json_is_integer(q))
+			s->cpu_quota = json_integer_value(q);
+		if (get_uint(cpu, "period", UINT64_MAX, &u, &has))
+			return errf_line(err, len, "config.json: bad cpu.period");
+		s->cpu_period = has ? u : 100000;
+		if (cpus && *cpus) {
+			s->cpuset_cpus = spec_cpuset_count(cpus);
+			if (!s->cpuset_cpus)
+				return errf_line(err, len, "config.json: bad cpu.cpus \"%s\"", cpus);
+			if (!(s->cpuset_list = strdup(cpus)))
+				return errf_line(err, len, "out of memory");
+		}
+		if (json_string_value(json_object_get(cpu, "mems")) &&
+		    !(s->cpuset_mems = strdup(json_string_value(json_object_get(cpu, "mems")))))
+			return errf_line(err, len, "out of memory");
+	}
+	if (json_is_integer(json_object_get(json_object_get(res, "pids"), "limit")))
+		s->pids_limit = json_integer_value(
+			json_object_get(json_object_get(res, "pids"), "limit"));
+	return 0;
+}
+
 static int parse_linux(json_t *l, struct oci_spec *s, char *err, size_t len)
 {
 	json_t *ns, *res, *v, *dev;
@@ -484,34 +523,11 @@ static int parse_linux(json_t *l, struct oci_spec *s, char *err, size_t len)
 		}
 	}
 	res = json_object_get(l, "resources");
-	if (json_is_object(res)) {
-		json_t *mem = json_object_get(res, "memory"), *cpu = json_object_get(res, "cpu");
-		uint64_t u;
-		bool has;
-
-		if (json_is_object(mem)) {
-			json_t *lim = json_object_get(mem, "limit");
-
-			/* -1 means "no limit" in the spec. */
-			if (json_is_integer(lim) && json_integer_value(lim) > 0)
-				s->mem_limit = (uint64_t)json_integer_value(lim);
-		}
-		if (json_is_object(cpu)) {
-			json_t *q = json_object_get(cpu, "quota");
-			const char *cpus = json_string_value(json_object_get(cpu, "cpus"));
-
-			if (json_is_integer(q))
-				s->cpu_quota = json_integer_value(q);
-			if (get_uint(cpu, "period", UINT64_MAX, &u, &has))
-				return errf_line(err, len, "config.json: bad cpu.period");
-			s->cpu_period = has ? u : 100000;
-			if (cpus && *cpus) {
-				s->cpuset_cpus = spec_cpuset_count(cpus);
-				if (!s->cpuset_cpus)
-					return errf_line(err, len, "config.json: bad cpu.cpus \"%s\"", cpus);
-			}
-		}
-	}
+	if (json_is_object(res) && spec_parse_resources(res, s, err, len))
+		return -1;
+	if (json_string_value(json_object_get(l, "cgroupsPath")) &&
+	    !(s->cgroups_path = strdup(json_string_value(json_object_get(l, "cgroupsPath")))))
+		return errf_line(err, len, "out of memory");
 	return 0;
 }
 
@@ -612,6 +628,9 @@ void spec_free(struct oci_spec *s)
 		free(s->devices[i].path);
 	free(s->devices);
 	free(s->annotations_json);
+	free(s->cpuset_list);
+	free(s->cpuset_mems);
+	free(s->cgroups_path);
 	free(s->warnings);
 	memset(s, 0, sizeof(*s));
 }

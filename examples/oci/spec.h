@@ -76,6 +76,9 @@ struct oci_spec {
 	int64_t cpu_quota;	/* <= 0: none */
 	uint64_t cpu_period;
 	unsigned int cpuset_cpus; /* CPUs in cpuset.cpus; 0: none */
+	char *cpuset_list, *cpuset_mems; /* cpu.cpus, cpu.mems as given, or NULL */
+	int64_t pids_limit;	/* <= 0: none */
+	char *cgroups_path;	/* linux.cgroupsPath, or NULL */
 	char *warnings; /* newline-separated notes for the log, or NULL */
 };
 
@@ -91,6 +94,10 @@ struct oci_spec {
 int spec_load(const char *bundle, const char *path, struct oci_spec *s,
 	      char *err, size_t errlen);
 void spec_free(struct oci_spec *s);
+struct json_t;
+/* linux.resources (memory.limit, cpu.quota/period/cpus/mems, pids.limit)
+ * into @s's resource fields.  0, or -1 with a reason in @err. */
+int spec_parse_resources(struct json_t *res, struct oci_spec *s, char *err, size_t len);
 
 /* Guest RAM for @s: limit + SPEC_MEM_OVERHEAD (at least SPEC_MEM_MIN,
  * 2 MiB-aligned), or @dflt without a limit. */

@@ -6,6 +6,9 @@
 #    out of the container), exit status 7;
 #  - stdin: a binary file through `podman run -i cat`, EOF reaches the guest,
 #    with the runtime registered by name in containers.conf [engine.runtimes];
+#  - cgroups: the VMM process in the container's cgroup with memory.max =
+#    guest RAM + overhead, `podman stats` showing its CPU and memory,
+#    `podman update --cpus` reaching cpu.max, `--memory` refused;
 #  - `podman pause`/`unpause` of a running ticker: nothing runs while paused
 #    (state paused), no tick lost after, the guest clock sane;
 #  - `podman run -d` + `podman stop`: a trapped SIGTERM ends it with 143, an
@@ -91,6 +94,32 @@ nthr=$(grep -c . <<<"$snap")
 	grep -q "^vmm-io0 " <<<"$snap" && grep -q "^minivmm-oci " <<<"$snap" &&
 	oci_ok "VMM process: all $nthr threads at uid/gid $vuid:$vgid, no groups, every capability set empty, NoNewPrivs 1" ||
 	oci_bad "VMM process threads not dropped (want '$want'): ${bad:-$unconfined}"
+# 3b. cgroups (issue 32): the VMM process -- every thread -- is in the
+#     container's cgroup (linux.cgroupsPath, podman's cgroupfs manager), whose
+#     memory.max is the guest's RAM (the 512M default) + the VMM's 160M;
+#     podman stats reads it: CPU and memory not zero.
+cgrel=$(sed -n 's/^0:://p' "/proc/$pid/cgroup")
+cgdir=/sys/fs/cgroup$cgrel
+memmax=$(cat "$cgdir/memory.max" 2>/dev/null)
+others=$(for t in /proc/$pid/task/*; do sed -n 's/^0:://p' "$t/cgroup"; done | sort -u)
+"${P[@]}" stats --no-stream --format '{{.CPUPerc}} {{.MemUsage}}' trapped >"$W/stats" 2>&1
+read -r scpu smem _ <"$W/stats"
+[[ "$cgrel" == *"$id"* && "$others" == "$cgrel" && "$memmax" == $(((512 + 160) << 20)) ]] &&
+	[[ -n "$scpu" && "$scpu" != 0.00% && -n "$smem" && "$smem" != 0B ]] &&
+	oci_ok "cgroup: VMM pid $pid and its threads in $cgrel, memory.max $((memmax >> 20)) MiB; podman stats: $scpu, $smem" ||
+	oci_bad "cgroup: '$cgrel' (threads: $others) memory.max '$memmax'; stats: $(head -c 200 "$W/stats")"
+
+# podman update: the CPU quota reaches the cgroup; another memory size is
+# refused with the reason (the VM's RAM is fixed).
+"${P[@]}" update --cpus 1 trapped >"$W/upd1" 2>&1
+urc=$?
+cpumax=$(cat "$cgdir/cpu.max" 2>/dev/null)
+"${P[@]}" update --memory 1g trapped >"$W/upd2" 2>&1
+mrc=$?
+[[ $urc -eq 0 && "$cpumax" == "100000 100000" && $mrc -ne 0 ]] && grep -q "no memory hotplug" "$W/upd2" &&
+	oci_ok "podman update --cpus 1: cpu.max '$cpumax'; --memory 1g refused: $(grep -o 'memory cannot[^;]*' "$W/upd2")" ||
+	oci_bad "podman update: rc $urc cpu.max '$cpumax' ($(head -c 200 "$W/upd1")); memory: rc $mrc $(head -c 300 "$W/upd2")"
+
 # 3a. podman pause / unpause (issue 32): the VM's vCPUs stop (no tick is
 #     written while paused, the runtime's state says paused), then go on
 #     with no tick lost or repeated and the guest's clock sane: it never
@@ -127,6 +156,8 @@ rc=$("${P[@]}" inspect -f '{{.State.ExitCode}}' untrapped)
 "${P[@]}" rm -f trapped untrapped >/dev/null 2>&1
 ls /run/minivmm-oci 2>/dev/null | grep -q . && oci_bad "state left in /run/minivmm-oci: $(ls /run/minivmm-oci)" ||
 	oci_ok "podman rm: runtime state removed"
+[[ -n "$cgrel" && ! -d "$cgdir" ]] && oci_ok "podman rm: the container's cgroup removed" ||
+	oci_bad "cgroup left: $cgdir"
 
 # 4. Resources and a read-only root; capabilities other than the default.
 "${P[@]}" "${RT[@]}" run --rm --network none --memory 256m --cpus 2 --read-only \
