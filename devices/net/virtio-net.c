@@ -9,6 +9,7 @@
 
 #include "log.h"
 #include "net/tap.h"
+#include "net/vhost-net.h"
 #include "net/virtio-net.h"
 
 /* Packets (RX) or chains (TX) one process() call moves before the I/O
@@ -41,6 +42,14 @@ struct virtio_net {
 	struct net_queue *qs;		/* nr_queues */
 	struct vnet_pair_stats *stats;	/* n.max_pairs */
 	struct log_limit tap_log;
+	/* vhost=on: the files (n.max_pairs, else NULL), which pairs the
+	 * kernel serves now and the transport's queues meanwhile (the
+	 * transport's thread only: start and stop). */
+	int *vhost;
+	uint64_t vhost_features;
+	bool *vhost_on;
+	struct virtio_queue *vhost_qs;
+	struct log_limit vhost_log;
 };
 
 static uint16_t curr_pairs(const struct virtio_net *d)
@@ -192,9 +201,80 @@ static const struct vqs_ops net_service = {
 	.iothread_of = net_iothread_of,
 };
 
+/* The data pairs of the negotiated features: all with MQ, else pair 0. */
+static unsigned int data_pairs(const struct virtio_net *d)
+{
+	return d->n.features & (1ull << VIRTIO_NET_F_MQ) ? d->n.max_pairs : 1;
+}
+
+/* vhost=on: take every pair back from the kernel, where each ring stopped
+ * kept for a restart.  Context: the transport's thread. */
+static void net_vhost_stop(struct virtio_net *d)
+{
+	for (unsigned int p = 0; d->vhost_qs && p < d->n.max_pairs; p++) {
+		int r;
+
+		if (!d->vhost_on[p])
+			continue;
+		d->vhost_on[p] = false;
+		r = vhost_net_stop(d->vhost[p], &d->vhost_qs[2 * p],
+				   &d->vhost_qs[2 * p + 1]);
+		if (r)
+			log_limited(&d->vhost_log, VMM_LOG_ERROR, "virtio-net",
+				    "vhost pair %u: stopping failed: %s", p,
+				    strerror(-r));
+	}
+	d->vhost_qs = NULL;
+}
+
+/* vhost=on, DRIVER_OK: each enabled pair to its vhost file (offloads as
+ * negotiated, steering as for the I/O threads), then the control queue
+ * to the queue service.  Context: vCPU thread. */
+static int net_vhost_start(struct virtio_net *d, struct virtio_queue *qs,
+			   unsigned int nr)
+{
+	unsigned int offl = vnet_tun_offloads(d->n.features);
+	const char *what = "";
+	unsigned int p;
+	int ret = 0;
+
+	d->vhost_qs = qs;
+	for (p = 0; !ret && p < data_pairs(d) && 2 * p + 1 < nr; p++) {
+		if (!qs[2 * p].enabled || !qs[2 * p + 1].enabled)
+			continue;
+		what = "TUNSETOFFLOAD";
+		ret = tap_set_offload(d->fds[p], offl);
+		if (!ret)
+			ret = vhost_net_start(d->vhost[p], d->n.features, &qs[2 * p],
+					      &qs[2 * p + 1], d->fds[p], &what);
+		d->vhost_on[p] = !ret;
+	}
+	/* Tap queues attached for the pairs the driver uses (one until
+	 * VQ_PAIRS_SET), the others detached: the kernel steers no flow to
+	 * a file whose rings nobody serves. */
+	for (unsigned int i = 0; i < d->n.max_pairs; i++)
+		pair_steer(d, i);
+	if (ret) {
+		log_limited(&d->vhost_log, VMM_LOG_ERROR, "virtio-net",
+			    "vhost pair %u: %s failed: %s", p - 1, what,
+			    strerror(-ret));
+	} else {
+		for (unsigned int i = 0; i < nr; i++)
+			if (vnet_is_ctrl(&d->n, i))
+				ret = vqs_start(d->svc, &qs[i], 1);
+	}
+	if (ret)
+		net_vhost_stop(d);
+	return ret;
+}
+
 static int net_start(void *dev, struct virtio_queue *queues, unsigned int nr)
 {
-	return vqs_start(((struct virtio_net *)dev)->svc, queues, nr);
+	struct virtio_net *d = dev;
+
+	if (d->vhost)
+		return net_vhost_start(d, queues, nr);
+	return vqs_start(d->svc, queues, nr);
 }
 
 /* Device reset (or bus mastering off): every queue stopped.  The pair
@@ -204,6 +284,8 @@ static void net_stop(void *dev)
 	struct virtio_net *d = dev;
 
 	vqs_stop(d->svc);
+	if (d->vhost)
+		net_vhost_stop(d);
 }
 
 static int net_start_queue(void *dev, struct virtio_queue *vq)
@@ -218,7 +300,10 @@ static void net_stop_queue(void *dev, unsigned int index, bool cancel)
 
 static uint64_t net_features(void *dev)
 {
-	return vnet_device_features(&((struct virtio_net *)dev)->n);
+	struct virtio_net *d = dev;
+	uint64_t f = vnet_device_features(&d->n);
+
+	return d->vhost ? vhost_net_offer(f, d->vhost_features) : f;
 }
 
 /* Context: vCPU thread, at FEATURES_OK (no queue is served: a reset came
@@ -226,7 +311,8 @@ static uint64_t net_features(void *dev)
 static int net_set_features(void *dev, uint64_t f)
 {
 	struct virtio_net *d = dev;
-	int ret = vnet_set_features(&d->n, f);
+	/* Not offered (vhost=on offers less than the model knows). */
+	int ret = f & ~net_features(d) ? -EINVAL : vnet_set_features(&d->n, f);
 
 	if (!ret)
 		__atomic_store_n(&d->n.curr_pairs, 1, __ATOMIC_RELAXED);
@@ -269,6 +355,8 @@ void virtio_net_virtio(struct virtio_net *d, struct virtio_device *out)
 		.dev = d,
 		.num_queues = d->nr_queues,
 		.queue_size = d->queue_size,
+		/* vhost=on: the kernel writes the pairs' call eventfds. */
+		.external_queues = d->vhost != NULL,
 	};
 }
 
@@ -309,6 +397,8 @@ static void net_free(struct virtio_net *d)
 	free(d->qs);
 	free(d->stats);
 	free(d->fds);
+	free(d->vhost);
+	free(d->vhost_on);
 	free(d);
 }
 
@@ -333,6 +423,12 @@ int virtio_net_create(const struct virtio_net_params *p, struct virtio_net **out
 	d->nr_queues = vnet_num_queues(&d->n);
 	d->fds = calloc(d->n.max_pairs, sizeof(*d->fds));
 	ret = d->fds ? net_alloc_queues(d) : -ENOMEM;
+	if (!ret && p->vhost_fds) {
+		d->vhost = calloc(d->n.max_pairs, sizeof(*d->vhost));
+		d->vhost_on = calloc(d->n.max_pairs, sizeof(*d->vhost_on));
+		if (!d->vhost || !d->vhost_on)
+			ret = -ENOMEM;
+	}
 	if (!ret)
 		ret = vqs_create(&(struct vqs_params){
 					 .ops = &net_service,
@@ -351,7 +447,11 @@ int virtio_net_create(const struct virtio_net_params *p, struct virtio_net **out
 		return ret;
 	}
 	memcpy(d->fds, p->fds, d->n.max_pairs * sizeof(*d->fds));
+	if (p->vhost_fds)
+		memcpy(d->vhost, p->vhost_fds, d->n.max_pairs * sizeof(*d->vhost));
+	d->vhost_features = p->vhost_features;
 	log_limit_init(&d->tap_log, "tap errors");
+	log_limit_init(&d->vhost_log, "vhost-net errors");
 	*out = d;
 	return 0;
 }
@@ -364,9 +464,13 @@ void virtio_net_destroy(struct virtio_net *d)
 	for (unsigned int i = 0; i < d->nr_queues; i++)
 		if (d->qs[i].file.held)
 			iothread_file_put(d->qs[i].io, &d->qs[i].file);
-	for (unsigned int p = 0; p < d->n.max_pairs; p++)
+	for (unsigned int p = 0; p < d->n.max_pairs; p++) {
 		close(d->fds[p]);
+		if (d->vhost)
+			close(d->vhost[p]);
+	}
 	log_limit_destroy(&d->tap_log, "until the NIC was removed");
+	log_limit_destroy(&d->vhost_log, "until the NIC was removed");
 	net_free(d);
 }
 

@@ -13,6 +13,13 @@
  *
  * Data moves with plain non-blocking readv/writev on the pair's I/O
  * thread, the tap file watched by the thread's io_uring.
+ *
+ * With vhost files (vhost=on, vhost-net.h) the kernel moves the data
+ * instead: at DRIVER_OK each enabled pair's rings, kick and call
+ * eventfds and tap file go to that pair's vhost-net file (on the vCPU),
+ * the control queue alone to the queue service; the transport then
+ * treats the queues' interrupts as external (virtio.h).  The pairs'
+ * packet, kick and interrupt counters stay 0: the kernel keeps its own.
  */
 #ifndef VMM_DEVICES_NET_VIRTIO_NET_H
 #define VMM_DEVICES_NET_VIRTIO_NET_H
@@ -34,6 +41,13 @@ struct virtio_net_params {
 	uint16_t queue_size;	     /* power of two, 0: 256 */
 	struct iothread **iothreads; /* borrowed; must outlive the device */
 	unsigned int nr_iothreads;
+	/* vhost=on: net.max_pairs vhost-net files, opened with the memory
+	 * table set (vhost_net_open()), owned by the device after a
+	 * successful create; the kernel then moves every pair's frames and
+	 * only the control queue is served here.  NULL: the I/O threads
+	 * move them. */
+	const int *vhost_fds;
+	uint64_t vhost_features; /* their VHOST_GET_FEATURES */
 };
 
 struct virtio_net_pair_stats {

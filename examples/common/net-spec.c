@@ -68,6 +68,10 @@ static int parse_key(char *k, char *v, struct cli_net *n, char *err, size_t errl
 		if (parse_uint(v, 68, 65535, &x))
 			return errf(err, errlen, "--net: mtu must be 68..65535");
 		n->cfg.mtu = (uint16_t)x;
+	} else if (!strcmp(k, "vhost")) {
+		if (strcmp(v, "on") && strcmp(v, "off"))
+			return errf(err, errlen, "--net: vhost must be on or off");
+		n->cfg.flags = !strcmp(v, "on") ? VMM_NET_VHOST : 0;
 	} else {
 		return errf(err, errlen, "--net: unknown key '%s'", k);
 	}

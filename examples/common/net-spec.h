@@ -16,7 +16,8 @@ struct cli_net {
 };
 
 /* "tap=NAME[,mac=MAC][,queue-pairs=N][,queue-size=N][,mtu=N]" or
- * "fd=N[:N...][,mac=MAC][,queue-size=N][,mtu=N]".  0, or -1 with a reason
+ * "fd=N[:N...][,mac=MAC][,queue-size=N][,mtu=N]", either with
+ * [,vhost=on|off] (VMM_NET_VHOST).  0, or -1 with a reason
  * in @err; free n->spec either way. */
 int cli_parse_net(const char *spec, struct cli_net *n, char *err, size_t errlen);
 /* "aa:bb:cc:dd:ee:ff", unicast.  0 or -1. */

@@ -443,9 +443,21 @@ int vmm_add_port(struct vmm *vm, const struct vmm_port_config *cfg,
 #define VMM_MAX_NETS 8	       /* NICs per VM; they share the disks' PCI
 				  functions (VMM_MAX_DISKS in all) */
 #define VMM_MAX_NET_PAIRS 64   /* queue pairs of one NIC */
+/*
+ * VMM_NET_VHOST: the kernel's vhost-net moves the frames (one
+ * /dev/vhost-net file per pair, opened at vmm_start(): -ENOENT without
+ * the vhost_net module, -EACCES without the right to open it; no
+ * fallback).  Its kick and call eventfds are the KVM ioeventfds and
+ * irqfds; the control queue (pairs, link) is still served by I/O thread
+ * 0.  The features offered are those of the userspace device less what
+ * the host's vhost-net lacks.  vmm_get_net_stats() then counts nothing
+ * per pair but .pairs and .iothread (packets, bytes, drops, kicks and
+ * interrupts are the kernel's: the tap's own counters).  Default off.
+ */
+#define VMM_NET_VHOST (1u << 0)
 struct vmm_net_config {
 	uint32_t struct_size; /* = sizeof(struct vmm_net_config) */
-	uint32_t flags;	      /* none yet: 0 */
+	uint32_t flags;	      /* 0 or VMM_NET_VHOST */
 	const char *tap;      /* interface name (< 16 bytes), or NULL: @fds */
 	const int *fds;	      /* @nr_fds tap queue files, duplicated */
 	uint32_t nr_fds;      /* 1..VMM_MAX_NET_PAIRS with @fds */
@@ -466,15 +478,15 @@ struct vmm_net_config {
  * @out_id: receives the NIC id (0, 1, ... in order of addition), or NULL
  *
  * vmm_start() opens the tap (-EPERM, -EBUSY, -ENOENT from the kernel:
- * logged) and fails with -ENOSPC when the queues (2 x pairs + 1 per NIC)
+ * logged), with VMM_NET_VHOST the vhost-net files (the same) and fails with -ENOSPC when the queues (2 x pairs + 1 per NIC)
  * do not fit in KVM's routes beside the disks' (VMM_MAX_QUEUES).  The tap
  * is read only while the guest has posted receive buffers: frames beyond
  * the tap's own queue are dropped by the kernel, never buffered here.
  *
  * Context: configuration.
  * Returns: 0 or
- *   -EINVAL  NULL @cfg, struct_size too small, unknown flag, neither or
- *            both of tap and fds, tap name too long, nr_fds or
+ *   -EINVAL  NULL @cfg, struct_size too small, a flag but VMM_NET_VHOST,
+ *            neither or both of tap and fds, tap name too long, nr_fds or
  *            queue_pairs over VMM_MAX_NET_PAIRS or not matching, a
  *            multicast @mac, queue_size not a power of two in 4..1024,
  *            mtu below 68
@@ -746,7 +758,8 @@ int vmm_get_queue_stats(struct vmm *vm, unsigned int id, unsigned int q,
 
 /*
  * Counters of one queue pair of a NIC.  No struct_size (filled whole):
- * the layout is frozen.
+ * the layout is frozen.  With VMM_NET_VHOST the kernel moves and
+ * signals: all but iothread and pairs stay 0.
  */
 struct vmm_net_pair_stats {
 	uint64_t rx_packets, rx_bytes; /* tap -> guest (bytes: frames) */

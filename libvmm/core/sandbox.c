@@ -28,6 +28,7 @@
 #include <linux/if_tun.h>
 #include <linux/io_uring.h>
 #include <linux/kvm.h>
+#include <linux/vhost.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
 #include <stdbool.h>
@@ -140,6 +141,12 @@ static const unsigned long vcpu_ioctls[] = {
 	KVM_RUN, KVM_IRQ_LINE, KVM_SET_GSI_ROUTING, KVM_IRQFD, KVM_IOEVENTFD,
 	KVM_SIGNAL_MSI, KVM_REGISTER_COALESCED_MMIO,
 	KVM_UNREGISTER_COALESCED_MMIO,
+	/* virtio-net vhost=on, DRIVER_OK and reset: the rings to the
+	 * vhost-net files opened before (no VHOST_SET_OWNER or memory table
+	 * here), the tap's offloads and enabled pairs. */
+	VHOST_SET_FEATURES, VHOST_SET_VRING_NUM, VHOST_SET_VRING_BASE,
+	VHOST_SET_VRING_ADDR, VHOST_SET_VRING_KICK, VHOST_SET_VRING_CALL,
+	VHOST_NET_SET_BACKEND, VHOST_GET_VRING_BASE, TUNSETOFFLOAD, TUNSETQUEUE,
 };
 
 /* I/O threads: their io_uring, and the synchronous fallback of the block
@@ -217,6 +224,8 @@ static const unsigned long control_ioctls[] = {
 	KVM_SIGNAL_MSI, KVM_UNREGISTER_COALESCED_MMIO, TCGETS, TCSETS, TCSETSW,
 	TCSETSF,
 	KVM_GET_CLOCK, KVM_SET_CLOCK, KVM_KVMCLOCK_CTRL, /* vmm_pause/resume */
+	/* virtio-net vhost=on stopped at the VM's end. */
+	VHOST_NET_SET_BACKEND, VHOST_GET_VRING_BASE,
 };
 
 /*

@@ -411,7 +411,7 @@ static bool net_config_ok(const struct vmm_net_config *c)
 	static const uint8_t zero[6];
 
 	if (c->struct_size < offsetof(struct vmm_net_config, mtu) + sizeof(c->mtu) ||
-	    c->flags || !c->tap == !c->fds ||
+	    (c->flags & ~VMM_NET_VHOST) || !c->tap == !c->fds ||
 	    (c->tap && (!c->tap[0] || strlen(c->tap) >= 16)) ||
 	    (c->fds && (!c->nr_fds || c->nr_fds > VMM_MAX_NET_PAIRS ||
 			(c->queue_pairs && c->queue_pairs != c->nr_fds))) ||

@@ -16,6 +16,7 @@
 #include "pci-params.h"
 #include "machine.h"
 #include "net/tap.h"
+#include "net/vhost-net.h"
 #include "net/virtio-net.h"
 #include "virtio/virtio-pci.h"
 #include "vm.h"
@@ -60,6 +61,30 @@ static int net_open_tap(const struct vmm_net_config *c, unsigned int id,
 	return 0;
 }
 
+/* vhost=on: one vhost-net file per pair, owner set and guest RAM mapped
+ * (vhost-net.h).  0, or -errno logged with what failed. */
+static int net_open_vhost(struct vmm *vm, unsigned int id, unsigned int pairs,
+			  int *vfds, uint64_t *features)
+{
+	const char *what = "";
+	int ret = 0;
+
+	for (unsigned int i = 0; i < pairs; i++) {
+		ret = vhost_net_open(VHOST_NET_DEV, &vm->mem, &vfds[i], features,
+				     &what);
+		if (!ret)
+			continue;
+		vmm_err("net %u: vhost=on: %s %s failed: %s%s", id, what,
+			VHOST_NET_DEV, strerror(-ret),
+			ret == -ENOENT ? " (load the vhost_net module, or use "
+					 "vhost=off)" : "");
+		while (i--)
+			close(vfds[i]);
+		break;
+	}
+	return ret;
+}
+
 static int net_create(struct vmm *vm, struct machine *m, struct machine_device *d)
 {
 	const struct vmm_net_config *c = &vm->config->nets[d->id].cfg;
@@ -72,13 +97,20 @@ static int net_create(struct vmm *vm, struct machine *m, struct machine_device *
 		.iothreads = m->iothreads,
 		.nr_iothreads = m->nr_iothreads,
 	};
-	int fds[VMM_MAX_NET_PAIRS];
+	int fds[VMM_MAX_NET_PAIRS], vfds[VMM_MAX_NET_PAIRS];
+	bool vhost = c->flags & VMM_NET_VHOST;
 	char name[16];
 	struct virtio_device vd;
 	struct virtio_net *dev;
 	int ret;
 
 	ret = net_open_tap(c, d->id, pairs, fds);
+	if (!ret && vhost) {
+		ret = net_open_vhost(vm, d->id, pairs, vfds, &np.vhost_features);
+		for (unsigned int i = 0; ret && i < pairs; i++)
+			close(fds[i]);
+		np.vhost_fds = vfds;
+	}
 	if (ret)
 		return ret;
 	if (tap_ifname(fds[0], name))
@@ -89,8 +121,11 @@ static int net_create(struct vmm *vm, struct machine *m, struct machine_device *
 	np.fds = fds;
 	ret = virtio_net_create(&np, &dev);
 	if (ret) {
-		for (unsigned int i = 0; i < pairs; i++)
+		for (unsigned int i = 0; i < pairs; i++) {
 			close(fds[i]);
+			if (vhost)
+				close(vfds[i]);
+		}
 		return ret;
 	}
 	d->dev = dev;
@@ -103,9 +138,9 @@ static int net_create(struct vmm *vm, struct machine *m, struct machine_device *
 			strerror(-ret));
 		return ret;
 	}
-	vmm_info("net %u: tap %s, %u queue pairs of %u, mac "
+	vmm_info("net %u: tap %s, %u queue pairs of %u%s, mac "
 		 "%02x:%02x:%02x:%02x:%02x:%02x", d->id, name, pairs,
-		 tp.max_queue_size, np.net.mac[0], np.net.mac[1], np.net.mac[2],
+		 tp.max_queue_size, vhost ? " on vhost-net" : "", np.net.mac[0], np.net.mac[1], np.net.mac[2],
 		 np.net.mac[3], np.net.mac[4], np.net.mac[5]);
 	return 0;
 }

@@ -35,6 +35,8 @@ if [[ $RIG_ARCH == arm64 ]]; then
 else
 	modules=(virtio_pci 9pnet_virtio 9p overlay virtio_blk ext4 kvm_amd tun)
 fi
+# virtio-net vhost=on (e2e/net_vhost): /dev/vhost-net.
+[[ $RIG_ARCH == arm64 ]] || modules+=(vhost_net)
 
 rig_need_tools
 if [[ $print_only == 1 ]]; then

@@ -38,6 +38,10 @@ START_TEST(tap_forms)
 	ck_assert_uint_eq(o.nets[1].cfg.mac[3], 0xab);
 	ck_assert_uint_eq(o.nets[1].cfg.mac[5], 1);
 	ck_assert_uint_eq(o.nets[1].cfg.struct_size, sizeof(struct vmm_net_config));
+	ck_assert_uint_eq(o.nets[0].cfg.flags, 0);
+	ck_assert_int_eq(parse("tap=tap0,vhost=on", "fd=3,vhost=off"), 0);
+	ck_assert_uint_eq(o.nets[0].cfg.flags, VMM_NET_VHOST);
+	ck_assert_uint_eq(o.nets[1].cfg.flags, 0);
 }
 END_TEST
 
@@ -59,6 +63,7 @@ START_TEST(refused)
 		"tap=t,mac=5:54:00:00:00:011", "tap=t,queue-pairs=0",
 		"tap=t,queue-pairs=65", "tap=t,queue-size=100", "tap=t,queue-size=2",
 		"tap=t,mtu=67", "tap=t,speed=10", "fd=3:4,queue-pairs=3",
+		"tap=t,vhost=", "tap=t,vhost=1", "tap=t,vhost=auto",
 	};
 
 	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
