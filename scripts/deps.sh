@@ -35,6 +35,7 @@ PKGS=(
 	# runtimes (libclang_rt.fuzzer-x86_64.a is in libclang-rt-14-dev)
 	clang libclang-rt-14-dev
 	iproute2 # tests/e2e/net_mq.sh: the tap and its address in L1's namespace
+	passt # tests/e2e/net_stream.sh: minivmm --net stream= to an unprivileged passt
 )
 
 SUDO=()
