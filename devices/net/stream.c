@@ -227,7 +227,8 @@ int nstream_send(struct nstream *s, const struct iovec *iov, unsigned int n,
  * header, into @out (at most VIRTQ_MAX_SEGS - 1 segments).  Returns the
  * frame's length, or -1 for a chain to drop: shorter than the header,
  * a header asking for checksum or segmentation (not negotiated on this
- * NIC: the driver broke the feature contract), or a frame too long. */
+ * NIC: the driver broke the feature contract), or a frame shorter than an
+ * Ethernet header or too long. */
 static int64_t tx_frame(const struct virtq_chain *ch, struct iovec *out,
 			unsigned int *nout)
 {
@@ -253,7 +254,8 @@ static int64_t tx_frame(const struct virtq_chain *ch, struct iovec *out,
 		}
 	}
 	if (got < sizeof(h) || (h.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) ||
-	    h.gso_type != VIRTIO_NET_HDR_GSO_NONE || len > NSTREAM_MAX_FRAME)
+	    h.gso_type != VIRTIO_NET_HDR_GSO_NONE || len < NSTREAM_MIN_FRAME ||
+	    len > NSTREAM_MAX_FRAME)
 		return -1;
 	return (int64_t)len;
 }

@@ -101,8 +101,9 @@ int nstream_send(struct nstream *s, const struct iovec *iov, unsigned int n,
 
 /*
  * vnet_tx() on the stream: up to @budget TX chains; a chain shorter than
- * the header, with a header asking for an offload, or with a frame over
- * NSTREAM_MAX_FRAME (or the pair dead) is dropped and counted.  Returns the
+ * the header, with a header asking for an offload, or with a frame under
+ * NSTREAM_MIN_FRAME or over NSTREAM_MAX_FRAME (or the pair dead) is
+ * dropped and counted.  Returns the
  * chains used with *@more (work left: budget, or the socket full), or
  * -EPROTO (broken ring).  The peer found gone: s->dead set.
  */

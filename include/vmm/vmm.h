@@ -435,8 +435,10 @@ int vmm_add_port(struct vmm *vm, const struct vmm_port_config *cfg,
  * A virtio-net NIC on a tap: by name (opened, or created when the process
  * may, with IFF_TAP | IFF_NO_PI | IFF_VNET_HDR | IFF_MULTI_QUEUE, one
  * queue file per pair) or as inherited tap files (the same flags, one
- * per pair).  Offloads (checksum, TSO4/6, ECN) follow what the guest
- * accepts; MTU, link always up, MQ with a control queue, MRG_RXBUF,
+ * per pair), or on a Unix stream socket in passt's framing (@stream
+ * below).  Offloads (checksum, TSO4/6, ECN; a tap only) follow what the
+ * guest accepts; MTU, link up (down for good once a stream's peer goes),
+ * MQ with a control queue, MRG_RXBUF,
  * EVENT_IDX.  Pair i is served by I/O thread i mod nr_vcpus, the control
  * queue by thread 0.  Zero-initialise, set struct_size, fill.
  */
