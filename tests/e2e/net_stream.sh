@@ -52,26 +52,19 @@ pids+=($!)
 # needed: the guest sets them itself), the gateway not mapped to the host.
 # passt isolates itself in a user namespace of its own, which the kernel
 # refuses to a chrooted process, and the rig's L1 runs tests in a chroot
-# (tests/rig/l1-init): where / is not the mount namespace's root, passt
-# starts in a mount namespace whose root is a bind of / (pivot_root), as on
-# a host without the chroot.
-mkdir "$dir/passt" "$dir/root"
+# (tests/rig/l1-init): there passt starts with the chroot undone
+# (unchroot.py, in a mount namespace of its own), the same files at the
+# same paths.
+mkdir "$dir/passt"
 chown 65534:65534 "$dir/passt"
 sock=$dir/passt/passt.socket
 passt_cmd=(setpriv --reuid=65534 --regid=65534 --clear-groups
 	passt -f -e -4 -s "$sock" -a 198.18.0.2 -n 24 -g 198.18.0.254 --no-map-gw)
-if [[ $(stat -c %i /) == $(stat -c %i /proc/1/root/. 2>/dev/null) ]]; then
+if [[ $(stat -c %d:%i /) == $(stat -L -c %d:%i /proc/1/root 2>/dev/null) ]]; then
 	"${passt_cmd[@]}" >"$dir/passt.log" 2>&1 &
 else
-	unshare --mount -- /bin/bash -c 'set -e
-		mount --make-rprivate /
-		mount --rbind / "$1"
-		cd "$1"
-		pivot_root . .
-		umount -l .
-		cd /
-		shift
-		exec "$@"' unroot "$dir/root" "${passt_cmd[@]}" >"$dir/passt.log" 2>&1 &
+	unshare --mount -- "$(dirname "$0")/unchroot.py" "${passt_cmd[@]}" \
+		>"$dir/passt.log" 2>&1 &
 fi
 passt=$!
 pids+=($passt)
