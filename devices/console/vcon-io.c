@@ -78,6 +78,7 @@ static void ctl_handle(struct vcon *c, const struct virtio_console_control *m)
 	uint32_t id = le32toh(m->id);
 	uint16_t event = le16toh(m->event), value = le16toh(m->value);
 	struct vcon_port *p = id < c->nr_ports ? &c->ports[id] : NULL;
+	struct vcon_port *wake = NULL;
 
 	pthread_mutex_lock(&c->lock);
 	switch (event) {
@@ -106,8 +107,12 @@ static void ctl_handle(struct vcon *c, const struct virtio_console_control *m)
 				 p->host_connected ? 1 : 0, NULL);
 		break;
 	case VIRTIO_CONSOLE_PORT_OPEN:
-		if (p)
-			p->guest_open = value != 0;
+		if (!p)
+			break;
+		p->guest_open = value != 0;
+		/* The port thread starts (or stops) reading its input. */
+		if (p->guest_open)
+			wake = p;
 		break;
 	default:
 		vmm_dbg("virtio-console: ignoring control event %u for port %u",
@@ -115,6 +120,26 @@ static void ctl_handle(struct vcon *c, const struct virtio_console_control *m)
 		break;
 	}
 	pthread_mutex_unlock(&c->lock);
+	if (wake)
+		vcon_thread_wake(&wake->th);
+}
+
+/*
+ * Whether the port's input may go to the guest: only while a guest
+ * program has the port open.  Linux's driver drops what arrives on a
+ * closed generic port (it has no one to give it to), so input read
+ * before the open -- a container's piped stdin, written at once -- would
+ * be lost; left in in_fd instead, it waits for the open.
+ * Context: the port's thread.
+ */
+static bool port_input_wanted(struct vcon *c, struct vcon_port *p)
+{
+	bool open;
+
+	pthread_mutex_lock(&c->lock);
+	open = p->guest_open;
+	pthread_mutex_unlock(&c->lock);
+	return open;
 }
 
 /* ---- data movement ----------------------------------------------------- */
@@ -288,7 +313,8 @@ static void thread_rx(struct vcon_thread *t)
 	bool pushed = false;
 	int r = 0;
 
-	if (!vcon_queue_usable(t->rxq, t->rx_broken))
+	if (!vcon_queue_usable(t->rxq, t->rx_broken) ||
+	    (p && !port_input_wanted(c, p)))
 		return;
 	for (;;) {
 		size_t n;
@@ -465,9 +491,11 @@ void *vcon_thread_main(void *arg)
 						      .events = POLLIN };
 		}
 		if (p) {
-			want_rx_bufs = p->buf_off < p->buf_len;
-			if (t->active && !want_rx_bufs && p->in_fd >= 0 && !p->in_eof &&
-			    vcon_queue_usable(t->rxq, t->rx_broken)) {
+			bool open = port_input_wanted(c, p);
+
+			want_rx_bufs = open && p->buf_off < p->buf_len;
+			if (t->active && open && p->buf_off >= p->buf_len && p->in_fd >= 0 &&
+			    !p->in_eof && vcon_queue_usable(t->rxq, t->rx_broken)) {
 				in = nfd;
 				pfd[nfd++] = (struct pollfd){ .fd = p->in_fd,
 							      .events = POLLIN };
@@ -512,7 +540,7 @@ static void thread_turn(struct vcon_thread *t)
 	vcon_thread_tx(t);
 	thread_rx(t);
 	if (p && p->buf_off >= p->buf_len && p->in_fd >= 0 && !p->in_eof &&
-	    vcon_queue_usable(t->rxq, t->rx_broken)) {
+	    vcon_queue_usable(t->rxq, t->rx_broken) && port_input_wanted(t->c, p)) {
 		struct pollfd pfd = { .fd = p->in_fd, .events = POLLIN };
 
 		if (poll(&pfd, 1, 0) == 1) {

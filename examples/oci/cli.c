@@ -25,14 +25,21 @@ void oci_cli_usage(FILE *f)
 		"  kill [--all] ID [SIGNAL]  signal the process (default TERM; KILL ends the VM)\n"
 		"  delete [--force] ID       remove a stopped container (--force: any)\n"
 		"  features          print the supported features JSON\n"
-		"  exec, pause, resume, checkpoint, restore, update, ps, events, run, list,\n"
-		"  spec              not supported\n\n"
+		"  pause ID          stop the VM's vCPUs (state: paused); resume ID: go on\n"
+		"  list [--format table|json] [-q]  every container under --root\n"
+		"  spec [--bundle DIR] [--rootless]  write a starting config.json\n"
+		"  run [create's options] [-d|--detach] [--keep] ID\n"
+		"                    create and start; without -d wait for the container,\n"
+		"                    forward INT/TERM/HUP/QUIT/USR1/USR2 to it, remove it\n"
+		"                    (unless --keep) and exit with its status\n"
+		"  exec, checkpoint, restore, update, ps, events  not supported\n\n"
 		"Global options:\n"
 		"  --root DIR        state directory (default " OCI_DEFAULT_ROOT ")\n"
 		"  --log FILE        append errors here (containerd reads it)\n"
 		"  --log-format text|json\n"
 		"  --kernel F, --initrd F  boot these (else " OCI_CONFIG_FILE ",\n"
 		"                    MINIVMM_OCI_KERNEL/MINIVMM_OCI_INITRD, /vmlinuz)\n"
+		"  --systemd-cgroup  linux.cgroupsPath is systemd's slice:prefix:name\n"
 		"  --debug           more messages in the log\n"
 		"  -v, --version     print the version\n\n"
 		"Exit status: 0 success, 1 failure (one-line reason on stderr and in\n"
@@ -58,6 +65,37 @@ static int opt_value(int argc, char **argv, int *i, const char *name,
 	return 1;
 }
 
+/* list's and spec's options: 1 taken, 0 not theirs, -1 bad. */
+static int list_spec_option(struct oci_cli *c, int argc, char **argv, int *i,
+			    char *err, size_t errlen)
+{
+	const char *a = argv[*i];
+	int r = 0;
+
+	if (c->cmd == OCI_CMD_LIST) {
+		if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+			c->quiet = true;
+			return 1;
+		}
+		if ((r = opt_value(argc, argv, i, "--format", &c->format, err, errlen)) ||
+		    (r = opt_value(argc, argv, i, "-f", &c->format, err, errlen))) {
+			if (r > 0 && strcmp(c->format, "table") && strcmp(c->format, "json"))
+				return errf(err, errlen, "list: --format must be table or json");
+			return r;
+		}
+	}
+	if (c->cmd == OCI_CMD_SPEC) {
+		if (!strcmp(a, "--rootless")) {
+			c->rootless = true;
+			return 1;
+		}
+		if ((r = opt_value(argc, argv, i, "--bundle", &c->bundle, err, errlen)) ||
+		    (r = opt_value(argc, argv, i, "-b", &c->bundle, err, errlen)))
+			return r;
+	}
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	enum oci_cmd cmd;
@@ -66,11 +104,11 @@ static const struct {
 	{ "state", OCI_CMD_STATE },   { "kill", OCI_CMD_KILL },
 	{ "delete", OCI_CMD_DELETE }, { "features", OCI_CMD_FEATURES },
 	{ "help", OCI_CMD_HELP },     { "exec", OCI_CMD_UNSUPPORTED },
-	{ "pause", OCI_CMD_UNSUPPORTED }, { "resume", OCI_CMD_UNSUPPORTED },
+	{ "pause", OCI_CMD_PAUSE },   { "resume", OCI_CMD_RESUME },
 	{ "checkpoint", OCI_CMD_UNSUPPORTED }, { "restore", OCI_CMD_UNSUPPORTED },
 	{ "update", OCI_CMD_UNSUPPORTED }, { "ps", OCI_CMD_UNSUPPORTED },
-	{ "events", OCI_CMD_UNSUPPORTED }, { "run", OCI_CMD_UNSUPPORTED },
-	{ "list", OCI_CMD_UNSUPPORTED }, { "spec", OCI_CMD_UNSUPPORTED },
+	{ "events", OCI_CMD_UNSUPPORTED }, { "run", OCI_CMD_RUN },
+	{ "list", OCI_CMD_LIST },     { "spec", OCI_CMD_SPEC },
 };
 
 int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,
@@ -104,7 +142,7 @@ int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,
 		if (!strcmp(a, "--debug")) {
 			c->debug = true;
 		} else if (!strcmp(a, "--systemd-cgroup")) {
-			/* cgroups are the host's business; nothing to do. */
+			c->systemd_cgroup = true;
 		} else if (!strcmp(a, "-v") || !strcmp(a, "--version")) {
 			c->cmd = OCI_CMD_VERSION;
 			return 0;
@@ -133,7 +171,15 @@ int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,
 
 		if (a[0] == '-' && a[1]) {
 			r = 0;
-			if (c->cmd == OCI_CMD_CREATE) {
+			if (c->cmd == OCI_CMD_RUN && (!strcmp(a, "-d") || !strcmp(a, "--detach"))) {
+				c->detach = true;
+				continue;
+			}
+			if (c->cmd == OCI_CMD_RUN && !strcmp(a, "--keep")) {
+				c->keep = true;
+				continue;
+			}
+			if (c->cmd == OCI_CMD_CREATE || c->cmd == OCI_CMD_RUN) {
 				if ((r = opt_value(argc, argv, &i, "--bundle", &c->bundle, err,
 						   errlen)) ||
 				    (r = opt_value(argc, argv, &i, "-b", &c->bundle, err,
@@ -162,6 +208,11 @@ int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,
 				if (!strcmp(a, "--no-pivot") || !strcmp(a, "--no-new-keyring"))
 					continue;
 			}
+			if ((r = list_spec_option(c, argc, argv, &i, err, errlen))) {
+				if (r < 0)
+					return -1;
+				continue;
+			}
 			if (c->cmd == OCI_CMD_KILL && (!strcmp(a, "--all") || !strcmp(a, "-a"))) {
 				c->all = true;
 				continue;
@@ -178,6 +229,11 @@ int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,
 			return errf(err, errlen, "%s: too many arguments", c->cmd_name);
 		pos[npos++] = a;
 	}
+	if (c->cmd == OCI_CMD_LIST || c->cmd == OCI_CMD_SPEC) {
+		if (npos)
+			return errf(err, errlen, "%s takes no container ID", c->cmd_name);
+		return 0;
+	}
 	if (!npos)
 		return errf(err, errlen, "%s: container ID missing", c->cmd_name);
 	c->id = pos[0];
@@ -188,7 +244,7 @@ int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,
 	}
 	if (!oci_valid_id(c->id))
 		return errf(err, errlen, "invalid container ID \"%s\"", c->id);
-	if (c->cmd == OCI_CMD_CREATE && !c->bundle)
+	if ((c->cmd == OCI_CMD_CREATE || c->cmd == OCI_CMD_RUN) && !c->bundle)
 		c->bundle = ".";
 	if (c->cmd == OCI_CMD_KILL && spec_parse_signal(c->signal) < 0)
 		return errf(err, errlen, "kill: unknown signal \"%s\"", c->signal);

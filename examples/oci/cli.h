@@ -17,7 +17,12 @@ enum oci_cmd {
 	OCI_CMD_FEATURES,
 	OCI_CMD_HELP,
 	OCI_CMD_VERSION,
-	OCI_CMD_UNSUPPORTED, /* exec, pause, ...: a clear error */
+	OCI_CMD_PAUSE,
+	OCI_CMD_RESUME,
+	OCI_CMD_LIST,
+	OCI_CMD_SPEC,
+	OCI_CMD_RUN,
+	OCI_CMD_UNSUPPORTED, /* exec, ps, ...: a clear error */
 };
 
 struct oci_cli {
@@ -25,6 +30,7 @@ struct oci_cli {
 	const char *root, *log, *log_format;
 	const char *kernel, *initrd; /* --kernel/--initrd overrides */
 	bool debug;
+	bool systemd_cgroup; /* --systemd-cgroup: cgroupsPath is slice:prefix:name */
 	enum oci_cmd cmd;
 	const char *cmd_name;
 	/* command */
@@ -33,12 +39,16 @@ struct oci_cli {
 	unsigned int preserve_fds;
 	const char *signal; /* kill: default "SIGTERM" */
 	bool all, force;
+	const char *format; /* list: "table" (default) or "json" */
+	bool quiet;	    /* list -q */
+	bool rootless;	    /* spec --rootless */
+	bool detach, keep;  /* run -d, --keep */
 };
 
 /*
  * Parse argv (the OCI runtime CLI's shape: global options, command, its
- * options, ID).  Unknown global options of the reference runtime (--systemd-cgroup, --rootless,
- * --criu) are accepted and ignored.  Returns 0, or -1 with a one-line
+ * options, ID).  The reference runtime's global --rootless and --criu are
+ * accepted and ignored; --systemd-cgroup sets systemd_cgroup.  Returns 0, or -1 with a one-line
  * reason in @err.  The strings point into argv.
  */
 int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,

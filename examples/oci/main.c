@@ -22,7 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "cli.h"
+#include "manage.h"
 #include "oci.h"
 #include "vmm/vmm.h"
 
@@ -179,6 +181,7 @@ static int cmd_create(const struct oci_cli *c)
 	struct oci_image_stats is;
 	struct oci_state st = { 0 };
 	char err[2048], dir[4096], img[4200], bundle[PATH_MAX], buf[2048];
+	char cgdir[PATH_MAX] = "";
 	uint64_t t0 = oci_now_ns(), t_img;
 	int tty = -1, lfd = -1, ready[2] = { -1, -1 }, status;
 	pid_t child, vmm = 0;
@@ -227,6 +230,17 @@ static int cmd_create(const struct oci_cli *c)
 			oci_err("state directory %s: %s", dir, strerror(errno));
 		goto err_spec;
 	}
+	if (drop && oci_cgroup_setup(OCI_CGROUP_ROOT, &spec, c->systemd_cgroup,
+				     spec_guest_memory(&spec, SET.mem_default), cgdir,
+				     sizeof(cgdir), err, sizeof(err))) {
+		oci_err("%s", err);
+		goto err_dir;
+	}
+	snprintf(img, sizeof(img), "%s/cgroup", dir);
+	if (cgdir[0] && oci_file_write_atomic(img, cgdir)) {
+		oci_err("%s: %s", img, strerror(errno));
+		goto err_dir;
+	}
 	snprintf(img, sizeof(img), "%s/rootfs.img", dir);
 	if (oci_image_build(&spec, img, SET.root_free, &is, err, sizeof(err))) {
 		oci_err("%s", err);
@@ -263,6 +277,7 @@ static int cmd_create(const struct oci_cli *c)
 				.spec = &spec, .set = &SET, .state_dir = dir,
 				.image = img, .listen_fd = lfd, .tty_slave = tty,
 				.ready_fd = ready[1], .t0_ns = t0,
+				.cgroup_dir = cgdir,
 				.drop = drop, .uid = vmm_uid, .gid = vmm_gid,
 			};
 
@@ -345,6 +360,8 @@ err_dir:
 	if (lfd >= 0)
 		close(lfd);
 	oci_state_remove(dir);
+	if (cgdir[0])
+		oci_cgroup_remove(cgdir);
 err_spec:
 	spec_free(&spec);
 	return 1;
@@ -459,6 +476,28 @@ static int cmd_kill(const struct oci_cli *c)
 	return 0;
 }
 
+/* The container's cgroup (ROOT/ID/cgroup names it), its VMM gone. */
+static void remove_cgroup(const char *dir)
+{
+	char path[4200], cg[PATH_MAX];
+	ssize_t n;
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "%s/cgroup", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, cg, sizeof(cg) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	cg[n] = 0;
+	if (strncmp(cg, OCI_CGROUP_ROOT "/", sizeof(OCI_CGROUP_ROOT)))
+		return; /* not one create made */
+	if ((ret = oci_cgroup_remove(cg)))
+		oci_warn("removing cgroup %s: %s", cg, strerror(-ret));
+}
+
 static int cmd_delete(const struct oci_cli *c)
 {
 	uint64_t t0 = oci_now_ns();
@@ -478,8 +517,9 @@ static int cmd_delete(const struct oci_cli *c)
 		return 1;
 	}
 	s = ret ? OCI_STOPPED : oci_state_status(&st);
-	if (s == OCI_RUNNING && !c->force) {
-		oci_err("cannot delete container %s that is not stopped: running", c->id);
+	if ((s == OCI_RUNNING || s == OCI_PAUSED) && !c->force) {
+		oci_err("cannot delete container %s that is not stopped: %s", c->id,
+			oci_status_name(s));
 		return 1;
 	}
 	if (s != OCI_STOPPED) {
@@ -488,6 +528,7 @@ static int cmd_delete(const struct oci_cli *c)
 		for (int i = 0; i < 500 && oci_state_status(&st) != OCI_STOPPED; i++)
 			usleep(10000);
 	}
+	remove_cgroup(st.dir);
 	if (oci_state_remove(st.dir)) {
 		oci_err("removing %s: %s", st.dir, strerror(errno));
 		return 1;
@@ -513,7 +554,8 @@ static int cmd_features(void)
 	for (int i = 0; i <= SPEC_CAP_LAST; i++)
 		printf("%s\"%s\"", i ? ", " : "", spec_cap_names[i]);
 	printf("],\n"
-	       "    \"cgroup\": {\"v1\": false, \"v2\": false, \"systemd\": false},\n"
+	       "    \"cgroup\": {\"v1\": false, \"v2\": true, \"systemd\": false,"
+	       " \"systemdUser\": false},\n"
 	       "    \"seccomp\": {\"enabled\": false},\n"
 	       "    \"apparmor\": {\"enabled\": false},\n"
 	       "    \"selinux\": {\"enabled\": false}\n"
@@ -547,6 +589,13 @@ int main(int argc, char **argv)
 		return 1;
 	case OCI_CMD_FEATURES:
 		return cmd_features();
+	case OCI_CMD_LIST:
+		return oci_cmd_list(&c);
+	case OCI_CMD_SPEC:
+		return oci_cmd_spec(&c);
+	case OCI_CMD_PAUSE:
+	case OCI_CMD_RESUME:
+		return oci_cmd_pause(&c, c.cmd == OCI_CMD_PAUSE);
 	default:
 		break;
 	}
@@ -565,6 +614,14 @@ int main(int argc, char **argv)
 	case OCI_CMD_STATE: ret = cmd_state(&c); break;
 	case OCI_CMD_KILL: ret = cmd_kill(&c); break;
 	case OCI_CMD_DELETE: ret = cmd_delete(&c); break;
+	case OCI_CMD_RUN: {
+		static const struct oci_run_steps steps = {
+			.create = cmd_create, .start = cmd_start, .remove = cmd_delete,
+		};
+
+		ret = oci_cmd_run(&c, &steps);
+		break;
+	}
 	default: ret = 1; break;
 	}
 	oci_settings_free(&SET);

@@ -172,7 +172,7 @@ size_t oci_conlog_pump(struct oci_conlog *c, size_t budget);
 void oci_conlog_finish(struct oci_conlog *c);
 
 /* ---- state.c ---- */
-enum oci_status { OCI_CREATED, OCI_RUNNING, OCI_STOPPED };
+enum oci_status { OCI_CREATED, OCI_RUNNING, OCI_PAUSED, OCI_STOPPED };
 struct oci_state {
 	char id[256];
 	char dir[4096]; /* ROOT/ID */
@@ -223,6 +223,7 @@ struct oci_shim_params {
 	int tty_slave;	   /* -1 without a terminal */
 	int ready_fd;	   /* write "ok\n" or "error: ...\n", then close */
 	uint64_t t0_ns;	   /* when create started (timings) */
+	const char *cgroup_dir; /* join this cgroup first ("" or NULL: none) */
 	bool drop;	   /* become uid:gid once the VM's files are open */
 	uid_t uid;
 	gid_t gid;

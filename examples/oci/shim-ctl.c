@@ -191,6 +191,28 @@ static void forward_signal(struct shim_ctl *s, int sig)
 	}
 }
 
+/* `pause` / `resume`: only a started container's VM (a created one has
+ * no process to freeze yet, as under runc). */
+static void client_pause(struct shim_ctl *s, int fd, bool pause)
+{
+	char line[128];
+	int ret;
+
+	if (!s->started) {
+		client_answer(fd, "error: the container is not running\n");
+		return;
+	}
+	ret = s->pause_vm ? s->pause_vm(s->opaque, pause) : -ENOTSUP;
+	if (ret) {
+		snprintf(line, sizeof(line), "error: %s the VM: %s\n",
+			 pause ? "pausing" : "resuming", strerror(-ret));
+		client_answer(fd, line);
+		return;
+	}
+	oci_info("VM %s", pause ? "paused" : "resumed");
+	client_answer(fd, "ok\n");
+}
+
 /* Client @i sent its line (or closed, or it is too long). */
 static void client_request(struct shim_ctl *s, unsigned int i)
 {
@@ -209,6 +231,11 @@ static void client_request(struct shim_ctl *s, unsigned int i)
 		shim_ctl_timing(s, "start_requested");
 		if (s->ready && !s->config_sent)
 			send_config(s);
+		return;
+	}
+	if (!strncmp(c->line, "pause\n", 6) || !strncmp(c->line, "resume\n", 7)) {
+		client_pause(s, c->fd, c->line[0] == 'p');
+		client_close(s, i);
 		return;
 	}
 	if (!strncmp(c->line, "signal ", 7)) {

@@ -3,7 +3,8 @@
  * The VMM process of one container (what conmon / containerd's shim wait
  * on): builds the microVM with libvmm, boots it, and then serves
  *  - ctl.sock: "start" (send the process configuration to the guest init,
- *    answer once it ran the process or failed), "signal N" (forward);
+ *    answer once it ran the process or failed), "signal N" (forward),
+ *    "pause" / "resume" (the vCPUs, vmm_pause());
  *  - the guest init on the minivmm.ctl port (READY, STARTED, ERROR);
  *  - its own signals: SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR2 are
  *    forwarded to the container's process, SIGWINCH (the terminal's size
@@ -31,6 +32,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "oci.h"
 #include "proto.h"
 #include "shimctl.h"
@@ -85,6 +87,14 @@ static void libvmm_error(char *out, size_t len)
 static void stop_vm(void *opaque)
 {
 	vmm_stop(((struct shim *)opaque)->vm);
+}
+
+/* ctl.sock's `pause` / `resume`.  Context: the shim's loop. */
+static int pause_vm(void *opaque, bool pause)
+{
+	struct vmm *vm = ((struct shim *)opaque)->vm;
+
+	return pause ? vmm_pause(vm) : vmm_resume(vm);
 }
 
 static int add_port(struct vmm *vm, const char *name, int in, int out)
@@ -185,6 +195,14 @@ int oci_shim_run(const struct oci_shim_params *p)
 
 	signal(SIGPIPE, SIG_IGN);
 	vmm_set_log(libvmm_log, NULL, VMM_LOG_WARN);
+	/* Into the container's cgroup before anything is allocated: the
+	 * guest's RAM and every thread are charged there from the start. */
+	if (p->cgroup_dir && *p->cgroup_dir && (code = oci_cgroup_join(p->cgroup_dir, 0))) {
+		oci_err("joining cgroup %s: %s", p->cgroup_dir, strerror(-code));
+		ready_report(p->ready_fd, "error: joining cgroup %s: %s\n", p->cgroup_dir,
+			     strerror(-code));
+		return 1;
+	}
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
@@ -212,6 +230,7 @@ int oci_shim_run(const struct oci_shim_params *p)
 		return 1;
 	}
 	shim_ctl_init(&s.c, p, sp[0], stop_vm, &s);
+	s.c.pause_vm = pause_vm;
 	/* Opened now: after the uid drop the file may be out of reach. */
 	if (p->set->timings)
 		s.c.timings_fd = open(p->set->timings,

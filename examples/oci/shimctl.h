@@ -2,7 +2,8 @@
 /*
  * The VMM process's control plane, without the VM (shim.c owns the VM and
  * the loop): frames from and to the guest init on the minivmm.ctl port,
- * the ctl.sock clients (`start`, `signal N`), and the signals the process
+ * the ctl.sock clients (`start`, `signal N`, `pause`, `resume`), and the
+ * signals the process
  * forwards.  Everything here is driven by the guest or by local clients,
  * and bounded:
  *  - the ctl socket is non-blocking both ways.  Frames to the guest wait
@@ -62,6 +63,9 @@ struct shim_ctl {
 	int exit_code; /* when the VM is stopped by us before start: 128+N */
 	/* Stop the VM (a malformed frame; a deadly signal before start). */
 	void (*stop_vm)(void *opaque);
+	/* Pause (@pause true) or resume the VM's vCPUs: 0 or -errno.  Set
+	 * by the caller after shim_ctl_init(); NULL answers "not supported". */
+	int (*pause_vm)(void *opaque, bool pause);
 	void *opaque;
 	struct oci_limit guest_log; /* ERROR frames and other guest news */
 	int timings_fd; /* JSON timing records, or -1: opened by the caller

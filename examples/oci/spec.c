@@ -509,9 +509,20 @@ static int parse_linux(json_t *l, struct oci_spec *s, char *err, size_t len)
 				s->cpuset_cpus = spec_cpuset_count(cpus);
 				if (!s->cpuset_cpus)
 					return errf_line(err, len, "config.json: bad cpu.cpus \"%s\"", cpus);
+				if (!(s->cpuset_list = strdup(cpus)))
+					return errf_line(err, len, "out of memory");
 			}
+			if (json_string_value(json_object_get(cpu, "mems")) &&
+			    !(s->cpuset_mems = strdup(json_string_value(json_object_get(cpu, "mems")))))
+				return errf_line(err, len, "out of memory");
 		}
+		if (json_is_integer(json_object_get(json_object_get(res, "pids"), "limit")))
+			s->pids_limit = json_integer_value(
+				json_object_get(json_object_get(res, "pids"), "limit"));
 	}
+	if (json_string_value(json_object_get(l, "cgroupsPath")) &&
+	    !(s->cgroups_path = strdup(json_string_value(json_object_get(l, "cgroupsPath")))))
+		return errf_line(err, len, "out of memory");
 	return 0;
 }
 
@@ -612,6 +623,9 @@ void spec_free(struct oci_spec *s)
 		free(s->devices[i].path);
 	free(s->devices);
 	free(s->annotations_json);
+	free(s->cpuset_list);
+	free(s->cpuset_mems);
+	free(s->cgroups_path);
 	free(s->warnings);
 	memset(s, 0, sizeof(*s));
 }

@@ -76,6 +76,9 @@ struct oci_spec {
 	int64_t cpu_quota;	/* <= 0: none */
 	uint64_t cpu_period;
 	unsigned int cpuset_cpus; /* CPUs in cpuset.cpus; 0: none */
+	char *cpuset_list, *cpuset_mems; /* cpu.cpus, cpu.mems as given, or NULL */
+	int64_t pids_limit;	/* <= 0: none */
+	char *cgroups_path;	/* linux.cgroupsPath, or NULL */
 	char *warnings; /* newline-separated notes for the log, or NULL */
 };
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Per-container state: ROOT/ID/state.json (written by create), ROOT/ID/
- * started (written by start), the image, ctl.sock, console.log.  The status
- * is derived, never stored: the VMM process alive (same pid and start
- * time) means created or running (started exists), otherwise stopped.
+ * started (written by start), paused (written by pause, removed by resume),
+ * the image, ctl.sock, console.log.  The status is derived, never stored:
+ * the VMM process alive (same pid and start time) means created, running
+ * (started exists) or paused (paused exists too), otherwise stopped.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -165,7 +166,10 @@ enum oci_status oci_state_status(const struct oci_state *st)
 		}
 	}
 	snprintf(path, sizeof(path), "%s/started", st->dir);
-	return access(path, F_OK) == 0 ? OCI_RUNNING : OCI_CREATED;
+	if (access(path, F_OK))
+		return OCI_CREATED;
+	snprintf(path, sizeof(path), "%s/paused", st->dir);
+	return access(path, F_OK) == 0 ? OCI_PAUSED : OCI_RUNNING;
 }
 
 const char *oci_status_name(enum oci_status s)
@@ -173,6 +177,7 @@ const char *oci_status_name(enum oci_status s)
 	switch (s) {
 	case OCI_CREATED: return "created";
 	case OCI_RUNNING: return "running";
+	case OCI_PAUSED: return "paused";
 	default: return "stopped";
 	}
 }

@@ -2,7 +2,8 @@
 # oci_containerd.sh: containerd 1.6 (its own daemon, private config) runs the
 # busybox image with minivmm-oci as the runc binary of its runc v2 shim
 # (`ctr run --runc-binary`), inside the rig's L1 (tests/e2e/oci-rig.sh):
-# output, stderr, exit status 7 and `ctr task kill` of a running task.
+# output, stderr, exit status 7 and `ctr task kill` of a running task; then
+# the runtime's own spec/run/list/pause/resume as a runc user types them.
 set -uo pipefail
 . "$(dirname "$0")/oci_lib.sh"
 oci_setup
@@ -68,5 +69,34 @@ st=$("${CTR[@]}" task ls 2>/dev/null | awk '$1 == "c3" {print $3}')
 "${CTR[@]}" task delete c3 >/dev/null 2>&1
 "${CTR[@]}" container delete c3 >/dev/null 2>&1
 [[ -z "$(ls /run/containerd/runc/default 2>/dev/null)" ]] || true
+
+# The runtime's own command line, as a runc user types it (issue 32):
+# `spec` writes the starting config.json; `run` creates, starts, feeds the
+# container its stdin, waits, removes it and exits with its status; `run
+# -d` returns with it running, `list` shows it, `pause`/`resume` move its
+# state, `delete --force` ends it.
+rb="$W/rb"
+R=("$OCI_RUNTIME" --root "$W/rroot")
+mkdir -p "$rb/rootfs" && tar -C "$rb/rootfs" -xf "$OCI_IMAGE_TAR" &&
+	(cd "$rb" && "$OCI_RUNTIME" spec) || oci_bad "spec: no config.json"
+cfg() { jq "$1" "$rb/config.json" >"$rb/config.new" && mv "$rb/config.new" "$rb/config.json"; }
+cfg '.process.terminal = false | .root.readonly = false |
+	.process.args = ["sh", "-c", "read l; echo got-$l; exit 7"]'
+out=$(echo hello | "${R[@]}" run --bundle "$rb" r1 2>"$W/run.err")
+rc=$?
+left=$("${R[@]}" list -q)
+[[ $rc -eq 7 && "$out" == got-hello && -z "$left" ]] &&
+	oci_ok "spec + run: stdin in, stdout out, exit status 7, removed after" ||
+	oci_bad "run: rc $rc, out '$out', left '$left', $(head -c 300 "$W/run.err")"
+cfg '.process.args = ["sh", "-c", "while :; do sleep 1; done"]'
+"${R[@]}" run -d --bundle "$rb" r2 </dev/null >/dev/null 2>"$W/run2.err" ||
+	oci_bad "run -d: $(head -c 300 "$W/run2.err")"
+st1=$("${R[@]}" list --format json | jq -r '.[] | select(.id == "r2") | .status')
+"${R[@]}" pause r2 && st2=$("${R[@]}" state r2 | jq -r .status)
+"${R[@]}" resume r2 && st3=$("${R[@]}" state r2 | jq -r .status)
+"${R[@]}" delete --force r2
+[[ "$st1 ${st2:-} ${st3:-}" == "running paused running" && -z "$("${R[@]}" list -q)" ]] &&
+	oci_ok "run -d, list, pause, resume, delete --force: running paused running, gone" ||
+	oci_bad "run -d states: '$st1 ${st2:-} ${st3:-}', left: $("${R[@]}" list -q)"
 
 oci_finish

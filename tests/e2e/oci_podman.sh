@@ -6,6 +6,10 @@
 #    out of the container), exit status 7;
 #  - stdin: a binary file through `podman run -i cat`, EOF reaches the guest,
 #    with the runtime registered by name in containers.conf [engine.runtimes];
+#  - cgroups: the VMM process in the container's cgroup with memory.max =
+#    guest RAM + overhead, `podman stats` showing its CPU and memory;
+#  - `podman pause`/`unpause` of a running ticker: nothing runs while paused
+#    (state paused), no tick lost after, the guest clock sane;
 #  - `podman run -d` + `podman stop`: a trapped SIGTERM ends it with 143, an
 #    untrapped one is ignored (PID 1, as with runc) and the stop timeout's
 #    SIGKILL ends the VM: 137;
@@ -56,7 +60,8 @@ cmp -s "$W/out3" "$W/blob" && grep -q EOF-SEEN "$W/err3" && [[ $rc -eq 0 ]] &&
 # 3. podman stop: trapped SIGTERM (143) and untrapped (ignored: 137 after the
 #    timeout), both containers up at once.
 "${P[@]}" "${RT[@]}" run -d --name trapped --network none localhost/bb \
-	sh -c 'trap "echo got-term; exit 143" TERM; echo ready; while :; do sleep 0.2; done' >/dev/null
+	sh -c 'trap "echo got-term; exit 143" TERM; echo ready; i=0
+		while :; do i=$((i + 1)); echo "tick $i $(date +%s)"; sleep 0.2; done' >/dev/null
 "${P[@]}" "${RT[@]}" run -d --name untrapped --network none localhost/bb \
 	sh -c 'echo ready; exec sleep 1000' >/dev/null
 for c in trapped untrapped; do
@@ -88,6 +93,42 @@ nthr=$(grep -c . <<<"$snap")
 	grep -q "^vmm-io0 " <<<"$snap" && grep -q "^minivmm-oci " <<<"$snap" &&
 	oci_ok "VMM process: all $nthr threads at uid/gid $vuid:$vgid, no groups, every capability set empty, NoNewPrivs 1" ||
 	oci_bad "VMM process threads not dropped (want '$want'): ${bad:-$unconfined}"
+# 3b. cgroups (issue 32): the VMM process -- every thread -- is in the
+#     container's cgroup (linux.cgroupsPath, podman's cgroupfs manager), whose
+#     memory.max is the guest's RAM (the 512M default) + the VMM's 160M;
+#     podman stats reads it: CPU and memory not zero.
+cgrel=$(sed -n 's/^0:://p' "/proc/$pid/cgroup")
+cgdir=/sys/fs/cgroup$cgrel
+memmax=$(cat "$cgdir/memory.max" 2>/dev/null)
+others=$(for t in /proc/$pid/task/*; do sed -n 's/^0:://p' "$t/cgroup"; done | sort -u)
+"${P[@]}" stats --no-stream --format '{{.CPUPerc}} {{.MemUsage}}' trapped >"$W/stats" 2>&1
+read -r scpu smem _ <"$W/stats"
+[[ "$cgrel" == *"$id"* && "$others" == "$cgrel" && "$memmax" == $(((512 + 160) << 20)) ]] &&
+	[[ -n "$scpu" && "$scpu" != 0.00% && -n "$smem" && "$smem" != 0B ]] &&
+	oci_ok "cgroup: VMM pid $pid and its threads in $cgrel, memory.max $((memmax >> 20)) MiB; podman stats: $scpu, $smem" ||
+	oci_bad "cgroup: '$cgrel' (threads: $others) memory.max '$memmax'; stats: $(head -c 200 "$W/stats")"
+
+# 3a. podman pause / unpause (issue 32): the VM's vCPUs stop (no tick is
+#     written while paused, the runtime's state says paused), then go on
+#     with no tick lost or repeated and the guest's clock sane: it never
+#     goes back, and across the pause it moves by at most the pause (its
+#     kvmclock stops while paused) plus the loop's own slack.
+ticks() { "${P[@]}" logs trapped 2>/dev/null | grep '^tick '; }
+last_tick() { ticks | tail -n 1 | cut -d' ' -f2; }
+"${P[@]}" pause trapped >"$W/pause.out" 2>&1 || oci_bad "podman pause: $(head -c 300 "$W/pause.out")"
+pstate=$("$OCI_RUNTIME" state "$id" 2>&1)
+n1=$(last_tick); sleep 3; n2=$(last_tick)
+"${P[@]}" unpause trapped >"$W/unpause.out" 2>&1 || oci_bad "podman unpause: $(head -c 300 "$W/unpause.out")"
+for _ in $(seq 100); do [[ "$(last_tick)" -gt $((n2 + 5)) ]] && break; sleep 0.2; done
+n3=$(last_tick)
+rstate=$("$OCI_RUNTIME" state "$id" 2>&1)
+seqok=$(ticks | awk '$2 != NR { bad = 1 } NR > 1 && $3 < t { back = 1 } { t = $3 }
+	END { print (bad ? "gap" : "") (back ? "back" : "") }')
+jump=$(ticks | awk -v n="$n2" '$2 == n { a = $3 } $2 == n + 1 { b = $3 } END { print b - a }')
+[[ -n "$n1" && "$n1" == "$n2" && "$n3" -gt "$n2" && -z "$seqok" && "$jump" -le 5 ]] &&
+	grep -q '"status": "paused"' <<<"$pstate" && grep -q '"status": "running"' <<<"$rstate" &&
+	oci_ok "podman pause/unpause: no tick while paused ($n1 = $n2 for 3 s; state paused), ticks 1..$n3 after unpause with none lost, guest clock +$jump s across it" ||
+	oci_bad "pause: ticks $n1/$n2/$n3 seq '$seqok' jump '$jump' states: $(grep -o '"status": "[a-z]*"' <<<"$pstate$rstate" | tr '\n' ' ')"
 t0=$SECONDS
 "${P[@]}" stop -t 60 trapped >/dev/null
 rc=$("${P[@]}" inspect -f '{{.State.ExitCode}}' trapped)
@@ -103,6 +144,8 @@ rc=$("${P[@]}" inspect -f '{{.State.ExitCode}}' untrapped)
 "${P[@]}" rm -f trapped untrapped >/dev/null 2>&1
 ls /run/minivmm-oci 2>/dev/null | grep -q . && oci_bad "state left in /run/minivmm-oci: $(ls /run/minivmm-oci)" ||
 	oci_ok "podman rm: runtime state removed"
+[[ -n "$cgrel" && ! -d "$cgdir" ]] && oci_ok "podman rm: the container's cgroup removed" ||
+	oci_bad "cgroup left: $cgdir"
 
 # 4. Resources and a read-only root; capabilities other than the default.
 "${P[@]}" "${RT[@]}" run --rm --network none --memory 256m --cpus 2 --read-only \

@@ -6,7 +6,8 @@
  * handshake (DEVICE_READY -> PORT_ADD -> PORT_READY -> PORT_NAME +
  * PORT_OPEN), page-sized receive buffers, transmit chains.  Checks binary
  * data both ways byte-exact, input split over small buffers, EOF on the
- * host fd delivered as PORT_OPEN 0 after the data, output queued at stop
+ * host fd delivered as PORT_OPEN 0 after the data, input held in the host
+ * fd until a guest program opens the port, output queued at stop
  * written out, and a malformed chain setting NEEDS_RESET.  A stop is
  * bounded whatever the reader does: output queued (not kicked) beyond a
  * socket buffer that nobody reads, or a port thread stuck on a stalled
@@ -270,6 +271,7 @@ START_TEST(test_input_binary_split)
 	size_t have = 0;
 
 	ck_assert_int_eq(write(R.in_w, data, sizeof(data)), (ssize_t)sizeof(data));
+	ctl_send(0, VIRTIO_CONSOLE_PORT_OPEN, 1); /* a guest program opens it */
 	while (have < sizeof(data)) {
 		uint32_t n;
 
@@ -318,13 +320,45 @@ START_TEST(test_eof_after_data)
 	ck_assert_int_eq(write(R.in_w, "abc", 3), 3);
 	close(R.in_w);
 	R.in_w = -1;
+	ctl_send(0, VIRTIO_CONSOLE_PORT_OPEN, 1);
 	ck_assert_uint_eq(used_wait(0, got, sizeof(got)), 3);
 	ck_assert(!memcmp(got, "abc", 3));
 	/* Host disconnected, after the data. */
 	ctl_expect(0, VIRTIO_CONSOLE_PORT_OPEN, 0, NULL);
-	/* A port added again after a reset keeps saying so. */
-	ctl_send(0, VIRTIO_CONSOLE_PORT_OPEN, 1); /* guest opened it: no reply */
+	/* A port opened again keeps saying so: no reply. */
+	ctl_send(0, VIRTIO_CONSOLE_PORT_OPEN, 0);
+	ctl_send(0, VIRTIO_CONSOLE_PORT_OPEN, 1);
 	ck_assert_uint_eq(fg_vq_used_pending(&R.q[2].vq), 0);
+}
+END_TEST
+
+/*
+ * Input that is there before a guest program opens the port (a piped
+ * stdin written at once) waits in the host fd: Linux's driver drops what
+ * arrives on a closed port.  Nothing is delivered while the port is
+ * closed, everything once it is opened; closed again, input waits again.
+ */
+START_TEST(test_input_waits_for_open)
+{
+	char got[8];
+
+	ck_assert_int_eq(write(R.in_w, "early", 5), 5);
+	usleep(200 * 1000);
+	ck_assert_uint_eq(fg_vq_used_pending(&R.q[0].vq), 0);
+	ctl_send(0, VIRTIO_CONSOLE_PORT_OPEN, 1);
+	ck_assert_uint_eq(used_wait(0, got, sizeof(got)), 5);
+	ck_assert(!memcmp(got, "early", 5));
+	ctl_send(0, VIRTIO_CONSOLE_PORT_OPEN, 0);
+	/* The close reaches the port thread before the next input: the
+	 * control thread handles messages in order, and this one is
+	 * answered by nothing, so wait for it to be taken. */
+	usleep(200 * 1000);
+	ck_assert_int_eq(write(R.in_w, "late", 4), 4);
+	usleep(200 * 1000);
+	ck_assert_uint_eq(fg_vq_used_pending(&R.q[0].vq), 0);
+	ctl_send(0, VIRTIO_CONSOLE_PORT_OPEN, 1);
+	ck_assert_uint_eq(used_wait(0, got, sizeof(got)), 4);
+	ck_assert(!memcmp(got, "late", 4));
 }
 END_TEST
 
@@ -499,6 +533,7 @@ static Suite *vcon_suite(void)
 	tcase_add_test(tc, test_input_binary_split);
 	tcase_add_test(tc, test_output_binary);
 	tcase_add_test(tc, test_eof_after_data);
+	tcase_add_test(tc, test_input_waits_for_open);
 	tcase_add_test(tc, test_stop_writes_out_queued_output);
 	tcase_add_test(tc, test_malformed_chain);
 	tcase_add_test(tc, test_create_errors);
