@@ -38,6 +38,7 @@ PKGS=(
 	# minivmm-oci on podman's default network (tc is iproute2's):
 	# tests/e2e/oci_network.sh, CNI's bridge plugins and iptables
 	containernetworking-plugins iptables
+	passt # tests/e2e/net_stream.sh: minivmm --net stream= to an unprivileged passt
 )
 
 SUDO=()

@@ -57,6 +57,8 @@ targets=("$@")
 	fuzz_oci_config fuzz_oci_state fuzz_oci_cli)
 # virtio-net's TX, RX and control paths (devices/net/vnet.c).
 [[ $# -gt 0 ]] || targets+=(fuzz_net)
+# virtio-net's stream back end: reassembly, bad lengths, a peer gone.
+[[ $# -gt 0 ]] || targets+=(fuzz_net_stream)
 # minivmm's API socket requests.
 [[ $# -gt 0 ]] || targets+=(fuzz_api_request)
 

@@ -8,6 +8,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "net/net-backend.h"
 #include "net/tap.h"
 #include "net/vnet.h"
 
@@ -89,3 +90,32 @@ int tap_set_queue(int fd, bool on)
 	ifr.ifr_flags = on ? IFF_ATTACH_QUEUE : IFF_DETACH_QUEUE;
 	return ioctl(fd, TUNSETQUEUE, &ifr) ? -errno : 0;
 }
+
+static int tap_be_tx(void *priv, int fd, struct virtq *vq, struct virtq_chain *ch,
+		     unsigned int budget, struct vnet_pair_stats *st, bool *more)
+{
+	(void)priv;
+	return vnet_tx(vq, ch, fd, budget, st, more);
+}
+
+static int tap_be_rx(void *priv, int fd, struct vnet_rxq *rq, struct virtq *vq,
+		     bool mergeable, uint32_t max_frame, unsigned int budget,
+		     struct vnet_pair_stats *st, unsigned int *pushed)
+{
+	(void)priv;
+	return vnet_rx(rq, vq, fd, mergeable, max_frame, budget, st, pushed);
+}
+
+static int tap_be_features(int fd, uint64_t features)
+{
+	return tap_set_offload(fd, vnet_tun_offloads(features));
+}
+
+const struct net_backend net_tap_backend = {
+	.kind = "tap",
+	.offloads = true,
+	.tx = tap_be_tx,
+	.rx = tap_be_rx,
+	.set_features = tap_be_features,
+	.steer = tap_set_queue,
+};

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "net/net-backend.h"
 #include "net/tap.h"
 #include "net/vhost-net.h"
 #include "net/virtio-net.h"
@@ -38,7 +39,9 @@ struct virtio_net {
 	struct vqs *svc;
 	uint16_t queue_size;
 	unsigned int nr_queues;
+	const struct net_backend *be;
 	int *fds;			/* n.max_pairs */
+	void **priv;			/* n.max_pairs: be->pair_init()'s */
 	struct net_queue *qs;		/* nr_queues */
 	struct vnet_pair_stats *stats;	/* n.max_pairs */
 	struct log_limit tap_log;
@@ -50,6 +53,10 @@ struct virtio_net {
 	bool *vhost_on;
 	struct virtio_queue *vhost_qs;
 	struct log_limit vhost_log;
+	/* The back end's peer went away (stream): the link stays down. */
+	bool link_down;
+	void (*link_changed)(void *opaque);
+	void *link_opaque;
 };
 
 static uint16_t curr_pairs(const struct virtio_net *d)
@@ -60,7 +67,7 @@ static uint16_t curr_pairs(const struct virtio_net *d)
 /* Pair @p's tap file is attached while the driver uses the pair. */
 static void pair_steer(struct virtio_net *d, unsigned int p)
 {
-	int r = tap_set_queue(d->fds[p], p < curr_pairs(d));
+	int r = d->be->steer ? d->be->steer(d->fds[p], p < curr_pairs(d)) : 0;
 
 	/* -EINVAL: a tap without multi-queue (one inherited file), already
 	 * in the state asked. */
@@ -74,7 +81,7 @@ static void rx_readable(void *opaque)
 {
 	struct net_queue *q = opaque;
 
-	if (!q->starved)
+	if (!q->starved && !__atomic_load_n(&q->d->link_down, __ATOMIC_RELAXED))
 		vqs_kick(q->sq);
 }
 
@@ -88,14 +95,40 @@ static int pushed_result(struct vqs_queue *sq, bool pushed, bool more)
 	return r;
 }
 
+/*
+ * The back end of pair @p found its peer gone or broken (a stream's
+ * end of file or bad length): the link goes down for good, the driver is
+ * told by a configuration interrupt, the VM runs on.  Context: the pair's
+ * I/O thread.
+ */
+static void link_check(struct virtio_net *d, unsigned int p)
+{
+	int why = d->be->gone ? d->be->gone(d->priv[p]) : 0;
+
+	if (!why || __atomic_exchange_n(&d->link_down, true, __ATOMIC_RELAXED))
+		return;
+	/* Seq-cst: the status a driver reads after the configuration
+	 * interrupt (sent by link_changed, whose generation bump is
+	 * seq-cst too) has the bit clear. */
+	__atomic_and_fetch(&d->n.status, (uint16_t)~VIRTIO_NET_S_LINK_UP,
+			   __ATOMIC_SEQ_CST);
+	log_limited(&d->tap_log, VMM_LOG_WARN, "virtio-net",
+		    "%s of pair %u: %s; link down", d->be->kind, p,
+		    why == -EMSGSIZE ? "a frame length over the maximum (a "
+				       "broken peer)" : "the peer went away");
+	if (d->link_changed)
+		d->link_changed(d->link_opaque);
+}
+
 static int rx_process(struct virtio_net *d, struct net_queue *q)
 {
 	bool mrg = d->n.features & (1ull << VIRTIO_NET_F_MRG_RXBUF);
 	unsigned int pushed;
-	int r = vnet_rx(q->rx, vqs_virtq(q->sq), d->fds[q->pair], mrg,
-			vnet_rx_max_frame(&d->n), NET_BUDGET, &d->stats[q->pair],
-			&pushed);
+	int r = d->be->rx(d->priv[q->pair], d->fds[q->pair], q->rx,
+			  vqs_virtq(q->sq), mrg, vnet_rx_max_frame(&d->n),
+			  NET_BUDGET, &d->stats[q->pair], &pushed);
 
+	link_check(d, q->pair);
 	if (r < 0)
 		return r;
 	/* Out of buffers: leave the frames in the tap's queue (bounded,
@@ -107,9 +140,10 @@ static int rx_process(struct virtio_net *d, struct net_queue *q)
 static int tx_process(struct virtio_net *d, struct net_queue *q)
 {
 	bool more;
-	int r = vnet_tx(vqs_virtq(q->sq), q->chain, d->fds[q->pair], NET_BUDGET,
-			&d->stats[q->pair], &more);
+	int r = d->be->tx(d->priv[q->pair], d->fds[q->pair], vqs_virtq(q->sq),
+			  q->chain, NET_BUDGET, &d->stats[q->pair], &more);
 
+	link_check(d, q->pair);
 	return r < 0 ? r : pushed_result(q->sq, r > 0, more);
 }
 
@@ -152,7 +186,7 @@ static int net_attach(void *dev, struct vqs_queue *sq)
 	if (!q->rx || vnet_is_ctrl(&d->n, vqs_index(sq)))
 		return 0;
 	fd = d->fds[q->pair];
-	ret = tap_set_offload(fd, vnet_tun_offloads(d->n.features));
+	ret = d->be->set_features ? d->be->set_features(fd, d->n.features) : 0;
 	if (ret)
 		return ret;
 	pair_steer(d, q->pair);
@@ -390,6 +424,10 @@ static int net_alloc_queues(struct virtio_net *d)
 
 static void net_free(struct virtio_net *d)
 {
+	for (unsigned int p = 0; d->priv && p < d->n.max_pairs; p++)
+		if (d->priv[p] && d->be->pair_fini)
+			d->be->pair_fini(d->priv[p]);
+	free(d->priv);
 	for (unsigned int i = 0; d->qs && i < d->nr_queues; i++) {
 		free(d->qs[i].rx);
 		free(d->qs[i].chain);
@@ -405,6 +443,8 @@ static void net_free(struct virtio_net *d)
 int virtio_net_create(const struct virtio_net_params *p, struct virtio_net **out)
 {
 	uint16_t qs = p->queue_size ? p->queue_size : 256;
+	const struct net_backend *be = p->backend ? p->backend : &net_tap_backend;
+	struct vnet_params np = p->net;
 	struct virtio_net *d;
 	int ret;
 
@@ -414,7 +454,10 @@ int virtio_net_create(const struct virtio_net_params *p, struct virtio_net **out
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	ret = vnet_init(&d->n, &p->net);
+	/* No header on the wire, no offload to pass the guest's through. */
+	np.no_offloads = np.no_offloads || !be->offloads;
+	d->be = be;
+	ret = vnet_init(&d->n, &np);
 	if (ret) {
 		free(d);
 		return ret;
@@ -422,7 +465,10 @@ int virtio_net_create(const struct virtio_net_params *p, struct virtio_net **out
 	d->queue_size = qs;
 	d->nr_queues = vnet_num_queues(&d->n);
 	d->fds = calloc(d->n.max_pairs, sizeof(*d->fds));
-	ret = d->fds ? net_alloc_queues(d) : -ENOMEM;
+	d->priv = calloc(d->n.max_pairs, sizeof(*d->priv));
+	ret = d->fds && d->priv ? net_alloc_queues(d) : -ENOMEM;
+	for (unsigned int i = 0; !ret && be->pair_init && i < d->n.max_pairs; i++)
+		ret = be->pair_init(p->fds[i], &d->priv[i]);
 	if (!ret && p->vhost_fds) {
 		d->vhost = calloc(d->n.max_pairs, sizeof(*d->vhost));
 		d->vhost_on = calloc(d->n.max_pairs, sizeof(*d->vhost_on));
@@ -450,7 +496,9 @@ int virtio_net_create(const struct virtio_net_params *p, struct virtio_net **out
 	if (p->vhost_fds)
 		memcpy(d->vhost, p->vhost_fds, d->n.max_pairs * sizeof(*d->vhost));
 	d->vhost_features = p->vhost_features;
-	log_limit_init(&d->tap_log, "tap errors");
+	d->link_changed = p->link_changed;
+	d->link_opaque = p->link_opaque;
+	log_limit_init(&d->tap_log, be->offloads ? "tap errors" : "stream errors");
 	log_limit_init(&d->vhost_log, "vhost-net errors");
 	*out = d;
 	return 0;

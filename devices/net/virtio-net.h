@@ -14,6 +14,9 @@
  * Data moves with plain non-blocking readv/writev on the pair's I/O
  * thread, the tap file watched by the thread's io_uring.
  *
+ * The same device runs on a stream socket instead (net-backend.h,
+ * stream.h; passt's framing): one socket per pair, no offloads, and when
+ * its peer goes away the link goes down (STATUS) while the VM runs on.
  * With vhost files (vhost=on, vhost-net.h) the kernel moves the data
  * instead: at DRIVER_OK each enabled pair's rings, kick and call
  * eventfds and tap file go to that pair's vhost-net file (on the vCPU),
@@ -33,11 +36,24 @@
 
 struct virtio_net;
 
+struct net_backend;
+
 struct virtio_net_params {
-	struct vnet_params net;	     /* net.max_pairs: also the tap files */
-	const int *fds;		     /* net.max_pairs tap queue files, set up
-					(tap_open(), tap_adopt()); owned by the
-					device after a successful create */
+	struct vnet_params net;	     /* net.max_pairs: also the files */
+	const int *fds;		     /* net.max_pairs host files, set up
+					(tap_open(), tap_adopt(); stream:
+					nstream_connect(), nstream_adopt());
+					owned by the device after a
+					successful create */
+	/* How frames move through @fds (net-backend.h); NULL: a tap.  A
+	 * back end without the header on the wire (stream) gets no
+	 * offloads offered. */
+	const struct net_backend *backend;
+	/* Optional: the back end's peer went away and the link went down
+	 * (VIRTIO_NET_S_LINK_UP cleared): the transport should send a
+	 * configuration interrupt.  Context: a pair's I/O thread. */
+	void (*link_changed)(void *opaque);
+	void *link_opaque;
 	uint16_t queue_size;	     /* power of two, 0: 256 */
 	struct iothread **iothreads; /* borrowed; must outlive the device */
 	unsigned int nr_iothreads;

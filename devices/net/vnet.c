@@ -206,8 +206,8 @@ static void rx_unpop(struct virtq *vq, unsigned int n)
  * @mergeable).  Returns the chains popped (0: none available), or -EPROTO.
  * *@ready: a read may go ahead (enough room, or all the driver can give).
  */
-static int rx_gather(struct vnet_rxq *rq, struct virtq *vq, bool mergeable,
-		     uint32_t max_frame, unsigned int *niov, bool *ready)
+int vnet_rx_gather(struct vnet_rxq *rq, struct virtq *vq, bool mergeable,
+		   uint32_t max_frame, unsigned int *niov, bool *ready)
 {
 	unsigned int nb = 0;
 	uint64_t total = 0;
@@ -249,8 +249,8 @@ static int rx_gather(struct vnet_rxq *rq, struct virtq *vq, bool mergeable,
 
 /* Deliver a packet of @len bytes read into the @nb chains gathered:
  * num_buffers in its header, the chains it filled used, the rest back. */
-static void rx_deliver(struct vnet_rxq *rq, struct virtq *vq, unsigned int nb,
-		       size_t len)
+void vnet_rx_deliver(struct vnet_rxq *rq, struct virtq *vq, unsigned int nb,
+		     size_t len)
 {
 	unsigned int used = 0;
 	size_t left = len;
@@ -281,7 +281,7 @@ int vnet_rx(struct vnet_rxq *rq, struct virtq *vq, int fd, bool mergeable,
 	while (*pushed < budget) {
 		unsigned int niov;
 		bool ready;
-		int nb = rx_gather(rq, vq, mergeable, max_frame, &niov, &ready);
+		int nb = vnet_rx_gather(rq, vq, mergeable, max_frame, &niov, &ready);
 		ssize_t rd;
 
 		if (nb < 0)
@@ -302,7 +302,7 @@ int vnet_rx(struct vnet_rxq *rq, struct virtq *vq, int fd, bool mergeable,
 			INC(st->rx_drops, 1); /* a runt: not from a tap */
 			continue;
 		}
-		rx_deliver(rq, vq, (unsigned int)nb, (size_t)rd);
+		vnet_rx_deliver(rq, vq, (unsigned int)nb, (size_t)rd);
 		INC(st->rx_packets, 1);
 		INC(st->rx_bytes, (uint64_t)rd - VNET_HDR_LEN);
 		(*pushed)++;

@@ -132,6 +132,21 @@ enum vnet_rx_stop {
 int vnet_rx(struct vnet_rxq *rq, struct virtq *vq, int fd, bool mergeable,
 	    uint32_t max_frame, unsigned int budget, struct vnet_pair_stats *st,
 	    unsigned int *pushed);
+/*
+ * vnet_rx()'s two halves, for a back end that copies a frame it holds
+ * (stream.h) instead of reading it from a file.  vnet_rx_gather(): pop
+ * chains into @rq until they hold @max_frame bytes (one chain without
+ * @mergeable); returns the chains popped (0: none), or -EPROTO; *@ready:
+ * a packet may go in (enough room, or all the driver can give); chains
+ * not wanted go back with virtq_unpop(), last first.  vnet_rx_deliver():
+ * the packet of @len bytes (header included) is in the @nb chains'
+ * rq->iov: num_buffers set, the chains it filled used, the rest given
+ * back.
+ */
+int vnet_rx_gather(struct vnet_rxq *rq, struct virtq *vq, bool mergeable,
+		   uint32_t max_frame, unsigned int *niov, bool *ready);
+void vnet_rx_deliver(struct vnet_rxq *rq, struct virtq *vq, unsigned int nb,
+		     size_t len);
 /* The biggest packet the driver of @n may be handed, header included. */
 uint32_t vnet_rx_max_frame(const struct vnet *n);
 

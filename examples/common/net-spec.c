@@ -50,6 +50,11 @@ static int parse_key(char *k, char *v, struct cli_net *n, char *err, size_t errl
 		n->cfg.tap = v;
 	} else if (!strcmp(k, "fd")) {
 		return parse_fds(v, n, err, errlen);
+	} else if (!strcmp(k, "stream")) {
+		if (!*v || strlen(v) > 107)
+			return errf(err, errlen, "--net: stream socket path must be "
+				    "1..107 bytes");
+		n->cfg.stream = v;
 	} else if (!strcmp(k, "mac")) {
 		if (cli_parse_mac(v, n->cfg.mac))
 			return errf(err, errlen, "--net: mac must be a unicast "
@@ -98,8 +103,11 @@ int cli_parse_net(const char *spec, struct cli_net *n, char *err, size_t errlen)
 		if (parse_key(t, eq + 1, n, err, errlen))
 			return -1;
 	}
-	if (!n->cfg.tap == !n->cfg.fds)
-		return errf(err, errlen, "--net needs one of tap=NAME or fd=N[:N...]");
+	if ((n->cfg.tap != NULL) + (n->cfg.fds != NULL) + (n->cfg.stream != NULL) != 1)
+		return errf(err, errlen, "--net needs one of tap=NAME, fd=N[:N...] "
+			    "or stream=PATH");
+	if (n->cfg.stream && n->cfg.queue_pairs > 1)
+		return errf(err, errlen, "--net: stream= is one socket, one queue pair");
 	if (n->cfg.fds && n->cfg.queue_pairs && n->cfg.queue_pairs != n->cfg.nr_fds)
 		return errf(err, errlen, "--net: fd= gives one queue pair per fd");
 	return 0;

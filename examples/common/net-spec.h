@@ -10,14 +10,15 @@
 #define CLI_MAX_NETS VMM_MAX_NETS
 
 struct cli_net {
-	struct vmm_net_config cfg; /* tap points into spec, fds into fds */
+	struct vmm_net_config cfg; /* tap, stream point into spec, fds into fds */
 	char *spec;		   /* owned copy of the argument */
 	int fds[VMM_MAX_NET_PAIRS];
 };
 
 /* "tap=NAME[,mac=MAC][,queue-pairs=N][,queue-size=N][,mtu=N]" or
  * "fd=N[:N...][,mac=MAC][,queue-size=N][,mtu=N]", either with
- * [,vhost=on|off] (VMM_NET_VHOST).  0, or -1 with a reason
+ * [,vhost=on|off] (VMM_NET_VHOST), or
+ * "stream=PATH[,mac=MAC][,queue-size=N][,mtu=N]" (passt's socket).  0, or -1 with a reason
  * in @err; free n->spec either way. */
 int cli_parse_net(const char *spec, struct cli_net *n, char *err, size_t errlen);
 /* "aa:bb:cc:dd:ee:ff", unicast.  0 or -1. */

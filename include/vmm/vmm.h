@@ -435,8 +435,10 @@ int vmm_add_port(struct vmm *vm, const struct vmm_port_config *cfg,
  * A virtio-net NIC on a tap: by name (opened, or created when the process
  * may, with IFF_TAP | IFF_NO_PI | IFF_VNET_HDR | IFF_MULTI_QUEUE, one
  * queue file per pair) or as inherited tap files (the same flags, one
- * per pair).  Offloads (checksum, TSO4/6, ECN) follow what the guest
- * accepts; MTU, link always up, MQ with a control queue, MRG_RXBUF,
+ * per pair), or on a Unix stream socket in passt's framing (@stream
+ * below).  Offloads (checksum, TSO4/6, ECN; a tap only) follow what the
+ * guest accepts; MTU, link up (down for good once a stream's peer goes),
+ * MQ with a control queue, MRG_RXBUF,
  * EVENT_IDX.  Pair i is served by I/O thread i mod nr_vcpus, the control
  * queue by thread 0.  Zero-initialise, set struct_size, fill.
  */
@@ -455,9 +457,11 @@ int vmm_add_port(struct vmm *vm, const struct vmm_port_config *cfg,
  * interrupts are the kernel's: the tap's own counters).  Default off.
  */
 #define VMM_NET_VHOST (1u << 0)
+#define VMM_NET_STREAM (1u << 1) /* @fds are connected Unix stream sockets
+				    (one per pair), not taps: see @stream */
 struct vmm_net_config {
 	uint32_t struct_size; /* = sizeof(struct vmm_net_config) */
-	uint32_t flags;	      /* 0 or VMM_NET_VHOST */
+	uint32_t flags;	      /* 0, VMM_NET_VHOST (taps only) or VMM_NET_STREAM */
 	const char *tap;      /* interface name (< 16 bytes), or NULL: @fds */
 	const int *fds;	      /* @nr_fds tap queue files, duplicated */
 	uint32_t nr_fds;      /* 1..VMM_MAX_NET_PAIRS with @fds */
@@ -468,6 +472,20 @@ struct vmm_net_config {
 				 VMM_MAX_NET_PAIRS; @fds: nr_fds (0 or equal) */
 	uint16_t queue_size;  /* 0 = 256; power of two, 4..1024 */
 	uint16_t mtu;	      /* 0 = 1500; 68..65535 (the guest's maximum) */
+	/*
+	 * Stream back end (passt, QEMU's "-netdev stream"): the path of a
+	 * Unix stream socket to connect to at vmm_start(), or NULL.  Each
+	 * frame on the wire is a 4-byte big-endian length and the Ethernet
+	 * frame (at most 65553 bytes), nothing else, so no checksum or TSO
+	 * offload is offered.  One socket is one queue pair (passt serves
+	 * one): queue_pairs 0 or 1.  Set instead of @tap and @fds, or give
+	 * connected sockets as @fds with VMM_NET_STREAM.  When the peer goes
+	 * away (end of file, an error, a frame length over the maximum) the
+	 * socket is shut down and the link goes down (VIRTIO_NET_S_LINK_UP
+	 * cleared, a configuration interrupt); the VM runs on.  The MAC is
+	 * derived from the path (or "stream") when zero.
+	 */
+	const char *stream;
 };
 
 /**
@@ -477,16 +495,19 @@ struct vmm_net_config {
  * @cfg:    configuration (see struct vmm_net_config)
  * @out_id: receives the NIC id (0, 1, ... in order of addition), or NULL
  *
- * vmm_start() opens the tap (-EPERM, -EBUSY, -ENOENT from the kernel:
- * logged), with VMM_NET_VHOST the vhost-net files (the same) and fails with -ENOSPC when the queues (2 x pairs + 1 per NIC)
+ * vmm_start() opens the tap or connects the stream socket, with
+ * VMM_NET_VHOST the vhost-net files (-EPERM, -EBUSY, -ENOENT,
+ * -ECONNREFUSED from the kernel: logged) and fails with -ENOSPC when the queues (2 x pairs + 1 per NIC)
  * do not fit in KVM's routes beside the disks' (VMM_MAX_QUEUES).  The tap
  * is read only while the guest has posted receive buffers: frames beyond
  * the tap's own queue are dropped by the kernel, never buffered here.
  *
  * Context: configuration.
  * Returns: 0 or
- *   -EINVAL  NULL @cfg, struct_size too small, a flag but VMM_NET_VHOST,
- *            neither or both of tap and fds, tap name too long, nr_fds or
+ *   -EINVAL  NULL @cfg, struct_size too small, unknown flag, not exactly
+ *            one of tap, fds and stream, VMM_NET_STREAM without fds,
+ *            VMM_NET_VHOST with a stream, stream with queue_pairs over 1
+ *            or a path over 107 bytes, tap name too long, nr_fds or
  *            queue_pairs over VMM_MAX_NET_PAIRS or not matching, a
  *            multicast @mac, queue_size not a power of two in 4..1024,
  *            mtu below 68

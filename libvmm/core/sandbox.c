@@ -171,6 +171,11 @@ static const struct rule io_rules[] = {
 	 * accepted and the pairs it enabled (TUNSETOFFLOAD, TUNSETQUEUE). */
 	{ SCMP_SYS(readv), ARG_ANY },
 	{ SCMP_SYS(writev), ARG_ANY },
+	/* virtio-net on a stream socket (devices/net/stream.c): frames sent
+	 * with MSG_DONTWAIT | MSG_NOSIGNAL only (read() is common), the
+	 * socket shut down when its peer breaks the framing or goes. */
+	{ SCMP_SYS(sendmsg), ARG_SENDMSG_NOWAIT },
+	{ SCMP_SYS(shutdown), ARG_ANY },
 };
 static const unsigned long io_ioctls[] = {
 	BLKDISCARD, BLKZEROOUT, KVM_SIGNAL_MSI, KVM_SET_GSI_ROUTING,

@@ -99,6 +99,7 @@ static void config_free(struct machine_config *c)
 	free(c->ports);
 	for (unsigned int i = 0; i < c->nr_nets; i++) {
 		free(c->nets[i].tap);
+		free(c->nets[i].stream);
 		for (unsigned int f = 0; c->nets[i].fds && f < c->nets[i].cfg.nr_fds; f++)
 			close(c->nets[i].fds[f]);
 		free(c->nets[i].fds);
@@ -404,14 +405,40 @@ out:
 	return ret;
 }
 
+/* @cfg as this library's struct: what the caller's struct_size covers,
+ * zero past it (an older caller has no stream field).  -EINVAL: too
+ * small. */
+static int net_config_in(const struct vmm_net_config *cfg,
+			 struct vmm_net_config *c)
+{
+	if (cfg->struct_size < offsetof(struct vmm_net_config, mtu) + sizeof(c->mtu))
+		return -EINVAL;
+	memset(c, 0, sizeof(*c));
+	memcpy(c, cfg, MIN((size_t)cfg->struct_size, sizeof(*c)));
+	return 0;
+}
+
+/* The stream back end's checks: one of a path or sockets as @fds. */
+static bool net_stream_ok(const struct vmm_net_config *c)
+{
+	if ((c->flags & VMM_NET_STREAM) && !c->fds)
+		return false;
+	if (!c->stream)
+		return true;
+	return !c->tap && !c->fds && c->stream[0] && strlen(c->stream) < 108 &&
+	       c->queue_pairs <= 1;
+}
+
 /* vmm_add_net()'s argument checks (vmm.h). */
 static bool net_config_ok(const struct vmm_net_config *c)
 {
 	uint16_t qs = c->queue_size;
 	static const uint8_t zero[6];
 
-	if (c->struct_size < offsetof(struct vmm_net_config, mtu) + sizeof(c->mtu) ||
-	    (c->flags & ~VMM_NET_VHOST) || !c->tap == !c->fds ||
+	if ((c->flags & ~(VMM_NET_VHOST | VMM_NET_STREAM)) || !net_stream_ok(c) ||
+	    (!c->stream && !c->tap == !c->fds) ||
+	    /* vhost-net needs taps: not a stream socket */
+	    ((c->flags & VMM_NET_VHOST) && (c->stream || (c->flags & VMM_NET_STREAM))) ||
 	    (c->tap && (!c->tap[0] || strlen(c->tap) >= 16)) ||
 	    (c->fds && (!c->nr_fds || c->nr_fds > VMM_MAX_NET_PAIRS ||
 			(c->queue_pairs && c->queue_pairs != c->nr_fds))) ||
@@ -427,9 +454,10 @@ static int net_config_copy(const struct vmm_net_config *cfg,
 			   struct machine_net_config *n)
 {
 	memcpy(&n->cfg, cfg, sizeof(n->cfg));
-	if (dup_str(cfg->tap, &n->tap))
+	if (dup_str(cfg->tap, &n->tap) || dup_str(cfg->stream, &n->stream))
 		return -ENOMEM;
 	n->cfg.tap = n->tap;
+	n->cfg.stream = n->stream;
 	if (!cfg->fds)
 		return 0;
 	n->fds = malloc(cfg->nr_fds * sizeof(*n->fds));
@@ -453,10 +481,12 @@ int vmm_add_net(struct vmm *vm, const struct vmm_net_config *cfg,
 		unsigned int *out_id)
 {
 	struct machine_net_config n = { 0 }, *a;
+	struct vmm_net_config c;
 	int ret;
 
-	if (!cfg || !net_config_ok(cfg))
+	if (!cfg || net_config_in(cfg, &c) || !net_config_ok(&c))
 		return -EINVAL;
+	cfg = &c;
 	ret = vm_lock_config(vm);
 	if (ret)
 		return ret;
@@ -471,6 +501,7 @@ int vmm_add_net(struct vmm *vm, const struct vmm_net_config *cfg,
 	a = ret ? NULL : realloc(vm->config->nets, (vm->config->nr_nets + 1) * sizeof(*a));
 	if (!a) {
 		free(n.tap);
+		free(n.stream);
 		for (unsigned int i = 0; n.fds && i < cfg->nr_fds; i++)
 			close(n.fds[i]);
 		free(n.fds);

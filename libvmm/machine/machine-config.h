@@ -31,6 +31,7 @@ struct machine_net_config {
 	struct vmm_net_config cfg; /* tap/fds point into the copies below */
 	char *tap;
 	int *fds;		   /* cfg.nr_fds, or NULL */
+	char *stream;		   /* cfg.stream's copy, or NULL */
 };
 
 /* A virtio-fs device as configured through vmm_add_fs() (copied strings). */

@@ -15,6 +15,8 @@
 #include "machine-int.h"
 #include "pci-params.h"
 #include "machine.h"
+#include "net/net-backend.h"
+#include "net/stream.h"
 #include "net/tap.h"
 #include "net/vhost-net.h"
 #include "net/virtio-net.h"
@@ -85,6 +87,60 @@ static int net_open_vhost(struct vmm *vm, unsigned int id, unsigned int pairs,
 	return ret;
 }
 
+/* The stream back end's sockets: the path connected, or dups of the
+ * connected sockets given. */
+static int net_open_stream(const struct vmm_net_config *c, unsigned int id,
+			   unsigned int pairs, int *fds)
+{
+	int ret;
+
+	if (c->stream) {
+		ret = nstream_connect(c->stream, &fds[0]);
+		if (ret)
+			vmm_err("net %u: cannot connect to stream socket %s: %s", id,
+				c->stream, strerror(-ret));
+		return ret;
+	}
+	for (unsigned int i = 0; i < pairs; i++) {
+		ret = nstream_adopt(c->fds[i]);
+		fds[i] = ret ? -1 : fcntl(c->fds[i], F_DUPFD_CLOEXEC, 0);
+		if (fds[i] < 0) {
+			vmm_err("net %u: fd %d is not a connected stream socket", id,
+				c->fds[i]);
+			while (i--)
+				close(fds[i]);
+			return ret ? ret : -EBADF;
+		}
+	}
+	return 0;
+}
+
+static bool net_is_stream(const struct vmm_net_config *c)
+{
+	return c->stream || (c->flags & VMM_NET_STREAM);
+}
+
+/* The back end lost its peer: the driver reads the link status again.
+ * Context: the pair's I/O thread (the transport exists by then: queues
+ * are served only after DRIVER_OK). */
+static void net_link_changed(void *opaque)
+{
+	struct machine_device *d = opaque;
+
+	vpci_config_changed(d->transport);
+}
+
+/* The interface's name, the stream's path, or "netN": for messages and
+ * the derived MAC. */
+static void net_name(const struct vmm_net_config *c, unsigned int id, int fd,
+		     char *name, size_t len)
+{
+	if (c->stream)
+		snprintf(name, len, "%s", c->stream);
+	else if (net_is_stream(c) || tap_ifname(fd, name))
+		snprintf(name, len, "net%u", id);
+}
+
 static int net_create(struct vmm *vm, struct machine *m, struct machine_device *d)
 {
 	const struct vmm_net_config *c = &vm->config->nets[d->id].cfg;
@@ -97,14 +153,15 @@ static int net_create(struct vmm *vm, struct machine *m, struct machine_device *
 		.iothreads = m->iothreads,
 		.nr_iothreads = m->nr_iothreads,
 	};
-	int fds[VMM_MAX_NET_PAIRS], vfds[VMM_MAX_NET_PAIRS];
+	int fds[VMM_MAX_NET_PAIRS] = { -1 }, vfds[VMM_MAX_NET_PAIRS];
 	bool vhost = c->flags & VMM_NET_VHOST;
-	char name[16];
+	char name[112];
 	struct virtio_device vd;
 	struct virtio_net *dev;
 	int ret;
 
-	ret = net_open_tap(c, d->id, pairs, fds);
+	ret = net_is_stream(c) ? net_open_stream(c, d->id, pairs, fds) :
+				 net_open_tap(c, d->id, pairs, fds);
 	if (!ret && vhost) {
 		ret = net_open_vhost(vm, d->id, pairs, vfds, &np.vhost_features);
 		for (unsigned int i = 0; ret && i < pairs; i++)
@@ -113,8 +170,12 @@ static int net_create(struct vmm *vm, struct machine *m, struct machine_device *
 	}
 	if (ret)
 		return ret;
-	if (tap_ifname(fds[0], name))
-		snprintf(name, sizeof(name), "net%u", d->id);
+	net_name(c, d->id, fds[0], name, sizeof(name));
+	if (net_is_stream(c)) {
+		np.backend = &net_stream_backend;
+		np.link_changed = net_link_changed;
+		np.link_opaque = d;
+	}
 	memcpy(np.net.mac, c->mac, 6);
 	if (!memcmp(c->mac, zero, 6))
 		vnet_mac_derive(net_name_seed(name), d->id, np.net.mac);
@@ -138,8 +199,9 @@ static int net_create(struct vmm *vm, struct machine *m, struct machine_device *
 			strerror(-ret));
 		return ret;
 	}
-	vmm_info("net %u: tap %s, %u queue pairs of %u%s, mac "
-		 "%02x:%02x:%02x:%02x:%02x:%02x", d->id, name, pairs,
+	vmm_info("net %u: %s %s, %u queue pairs of %u%s, mac "
+		 "%02x:%02x:%02x:%02x:%02x:%02x", d->id,
+		 net_is_stream(c) ? "stream" : "tap", name, pairs,
 		 tp.max_queue_size, vhost ? " on vhost-net" : "", np.net.mac[0], np.net.mac[1], np.net.mac[2],
 		 np.net.mac[3], np.net.mac[4], np.net.mac[5]);
 	return 0;

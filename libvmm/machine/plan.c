@@ -62,6 +62,8 @@ unsigned int plan_net_pairs(const struct vmm_net_config *c, unsigned int nr_vcpu
 {
 	if (c->fds)
 		return c->nr_fds;
+	if (c->stream) /* one socket, one pair */
+		return 1;
 	if (c->queue_pairs)
 		return c->queue_pairs;
 	return MAX(1u, MIN(nr_vcpus, (unsigned int)VMM_MAX_NET_PAIRS));

@@ -42,6 +42,7 @@ int fuzz_oci_state(const uint8_t *data, size_t size);
 int fuzz_oci_cli(const uint8_t *data, size_t size);
 int fuzz_blkd_cli(const uint8_t *data, size_t size);
 int fuzz_net(const uint8_t *data, size_t size);
+int fuzz_net_stream(const uint8_t *data, size_t size);
 int fuzz_api_request(const uint8_t *data, size_t size);
 int fuzz_vsock(const uint8_t *data, size_t size);
 

@@ -54,6 +54,17 @@ START_TEST(fd_form)
 }
 END_TEST
 
+START_TEST(stream_form)
+{
+	ck_assert_int_eq(parse("stream=/run/user/1000/passt.socket,mac=02:00:00:00:00:02,"
+			       "queue-pairs=1", NULL), 0);
+	ck_assert_str_eq(o.nets[0].cfg.stream, "/run/user/1000/passt.socket");
+	ck_assert_ptr_null(o.nets[0].cfg.tap);
+	ck_assert_ptr_null(o.nets[0].cfg.fds);
+	ck_assert_uint_eq(o.nets[0].cfg.mac[5], 2);
+}
+END_TEST
+
 START_TEST(refused)
 {
 	static const char *const bad[] = {
@@ -64,6 +75,7 @@ START_TEST(refused)
 		"tap=t,queue-pairs=65", "tap=t,queue-size=100", "tap=t,queue-size=2",
 		"tap=t,mtu=67", "tap=t,speed=10", "fd=3:4,queue-pairs=3",
 		"tap=t,vhost=", "tap=t,vhost=1", "tap=t,vhost=auto",
+		"stream=", "stream=/s,tap=t", "stream=/s,fd=3", "stream=/s,queue-pairs=2",
 	};
 
 	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -82,6 +94,7 @@ static Suite *suite(void)
 	tcase_add_checked_fixture(tc, NULL, teardown);
 	tcase_add_test(tc, tap_forms);
 	tcase_add_test(tc, fd_form);
+	tcase_add_test(tc, stream_form);
 	tcase_add_test(tc, refused);
 	suite_add_tcase(s, tc);
 	return s;

@@ -141,6 +141,12 @@ START_TEST(net)
 }
 END_TEST
 
+START_TEST(net_stream)
+{
+	replay("fuzz_net_stream", fuzz_net_stream);
+}
+END_TEST
+
 START_TEST(vcon)
 {
 	replay("fuzz_vcon", fuzz_vcon);
@@ -240,6 +246,7 @@ int main(void)
 	tcase_add_test(tc, vhost_user);
 	tcase_add_test(tc, vcon);
 	tcase_add_test(tc, net);
+	tcase_add_test(tc, net_stream);
 	tcase_add_test(tc, vsock);
 	tcase_add_test(tc, oci_proto);
 	tcase_add_test(tc, oci_init_config);
