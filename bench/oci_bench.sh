@@ -62,7 +62,7 @@ else
 			b=$tmp/b$mb-$ro
 			mkdir -p "$b"
 			[[ -d $tmp/t$mb ]] || gen_tree "$tmp/t$mb" "$mb"
-			printf '{"ociVersion":"1.0.2","process":{"args":["true"]},"root":{"path":"%s","readonly":%s}}\n' \
+			printf '{"ociVersion":"1.0.2","process":{"args":["true"]},"root":{"path":"%s","readonly":%s},"linux":{"namespaces":[{"type":"network"}]}}\n' \
 				"$tmp/t$mb" "$ro" >"$b/config.json"
 			# The image goes where the runtime puts it: /run, a tmpfs.
 			"$build/bench/oci_image_bench" "$b" "$imgdir/img" "$rounds" |

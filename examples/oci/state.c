@@ -192,9 +192,37 @@ static int rm_one(const char *path, const struct stat *sb, int flag,
 	return unlink(path) && errno != ENOENT ? -1 : 0;
 }
 
+/* The device of the directory being removed (nftw has no context
+ * argument; the callers are single-threaded commands). */
+static dev_t rm_dev;
+
+/* A directory on another device below it is a mount point: refuse. */
+static int mount_below(const char *path, const struct stat *sb, int flag,
+		       struct FTW *ftw)
+{
+	(void)path;
+	(void)ftw;
+	return flag == FTW_D && sb->st_dev != rm_dev ? 1 : 0;
+}
+
+/*
+ * Directories only are compared: on overlayfs (a container host's /run
+ * or /tmp may be one) a file's st_dev is its layer's, not the overlay's,
+ * so nftw's FTW_MOUNT would skip every file and the rmdir would fail.
+ * Nothing is removed when a mount point is found below @dir.
+ */
 int oci_state_remove(const char *dir)
 {
-	if (nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) && errno != ENOENT)
+	struct stat sb;
+	int r;
+
+	if (lstat(dir, &sb))
+		return errno == ENOENT ? 0 : -errno;
+	rm_dev = sb.st_dev;
+	r = nftw(dir, mount_below, 16, FTW_PHYS);
+	if (r)
+		return r > 0 ? -EBUSY : -errno;
+	if (nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS) && errno != ENOENT)
 		return -errno;
 	return 0;
 }
