@@ -104,3 +104,20 @@ int oci_ctl_request(const char *dir, const char *req, char *ans, size_t len,
 		ret = -EIO;
 	return ret;
 }
+
+int oci_ctl_command(const char *dir, const char *id, const char *req, int timeout_ms)
+{
+	char ans[1024];
+	int ret = oci_ctl_request(dir, req, ans, sizeof(ans), timeout_ms);
+
+	if (ret) {
+		oci_err("container %s: its VMM process does not answer (%s)", id,
+			strerror(-ret));
+		return 1;
+	}
+	if (strcmp(ans, "ok")) {
+		oci_err("%s", !strncmp(ans, "error: ", 7) ? ans + 7 : ans);
+		return 1;
+	}
+	return 0;
+}

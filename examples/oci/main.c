@@ -381,9 +381,8 @@ static int load(const struct oci_cli *c, struct oci_state *st)
 static int cmd_start(const struct oci_cli *c)
 {
 	struct oci_state st;
-	char ans[1024], started[4200];
+	char started[4200];
 	enum oci_status s;
-	int ret;
 
 	if (load(c, &st))
 		return 1;
@@ -393,17 +392,8 @@ static int cmd_start(const struct oci_cli *c)
 		oci_err("cannot start a container that is %s", oci_status_name(s));
 		return 1;
 	}
-	ret = oci_ctl_request(st.dir, "start\n", ans, sizeof(ans),
-			      OCI_CTL_START_TIMEOUT_MS);
-	if (ret) {
-		oci_err("container %s: its VMM process does not answer (%s)", c->id,
-			strerror(-ret));
+	if (oci_ctl_command(st.dir, c->id, "start\n", OCI_CTL_START_TIMEOUT_MS))
 		return 1;
-	}
-	if (strcmp(ans, "ok")) {
-		oci_err("%s", !strncmp(ans, "error: ", 7) ? ans + 7 : ans);
-		return 1;
-	}
 	/* Running from now on: recorded once the process did start. */
 	snprintf(started, sizeof(started), "%s/started", st.dir);
 	if (oci_file_write_atomic(started, "")) {

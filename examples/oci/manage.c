@@ -27,7 +27,7 @@
 int oci_cmd_pause(const struct oci_cli *c, bool pause)
 {
 	enum oci_status want = pause ? OCI_RUNNING : OCI_PAUSED, s;
-	char ans[256], marker[4200];
+	char marker[4200];
 	struct oci_state st;
 	int ret = oci_state_read(c->root, c->id, &st);
 
@@ -43,17 +43,9 @@ int oci_cmd_pause(const struct oci_cli *c, bool pause)
 			c->id, oci_status_name(s));
 		return 1;
 	}
-	ret = oci_ctl_request(st.dir, pause ? "pause\n" : "resume\n", ans, sizeof(ans),
-			      OCI_CTL_SIGNAL_TIMEOUT_MS);
-	if (ret) {
-		oci_err("container %s: its VMM process does not answer (%s)", c->id,
-			strerror(-ret));
+	if (oci_ctl_command(st.dir, c->id, pause ? "pause\n" : "resume\n",
+			    OCI_CTL_SIGNAL_TIMEOUT_MS))
 		return 1;
-	}
-	if (strcmp(ans, "ok")) {
-		oci_err("%s", !strncmp(ans, "error: ", 7) ? ans + 7 : ans);
-		return 1;
-	}
 	snprintf(marker, sizeof(marker), "%s/paused", st.dir);
 	if (pause ? oci_file_write_atomic(marker, "") : unlink(marker) && errno != ENOENT) {
 		oci_err("%s: %s", marker, strerror(errno));

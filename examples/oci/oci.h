@@ -135,6 +135,9 @@ int oci_kernel_release(const char *kernel, char *out, size_t len);
 #define OCI_CTL_START_TIMEOUT_MS 300000
 int oci_ctl_request(const char *dir, const char *req, char *ans, size_t len,
 		    int timeout_ms);
+/* oci_ctl_request() for a command answered "ok" or "error: REASON":
+ * 0, or 1 with the reason (or the silence) reported through oci_err(). */
+int oci_ctl_command(const char *dir, const char *id, const char *req, int timeout_ms);
 
 /* ---- file.c ---- */
 /*
