@@ -264,3 +264,24 @@ int oci_cgroup_setup(const char *root, const struct oci_spec *spec, bool systemd
 	}
 	return 0;
 }
+
+int oci_cgroup_recorded(const char *state_dir, char *out, size_t len)
+{
+	char path[PATH_MAX + 16];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/cgroup", state_dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ENOENT;
+	n = read(fd, out, len - 1);
+	close(fd);
+	if (n <= 0)
+		return -ENOENT;
+	out[n] = 0;
+	/* Only a directory create made (below the hierarchy) is used. */
+	if (strncmp(out, OCI_CGROUP_ROOT "/", sizeof(OCI_CGROUP_ROOT)))
+		return -ENOENT;
+	return 0;
+}

@@ -53,6 +53,10 @@ int oci_cgroup_join(const char *dir, pid_t pid);
  * 0 (also when it does not exist) or -errno. */
 int oci_cgroup_remove(const char *dir);
 
+/* The cgroup create recorded in @state_dir (its "cgroup" file) into
+ * @out: 0, or -ENOENT (none, or not below OCI_CGROUP_ROOT). */
+int oci_cgroup_recorded(const char *state_dir, char *out, size_t len);
+
 struct oci_spec;
 /*
  * create's part: the cgroup for @spec's linux.cgroupsPath below @root

@@ -469,21 +469,11 @@ static int cmd_kill(const struct oci_cli *c)
 /* The container's cgroup (ROOT/ID/cgroup names it), its VMM gone. */
 static void remove_cgroup(const char *dir)
 {
-	char path[4200], cg[PATH_MAX];
-	ssize_t n;
-	int fd, ret;
+	char cg[PATH_MAX];
+	int ret;
 
-	snprintf(path, sizeof(path), "%s/cgroup", dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (oci_cgroup_recorded(dir, cg, sizeof(cg)))
 		return;
-	n = read(fd, cg, sizeof(cg) - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	cg[n] = 0;
-	if (strncmp(cg, OCI_CGROUP_ROOT "/", sizeof(OCI_CGROUP_ROOT)))
-		return; /* not one create made */
 	if ((ret = oci_cgroup_remove(cg)))
 		oci_warn("removing cgroup %s: %s", cg, strerror(-ret));
 }

@@ -148,12 +148,11 @@ int oci_update_cgroup(const char *cgdir, const struct oci_spec *r, char *err, si
 
 int oci_cmd_update(const struct oci_cli *c)
 {
-	char path[4200], cg[PATH_MAX], err[1024];
+	char cg[PATH_MAX], err[1024];
 	struct oci_state st;
 	struct oci_spec r;
 	enum oci_status s;
-	ssize_t n;
-	int fd, ret = oci_state_read(c->root, c->id, &st);
+	int ret = oci_state_read(c->root, c->id, &st);
 
 	if (ret) {
 		oci_err("container %s %s", c->id,
@@ -166,17 +165,11 @@ int oci_cmd_update(const struct oci_cli *c)
 		oci_err("cannot update container %s: it is stopped", c->id);
 		return 1;
 	}
-	snprintf(path, sizeof(path), "%s/cgroup", st.dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	n = fd >= 0 ? read(fd, cg, sizeof(cg) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0) {
+	if (oci_cgroup_recorded(st.dir, cg, sizeof(cg))) {
 		oci_err("cannot update container %s: it has no cgroup (no "
 			"linux.cgroupsPath at create, or no cgroup v2 hierarchy)", c->id);
 		return 1;
 	}
-	cg[n] = 0;
 	ret = oci_update_resources(c, &r, err, sizeof(err)) ||
 	      oci_update_cgroup(cg, &r, err, sizeof(err));
 	spec_free(&r);

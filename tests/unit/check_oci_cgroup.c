@@ -11,7 +11,8 @@
  *    memory.max = guest RAM + the VMM's overhead, cpu.max from the quota,
  *    the cpuset, and no pids.max;
  *  - join writes the pid to cgroup.procs; remove is quiet for a directory
- *    that is gone.
+ *    that is gone; the path create recorded is read back only when it is
+ *    below the hierarchy.
  */
 #include <check.h>
 #include <errno.h>
@@ -111,7 +112,7 @@ static void touch(const char *dir, const char *file)
 START_TEST(test_setup)
 {
 	struct oci_spec spec = { 0 };
-	char dir[PATH_MAX], err[256], v[64], cg[PATH_MAX];
+	char dir[PATH_MAX], err[256], v[64], cg[PATH_MAX], rec[PATH_MAX];
 
 	/* No cgroupsPath: nothing. */
 	ck_assert_int_eq(oci_cgroup_setup(R, &spec, false, 256 << 20, dir, sizeof(dir), err,
@@ -175,6 +176,16 @@ START_TEST(test_setup)
 	ck_assert_int_eq(oci_cgroup_create(R, "/tmp", &(struct oci_cgroup_limits){ 0 }, err,
 					   sizeof(err)), -1);
 	ck_assert_int_eq(oci_cgroup_remove("/nonexistent/cgroup"), 0);
+
+	/* What create recorded for delete and update: only a path below
+	 * the hierarchy counts. */
+	ck_assert_int_eq(oci_cgroup_recorded(R, cg, sizeof(cg)), -ENOENT);
+	snprintf(rec, sizeof(rec), "%s/cgroup", R);
+	ck_assert_int_eq(oci_file_write_atomic(rec, "/sys/fs/cgroup/pod/c3"), 0);
+	ck_assert_int_eq(oci_cgroup_recorded(R, cg, sizeof(cg)), 0);
+	ck_assert_str_eq(cg, "/sys/fs/cgroup/pod/c3");
+	ck_assert_int_eq(oci_file_write_atomic(rec, "/etc"), 0);
+	ck_assert_int_eq(oci_cgroup_recorded(R, cg, sizeof(cg)), -ENOENT);
 }
 END_TEST
 
