@@ -650,7 +650,8 @@ struct vmm_vsock_stats {
 	uint64_t connections;	   /* established since vmm_start() */
 	uint64_t refused;	   /* host clients and guest requests refused
 				      (nobody listening, bad CONNECT line,
-				      limit reached) */
+				      limit reached), set-ups reclaimed
+				      after 5 s unfinished */
 	uint64_t bytes_to_guest, bytes_from_guest; /* stream payload */
 	uint64_t packets_to_guest, packets_from_guest;
 	uint64_t resets;	   /* RSTs sent to the guest */
