@@ -43,7 +43,7 @@ static void teardown(void)
 
 static void past_timeout(void)
 {
-	struct timespec ts = { 0, (long)(TIMEOUT_MS + 50) * 1000000L };
+	struct timespec ts = { (TIMEOUT_MS + 50) / 1000, (long)((TIMEOUT_MS + 50) % 1000) * 1000000L };
 
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
