@@ -44,139 +44,124 @@ bool machine_rate_any(const struct vmm_rate_limit *r)
 	return r->bw || r->ops;
 }
 
-/* The machine's device @id of kind @ops while it has one, else NULL.
+/* The configuration's record of disk or NIC @id, or NULL (no such id).
  * Context: under vm->lock. */
-static void *rate_device(struct vmm *vm, const struct machine_device_ops *ops,
-			 unsigned int id)
+static struct vmm_rate_limit *rate_slot(struct vmm *vm, bool net, unsigned int id)
 {
+	struct machine_config *c = vm->config;
+
+	if (net)
+		return id < c->nr_nets ? &c->nets[id].rate : NULL;
+	return id < c->nr_disks ? &c->disks[id].rate : NULL;
+}
+
+/* The limiters of the machine's disk or NIC @id while it has the device
+ * (a NIC's RX and TX); returns how many.  Context: under vm->lock. */
+static unsigned int rate_limiters(struct vmm *vm, bool net, unsigned int id,
+				  struct ratelimit *out[2])
+{
+	const struct machine_device_ops *ops = net ? &machine_net_ops : &machine_disk_ops;
 	struct machine *m = vm->machine;
 
-	for (unsigned int i = 0; m && i < m->nr_devs; i++)
-		if (m->devs[i].ops == ops && m->devs[i].id == id)
-			return m->devs[i].dev;
-	return NULL;
+	for (unsigned int i = 0; m && i < m->nr_devs; i++) {
+		void *dev = m->devs[i].dev;
+
+		if (m->devs[i].ops != ops || m->devs[i].id != id || !dev)
+			continue;
+		if (!net) {
+			out[0] = virtio_blk_ratelimit(dev);
+			return 1;
+		}
+		out[0] = virtio_net_ratelimit(dev, false);
+		out[1] = virtio_net_ratelimit(dev, true);
+		return 2;
+	}
+	return 0;
+}
+
+static int rate_set(struct vmm *vm, bool net, unsigned int id,
+		    const struct vmm_rate_limit *rl)
+{
+	struct vmm_rate_limit c, *slot;
+	struct ratelimit *l[2];
+	struct ratelimit_cfg rc;
+	int ret = 0;
+
+	if (!vm || !rl || machine_rate_in(rl, &c))
+		return -EINVAL;
+	machine_rate_cfg(&c, &rc);
+	pthread_mutex_lock(&vm->lock);
+	slot = rate_slot(vm, net, id);
+	if (!slot) {
+		ret = -ENOENT;
+	} else if (net && (vm->config->nets[id].cfg.flags & VMM_NET_VHOST)) {
+		ret = -EOPNOTSUPP;
+	} else {
+		*slot = c;
+		for (unsigned int i = rate_limiters(vm, net, id, l); i--;)
+			ratelimit_set(l[i], &rc);
+	}
+	pthread_mutex_unlock(&vm->lock);
+	return ret;
 }
 
 int vmm_set_disk_rate_limit(struct vmm *vm, unsigned int id,
 			    const struct vmm_rate_limit *rl)
 {
-	struct vmm_rate_limit c;
-	struct ratelimit_cfg rc;
-	struct virtio_blk *dev;
-	int ret = 0;
-
-	if (!vm || !rl || machine_rate_in(rl, &c))
-		return -EINVAL;
-	machine_rate_cfg(&c, &rc);
-	pthread_mutex_lock(&vm->lock);
-	if (id >= vm->config->nr_disks) {
-		ret = -ENOENT;
-	} else {
-		vm->config->disks[id].rate = c;
-		dev = rate_device(vm, &machine_disk_ops, id);
-		if (dev)
-			ratelimit_set(virtio_blk_ratelimit(dev), &rc);
-	}
-	pthread_mutex_unlock(&vm->lock);
-	return ret;
+	return rate_set(vm, false, id, rl);
 }
 
 int vmm_set_net_rate_limit(struct vmm *vm, unsigned int id,
 			   const struct vmm_rate_limit *rl)
 {
-	struct vmm_rate_limit c;
-	struct ratelimit_cfg rc;
-	struct virtio_net *dev;
-	int ret = 0;
-
-	if (!vm || !rl || machine_rate_in(rl, &c))
-		return -EINVAL;
-	machine_rate_cfg(&c, &rc);
-	pthread_mutex_lock(&vm->lock);
-	if (id >= vm->config->nr_nets) {
-		ret = -ENOENT;
-	} else if (vm->config->nets[id].cfg.flags & VMM_NET_VHOST) {
-		ret = -EOPNOTSUPP;
-	} else {
-		vm->config->nets[id].rate = c;
-		dev = rate_device(vm, &machine_net_ops, id);
-		if (dev) {
-			ratelimit_set(virtio_net_ratelimit(dev, false), &rc);
-			ratelimit_set(virtio_net_ratelimit(dev, true), &rc);
-		}
-	}
-	pthread_mutex_unlock(&vm->lock);
-	return ret;
+	return rate_set(vm, true, id, rl);
 }
 
 #define RATE_STATS_SIZE_VER0 56u
 _Static_assert(sizeof(struct vmm_rate_stats) == RATE_STATS_SIZE_VER0,
 	       "the published layout of struct vmm_rate_stats");
 
-/* Fill what fits of @full (limits set, counters added) into @st. */
-static void rate_stats_out(struct vmm_rate_stats *st, struct vmm_rate_stats *full,
-			   const struct vmm_rate_limit *r)
+/* The limits in force and the limiters' counters, what fits into @st. */
+static int rate_get(struct vmm *vm, bool net, unsigned int id,
+		    struct vmm_rate_stats *st)
 {
-	uint32_t n = st->struct_size < sizeof(*full) ? st->struct_size :
-						       (uint32_t)sizeof(*full);
+	struct vmm_rate_stats full = { 0 };
+	const struct vmm_rate_limit *r;
+	struct ratelimit *l[2];
+	uint32_t n;
 
-	full->struct_size = n;
-	full->bw = r->bw;
-	full->bw_burst = r->bw_burst;
-	full->ops = r->ops;
-	full->ops_burst = r->ops_burst;
-	memcpy(st, full, n);
-}
+	if (!vm || !st || st->struct_size < RATE_STATS_SIZE_VER0)
+		return -EINVAL;
+	pthread_mutex_lock(&vm->lock);
+	r = rate_slot(vm, net, id);
+	if (!r) {
+		pthread_mutex_unlock(&vm->lock);
+		return -ENOENT;
+	}
+	full = (struct vmm_rate_stats){ .bw = r->bw, .bw_burst = r->bw_burst,
+					.ops = r->ops, .ops_burst = r->ops_burst };
+	for (unsigned int i = rate_limiters(vm, net, id, l); i--;) {
+		uint64_t t, ns;
 
-static void rate_add(struct vmm_rate_stats *full, struct ratelimit *rl)
-{
-	uint64_t n, ns;
-
-	ratelimit_stats(rl, &n, &ns);
-	full->throttled += n;
-	full->throttled_ns += ns;
+		ratelimit_stats(l[i], &t, &ns);
+		full.throttled += t;
+		full.throttled_ns += ns;
+	}
+	pthread_mutex_unlock(&vm->lock);
+	n = st->struct_size < sizeof(full) ? st->struct_size : (uint32_t)sizeof(full);
+	full.struct_size = n;
+	memcpy(st, &full, n);
+	return 0;
 }
 
 int vmm_get_disk_rate_stats(struct vmm *vm, unsigned int id,
 			    struct vmm_rate_stats *st)
 {
-	struct vmm_rate_stats full = { 0 };
-	struct virtio_blk *dev;
-
-	if (!vm || !st || st->struct_size < RATE_STATS_SIZE_VER0)
-		return -EINVAL;
-	pthread_mutex_lock(&vm->lock);
-	if (id >= vm->config->nr_disks) {
-		pthread_mutex_unlock(&vm->lock);
-		return -ENOENT;
-	}
-	dev = rate_device(vm, &machine_disk_ops, id);
-	if (dev)
-		rate_add(&full, virtio_blk_ratelimit(dev));
-	rate_stats_out(st, &full, &vm->config->disks[id].rate);
-	pthread_mutex_unlock(&vm->lock);
-	return 0;
+	return rate_get(vm, false, id, st);
 }
 
 int vmm_get_net_rate_stats(struct vmm *vm, unsigned int id,
 			   struct vmm_rate_stats *st)
 {
-	struct vmm_rate_stats full = { 0 };
-	struct virtio_net *dev;
-
-	if (!vm || !st || st->struct_size < RATE_STATS_SIZE_VER0)
-		return -EINVAL;
-	pthread_mutex_lock(&vm->lock);
-	if (id >= vm->config->nr_nets) {
-		pthread_mutex_unlock(&vm->lock);
-		return -ENOENT;
-	}
-	dev = rate_device(vm, &machine_net_ops, id);
-	if (dev) {
-		rate_add(&full, virtio_net_ratelimit(dev, false));
-		rate_add(&full, virtio_net_ratelimit(dev, true));
-	}
-	rate_stats_out(st, &full, &vm->config->nets[id].rate);
-	pthread_mutex_unlock(&vm->lock);
-	return 0;
+	return rate_get(vm, true, id, st);
 }
