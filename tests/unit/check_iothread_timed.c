@@ -105,8 +105,10 @@ START_TEST(undefer_cancels)
 	struct timed t = { .h = { .fn = timed_fn, .opaque = &t } };
 	struct timed u = { .h = { .fn = timed_fn, .opaque = &u } };
 
-	t.when = now() + 10 * MS;
-	u.when = now() + 40 * MS;
+	/* t far enough out that it cannot run before the undefer, however
+	 * slowly this host runs the calls; u proves the thread waits on. */
+	t.when = now() + 3600 * 1000 * MS;
+	u.when = now() + 20 * MS;
 	ck_assert_int_eq(iothread_call_sync(io, do_defer, &t), 0);
 	ck_assert_int_eq(iothread_call_sync(io, do_defer, &u), 0);
 	ck_assert_int_eq(iothread_call_sync(io, do_undefer, &t), 0);
