@@ -18,7 +18,7 @@
 
 #include "api.h"
 #include "rate-spec.h"
-#include "stats.h"
+#include "vm-stats.h"
 
 struct api_server {
 	int fd;
