@@ -1,5 +1,5 @@
 #!/bin/bash
-# seccomp.sh MINIVMM KERNEL INITRD TOOLS NR_CPUS [NR_DISKS]
+# seccomp.sh MINIVMM KERNEL INITRD TOOLS NR_CPUS [NR_DISKS [net]]
 # minivmm confines its threads by default (VMM_SECCOMP_KILL), with default
 # queues (one per vCPU on every disk): with NR_CPUS vCPUs the guest runs
 # fio crc32c verify from every CPU on a multi-queue data disk (the blk-mq
@@ -9,14 +9,29 @@
 # runs the host side reads /proc/PID/task/*/status: every vmm-vcpuN and
 # vmm-ioN thread (and the console thread and the main thread, which minivmm
 # confines with the control list after vmm_start) is in seccomp filter
-# mode (Seccomp: 2) with no_new_privs set.
+# mode (Seccomp: 2) with no_new_privs set.  With "net": also a NIC with
+# default queue pairs (one per vCPU, on the same I/O threads) on a tap in a
+# network namespace this test makes (198.18.0.1/24), which the guest pings.
 # Run at 2 vCPUs and at 32 (issue 13: --smp 8+ was killed by SIGSYS when a
 # confined I/O thread made glibc open /sys/devices/system/cpu/online).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 e2e_require_kvm
 
-vmm=$1 kernel=$2 initrd=$3 tools=$4 n=$5 nd=${6:-0}
+vmm=$1 kernel=$2 initrd=$3 tools=$4 n=$5 nd=${6:-0} withnet=${7:-}
+net=()
+if [[ $withnet == net ]]; then
+	if [[ -z "${SECCOMP_NETNS:-}" ]]; then
+		command -v unshare >/dev/null && command -v ip >/dev/null ||
+			e2e_fail "needs unshare (util-linux) and ip (iproute2)"
+		SECCOMP_NETNS=1 exec unshare --net -- "$0" "$@"
+	fi
+	ip link set lo up
+	ip tuntap add dev vmtap0 mode tap multi_queue vnet_hdr
+	ip addr add 198.18.0.1/24 dev vmtap0
+	ip link set vmtap0 up
+	net=(--net tap=vmtap0)
+fi
 dir=$(mktemp -d "${RIG_SCRATCH:-/var/tmp}/seccomp.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 img=$dir/data.img
@@ -45,8 +60,8 @@ rr=$((n <= 4 ? 1 : 0))
 {
 	E2E_VMM_TIMEOUT=$timeout e2e_run_vmm "$dir/log" -- "$vmm" --smp "$n" --mem 1G \
 		--kernel "$kernel" --initrd "$initrd" --disk "path=$img,serial=data" \
-		--disk "path=$tools,ro=on,serial=tools" "${extra[@]}" --stats \
-		--append "quiet guest.run=blk-scale guest.queues=$n guest.token=$token guest.runtime=2 guest.randread=$rr guest.limits=$rr guest.verify_mb=$mb guest.disks=$nd"
+		--disk "path=$tools,ro=on,serial=tools" "${extra[@]}" "${net[@]}" --stats \
+		--append "quiet guest.net=$((${#net[@]} > 0)) guest.run=blk-scale guest.queues=$n guest.token=$token guest.runtime=2 guest.randread=$rr guest.limits=$rr guest.verify_mb=$mb guest.disks=$nd"
 	echo "$E2E_RC" >"$dir/rc"
 } &
 runner=$!
@@ -101,4 +116,10 @@ if grep -E '^vmm-' "$snap" | grep -v 'seccomp=2 nnp=1$'; then
 	e2e_fail "a VMM thread is not confined"
 fi
 grep -q '^minivmm seccomp=2 nnp=1$' "$snap" || e2e_fail "the main (control) thread is not confined"
-echo "PASS: --smp $n, $((nd + 2)) disks: fio verify from $n CPUs under seccomp (KILL), $nv vCPU + $ni I/O threads + control thread in filter mode, nothing killed"
+nic=
+if ((${#net[@]})); then
+	grep -q "NET scale: eth0 with $n queue pairs, 3 ping replies" "$dir/log" ||
+		e2e_fail "the NIC did not carry the guest's pings on $n queue pairs"
+	nic=" and a NIC with $n queue pairs (pinged)"
+fi
+echo "PASS: --smp $n, $((nd + 2)) disks$nic: fio verify from $n CPUs under seccomp (KILL), $nv vCPU + $ni I/O threads + control thread in filter mode, nothing killed"
