@@ -521,7 +521,7 @@ void init_exec_accept(int lfd, pid_t main_pid, unsigned int *nservers)
 		if (pid == 0) {
 			/* Only the connection and the console: the init's
 			 * ports and signalfd are not the server's. */
-			if (dup2(c, 3) < 0)
+			if (dup2(c, 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC))
 				_exit(1);
 			close_range(4, ~0u, 0);
 			serve(3, main_pid);

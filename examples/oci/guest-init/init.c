@@ -24,6 +24,8 @@
  *     process with the spec's environment;
  *  4. forwards SIGNAL messages to the process, relays the terminal (-t)
  *     between the ports and a pty, applies RESIZE, reaps every child;
+ *  4a. once the process runs, serves `exec` and `ps` on vsock port
+ *     EXEC_PORT, each connection in a forked child (exec.h);
  *  5. when the process has exited, writes its status (exit code, or
  *     128 + signal) to the VMM's exit port (0xf4): the VM ends there.
  * Any failure before the process runs is reported as ERROR on minivmm.ctl
