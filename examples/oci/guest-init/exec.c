@@ -133,53 +133,48 @@ static int enter_container(pid_t main_pid)
 	return ret;
 }
 
-/* One "PID PPID UID STAT CMD" line for /proc/@name into @out. */
-static size_t ps_line(const char *name, char *out, size_t cap)
+/* /proc/@name/@file into @buf (NUL-terminated): its length, or 0. */
+static size_t proc_read(const char *name, const char *file, char *buf, size_t cap)
 {
-	char path[300], buf[1024], cmd[256] = "";
-	unsigned int uid = 0;
-	int ppid = 0, fd;
-	char state = '?', *rp;
+	char path[300];
 	ssize_t n;
+	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%s/stat", name);
+	snprintf(path, sizeof(path), "/proc/%s/%s", name, file);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
+	n = read(fd, buf, cap - 1);
 	close(fd);
-	if (n <= 0)
+	buf[n > 0 ? n : 0] = 0;
+	return n > 0 ? (size_t)n : 0;
+}
+
+/* One "PID PPID UID STAT CMD" line for /proc/@name into @out: CMD is the
+ * command line (NULs as spaces, control bytes as '?'), else [comm]. */
+static size_t ps_line(const char *name, char *out, size_t cap)
+{
+	char buf[1024], cmd[256];
+	unsigned int uid = 0;
+	char state = '?', *rp, *lp;
+	size_t n;
+	int ppid = 0;
+
+	if (!proc_read(name, "stat", buf, sizeof(buf)) || !(lp = strchr(buf, '(')) ||
+	    !(rp = strrchr(buf, ')')) || sscanf(rp + 1, " %c %d", &state, &ppid) != 2)
 		return 0;
-	buf[n] = 0;
-	rp = strrchr(buf, ')');
-	if (!rp || sscanf(rp + 1, " %c %d", &state, &ppid) != 2)
-		return 0;
-	snprintf(cmd, sizeof(cmd), "[%.*s]", (int)(rp - strchr(buf, '(') - 1),
-		 strchr(buf, '(') + 1);
-	snprintf(path, sizeof(path), "/proc/%s/cmdline", name);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
-		n = read(fd, buf, sizeof(cmd) - 1);
-		close(fd);
-		if (n > 0) {
-			for (ssize_t i = 0; i < n; i++)
-				cmd[i] = buf[i] ? buf[i] : ' ';
-			cmd[n] = 0;
-		}
+	snprintf(cmd, sizeof(cmd), "[%.*s]", (int)(rp - lp - 1), lp + 1);
+	if ((n = proc_read(name, "cmdline", buf, sizeof(cmd)))) {
+		for (size_t i = 0; i < n; i++)
+			cmd[i] = buf[i] ? buf[i] : ' ';
+		cmd[n] = 0;
 	}
 	for (char *c = cmd; *c; c++)
 		if ((unsigned char)*c < 0x20 || *c == 0x7f)
 			*c = '?';
-	snprintf(path, sizeof(path), "/proc/%s/status", name);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n > 0) {
-			buf[n] = 0;
-			if ((rp = strstr(buf, "\nUid:")))
-				sscanf(rp + 5, "%u", &uid);
-		}
-	}
-	n = snprintf(out, cap, "%s %d %u %c %s\n", name, ppid, uid, state, cmd);
-	return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+	if (proc_read(name, "status", buf, sizeof(buf)) && (rp = strstr(buf, "\nUid:")))
+		sscanf(rp + 5, "%u", &uid);
+	n = (size_t)snprintf(out, cap, "%s %d %u %c %s\n", name, ppid, uid, state, cmd);
+	return n < cap ? n : 0;
 }
 
 static void __attribute__((noreturn)) answer_ps(struct exec_outq *q, int conn)
