@@ -136,13 +136,16 @@ xt "file + namespaces"
 	"$(sed -n 3p "$W/xout2")" == 0 ]] &&
 	oci_ok "podman exec: sees the main process's file and its PID namespace (PID 1 is sleep 1000)" ||
 	oci_bad "podman exec file/namespace: $(head -c 300 "$W/xout2")"
-# A second exec while the first runs.
-"${P[@]}" exec untrapped sh -c 'touch /tmp/first-running; sleep 5; echo first-done' >"$W/xout3" 2>&1 &
+# A second exec while the first runs: the first ends only once the second
+# has run (or after 60 s).
+"${P[@]}" exec untrapped sh -c 'touch /tmp/first-running; i=0
+	while [ ! -e /tmp/second-ran ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+	[ -e /tmp/second-ran ] && echo first-done' >"$W/xout3" 2>&1 &
 bg=$!
 second=
 for _ in $(seq 60); do
-	if "${P[@]}" exec untrapped test -e /tmp/first-running 2>/dev/null; then
-		[[ -s "$W/xout3" ]] || second=while-first-runs
+	if "${P[@]}" exec untrapped sh -c 'test -e /tmp/first-running && touch /tmp/second-ran' 2>/dev/null; then
+		second=while-first-runs
 		break
 	fi
 	sleep 0.25
