@@ -410,8 +410,14 @@ static void relay_loop(struct relay *r)
 			return;
 		if (p[0].revents & (POLLIN | POLLHUP | POLLERR))
 			read_host(r);
-		if (p[1].revents || (r->eof_wanted && !r->plen))
+		if (p[1].revents || (r->eof_wanted && !r->plen)) {
 			write_stdin(r);
+			/* Frames that waited behind that stdin, already read. */
+			if (!r->plen && host_frames(r)) {
+				init_msg("exec: bad frame from the host: %s", r->rd.err);
+				r->host_gone = true;
+			}
+		}
 		if (p[2].revents)
 			read_output(r, r->pr.out, EXEC_MSG_STDOUT, &r->out_open);
 		if (p[3].revents)
