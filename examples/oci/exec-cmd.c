@@ -418,6 +418,10 @@ int oci_cmd_exec(const struct oci_cli *c, const struct oci_exec_hooks *h)
 	char err[1024];
 	pid_t child;
 
+	/* A closed stdio fd would be taken by the connection's socket. */
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) < 0)
+			return 1;
 	if (oci_state_read(c->root, c->id, &st)) {
 		oci_err("container %s does not exist", c->id);
 		return 1;
