@@ -25,7 +25,8 @@ enum oci_cmd {
 	OCI_CMD_UPDATE,
 	OCI_CMD_EXEC,
 	OCI_CMD_PS,
-	OCI_CMD_UNSUPPORTED, /* exec, ps, ...: a clear error */
+	OCI_CMD_EVENTS,
+	OCI_CMD_UNSUPPORTED, /* checkpoint, restore: a clear error */
 };
 
 #define OCI_CLI_MAX_ENV 256 /* exec --env: more is an error */
@@ -60,6 +61,8 @@ struct oci_cli {
 	bool tty;
 	char **exec_args;
 	unsigned int nexec_args;
+	bool stats;		 /* events --stats: one sample, then exit */
+	unsigned int interval_ms; /* events --interval (default 5 s) */
 };
 
 /*
