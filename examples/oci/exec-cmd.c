@@ -221,8 +221,9 @@ int oci_exec_relay(const struct oci_exec_io *io, char *why, size_t whylen)
 
 	if (!q)
 		return errf(why, whylen, "out of memory"), 255;
-	if (io->tty >= 0)
-		ioctl(io->tty, TIOCGWINSZ, &last);
+	last.ws_row = io->rows;
+	last.ws_col = io->cols;
+	put_resize(q, io->tty, &last);
 	if ((code = guest_frames(io, why, whylen)) >= 0 || code == -2)
 		goto out; /* frames that came with STARTED */
 	while (code == -1) {
@@ -454,6 +455,8 @@ int oci_cmd_exec(const struct oci_cli *c, const struct oci_exec_hooks *h)
 		if (!ioctl(io.tty, TIOCGWINSZ, &ws))
 			s.rows = ws.ws_row, s.cols = ws.ws_col;
 	}
+	io.rows = s.rows;
+	io.cols = s.cols;
 	exec_reader_init(&rd, EXEC_SIDE_HOST);
 	io.sigfd = forward_signals();
 	if ((io.conn = exec_connect(st.dir, err, sizeof(err))) < 0) {

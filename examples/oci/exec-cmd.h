@@ -29,7 +29,9 @@ struct oci_exec_hooks {
  * its EOF sent once; STDOUT/STDERR frames written (blocking) to @out and
  * @err; @sigfd's signals (a signalfd) forwarded as SIGNAL frames, and
  * SIGWINCH (or, without a controlling terminal, a size change polled
- * every OCI_EXEC_WINCH_POLL_MS) as RESIZE of @tty's size when @tty >= 0.
+ * every OCI_EXEC_WINCH_POLL_MS) as RESIZE of @tty's size when @tty >= 0;
+ * a size that differs from @rows x @cols already at the start (changed
+ * since the request) is sent at once.
  * @rd: the reader the request's answer came through (frames may already
  * wait in it).  Returns the process's status (code, or 128 + signal), or
  * 255 with the reason in @why when the connection broke or a frame was
@@ -39,6 +41,7 @@ struct oci_exec_hooks {
 struct oci_exec_io {
 	int conn, in, out, err, sigfd, tty;
 	bool tty_polled; /* no SIGWINCH comes: poll @tty's size */
+	unsigned short rows, cols; /* the size the request gave the guest */
 	struct exec_reader *rd;
 };
 int oci_exec_relay(const struct oci_exec_io *io, char *why, size_t whylen);

@@ -11,6 +11,7 @@
  *  - back pressure: a guest that reads nothing makes the relay stop
  *    reading its stdin (the feeding pipe fills) and the relay still ends
  *    at EXIT;
+ *  - a terminal resized before the relay started: one RESIZE at once;
  *  - a hostile frame (a huge length) and a connection closed without
  *    EXIT both give 255 with a reason, without hanging.
  */
@@ -22,6 +23,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -262,6 +265,60 @@ START_TEST(test_back_pressure)
 }
 END_TEST
 
+static uint8_t resize_seen[EXEC_HDR + 4];
+
+/* Read the first frame (the RESIZE), then end the session. */
+static void *resize_guest(void *arg)
+{
+	int fd = *(int *)arg;
+	uint8_t ex[5] = { 0, 0, 0, 0, 0 };
+	size_t have = 0;
+
+	while (have < sizeof(resize_seen)) {
+		ssize_t n = read(fd, resize_seen + have, sizeof(resize_seen) - have);
+
+		if (n <= 0)
+			return NULL;
+		have += (size_t)n;
+	}
+	guest_send(fd, EXEC_MSG_EXIT, ex, 5);
+	return NULL;
+}
+
+/* A terminal whose size changed before the relay started (since the
+ * request was sent): a RESIZE goes out at once. */
+START_TEST(test_initial_resize)
+{
+	struct winsize ws = { .ws_row = 10, .ws_col = 20 };
+	int sp[2], m = posix_openpt(O_RDWR | O_NOCTTY), t;
+	struct oci_exec_io io;
+	char why[256] = "";
+	pthread_t th;
+
+	ck_assert_int_ge(m, 0);
+	ck_assert_int_eq(grantpt(m) | unlockpt(m), 0);
+	t = open(ptsname(m), O_RDWR | O_NOCTTY);
+	ck_assert_int_ge(t, 0);
+	ck_assert_int_eq(ioctl(m, TIOCSWINSZ, &ws), 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+	fcntl(sp[0], F_SETFL, O_NONBLOCK);
+	ck_assert_int_eq(pthread_create(&th, NULL, resize_guest, &sp[1]), 0);
+	exec_reader_init(&RD, EXEC_SIDE_HOST);
+	io = (struct oci_exec_io){ .conn = sp[0], .in = -1, .out = t, .err = t,
+				   .sigfd = -1, .tty = t, .rows = 0, .cols = 0,
+				   .rd = &RD };
+	ck_assert_int_eq(oci_exec_relay(&io, why, sizeof(why)), 0);
+	pthread_join(th, NULL);
+	ck_assert_uint_eq(resize_seen[4], EXEC_MSG_RESIZE);
+	ck_assert_uint_eq(resize_seen[5] | resize_seen[6] << 8, 10);
+	ck_assert_uint_eq(resize_seen[7] | resize_seen[8] << 8, 20);
+	close(sp[0]);
+	close(sp[1]);
+	close(t);
+	close(m);
+}
+END_TEST
+
 START_TEST(test_hostile_and_closed)
 {
 	static const uint8_t huge[] = { 0xff, 0xff, 0xff, 0x7f, EXEC_MSG_STDOUT };
@@ -302,6 +359,7 @@ int main(void)
 	tcase_add_test(tc, test_relay);
 	tcase_add_test(tc, test_buffered_and_killed);
 	tcase_add_test(tc, test_back_pressure);
+	tcase_add_test(tc, test_initial_resize);
 	tcase_add_test(tc, test_hostile_and_closed);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
