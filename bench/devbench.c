@@ -6,7 +6,8 @@
  *            [--sock PATH --peer qsd --peer-pid PID --capacity BYTES]
  *            [--qd N] [--queues N] [--iothreads N] [--event-idx 0|1]
  *            [--seconds S] [--warmup S] [--poll-us N] [--queue-size N]
- *            [--rep N]
+ *            [--rep N] [--rate-bw B --rate-bw-burst B --rate-ops N
+ *            --rate-ops-burst N]
  *
  * Prints one JSON object on stdout.  CPU time: getrusage(RUSAGE_SELF) of
  * this process plus, for a peer process (vhost-user back end), the sum of
@@ -85,7 +86,9 @@ static void usage(void)
 		"       [--sock PATH] [--peer NAME] [--peer-pid PID] [--peer-iothreads N]\n"
 		"       [--capacity BYTES] [--qd N] [--queues N] [--iothreads N]\n"
 		"       [--event-idx 0|1] [--seconds S] [--warmup S] [--poll-us N]\n"
-		"       [--queue-size N] [--rep N]\n");
+		"       [--queue-size N] [--rep N]\n"
+		"       [--rate-bw B/s] [--rate-bw-burst B] [--rate-ops N/s]\n"
+		"       [--rate-ops-burst N] (libvmm: the disk's rate limits)\n");
 	exit(2);
 }
 
@@ -101,6 +104,8 @@ int main(int argc, char **argv)
 		{ "warmup", 1, 0, 'w' },     { "poll-us", 1, 0, 'u' },
 		{ "queue-size", 1, 0, 'z' }, { "rep", 1, 0, 'r' },
 		{ "peer-iothreads", 1, 0, 'I' },
+		{ "rate-bw", 1, 0, 'B' },    { "rate-bw-burst", 1, 0, 'b' + 256 },
+		{ "rate-ops", 1, 0, 'O' },   { "rate-ops-burst", 1, 0, 'O' + 256 },
 		{ 0, 0, 0, 0 },
 	};
 	struct db_cfg c = {
@@ -135,6 +140,10 @@ int main(int argc, char **argv)
 		case 'z': c.queue_size = (unsigned int)atoi(optarg); break;
 		case 'r': c.rep = (unsigned int)atoi(optarg); break;
 		case 'I': c.peer_iothreads = (unsigned int)atoi(optarg); break;
+		case 'B': c.rate_bw = strtoull(optarg, NULL, 0); break;
+		case 'b' + 256: c.rate_bw_burst = strtoull(optarg, NULL, 0); break;
+		case 'O': c.rate_ops = strtoull(optarg, NULL, 0); break;
+		case 'O' + 256: c.rate_ops_burst = strtoull(optarg, NULL, 0); break;
 		default: usage();
 		}
 	}
@@ -226,7 +235,12 @@ int main(int argc, char **argv)
 		       (cpu - drv) * 1e6 / r, cpu / secs, errors);
 		if (tg->json)
 			tg->json(stdout, secs, reqs);
-		printf("}\n");
+		printf(", \"rate_bw\": %llu, \"rate_ops\": %llu, \"queue_reqs\": [",
+		       c.rate_bw, c.rate_ops);
+		for (unsigned int i = 0; i < c.queues; i++)
+			printf("%s%llu", i ? ", " : "",
+			       (unsigned long long)(c1[i].reqs - c0[i].reqs));
+		printf("]}\n");
 	}
 	tg->teardown();
 	for (unsigned int i = 0; i < c.queues; i++)

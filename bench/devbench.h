@@ -25,6 +25,8 @@ struct db_cfg {
 	int event_idx;
 	double seconds, warmup;
 	unsigned long long capacity; /* vhost: bytes (0: GET_CONFIG) */
+	/* libvmm: the disk's rate limits (ratelimit.h; 0 = unlimited). */
+	unsigned long long rate_bw, rate_bw_burst, rate_ops, rate_ops_burst;
 };
 
 /* A device under test.  setup() learns the capacity, initialises the

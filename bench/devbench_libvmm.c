@@ -30,6 +30,7 @@
 #include "virtio/virtio-pci.h"
 
 #include "devbench.h"
+#include "ratelimit.h"
 #include "fake_vpci.h"
 
 #define MAXQ 64
@@ -135,12 +136,17 @@ static int lv_setup(const struct db_cfg *c, struct db_ram *ram,
 			return ret;
 	}
 	{
+		struct ratelimit_cfg rate = {
+			.bw = { c->rate_bw, c->rate_bw_burst, 0 },
+			.ops = { c->rate_ops, c->rate_ops_burst, 0 },
+		};
 		struct virtio_blk_params dp = {
 			.blk = blk,
 			.iothreads = L.io,
 			.nr_iothreads = L.nr_io,
 			.poll_us = c->poll_us,
 			.null_engine = null,
+			.rate = &rate,
 		};
 		struct vpci_params tp = {
 			.irq = L.v.irq,
@@ -197,6 +203,13 @@ static void lv_json(FILE *f, double secs, double reqs)
 		   ", \"dev_suppressed_per_req\": %.4f, \"iothread_loops_per_req\": %.4f"
 		   ", \"iothread_submits_per_req\": %.4f",
 		kicks / reqs, irqs / reqs, supp / reqs, loops / reqs, submits / reqs);
+	{
+		uint64_t n, ns;
+
+		ratelimit_stats(virtio_blk_ratelimit(L.dev), &n, &ns);
+		fprintf(f, ", \"rate_throttled\": %llu, \"rate_wait_ms\": %.1f",
+			(unsigned long long)n, (double)ns / 1e6);
+	}
 }
 
 static void lv_teardown(void)

@@ -19,6 +19,7 @@
 #include "blk/blk-engine.h"
 #include "blk/vblk.h"
 #include "log.h"
+#include "ratelimit.h"
 
 #define SECTOR_SHIFT 9
 #define SECTOR_SIZE 512u
@@ -34,7 +35,12 @@ struct vblk_queue {
 	 * committed (minivmm-blkd offers 1024 queues; most front ends start
 	 * a few). */
 	char *pool;
-	struct vblk_req *pending;      /* refused with -EAGAIN, retried first */
+	struct vblk_req *pending;      /* refused with -EAGAIN, retried first,
+					  or held back by the rate limit */
+	/* The rate limit holds @pending until wait_until (0: it does not):
+	 * booked at wait_from under limits of generation wait_gen. */
+	uint64_t wait_until, wait_from;
+	uint32_t wait_gen;
 	struct virtq_chain chain;      /* scratch for virtq_pop() */
 };
 
@@ -64,6 +70,8 @@ struct vblk {
 	 * zero pages lazily: an unused queue's state costs no resident
 	 * memory). */
 	struct vblk_queue *queues;
+	/* vblk_set_ratelimit()'s, shared by every queue, or NULL. */
+	struct ratelimit *rl;
 };
 
 static inline void stat_add(uint64_t *c, uint64_t n)
@@ -747,6 +755,63 @@ static int submit_one(struct blk_engine *eng, struct vblk_req *req,
 	return 0;
 }
 
+void vblk_set_ratelimit(struct vblk *b, struct ratelimit *rl)
+{
+	b->rl = rl;
+}
+
+/* Book @req with the rate limit at @now under generation @gen; false: it
+ * must wait (held as the queue's pending request until wait_until). */
+static bool rate_book(struct vblk *b, struct vblk_queue *qs,
+		      const struct vblk_req *req, uint64_t now, uint32_t gen)
+{
+	bool data = req->type == VIRTIO_BLK_T_IN || req->type == VIRTIO_BLK_T_OUT;
+	uint64_t start = ratelimit_reserve(b->rl, data ? req->len : 0, 1, now);
+
+	if (start <= now)
+		return true;
+	qs->wait_until = start;
+	qs->wait_gen = gen;
+	return false;
+}
+
+/* Whether @req may go to the engine now; false: held by the rate limit. */
+static bool rate_admit(struct vblk *b, struct vblk_queue *qs,
+		       const struct vblk_req *req)
+{
+	uint64_t now;
+
+	if (!b->rl || !ratelimit_active(b->rl))
+		return true;
+	now = ratelimit_now();
+	qs->wait_from = now;
+	return rate_book(b, qs, req, now, ratelimit_gen(b->rl));
+}
+
+/*
+ * Whether the pending request may go on: not held by the rate limit, or
+ * its booked time has come.  Booked under limits changed since, it is
+ * booked again under the new ones (a lower limit must not wait out a
+ * reservation of the old one).
+ */
+static bool rate_due(struct vblk *b, struct vblk_queue *qs)
+{
+	uint64_t now;
+	uint32_t gen;
+
+	if (!qs->wait_until)
+		return true;
+	now = ratelimit_now();
+	gen = ratelimit_gen(b->rl);
+	if (gen != qs->wait_gen && rate_book(b, qs, qs->pending, now, gen))
+		qs->wait_until = now;
+	if (now < qs->wait_until)
+		return false;
+	ratelimit_note_wait(b->rl, now - qs->wait_from);
+	qs->wait_until = 0;
+	return true;
+}
+
 /* Context: I/O thread of queue @q */
 int vblk_process_queue(struct vblk *b, unsigned int q, struct virtq *vq,
 		       struct blk_engine *eng, bool *notify)
@@ -762,7 +827,8 @@ int vblk_process_queue(struct vblk *b, unsigned int q, struct virtq *vq,
 		return -EPROTO;
 
 	if (qs->pending) {
-		if (submit_one(eng, qs->pending, vq, &pushed) == -EAGAIN)
+		if (!rate_due(b, qs) ||
+		    submit_one(eng, qs->pending, vq, &pushed) == -EAGAIN)
 			goto out;
 		qs->pending = NULL;
 	}
@@ -802,7 +868,8 @@ int vblk_process_queue(struct vblk *b, unsigned int q, struct virtq *vq,
 				pushed = true;
 				continue;
 			}
-			if (submit_one(eng, req, vq, &pushed) == -EAGAIN) {
+			if (!rate_admit(b, qs, req) ||
+			    submit_one(eng, req, vq, &pushed) == -EAGAIN) {
 				qs->pending = req;
 				goto out;
 			}
@@ -829,6 +896,7 @@ void vblk_queue_reset(struct vblk *b, unsigned int q)
 	if (qs->pending)
 		vblk_req_put(qs->pending);
 	qs->pending = NULL;
+	qs->wait_until = 0;
 	/* Every slot is free now (none in flight): start the pool over.  Only
 	 * slots with inline iovecs are on the free list (vblk_req_put()). */
 	qs->free = NULL;
@@ -838,6 +906,12 @@ void vblk_queue_reset(struct vblk *b, unsigned int q)
 bool vblk_queue_parked(const struct vblk *b, unsigned int q)
 {
 	return q < b->num_queues && b->queues[q].pending;
+}
+
+uint64_t vblk_queue_throttled(const struct vblk *b, unsigned int q)
+{
+	return q < b->num_queues && b->queues[q].pending ?
+		b->queues[q].wait_until : 0;
 }
 
 bool vblk_queue_broken(const struct vblk *b, unsigned int q)

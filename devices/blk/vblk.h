@@ -288,8 +288,25 @@ int vblk_process_queue(struct vblk *b, unsigned int q, struct virtq *vq,
  * being reset).  The engine must have been drained (no request of @q in
  * flight). */
 void vblk_queue_reset(struct vblk *b, unsigned int q);
-/* Whether queue @q holds a request the engine refused with -EAGAIN. */
+/* Whether queue @q holds a request the engine refused with -EAGAIN or
+ * that the rate limit holds back (popped, never started). */
 bool vblk_queue_parked(const struct vblk *b, unsigned int q);
+/* The time (ratelimit_now()) at which queue @q's request held by the rate
+ * limit may start; 0 when none is held.  Call vblk_process_queue() again
+ * then (or within RATELIMIT_RECHECK_NS: a limit changed meanwhile is
+ * applied to it). */
+uint64_t vblk_queue_throttled(const struct vblk *b, unsigned int q);
+
+/*
+ * Charge every request executed on @b's queues (one operation; the data
+ * bytes of reads and writes) to @rl, shared by all queues (lock-free,
+ * ratelimit.h), or to nothing (NULL, the default).  A request the limit
+ * holds back is popped and kept (vblk_queue_parked()) until its booked
+ * time: the queue takes nothing more meanwhile.  Set before the queues
+ * are served; @rl outlives @b's use of it.
+ */
+struct ratelimit;
+void vblk_set_ratelimit(struct vblk *b, struct ratelimit *rl);
 bool vblk_queue_broken(const struct vblk *b, unsigned int q);
 /* Snapshot of queue @q's counters (may run on any thread). */
 int vblk_queue_get_stats(const struct vblk *b, unsigned int q,

@@ -8,6 +8,7 @@
 #include "blk/blk-null.h"
 #include "blk/blk-uring.h"
 #include "blk/virtio-blk.h"
+#include "ratelimit.h"
 #include "virtio/vq-service.h"
 
 /* What the disk keeps per queue beside the queue service's own state. */
@@ -23,6 +24,10 @@ struct virtio_blk {
 	struct blk_engine *sync; /* when sync_engine */
 	unsigned int nr_queues;
 	struct virtio_blk_queue *qs;
+	/* All queues' rate limit (vblk_set_ratelimit()): one lock-free
+	 * limiter shared across the I/O threads, so the disk's limit holds
+	 * whichever queues the guest uses, served FIFO across them. */
+	struct ratelimit rl;
 };
 
 /* Context: queue's I/O thread (the queue service's process op).  Pop and
@@ -32,11 +37,21 @@ static int blk_process(void *dev, struct vqs_queue *sq)
 	struct virtio_blk *d = dev;
 	unsigned int i = vqs_index(sq);
 	bool notify = false;
+	uint64_t until;
 	int r;
 
 	r = vblk_process_queue(d->blk, i, vqs_virtq(sq), d->qs[i].eng, &notify);
 	if (r == -EPROTO)
 		return r;
+	until = vblk_queue_throttled(d->blk, i);
+	if (until) {
+		/* Waiting for tokens: wake at the booked time, or earlier to
+		 * see a changed limit. */
+		uint64_t recheck = ratelimit_now() + RATELIMIT_RECHECK_NS;
+
+		vqs_retry_at(sq, until < recheck ? until : recheck);
+		return notify ? VQS_NOTIFY : 0;
+	}
 	return (notify ? VQS_NOTIFY : 0) |
 	       (vblk_queue_parked(d->blk, i) ? VQS_RETRY : 0);
 }
@@ -233,6 +248,10 @@ int virtio_blk_create(const struct virtio_blk_params *p, struct virtio_blk **out
 	for (unsigned int i = 0; i < d->nr_queues; i++)
 		d->qs[i].d = d;
 	d->blk = p->blk;
+	ratelimit_init(&d->rl);
+	if (p->rate)
+		ratelimit_set(&d->rl, p->rate);
+	vblk_set_ratelimit(d->blk, &d->rl);
 	d->sync_engine = p->sync_engine || p->null_engine; /* both synchronous */
 	*out = d;
 	return 0;
@@ -266,4 +285,9 @@ int virtio_blk_queue_stats(struct virtio_blk *d, unsigned int q,
 	memset(st, 0, sizeof(*st));
 	ret = vblk_queue_get_stats(d->blk, q, &st->blk);
 	return ret ? ret : vqs_queue_stats(d->svc, q, &st->svc);
+}
+
+struct ratelimit *virtio_blk_ratelimit(struct virtio_blk *d)
+{
+	return &d->rl;
 }

@@ -24,6 +24,7 @@
 
 struct virtio_blk;
 
+struct ratelimit_cfg;
 struct virtio_blk_params {
 	struct vblk *blk;	     /* opened disk; owned by the device after create */
 	struct iothread **iothreads; /* borrowed; must outlive the device */
@@ -31,6 +32,9 @@ struct virtio_blk_params {
 	uint32_t poll_us;	     /* busy-poll window per queue (0 = off) */
 	bool sync_engine;	     /* synchronous pread/pwrite engine (tests) */
 	bool null_engine;	     /* no I/O at all (blk-null.h, benchmarks) */
+	/* Initial rate limits (ratelimit.h), or NULL: unlimited.  Valid
+	 * (ratelimit_check()). */
+	const struct ratelimit_cfg *rate;
 };
 
 struct virtio_blk_queue_stats {
@@ -48,5 +52,8 @@ const struct virtio_device_ops *virtio_blk_ops(void);
 void virtio_blk_virtio(struct virtio_blk *d, struct virtio_device *out);
 int virtio_blk_queue_stats(struct virtio_blk *d, unsigned int q,
 			 struct virtio_blk_queue_stats *st);
+/* The disk's rate limiter, shared by its queues: change it
+ * (ratelimit_set()) and read its statistics from any thread. */
+struct ratelimit *virtio_blk_ratelimit(struct virtio_blk *d);
 
 #endif

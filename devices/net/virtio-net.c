@@ -9,6 +9,7 @@
 
 #include "log.h"
 #include "net/net-backend.h"
+#include "net/net-rate.h"
 #include "net/tap.h"
 #include "net/vhost-net.h"
 #include "net/virtio-net.h"
@@ -32,6 +33,7 @@ struct net_queue {
 	bool starved;
 	struct vnet_rxq *rx;
 	struct virtq_chain *chain;
+	uint64_t rate_from; /* waiting for the rate limit since (0: not) */
 };
 
 struct virtio_net {
@@ -57,6 +59,9 @@ struct virtio_net {
 	bool link_down;
 	void (*link_changed)(void *opaque);
 	void *link_opaque;
+	/* Rate limits (net-rate.h), each shared by all pairs' RX or TX
+	 * queues, set from any thread (virtio_net_ratelimit()). */
+	struct ratelimit rl_rx, rl_tx;
 };
 
 static uint16_t curr_pairs(const struct virtio_net *d)
@@ -123,11 +128,17 @@ static void link_check(struct virtio_net *d, unsigned int p)
 static int rx_process(struct virtio_net *d, struct net_queue *q)
 {
 	bool mrg = d->n.features & (1ull << VIRTIO_NET_F_MRG_RXBUF);
-	unsigned int pushed;
-	int r = d->be->rx(d->priv[q->pair], d->fds[q->pair], q->rx,
-			  vqs_virtq(q->sq), mrg, vnet_rx_max_frame(&d->n),
-			  NET_BUDGET, &d->stats[q->pair], &pushed);
+	struct vnet_pair_stats *st = &d->stats[q->pair];
+	unsigned int pushed, budget = NET_BUDGET;
+	uint64_t bytes = st->rx_bytes, frames = st->rx_packets;
+	int r;
 
+	/* Throttled: the frames stay in the tap until the tokens are back. */
+	if (net_rate_wait(q->sq, &d->rl_rx, &q->rate_from, &budget))
+		return 0;
+	r = d->be->rx(d->priv[q->pair], d->fds[q->pair], q->rx, vqs_virtq(q->sq),
+		      mrg, vnet_rx_max_frame(&d->n), budget, st, &pushed);
+	net_rate_charge(&d->rl_rx, st->rx_bytes - bytes, st->rx_packets - frames);
 	link_check(d, q->pair);
 	if (r < 0)
 		return r;
@@ -139,10 +150,18 @@ static int rx_process(struct virtio_net *d, struct net_queue *q)
 
 static int tx_process(struct virtio_net *d, struct net_queue *q)
 {
+	struct vnet_pair_stats *st = &d->stats[q->pair];
+	uint64_t bytes = st->tx_bytes, frames = st->tx_packets;
+	unsigned int budget = NET_BUDGET;
 	bool more;
-	int r = d->be->tx(d->priv[q->pair], d->fds[q->pair], vqs_virtq(q->sq),
-			  q->chain, NET_BUDGET, &d->stats[q->pair], &more);
+	int r;
 
+	/* Throttled: the chains stay in the ring until the tokens are back. */
+	if (net_rate_wait(q->sq, &d->rl_tx, &q->rate_from, &budget))
+		return 0;
+	r = d->be->tx(d->priv[q->pair], d->fds[q->pair], vqs_virtq(q->sq),
+		      q->chain, budget, st, &more);
+	net_rate_charge(&d->rl_tx, st->tx_bytes - bytes, st->tx_packets - frames);
 	link_check(d, q->pair);
 	return r < 0 ? r : pushed_result(q->sq, r > 0, more);
 }
@@ -498,6 +517,12 @@ int virtio_net_create(const struct virtio_net_params *p, struct virtio_net **out
 	d->vhost_features = p->vhost_features;
 	d->link_changed = p->link_changed;
 	d->link_opaque = p->link_opaque;
+	ratelimit_init(&d->rl_rx);
+	ratelimit_init(&d->rl_tx);
+	if (p->rate) {
+		ratelimit_set(&d->rl_rx, p->rate);
+		ratelimit_set(&d->rl_tx, p->rate);
+	}
 	log_limit_init(&d->tap_log, be->offloads ? "tap errors" : "stream errors");
 	log_limit_init(&d->vhost_log, "vhost-net errors");
 	*out = d;
@@ -540,4 +565,9 @@ int virtio_net_pair_stats(struct virtio_net *d, unsigned int pair,
 	(void)vqs_queue_stats(d->svc, 2 * pair, &st->rx);
 	(void)vqs_queue_stats(d->svc, 2 * pair + 1, &st->tx);
 	return 0;
+}
+
+struct ratelimit *virtio_net_ratelimit(struct virtio_net *d, bool tx)
+{
+	return tx ? &d->rl_tx : &d->rl_rx;
 }

@@ -27,6 +27,7 @@
 #ifndef VMM_DEVICES_NET_VIRTIO_NET_H
 #define VMM_DEVICES_NET_VIRTIO_NET_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "iothread.h"
@@ -37,6 +38,7 @@
 struct virtio_net;
 
 struct net_backend;
+struct ratelimit_cfg;
 
 struct virtio_net_params {
 	struct vnet_params net;	     /* net.max_pairs: also the files */
@@ -64,6 +66,9 @@ struct virtio_net_params {
 	 * move them. */
 	const int *vhost_fds;
 	uint64_t vhost_features; /* their VHOST_GET_FEATURES */
+	/* Initial rate limits of RX and of TX, each (net-rate.h), or NULL:
+	 * unlimited.  Not applied to pairs vhost-net serves. */
+	const struct ratelimit_cfg *rate;
 };
 
 struct virtio_net_pair_stats {
@@ -82,5 +87,8 @@ unsigned int virtio_net_pairs(const struct virtio_net *d);
 /* Context: any thread.  0 or -ENOENT. */
 int virtio_net_pair_stats(struct virtio_net *d, unsigned int pair,
 			  struct virtio_net_pair_stats *st);
+/* The RX (@tx false) or TX limiter of all pairs: change it
+ * (ratelimit_set()) and read its statistics from any thread. */
+struct ratelimit *virtio_net_ratelimit(struct virtio_net *d, bool tx);
 
 #endif

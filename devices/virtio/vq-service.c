@@ -167,6 +167,14 @@ void vqs_kick(struct vqs_queue *q)
 		iothread_defer(q->io, &q->hook);
 }
 
+void vqs_retry_at(struct vqs_queue *q, uint64_t when_ns)
+{
+	/* The same hook as VQS_RETRY's: whichever comes first serves it
+	 * (a hook is queued once). */
+	if (q->attached)
+		iothread_defer_at(q->io, &q->retry, when_ns);
+}
+
 bool vqs_active(const struct vqs_queue *q)
 {
 	return q->attached && !q->broken;

@@ -133,6 +133,12 @@ void vqs_pushed(struct vqs_queue *q);
  * writable, or completions freed room for requests left waiting); a no-op
  * while @q is not attached. */
 void vqs_kick(struct vqs_queue *q);
+/* Serve @q again at @when_ns (CLOCK_MONOTONIC) or at the end of an
+ * earlier round that serves it anyway (a kick): for work held back by a
+ * rate limit until its tokens are back.  One timed wait per queue, on
+ * its I/O thread's own wait (iothread_defer_at()); a no-op while @q is
+ * not attached. */
+void vqs_retry_at(struct vqs_queue *q, uint64_t when_ns);
 /* Whether @q is being served (attached, not broken).  Completions that
  * arrive while it is not must not touch the ring except to finish. */
 bool vqs_active(const struct vqs_queue *q);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -42,6 +43,7 @@ struct vsock_conn {
 	bool on_rx, hashed, freed;
 	uint8_t state, pend;
 	uint32_t lport, pport; /* host-side port, guest port */
+	uint64_t setup_ns;     /* CONN_LINE/CONN_REQUEST since (monotonic) */
 	int fd;		       /* host socket, -1 once closed */
 	/* Edge-triggered readiness kept until a call says EAGAIN. */
 	bool readable, writable;
@@ -67,6 +69,7 @@ struct vsock {
 	char *path;
 	int listen_fd, epfd;
 	unsigned int max_conns, nr_conns;
+	uint64_t setup_timeout_ns;
 	uint32_t buf_alloc;
 	uint32_t next_port;
 	bool active;
@@ -304,6 +307,14 @@ static void conn_reset(struct vsock *v, struct vsock_conn *c)
 	STAT_ADD(v, resets, 1);
 }
 
+static uint64_t vsock_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static struct vsock_conn *conn_new(struct vsock *v, int fd)
 {
 	struct vsock_conn *c = calloc(1, sizeof(*c));
@@ -314,6 +325,7 @@ static struct vsock_conn *conn_new(struct vsock *v, int fd)
 	if (!c)
 		return NULL;
 	c->fd = fd;
+	c->setup_ns = vsock_now_ns();
 	ev.data.ptr = c;
 	if (epoll_ctl(v->epfd, EPOLL_CTL_ADD, fd, &ev)) {
 		free(c);
@@ -506,13 +518,42 @@ static void bad_packet(struct vsock *v, const struct vsock_hdr *h,
 		queue_rst(v, h);
 }
 
+/* A place is needed and the table is full: every set-up older than the
+ * timeout gives its place back (vsock.h).  A REQUEST the guest saw gets an
+ * RST through the RST queue, not the connection: a guest that takes
+ * nothing from its rx queue cannot keep the place that way.  True when a
+ * place is free now. */
+static bool conn_reclaim(struct vsock *v)
+{
+	uint64_t now = vsock_now_ns();
+	struct vsock_conn *c = v->all, *next;
+
+	for (; c; c = next) {
+		next = c->all_next;
+		if ((c->state != CONN_LINE && c->state != CONN_REQUEST) ||
+		    now - c->setup_ns < v->setup_timeout_ns)
+			continue;
+		if (c->state == CONN_REQUEST && !(c->pend & PEND_REQUEST)) {
+			struct vsock_hdr h = { .src_port = c->pport,
+					       .dst_port = c->lport };
+
+			queue_rst(v, &h);
+			STAT_ADD(v, resets, 1);
+		}
+		STAT_ADD(v, conns_refused, 1);
+		conn_free(v, c);
+	}
+	return v->nr_conns < v->max_conns;
+}
+
 /* A guest REQUEST to host port h->dst_port: connect to "PATH_P". */
 static void guest_connect(struct vsock *v, const struct vsock_hdr *h)
 {
 	struct vsock_conn *c;
 	int fd;
 
-	if (!v->active || v->nr_conns >= v->max_conns ||
+	if (!v->active ||
+	    (v->nr_conns >= v->max_conns && !conn_reclaim(v)) ||
 	    vsock_host_connect(v->path, h->dst_port, &fd)) {
 		STAT_ADD(v, conns_refused, 1);
 		queue_rst(v, h);
@@ -868,6 +909,7 @@ static void conn_read_line(struct vsock *v, struct vsock_conn *c)
 	conn_hash(v, c);
 	c->state = CONN_REQUEST;
 	c->pend = PEND_REQUEST;
+	c->setup_ns = vsock_now_ns(); /* the guest's time to answer starts */
 	conn_rx_update(v, c);
 }
 
@@ -882,7 +924,7 @@ static void host_accept(struct vsock *v)
 			continue;
 		if (fd < 0)
 			return; /* EAGAIN; or out of fds: the backlog waits */
-		if (v->active && v->nr_conns < v->max_conns)
+		if (v->active && (v->nr_conns < v->max_conns || conn_reclaim(v)))
 			c = conn_new(v, fd);
 		if (!c) {
 			/* Over the limit, or no driver: refused. */
@@ -967,6 +1009,8 @@ int vsock_create(const struct vsock_params *p, struct vsock **out)
 	v->listen_fd = p->listen_fd;
 	v->max_conns = p->max_conns ? p->max_conns : VSOCK_MAX_CONNS;
 	v->buf_alloc = p->buf_alloc ? p->buf_alloc : VSOCK_BUF_ALLOC;
+	v->setup_timeout_ns = (uint64_t)(p->setup_timeout_ms ? p->setup_timeout_ms :
+					 VSOCK_SETUP_TIMEOUT_MS) * 1000000ull;
 	v->next_port = EPHEMERAL_BASE;
 	v->path = strdup(p->path);
 	v->epfd = epoll_create1(EPOLL_CLOEXEC);

@@ -22,7 +22,12 @@
  *    operation, a bad length, for an unknown connection get an RST.
  *  - At most max_conns connections (open, being set up, or waiting to
  *    deliver their RST); beyond, host clients are closed at once and
- *    guest REQUESTs reset.
+ *    guest REQUESTs reset -- after the set-ups older than setup_timeout_ms
+ *    (a client that never finished its CONNECT line, a REQUEST the guest
+ *    never answered) have given their places back: such a client is
+ *    closed, and the guest gets an RST for its REQUEST (counted as
+ *    refused).  The reclaim runs only when a place is needed (there is no
+ *    timer): a late set-up costs nothing until the table is full.
  *
  * The host sockets are non-blocking and sit in one epoll set
  * (vsock_epoll_fd()), edge-triggered: the device's I/O thread watches that
@@ -42,6 +47,7 @@
 
 #define VSOCK_MAX_CONNS 1024u	       /* default connection limit */
 #define VSOCK_BUF_ALLOC (256u * 1024)  /* default buffer per connection */
+#define VSOCK_SETUP_TIMEOUT_MS 5000u   /* default: CONNECT line, RESPONSE */
 #define VSOCK_RST_QUEUE 64u	       /* RSTs for unknown connections
 					  waiting for a receive buffer;
 					  more are dropped (counted) */
@@ -55,6 +61,7 @@ struct vsock_params {
 				 the vsock from create (-1: no host clients) */
 	unsigned int max_conns; /* 0: VSOCK_MAX_CONNS */
 	uint32_t buf_alloc;	/* 0: VSOCK_BUF_ALLOC */
+	unsigned int setup_timeout_ms; /* 0: VSOCK_SETUP_TIMEOUT_MS */
 };
 
 /* Counters; written by the I/O thread, read relaxed by anyone. */
@@ -62,7 +69,8 @@ struct vsock_stats {
 	uint64_t bytes_to_guest, bytes_from_guest; /* RW payload */
 	uint64_t packets_to_guest, packets_from_guest;
 	uint64_t conns_total;	 /* connections established, both ways */
-	uint64_t conns_refused;	 /* host clients or guest REQUESTs refused */
+	uint64_t conns_refused;	 /* host clients or guest REQUESTs refused,
+				    set-ups reclaimed late */
 	uint64_t resets;	 /* RSTs sent to the guest */
 	uint64_t bad_packets;	 /* malformed or unexpected guest packets */
 	uint64_t rst_dropped;	 /* RSTs dropped (VSOCK_RST_QUEUE full) */

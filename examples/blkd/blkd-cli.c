@@ -106,6 +106,10 @@ int blkd_parse(int argc, char **argv, unsigned int ncpus, struct blkd_opts *o,
 			o->has_disk = true;
 			if (cli_parse_disk(optarg, &o->disk, err, errlen))
 				return -1;
+			if (o->disk.cfg.rate_limit)
+				return errf(err, errlen, "--disk: rate limits are "
+					    "the VMM's (minivmm --disk rate-*=): "
+					    "not applied by a vhost-user back end");
 			break;
 		case OPT_IOTHREADS:
 			if (parse_uint(optarg, 1, 1024, &n))

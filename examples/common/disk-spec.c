@@ -7,6 +7,7 @@
 #include "vmm/vmm-bench.h"
 #include "errf.h"
 #include "parse.h"
+#include "rate-spec.h"
 
 int cli_parse_disk(const char *spec, struct cli_disk *d, char *err, size_t errlen)
 {
@@ -97,10 +98,18 @@ int cli_parse_disk(const char *spec, struct cli_disk *d, char *err, size_t errle
 					    "--disk: poll-us must be 0..1000000, got '%s'", val);
 			c->poll_us = (uint32_t)n;
 		} else {
-			return errf(err, errlen, "--disk: unknown key '%s'", tok);
+			int r = rate_spec_key(tok, val, &d->rate, "--disk", err, errlen);
+
+			if (r)
+				return r < 0 ? -1 : errf(err, errlen,
+							 "--disk: unknown key '%s'", tok);
 		}
 	}
 	if (!c->path)
 		return errf(err, errlen, "--disk: path= is missing");
+	if (rate_spec_check(&d->rate, "--disk", err, errlen))
+		return -1;
+	if (rate_spec_any(&d->rate))
+		c->rate_limit = &d->rate;
 	return 0;
 }

@@ -7,6 +7,7 @@
 #include "errf.h"
 #include "net-spec.h"
 #include "parse.h"
+#include "rate-spec.h"
 
 int cli_parse_mac(const char *s, uint8_t mac[6])
 {
@@ -78,7 +79,10 @@ static int parse_key(char *k, char *v, struct cli_net *n, char *err, size_t errl
 			return errf(err, errlen, "--net: vhost must be on or off");
 		n->cfg.flags = !strcmp(v, "on") ? VMM_NET_VHOST : 0;
 	} else {
-		return errf(err, errlen, "--net: unknown key '%s'", k);
+		int r = rate_spec_key(k, v, &n->rate, "--net", err, errlen);
+
+		if (r)
+			return r < 0 ? -1 : errf(err, errlen, "--net: unknown key '%s'", k);
 	}
 	return 0;
 }
@@ -108,6 +112,14 @@ int cli_parse_net(const char *spec, struct cli_net *n, char *err, size_t errlen)
 			    "or stream=PATH");
 	if (n->cfg.stream && n->cfg.queue_pairs > 1)
 		return errf(err, errlen, "--net: stream= is one socket, one queue pair");
+	if (rate_spec_check(&n->rate, "--net", err, errlen))
+		return -1;
+	if (rate_spec_any(&n->rate) && (n->cfg.flags & VMM_NET_VHOST))
+		return errf(err, errlen, "--net: rate limits need vhost=off (with "
+			    "vhost=on the kernel moves the frames, past any limit "
+			    "of the VMM's)");
+	if (rate_spec_any(&n->rate))
+		n->cfg.rate_limit = &n->rate;
 	if (n->cfg.fds && n->cfg.queue_pairs && n->cfg.queue_pairs != n->cfg.nr_fds)
 		return errf(err, errlen, "--net: fd= gives one queue pair per fd");
 	return 0;

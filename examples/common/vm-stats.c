@@ -98,6 +98,50 @@ static void nets_print(struct vmm *vm, unsigned int nr_nets, bool json, FILE *f)
 	}
 }
 
+/* One device's rate limits and throttling: a JSON object, or a line when
+ * it has a limit or was throttled. */
+static void rate_print(FILE *f, bool json, const char *kind, unsigned int i,
+		       const struct vmm_rate_stats *r)
+{
+	if (json)
+		fprintf(f, "%s{\"bw\":%" PRIu64 ",\"bw_burst\":%" PRIu64
+			",\"ops\":%" PRIu64 ",\"ops_burst\":%" PRIu64
+			",\"throttled\":%" PRIu64 ",\"throttled_ns\":%" PRIu64 "}",
+			i ? "," : "", r->bw, r->bw_burst, r->ops, r->ops_burst,
+			r->throttled, r->throttled_ns);
+	else if (r->bw || r->ops || r->throttled)
+		fprintf(f, "%s %u rate limit: %" PRIu64 " bytes/s (burst %" PRIu64
+			"), %" PRIu64 " ops/s (burst %" PRIu64 ") (0: none); "
+			"throttled %" PRIu64 " times, %.3f ms\n", kind, i, r->bw,
+			r->bw_burst, r->ops, r->ops_burst, r->throttled,
+			(double)r->throttled_ns / 1e6);
+}
+
+/* Rate limits (--disk/--net rate-*=, set-rate-limit): a "rate_limits"
+ * member {"disks":[...],"nets":[...]}, or lines. */
+static void rates_print(struct vmm *vm, unsigned int nr_disks,
+			unsigned int nr_nets, bool json, FILE *f)
+{
+	struct vmm_rate_stats r;
+
+	if (json)
+		fprintf(f, ",\"rate_limits\":{\"disks\":[");
+	for (unsigned int i = 0; i < nr_disks; i++) {
+		r = (struct vmm_rate_stats){ .struct_size = sizeof(r) };
+		if (!vmm_get_disk_rate_stats(vm, i, &r))
+			rate_print(f, json, "disk", i, &r);
+	}
+	if (json)
+		fprintf(f, "],\"nets\":[");
+	for (unsigned int i = 0; i < nr_nets; i++) {
+		r = (struct vmm_rate_stats){ .struct_size = sizeof(r) };
+		if (!vmm_get_net_rate_stats(vm, i, &r))
+			rate_print(f, json, "net", i, &r);
+	}
+	if (json)
+		fprintf(f, "]}");
+}
+
 /* The virtio-fs devices (--fs), as many as vmm_get_fs_stats() knows. */
 static void fs_print(struct vmm *vm, bool json, FILE *f)
 {
@@ -249,6 +293,7 @@ void stats_print(struct vmm *vm, unsigned int nr_disks, unsigned int nr_nets,
 			con.bytes_out, con.bytes_dropped, con.bytes_in);
 		fs_print(vm, true, f);
 		vsock_print(vm, true, f);
+		rates_print(vm, nr_disks, nr_nets, true, f);
 		fprintf(f, "}\n");
 		return;
 	}
@@ -258,6 +303,7 @@ void stats_print(struct vmm *vm, unsigned int nr_disks, unsigned int nr_nets,
 		con.bytes_out, con.bytes_dropped, con.bytes_in);
 	fs_print(vm, false, f);
 	vsock_print(vm, false, f);
+	rates_print(vm, nr_disks, nr_nets, false, f);
 	if (!kret) {
 		fprintf(f, "kvm: %" PRIu32 " vCPUs", k.nr_vcpus);
 		kvm_val(f, false, ", ", k.exits);

@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "rate-spec.h"
 #include "vm-stats.h"
 
 struct api_server {
@@ -28,19 +30,130 @@ struct api_server {
 static const char *const cmd_names[] = {
 	[API_INFO] = "info",	 [API_STATS] = "stats", [API_PAUSE] = "pause",
 	[API_RESUME] = "resume", [API_STOP] = "stop",	[API_SHUTDOWN] = "shutdown",
+	[API_SET_RATE_LIMIT] = "set-rate-limit",
 };
 
 #define NR_CMDS (sizeof(cmd_names) / sizeof(cmd_names[0]))
 
+/* set-rate-limit's members (api.h): the device and the limits. */
+static const struct {
+	const char *name;
+	size_t off;
+} rate_members[] = {
+	{ "bw", offsetof(struct vmm_rate_limit, bw) },
+	{ "bw_burst", offsetof(struct vmm_rate_limit, bw_burst) },
+	{ "bw_one_time", offsetof(struct vmm_rate_limit, bw_one_time) },
+	{ "ops", offsetof(struct vmm_rate_limit, ops) },
+	{ "ops_burst", offsetof(struct vmm_rate_limit, ops_burst) },
+	{ "ops_one_time", offsetof(struct vmm_rate_limit, ops_one_time) },
+};
+#define NR_RATE_MEMBERS (sizeof(rate_members) / sizeof(rate_members[0]))
+#define API_RATE_MAX (1ll << 60)
+
+/* "diskN" / "netN", N a decimal index below VMM_MAX_DISKS, no leading 0. */
+static int rate_device(const char *s, size_t len, struct api_request *r)
+{
+	size_t pre = !strncmp(s, "disk", 4) ? 4 : !strncmp(s, "net", 3) ? 3 : 0;
+	unsigned int n = 0;
+
+	if (!pre || len == pre || len > pre + 3 || strlen(s) != len ||
+	    (s[pre] == '0' && len > pre + 1))
+		return -1;
+	for (size_t i = pre; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		n = n * 10 + (unsigned int)(s[i] - '0');
+	}
+	if (n >= VMM_MAX_DISKS)
+		return -1;
+	r->net = pre == 3;
+	r->index = n;
+	return 0;
+}
+
+/* One member of a set-rate-limit request. */
+static int rate_member(const char *key, json_t *v, struct api_request *r,
+		       char *err, size_t errlen)
+{
+	if (!strcmp(key, "device")) {
+		if (!json_is_string(v) ||
+		    rate_device(json_string_value(v), json_string_length(v), r)) {
+			snprintf(err, errlen, "\"device\" must be \"diskN\" or "
+				 "\"netN\" (N below %d)", VMM_MAX_DISKS);
+			return -1;
+		}
+		return 0;
+	}
+	for (size_t i = 0; i < NR_RATE_MEMBERS; i++) {
+		uint64_t x;
+
+		if (strcmp(key, rate_members[i].name))
+			continue;
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) > API_RATE_MAX) {
+			snprintf(err, errlen, "\"%s\" must be an integer 0..2^60", key);
+			return -1;
+		}
+		x = (uint64_t)json_integer_value(v);
+		memcpy((char *)&r->rate + rate_members[i].off, &x, sizeof(x));
+		return 0;
+	}
+	snprintf(err, errlen, "unknown member \"%.40s\"", key);
+	return -1;
+}
+
+/* The members besides "command": set-rate-limit's, or none. */
+static int request_members(json_t *req, struct api_request *r, char *err,
+			   size_t errlen)
+{
+	bool device = false;
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(req, key, v) {
+		if (!strcmp(key, "command"))
+			continue;
+		if (r->cmd != API_SET_RATE_LIMIT) {
+			snprintf(err, errlen, "unknown member \"%.40s\"", key);
+			return -1;
+		}
+		if (rate_member(key, v, r, err, errlen))
+			return -1;
+		device = device || !strcmp(key, "device");
+	}
+	if (r->cmd == API_SET_RATE_LIMIT && !device) {
+		snprintf(err, errlen, "\"device\" is missing");
+		return -1;
+	}
+	if ((!r->rate.bw && (r->rate.bw_burst || r->rate.bw_one_time)) ||
+	    (!r->rate.ops && (r->rate.ops_burst || r->rate.ops_one_time))) {
+		snprintf(err, errlen, "a burst or one-time allowance needs its rate");
+		return -1;
+	}
+	return 0;
+}
+
 int api_parse_request(const char *buf, size_t len, enum api_cmd *cmd,
 		      char *err, size_t errlen)
 {
+	struct api_request r;
+
+	if (api_parse(buf, len, &r, err, errlen))
+		return -1;
+	*cmd = r.cmd;
+	return 0;
+}
+
+int api_parse(const char *buf, size_t len, struct api_request *r, char *err,
+	      size_t errlen)
+{
 	json_error_t je;
 	json_t *req, *c;
-	const char *key, *name;
-	json_t *v;
+	const char *name;
 	int ret = -1;
 
+	memset(r, 0, sizeof(*r));
+	r->rate.struct_size = sizeof(r->rate);
 	if (len > API_MAX_REQUEST) {
 		snprintf(err, errlen, "request over %d bytes", API_MAX_REQUEST);
 		return -1;
@@ -57,12 +170,6 @@ int api_parse_request(const char *buf, size_t len, enum api_cmd *cmd,
 		snprintf(err, errlen, "the request must be a JSON object");
 		goto out;
 	}
-	json_object_foreach(req, key, v) {
-		if (strcmp(key, "command")) {
-			snprintf(err, errlen, "unknown member \"%.40s\"", key);
-			goto out;
-		}
-	}
 	c = json_object_get(req, "command");
 	if (!json_is_string(c)) {
 		snprintf(err, errlen, "\"command\" (a string) is missing");
@@ -72,12 +179,12 @@ int api_parse_request(const char *buf, size_t len, enum api_cmd *cmd,
 	for (size_t i = 0; i < NR_CMDS; i++)
 		if (!strcmp(name, cmd_names[i]) &&
 		    strlen(name) == json_string_length(c)) {
-			*cmd = (enum api_cmd)i;
-			ret = 0;
+			r->cmd = (enum api_cmd)i;
+			ret = request_members(req, r, err, errlen);
 			goto out;
 		}
 	snprintf(err, errlen, "unknown command \"%.40s\" (info, stats, pause, "
-		 "resume, stop, shutdown)", name);
+		 "resume, stop, shutdown, set-rate-limit)", name);
 out:
 	json_decref(req);
 	return ret;
@@ -294,13 +401,29 @@ static json_t *stats_reply(struct vmm *vm, const struct api_info *info)
 	return json_pack("{s:b, s:o}", "ok", 1, "stats", st);
 }
 
+/* set-rate-limit: the library checks the device and the limits. */
+static json_t *set_rate_reply(struct vmm *vm, const struct api_request *r)
+{
+	int ret = r->net ? vmm_set_net_rate_limit(vm, r->index, &r->rate) :
+			   vmm_set_disk_rate_limit(vm, r->index, &r->rate);
+
+	if (ret == -ENOENT)
+		return error_reply("no such device");
+	if (ret == -EOPNOTSUPP)
+		return error_reply("a vhost=on NIC cannot be rate-limited (the "
+				   "kernel moves its frames)");
+	if (ret)
+		return error_reply(strerror(-ret));
+	return json_pack("{s:b}", "ok", 1);
+}
+
 /* Returns the reply; *@ending set when the VM was told to end. */
-static json_t *act(enum api_cmd cmd, struct vmm *vm,
+static json_t *act(const struct api_request *r, struct vmm *vm,
 		   const struct api_info *info, bool *ending)
 {
 	int ret = 0, p;
 
-	switch (cmd) {
+	switch (r->cmd) {
 	case API_INFO:
 		p = vmm_is_paused(vm);
 		return json_pack("{s:b, s:s, s:i, s:I, s:i, s:s}", "ok", 1, "state",
@@ -325,6 +448,8 @@ static json_t *act(enum api_cmd cmd, struct vmm *vm,
 		 * as for any poweroff. */
 		ret = vmm_shutdown(vm);
 		break;
+	case API_SET_RATE_LIMIT:
+		return set_rate_reply(vm, r);
 	}
 	if (ret)
 		return error_reply(strerror(-ret));
@@ -347,7 +472,7 @@ int api_server_serve(struct api_server *s, struct vmm *vm,
 {
 	char buf[API_MAX_REQUEST], err[256];
 	bool ending = false;
-	enum api_cmd cmd;
+	struct api_request req;
 	ssize_t n;
 	int fd;
 
@@ -360,10 +485,10 @@ int api_server_serve(struct api_server *s, struct vmm *vm,
 		return 0;
 	}
 	n = read_request(fd, buf, sizeof(buf), err, sizeof(err));
-	if (n < 0 || api_parse_request(buf, (size_t)n, &cmd, err, sizeof(err)))
+	if (n < 0 || api_parse(buf, (size_t)n, &req, err, sizeof(err)))
 		send_reply(fd, error_reply(err));
 	else
-		send_reply(fd, act(cmd, vm, info, &ending));
+		send_reply(fd, act(&req, vm, info, &ending));
 	close(fd);
 	return ending;
 }
@@ -377,16 +502,69 @@ void api_server_close(struct api_server *s)
 	free(s);
 }
 
-int api_client(const char *path, const char *command)
+/*
+ * The request the client sends: {"command":COMMAND}, with set-rate-limit's
+ * DEVICE and rate-*=N arguments (the --disk keys) as its members.  NULL
+ * with a reason in @err for arguments that do not fit the command.
+ */
+static json_t *client_request(const char *command, int argc, char **argv,
+			      char *err, size_t errlen)
+{
+	struct vmm_rate_limit r = { 0 };
+	json_t *req;
+
+	if (strcmp(command, "set-rate-limit")) {
+		if (argc)
+			snprintf(err, errlen, "%s takes no arguments", command);
+		return argc ? NULL : json_pack("{s:s}", "command", command);
+	}
+	if (argc < 1) {
+		snprintf(err, errlen, "set-rate-limit needs a device (disk0, net0)");
+		return NULL;
+	}
+	for (int i = 1; i < argc; i++) {
+		char *eq = strchr(argv[i], '=');
+		int ret;
+
+		if (!eq) {
+			snprintf(err, errlen, "'%s' is not rate-KEY=N", argv[i]);
+			return NULL;
+		}
+		*eq = '\0';
+		ret = rate_spec_key(argv[i], eq + 1, &r, "set-rate-limit", err, errlen);
+		if (ret > 0)
+			snprintf(err, errlen, "unknown key '%s'", argv[i]);
+		if (ret)
+			return NULL;
+	}
+	req = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "command",
+			command, "device", argv[0], "bw", (json_int_t)r.bw,
+			"bw_burst", (json_int_t)r.bw_burst, "bw_one_time",
+			(json_int_t)r.bw_one_time, "ops", (json_int_t)r.ops,
+			"ops_burst", (json_int_t)r.ops_burst, "ops_one_time",
+			(json_int_t)r.ops_one_time);
+	if (!req)
+		snprintf(err, errlen, "out of memory");
+	return req;
+}
+
+int api_client(const char *path, const char *command, int argc, char **argv)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	json_t *req, *reply, *ok;
-	char *txt, *buf = NULL;
+	char *txt, *buf = NULL, err[256] = "";
 	size_t n = 0, cap = 0;
 	int fd, status = 1;
 
 	if (!path || !command || strlen(path) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "usage: minivmm --api PATH info|stats|pause|resume|stop|shutdown\n");
+		fprintf(stderr, "usage: minivmm --api PATH info|stats|pause|resume|stop|shutdown\n"
+			"       minivmm --api PATH set-rate-limit diskN|netN [rate-bw=N[K|M|G]]\n"
+			"               [rate-bw-burst=N] [rate-ops=N] [rate-ops-burst=N] ...\n");
+		return 2;
+	}
+	req = client_request(command, argc, argv, err, sizeof(err));
+	if (!req) {
+		fprintf(stderr, "minivmm --api: %s\n", err);
 		return 2;
 	}
 	strcpy(sa.sun_path, path);
@@ -395,10 +573,10 @@ int api_client(const char *path, const char *command)
 		fprintf(stderr, "minivmm: %s: %s\n", path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
+		json_decref(req);
 		return 1;
 	}
-	req = json_pack("{s:s}", "command", command);
-	txt = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	txt = json_dumps(req, JSON_COMPACT);
 	json_decref(req);
 	if (!txt || dprintf(fd, "%s\n", txt) < 0) {
 		fprintf(stderr, "minivmm: sending the request: %s\n", strerror(errno));

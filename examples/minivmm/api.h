@@ -13,6 +13,7 @@
 #ifndef MINIVMM_API_H
 #define MINIVMM_API_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,7 +29,25 @@ enum api_cmd {
 	API_RESUME,
 	API_STOP,
 	API_SHUTDOWN,
+	API_SET_RATE_LIMIT, /* a disk's or NIC's rate limits (struct api_request) */
 };
+
+/* A request with its arguments (set-rate-limit's). */
+struct api_request {
+	enum api_cmd cmd;
+	bool net;		    /* "device":"netN", else "diskN" */
+	unsigned int index;	    /* N */
+	struct vmm_rate_limit rate; /* members absent: 0 (unlimited) */
+};
+/*
+ * api_parse_request() with the arguments: {"command":"set-rate-limit",
+ * "device":"disk0"|"net0", "bw":N, "bw_burst":N, "bw_one_time":N, "ops":N,
+ * "ops_burst":N, "ops_one_time":N}, each number an integer 0..2^60, every
+ * one optional (the request replaces all the device's limits).
+ * 0, or -1 with a reason in @err.
+ */
+int api_parse(const char *buf, size_t len, struct api_request *req, char *err,
+	      size_t errlen);
 
 /*
  * Parse one request (@len bytes, no terminating NUL needed).  Returns 0
@@ -69,9 +88,10 @@ int api_server_serve(struct api_server *s, struct vmm *vm,
 /* Close the socket; its path goes when the process ends (the remover). */
 void api_server_close(struct api_server *s);
 
-/* minivmm --api PATH COMMAND: send {"command":COMMAND}, print the answer
- * on stdout.  Returns the process exit status: 0 ok, 1 refused or
+/* minivmm --api PATH COMMAND [ARGS]: send {"command":COMMAND}, print the
+ * answer on stdout.  set-rate-limit's ARGS: DEVICE (disk0, net0) and the
+ * --disk rate-*=N keys (rate-spec.h), none for unlimited.  Returns the process exit status: 0 ok, 1 refused or
  * failed, 2 usage. */
-int api_client(const char *path, const char *command);
+int api_client(const char *path, const char *command, int argc, char **argv);
 
 #endif

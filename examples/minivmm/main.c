@@ -376,9 +376,10 @@ int main(int argc, char **argv)
 	char err[256] = "";
 	int ret;
 
-	/* The client form: minivmm --api PATH COMMAND. */
+	/* The client form: minivmm --api PATH COMMAND [ARGS]. */
 	if (argc >= 2 && !strcmp(argv[1], "--api"))
-		return argc == 4 ? api_client(argv[2], argv[3]) : api_client(NULL, NULL);
+		return argc >= 4 ? api_client(argv[2], argv[3], argc - 4, argv + 4) :
+				   api_client(NULL, NULL, 0, NULL);
 	if (cli_parse(argc, argv, &o, err, sizeof(err))) {
 		say("%s (see --help)", err);
 		cli_free(&o);

@@ -327,6 +327,33 @@ struct vmm_console_stats {
  */
 int vmm_get_console_stats(struct vmm *vm, struct vmm_console_stats *st);
 
+/*
+ * Rate limits of a disk or NIC (vmm_disk_config.rate_limit,
+ * vmm_net_config.rate_limit, vmm_set_disk_rate_limit(),
+ * vmm_set_net_rate_limit()): two token buckets, one for bytes (a disk's
+ * read and write data, a NIC's frames) and one for operations (a disk's
+ * requests of every type but GET_ID, a NIC's frames).  Each refills at
+ * its rate per second (0 = unlimited) up to its burst (the bucket's size;
+ * 0 = one second's worth), and may have a one-time allowance spent before
+ * the bucket, never refilled.  A request larger than the bucket is served
+ * once the bucket is full; the average rate still holds.  Applied by the
+ * I/O threads to all of a device's queues together (shared lock-free,
+ * served in the order the queues asked); a throttled queue takes no
+ * further requests (a NIC leaves frames in the tap, where the kernel's
+ * queue limit drops them) until its tokens are back.  Zero-initialise,
+ * set struct_size, fill.
+ */
+struct vmm_rate_limit {
+	uint32_t struct_size;  /* = sizeof(struct vmm_rate_limit) */
+	uint32_t flags;	       /* none yet: 0 */
+	uint64_t bw;	       /* bytes per second; 0 = unlimited */
+	uint64_t bw_burst;     /* bytes; 0 = bw; needs bw */
+	uint64_t bw_one_time;  /* bytes; needs bw */
+	uint64_t ops;	       /* operations per second; 0 = unlimited */
+	uint64_t ops_burst;    /* operations; 0 = ops; needs ops */
+	uint64_t ops_one_time; /* operations; needs ops */
+};
+
 /* Disk flags for struct vmm_disk_config.flags. */
 #define VMM_DISK_READONLY (1u << 0) /* VIRTIO_BLK_F_RO, image opened O_RDONLY */
 #define VMM_DISK_DIRECT (1u << 1)   /* open with O_DIRECT (bypass page cache) */
@@ -355,6 +382,9 @@ struct vmm_disk_config {
 	const char *serial;   /* VIRTIO_BLK_T_GET_ID answer (<= 20 bytes), or NULL */
 	uint32_t poll_us;     /* I/O-thread busy-poll window in microseconds
 				 before sleeping (0 = off: sleep at once) */
+	/* Initial rate limits (copied), or NULL: unlimited.  Changeable at
+	 * run time: vmm_set_disk_rate_limit(). */
+	const struct vmm_rate_limit *rate_limit;
 };
 
 /**
@@ -374,7 +404,8 @@ struct vmm_disk_config {
  * Returns: 0 or
  *   -EINVAL  NULL @cfg, struct_size too small, neither path nor fd,
  *            num_queues over VMM_MAX_DISK_QUEUES, queue_size not a power
- *            of two in 4..1024, serial over 20 bytes, unknown flag
+ *            of two in 4..1024, serial over 20 bytes, unknown flag,
+ *            an invalid rate_limit (as vmm_set_disk_rate_limit())
  *   -EBADF   @cfg->fd cannot be duplicated
  *   -ENOSPC  PCI bus full (VMM_MAX_DISKS), over VMM_MAX_QUEUES queues
  *   -ENOMEM
@@ -486,6 +517,11 @@ struct vmm_net_config {
 	 * derived from the path (or "stream") when zero.
 	 */
 	const char *stream;
+	/* Initial rate limits (copied), or NULL: unlimited; not with
+	 * VMM_NET_VHOST (the kernel moves the frames).  TX and RX are
+	 * limited separately, each by these buckets.  Changeable at run
+	 * time: vmm_set_net_rate_limit(). */
+	const struct vmm_rate_limit *rate_limit;
 };
 
 /**
@@ -510,7 +546,8 @@ struct vmm_net_config {
  *            or a path over 107 bytes, tap name too long, nr_fds or
  *            queue_pairs over VMM_MAX_NET_PAIRS or not matching, a
  *            multicast @mac, queue_size not a power of two in 4..1024,
- *            mtu below 68
+ *            mtu below 68, an invalid rate_limit (as
+ *            vmm_set_net_rate_limit()), a rate_limit with VMM_NET_VHOST
  *   -EBADF   an fd cannot be duplicated
  *   -ENOSPC  VMM_MAX_NETS NICs, or the PCI bus full (VMM_MAX_DISKS)
  *   -ENOMEM
@@ -650,7 +687,8 @@ struct vmm_vsock_stats {
 	uint64_t connections;	   /* established since vmm_start() */
 	uint64_t refused;	   /* host clients and guest requests refused
 				      (nobody listening, bad CONNECT line,
-				      limit reached) */
+				      limit reached), set-ups reclaimed
+				      after 5 s unfinished */
 	uint64_t bytes_to_guest, bytes_from_guest; /* stream payload */
 	uint64_t packets_to_guest, packets_from_guest;
 	uint64_t resets;	   /* RSTs sent to the guest */
@@ -804,6 +842,65 @@ struct vmm_net_pair_stats {
  */
 int vmm_get_net_stats(struct vmm *vm, unsigned int id, unsigned int pair,
 		      struct vmm_net_pair_stats *st);
+
+/* Rate limits in force and their effect on one disk or NIC; extensible
+ * like struct vmm_disk_stats. */
+struct vmm_rate_stats {
+	uint32_t struct_size;  /* = sizeof(struct vmm_rate_stats) */
+	uint32_t pad;
+	uint64_t bw, bw_burst; /* the limits in force (0: unlimited / default) */
+	uint64_t ops, ops_burst;
+	uint64_t throttled;    /* requests (NIC: rounds of TX or RX) that
+				  waited for tokens */
+	uint64_t throttled_ns; /* the time they waited, in all */
+};
+
+/**
+ * vmm_set_disk_rate_limit() - change disk @id's rate limits.
+ * @vm: VM, any state: before vmm_start() as vmm_disk_config.rate_limit;
+ *      while it runs the I/O threads pick the new limits up atomically
+ *      (both buckets start full; a queue waiting for tokens booked under
+ *      the old limits looks again within 100 ms)
+ * @id: disk id from vmm_add_disk()
+ * @rl: the new limits; all zero: unlimited
+ *
+ * Context: any thread the library does not own.
+ * Returns: 0 or
+ *   -EINVAL  NULL @rl, struct_size too small, unknown flag, a burst or
+ *            one-time allowance without its rate
+ *   -ENOENT  unknown @id
+ */
+int vmm_set_disk_rate_limit(struct vmm *vm, unsigned int id,
+			    const struct vmm_rate_limit *rl);
+
+/**
+ * vmm_set_net_rate_limit() - change NIC @id's rate limits (as
+ * vmm_set_disk_rate_limit(); TX and RX each).
+ *
+ * Context: any thread the library does not own.
+ * Returns: 0 or
+ *   -EINVAL      as vmm_set_disk_rate_limit()
+ *   -ENOENT      unknown @id
+ *   -EOPNOTSUPP  a VMM_NET_VHOST NIC (the kernel moves its frames)
+ */
+int vmm_set_net_rate_limit(struct vmm *vm, unsigned int id,
+			   const struct vmm_rate_limit *rl);
+
+/**
+ * vmm_get_disk_rate_stats(), vmm_get_net_rate_stats() - limits in force
+ * and throttling of disk or NIC @id (counters 0 before vmm_start()).
+ * @st: out; set st->struct_size first; on success it holds the number of
+ *      bytes filled
+ *
+ * Context: any thread the library does not own.
+ * Returns: 0 or
+ *   -EINVAL  NULL @st, struct_size below 56
+ *   -ENOENT  unknown @id
+ */
+int vmm_get_disk_rate_stats(struct vmm *vm, unsigned int id,
+			    struct vmm_rate_stats *st);
+int vmm_get_net_rate_stats(struct vmm *vm, unsigned int id,
+			   struct vmm_rate_stats *st);
 
 /* A counter this host's KVM does not keep (struct vmm_kvm_stats). */
 #define VMM_STAT_UNKNOWN UINT64_MAX

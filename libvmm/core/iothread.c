@@ -42,6 +42,9 @@ struct iothread {
 	 * moves them to retry_due when it starts. */
 	struct iothread_hook *hooks;
 	struct iothread_hook *retry, *retry_due;
+	/* iothread_defer_at(): due at their ->when (a short list: one hook
+	 * per throttled queue of this thread). */
+	struct iothread_hook *timed;
 	/* iothread_fail_sqes(): grant fail_after SQEs, then refuse fail_sqes. */
 	unsigned int fail_after, fail_sqes;
 	struct iothread_poller *pollers;
@@ -247,6 +250,21 @@ void iothread_defer_next(struct iothread *io, struct iothread_hook *h)
 	io->retry = h;
 }
 
+void iothread_defer_at(struct iothread *io, struct iothread_hook *h,
+		       uint64_t when_ns)
+{
+	if (h->queued) {
+		for (struct iothread_hook *t = io->timed; t; t = t->next)
+			if (t == h && when_ns < h->when)
+				h->when = when_ns;
+		return;
+	}
+	h->queued = true;
+	h->when = when_ns;
+	h->next = io->timed;
+	io->timed = h;
+}
+
 static bool hook_unlink(struct iothread_hook **list, struct iothread_hook *h)
 {
 	for (struct iothread_hook **pp = list; *pp; pp = &(*pp)->next) {
@@ -262,8 +280,8 @@ static bool hook_unlink(struct iothread_hook **list, struct iothread_hook *h)
 void iothread_undefer(struct iothread *io, struct iothread_hook *h)
 {
 	if (h->queued && !hook_unlink(&io->hooks, h) &&
-	    !hook_unlink(&io->retry, h))
-		hook_unlink(&io->retry_due, h);
+	    !hook_unlink(&io->retry, h) && !hook_unlink(&io->retry_due, h))
+		hook_unlink(&io->timed, h);
 }
 
 void iothread_fail_sqes(struct iothread *io, unsigned int after, unsigned int n)
@@ -288,6 +306,36 @@ void iothread_remove_poller(struct iothread *io, struct iothread_poller *p)
 	}
 }
 
+/* Timed hooks that are due, one pass: those are taken off first, so a
+ * hook that defers itself again waits for its new time. */
+static void iothread_run_timed(struct iothread *io)
+{
+	struct iothread_hook *due = NULL, **pp = &io->timed;
+	uint64_t now;
+
+	if (!io->timed)
+		return;
+	now = now_ns();
+	while (*pp) {
+		struct iothread_hook *h = *pp;
+
+		if (h->when <= now) {
+			*pp = h->next;
+			h->next = due;
+			due = h;
+		} else {
+			pp = &h->next;
+		}
+	}
+	while (due) {
+		struct iothread_hook *h = due;
+
+		due = h->next;
+		h->queued = false;
+		h->fn(h->opaque);
+	}
+}
+
 static void iothread_run_hooks(struct iothread *io)
 {
 	while (io->hooks) {
@@ -306,6 +354,7 @@ static void iothread_run_hooks(struct iothread *io)
 		h->queued = false;
 		h->fn(h->opaque);
 	}
+	iothread_run_timed(io);
 }
 
 /*
@@ -341,27 +390,45 @@ static unsigned int iothread_reap(struct iothread *io)
  */
 #define IOTHREAD_RETRY_NS 1000000
 
-/* Submit, then wait for a CQE, IOTHREAD_RETRY_NS at most. */
-static int iothread_wait_retry(struct iothread *io)
+/* Submit, then wait for a CQE, @ns at most. */
+static int iothread_wait_retry(struct iothread *io, uint64_t ns)
 {
-	struct __kernel_timespec ts = { .tv_sec = 0, .tv_nsec = IOTHREAD_RETRY_NS };
+	struct __kernel_timespec ts = { .tv_sec = (long long)(ns / 1000000000u),
+					.tv_nsec = (long long)(ns % 1000000000u) };
 	struct io_uring_cqe *cqe;
 	int ret;
 
 	/* Without EXT_ARG (5.11) liburing would queue an IORING_OP_TIMEOUT,
-	 * which the restricted ring refuses: sleep instead. */
+	 * which the restricted ring refuses: sleep instead, a retry's
+	 * interval at most (kicks are not seen meanwhile). */
 	if (io->ring.uring.features & IORING_FEAT_EXT_ARG)
 		return io_uring_submit_and_wait_timeout(&io->ring.uring, &cqe, 1, &ts, NULL);
 	ret = io_uring_submit(&io->ring.uring);
 	if (!io_uring_cq_ready(&io->ring.uring))
-		usleep(IOTHREAD_RETRY_NS / 1000);
+		usleep((useconds_t)(MIN(ns, IOTHREAD_RETRY_NS) / 1000));
 	return ret;
 }
 
+/* How long this round may sleep: IOTHREAD_RETRY_NS with a retry due,
+ * until the earliest timed hook, or UINT64_MAX (until a CQE). */
+static uint64_t iothread_sleep_ns(struct iothread *io)
+{
+	uint64_t ns = io->retry_due ? IOTHREAD_RETRY_NS : UINT64_MAX, now;
+
+	if (!io->timed)
+		return ns;
+	now = now_ns();
+	for (struct iothread_hook *h = io->timed; h; h = h->next)
+		ns = MIN(ns, h->when > now ? h->when - now : 0);
+	return ns;
+}
+
 /* One wait + dispatch round; @wait: block for at least one CQE (for at
- * most IOTHREAD_RETRY_NS when a retry is due). */
+ * most IOTHREAD_RETRY_NS when a retry is due, until the earliest timed
+ * hook's time when one is queued). */
 static void iothread_round(struct iothread *io, bool wait)
 {
+	uint64_t sleep_ns;
 	int ret;
 
 	/* Retries deferred before this round run at its end. */
@@ -372,10 +439,11 @@ static void iothread_round(struct iothread *io, bool wait)
 		h->next = io->retry_due;
 		io->retry_due = h;
 	}
-	if (wait && io->retry_due)
-		ret = iothread_wait_retry(io);
+	sleep_ns = wait ? iothread_sleep_ns(io) : 0;
+	if (sleep_ns && sleep_ns != UINT64_MAX)
+		ret = iothread_wait_retry(io, sleep_ns);
 	else
-		ret = io_uring_submit_and_wait(&io->ring.uring, wait ? 1 : 0);
+		ret = io_uring_submit_and_wait(&io->ring.uring, sleep_ns ? 1 : 0);
 
 	STAT_INC(io, submits, 1);
 	if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY &&

@@ -67,6 +67,7 @@ struct iothread_hook {
 	void *opaque;
 	bool queued;
 	struct iothread_hook *next;
+	uint64_t when; /* internal: iothread_defer_at()'s time */
 };
 
 /* Busy-poller: returns true if it found work. */
@@ -159,6 +160,15 @@ void iothread_defer(struct iothread *io, struct iothread_hook *h);
  * hook that defers itself again runs once per round, never in a loop.
  */
 void iothread_defer_next(struct iothread *io, struct iothread_hook *h);
+/*
+ * Queue @h to run once at the end of the first round that ends at or
+ * after @when_ns (CLOCK_MONOTONIC): the thread's wait for completions is
+ * bounded by the earliest such time, so timed work needs no timer of its
+ * own (e.g. a queue waiting for a rate limit's tokens).  Already queued
+ * for a later time: moved earlier; queued otherwise: left as it is.
+ */
+void iothread_defer_at(struct iothread *io, struct iothread_hook *h,
+		       uint64_t when_ns);
 /* Take @h off whichever list it is queued on (before freeing it). */
 void iothread_undefer(struct iothread *io, struct iothread_hook *h);
 /*

@@ -22,6 +22,7 @@
 #include "vcpu.h"
 #include "vm.h"
 #include "vmm/vmm-bench.h"
+#include "rates.h"
 
 #define DEFAULT_RAM (256ull << 20)
 
@@ -359,6 +360,12 @@ int vmm_add_disk(struct vmm *vm, const struct vmm_disk_config *cfg,
 	/* Fields past what the caller's struct has stay zero (defaults). */
 	memcpy(&d.cfg, cfg, MIN((size_t)cfg->struct_size, sizeof(d.cfg)));
 	d.cfg.struct_size = sizeof(d.cfg);
+	/* Rate limits: copied (rates.c); the pointer is not kept. */
+	if (machine_rate_in(d.cfg.rate_limit, &d.rate)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	d.cfg.rate_limit = NULL;
 	if (vm->config->nr_disks + vm->config->nr_nets >= VMM_MAX_DISKS) { /* PCI functions (vmm.h) */
 		vmm_err("disk: at most %d disks (PCI slots and functions)",
 			VMM_MAX_DISKS);
@@ -484,8 +491,12 @@ int vmm_add_net(struct vmm *vm, const struct vmm_net_config *cfg,
 	struct vmm_net_config c;
 	int ret;
 
-	if (!cfg || net_config_in(cfg, &c) || !net_config_ok(&c))
+	if (!cfg || net_config_in(cfg, &c) || !net_config_ok(&c) ||
+	    machine_rate_in(c.rate_limit, &n.rate) ||
+	    /* vhost-net moves the frames in the kernel: nothing to limit */
+	    ((c.flags & VMM_NET_VHOST) && machine_rate_any(&n.rate)))
 		return -EINVAL;
+	c.rate_limit = NULL;
 	cfg = &c;
 	ret = vm_lock_config(vm);
 	if (ret)

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "machine-int.h"
 #include "pci-params.h"
+#include "rates.h"
 #include "virtio/virtio-pci.h"
 #include "vm.h"
 #include "vmm/vmm-bench.h"
@@ -43,6 +44,7 @@ static int disk_create(struct vmm *vm, struct machine *m, struct machine_device 
 		.nr_iothreads = m->nr_iothreads,
 		.poll_us = c->poll_us,
 	};
+	struct ratelimit_cfg rate;
 	struct vpci_params tp;
 	struct virtio_device vd;
 	struct virtio_blk *dev;
@@ -60,6 +62,8 @@ static int disk_create(struct vmm *vm, struct machine *m, struct machine_device 
 		return ret;
 	}
 	dp.blk = blk;
+	machine_rate_cfg(&dc->rate, &rate);
+	dp.rate = &rate;
 	ret = virtio_blk_create(&dp, &dev);
 	if (ret) {
 		vblk_close(blk);

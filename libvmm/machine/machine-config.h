@@ -18,6 +18,9 @@ struct machine_disk_config {
 	char *path;
 	char *serial;
 	int fd; /* dup of cfg.fd, or -1 */
+	/* Rate limits: cfg.rate_limit's copy, then vmm_set_disk_rate_limit()'s
+	 * (cfg.rate_limit itself is NULL: this array moves). */
+	struct vmm_rate_limit rate;
 };
 
 /* A port as configured through vmm_add_port() (copied name, dup'ed fds). */
@@ -32,6 +35,7 @@ struct machine_net_config {
 	char *tap;
 	int *fds;		   /* cfg.nr_fds, or NULL */
 	char *stream;		   /* cfg.stream's copy, or NULL */
+	struct vmm_rate_limit rate; /* as machine_disk_config's */
 };
 
 /* A virtio-fs device as configured through vmm_add_fs() (copied strings). */

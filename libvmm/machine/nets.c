@@ -14,6 +14,7 @@
 #include "machine-config.h"
 #include "machine-int.h"
 #include "pci-params.h"
+#include "rates.h"
 #include "machine.h"
 #include "net/net-backend.h"
 #include "net/stream.h"
@@ -155,6 +156,7 @@ static int net_create(struct vmm *vm, struct machine *m, struct machine_device *
 	};
 	int fds[VMM_MAX_NET_PAIRS] = { -1 }, vfds[VMM_MAX_NET_PAIRS];
 	bool vhost = c->flags & VMM_NET_VHOST;
+	struct ratelimit_cfg rate;
 	char name[112];
 	struct virtio_device vd;
 	struct virtio_net *dev;
@@ -180,6 +182,8 @@ static int net_create(struct vmm *vm, struct machine *m, struct machine_device *
 	if (!memcmp(c->mac, zero, 6))
 		vnet_mac_derive(net_name_seed(name), d->id, np.net.mac);
 	np.fds = fds;
+	machine_rate_cfg(&vm->config->nets[d->id].rate, &rate);
+	np.rate = &rate;
 	ret = virtio_net_create(&np, &dev);
 	if (ret) {
 		for (unsigned int i = 0; i < pairs; i++) {

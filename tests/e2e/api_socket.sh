@@ -7,12 +7,18 @@
 #  - pause: "state":"paused", no tick for 4 s, stats still answered;
 #    resume: ticks go on; the guest's monotonic clock did not jump by the
 #    pause where it runs on kvm-clock (the pause stops kvmclock);
+#  - set-rate-limit on the disk at run time: the limits in force show in
+#    stats, a 2 requests/s limit throttles the write loop (the throttled
+#    counter and its wait time rise; ticks go on), a bandwidth limit
+#    replaces it, an empty request lifts it; a bad device or limit is
+#    refused; every write acknowledged under them is in the image;
 #  - malformed, unknown, oversized and slow requests get an error and the
 #    VM runs on; a peer of another uid is refused (0600, and SO_PEERCRED
 #    when the file mode would let it in);
 #  - shutdown (the ACPI power button): the guest powers off, minivmm exits
 #    0, every block the guest acknowledged (a TICK line) is in the image;
-#  - stop, on a second VM: minivmm exits 0.
+#  - stop, on a second VM (its disk limited from the command line, which
+#    stats reports): minivmm exits 0.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 e2e_require_kvm
@@ -88,9 +94,46 @@ if [[ "$cs" == kvm-clock ]]; then
 		e2e_fail "the guest's kvm-clock jumped by the pause: +$gap s over a 4 s pause"
 fi
 
+# Rate limits at run time (set-rate-limit).  Asserted by their effects,
+# never by timings: the limits in force as stats reports them, the
+# throttled counter under a limit below the write loop's rate.
+rate() { api stats | jq -c '.stats.rate_limits.disks[0]'; }
+out=$(rate)
+jq -e '.bw == 0 and .ops == 0 and .throttled == 0' <<<"$out" >/dev/null ||
+	e2e_fail "rate limits before any was set: $out"
+api set-rate-limit disk0 rate-ops=2 rate-ops-burst=1 | jq -e .ok >/dev/null ||
+	e2e_fail "set-rate-limit rate-ops=2 refused"
+jq -e '.ops == 2 and .ops_burst == 1 and .bw == 0' <<<"$(rate)" >/dev/null ||
+	e2e_fail "stats do not show rate-ops=2: $(rate)"
+n3=$(ticks)
+wait_ticks $((n3 + 3)) # a tick is a write and a flush: 2 requests or more
+out=$(rate)
+echo "rate-ops=2: $out"
+jq -e '.throttled > 0 and .throttled_ns > 0' <<<"$out" >/dev/null ||
+	e2e_fail "a 2 requests/s limit under the write loop throttled nothing: $out"
+api set-rate-limit disk0 rate-bw=64K | jq -e .ok >/dev/null || e2e_fail "set-rate-limit rate-bw=64K refused"
+jq -e '.bw == 65536 and .ops == 0' <<<"$(rate)" >/dev/null ||
+	e2e_fail "stats do not show rate-bw=64K alone: $(rate)"
+n3=$(ticks)
+wait_ticks $((n3 + 2))
+api set-rate-limit disk0 | jq -e .ok >/dev/null || e2e_fail "set-rate-limit (unlimited) refused"
+jq -e '.bw == 0 and .ops == 0 and .throttled > 0' <<<"$(rate)" >/dev/null ||
+	e2e_fail "stats after lifting the limits: $(rate)"
+n3=$(ticks)
+wait_ticks $((n3 + 2))
+out=$(api set-rate-limit disk7 rate-ops=5 || true)
+jq -e '.ok == false and .error == "no such device"' <<<"$out" >/dev/null ||
+	e2e_fail "set-rate-limit on disk7: $out"
+if api set-rate-limit disk0 rate-bw-burst=1M >/dev/null 2>&1; then
+	e2e_fail "the client sent a burst without its rate"
+fi
+
 # Bad requests: an error each, the VM runs on.
 for req in 'not json' '[1,2]' '{"command":"bogus"}' '{"command":"info","x":1}' \
-	'{"command":"info","command":"stop"}' '{"command":7}'; do
+	'{"command":"info","command":"stop"}' '{"command":7}' \
+	'{"command":"set-rate-limit"}' '{"command":"set-rate-limit","device":"disk0","bw":-1}' \
+	'{"command":"set-rate-limit","device":"net0"}' \
+	'{"command":"set-rate-limit","device":"disk0","ops_burst":5}'; do
 	out=$(raw "$req"$'\n')
 	jq -e '.ok == false and (.error | length > 0)' <<<"$out" >/dev/null ||
 		e2e_fail "request '$req' got: $out"
@@ -137,11 +180,15 @@ done
 echo "shutdown: power button seen, the guest powered off, minivmm exited 0; $acked acknowledged writes all in the image"
 
 # Stop: a second VM, stopped through the API while it writes: exit 0.
+# Its disk is limited from the command line.
 "$vmm" --smp 2 --mem 256M --kernel "$kernel" --initrd "$initrd" \
-	--disk "$img" --api-socket "$sock" --append "guest.run=ticker" \
+	--disk "path=$img,rate-bw=1M,rate-bw-burst=256K,rate-ops=500" \
+	--api-socket "$sock" --append "guest.run=ticker" \
 	</dev/null >"$log" 2>&1 &
 pid=$!
 wait_ticks 1
+jq -e '.bw == 1048576 and .bw_burst == 262144 and .ops == 500' <<<"$(rate)" >/dev/null ||
+	e2e_fail "the command line's limits are not in force: $(rate)"
 api stop | jq -e .ok >/dev/null || e2e_fail "stop refused"
 finish stop
-echo "PASS: info/stats/pause/resume/shutdown/stop over the API socket; bad requests and another uid refused"
+echo "PASS: info/stats/pause/resume/set-rate-limit/shutdown/stop over the API socket; bad requests and another uid refused"

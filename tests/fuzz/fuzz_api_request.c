@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzz target: minivmm's API socket requests (examples/minivmm/api.c),
- * api_parse_request() on the raw bytes a client sent.  Checked beyond the
+ * api_parse() on the raw bytes a client sent.  Checked beyond the
  * sanitizers (abort()): an accepted request names a known command, a
  * refused one says why; input over API_MAX_REQUEST is always refused.
  */
@@ -13,11 +13,22 @@
 
 int fuzz_api_request(const uint8_t *data, size_t size)
 {
-	enum api_cmd cmd = (enum api_cmd)-1;
+	struct api_request req;
+	enum api_cmd cmd;
 	char err[256] = "";
-	int r = api_parse_request((const char *)data, size, &cmd, err, sizeof(err));
+	int r = api_parse((const char *)data, size, &req, err, sizeof(err));
 
-	if (r == 0 && (size > API_MAX_REQUEST || (unsigned int)cmd > API_SHUTDOWN))
+	cmd = req.cmd;
+	if (r == 0 && (size > API_MAX_REQUEST || (unsigned int)cmd > API_SET_RATE_LIMIT))
+		abort();
+	/* set-rate-limit: a device in range, limits bounded, no burst
+	 * without its rate; the others carry nothing. */
+	if (r == 0 && cmd == API_SET_RATE_LIMIT &&
+	    (req.index >= VMM_MAX_DISKS || req.rate.bw > (1ull << 60) ||
+	     req.rate.ops > (1ull << 60) ||
+	     (!req.rate.bw && req.rate.bw_burst) || (!req.rate.ops && req.rate.ops_burst)))
+		abort();
+	if (r == 0 && cmd != API_SET_RATE_LIMIT && (req.index || req.rate.bw || req.rate.ops))
 		abort();
 	if (r != 0 && (r != -1 || !err[0]))
 		abort();

@@ -25,8 +25,15 @@
 
 void vd_init(struct vsock_drv *d, unsigned int max_conns, uint32_t buf_alloc)
 {
+	vd_init_timeout(d, max_conns, buf_alloc, 0);
+}
+
+void vd_init_timeout(struct vsock_drv *d, unsigned int max_conns, uint32_t buf_alloc,
+		     unsigned int setup_timeout_ms)
+{
 	struct vsock_params p = { .guest_cid = VD_CID, .max_conns = max_conns,
-				  .buf_alloc = buf_alloc };
+				  .buf_alloc = buf_alloc,
+				  .setup_timeout_ms = setup_timeout_ms };
 	int fd;
 
 	memset(d, 0, sizeof(*d));

@@ -41,6 +41,9 @@ struct vsock_drv {
 
 /* max_conns/buf_alloc 0: the defaults.  The device starts active. */
 void vd_init(struct vsock_drv *d, unsigned int max_conns, uint32_t buf_alloc);
+/* The same with the device's set-up timeout (0: its default). */
+void vd_init_timeout(struct vsock_drv *d, unsigned int max_conns, uint32_t buf_alloc,
+		     unsigned int setup_timeout_ms);
 void vd_fini(struct vsock_drv *d);
 
 /* Make @n more receive buffers available (not processed yet). */

@@ -31,7 +31,7 @@ while [[ $# -gt 0 ]]; do
 done
 
 if [[ $RIG_ARCH == arm64 ]]; then
-	modules=(virtio_pci 9pnet_virtio 9p overlay virtio_blk ext4)
+	modules=(virtio_pci 9pnet_virtio 9p overlay virtio_blk ext4 tun) # tun: e2e/arm64_net_vsock
 else
 	modules=(virtio_pci 9pnet_virtio 9p overlay virtio_blk ext4 kvm_amd tun)
 fi

@@ -81,6 +81,62 @@ START_TEST(size_limit)
 }
 END_TEST
 
+/* set-rate-limit: the device and the limits, bounded and validated. */
+START_TEST(set_rate_limit)
+{
+	static const struct { const char *req, *why; } bad[] = {
+		{ "{\"command\":\"set-rate-limit\"}", "\"device\" is missing" },
+		{ "{\"command\":\"set-rate-limit\",\"device\":\"disk\"}", "device" },
+		{ "{\"command\":\"set-rate-limit\",\"device\":\"disk01\"}", "device" },
+		{ "{\"command\":\"set-rate-limit\",\"device\":\"disk247\"}", "device" },
+		{ "{\"command\":\"set-rate-limit\",\"device\":\"net1000\"}", "device" },
+		{ "{\"command\":\"set-rate-limit\",\"device\":\"disk-1\"}", "device" },
+		{ "{\"command\":\"set-rate-limit\",\"device\":\"vsock0\"}", "device" },
+		{ "{\"command\":\"set-rate-limit\",\"device\":\"disk0\\u0000\"}", "not JSON" },
+		{ "{\"command\":\"set-rate-limit\",\"device\":0}", "device" },
+		{ "{\"command\":\"set-rate-limit\",\"device\":\"disk0\",\"bw\":-1}", "0..2^60" },
+		{ "{\"command\":\"set-rate-limit\",\"device\":\"disk0\",\"bw\":1.5}", "0..2^60" },
+		{ "{\"command\":\"set-rate-limit\",\"device\":\"disk0\",\"ops\":\"5\"}", "0..2^60" },
+		{ "{\"command\":\"set-rate-limit\",\"device\":\"disk0\",\"ops\":1152921504606846977}", "0..2^60" },
+		{ "{\"command\":\"set-rate-limit\",\"device\":\"disk0\",\"bw_burst\":5}", "needs its rate" },
+		{ "{\"command\":\"set-rate-limit\",\"device\":\"net0\",\"ops_one_time\":5}", "needs its rate" },
+		{ "{\"command\":\"set-rate-limit\",\"device\":\"disk0\",\"iops\":5}", "unknown member" },
+		{ "{\"command\":\"stats\",\"device\":\"disk0\"}", "unknown member" },
+	};
+	struct api_request r;
+	char err[256] = "";
+	const char *ok = "{\"command\":\"set-rate-limit\",\"device\":\"net7\","
+			 "\"bw\":10485760,\"bw_burst\":4096,\"ops\":1000,"
+			 "\"ops_burst\":10,\"bw_one_time\":1,\"ops_one_time\":2}";
+
+	ck_assert_int_eq(api_parse(ok, strlen(ok), &r, err, sizeof(err)), 0);
+	ck_assert_int_eq(r.cmd, API_SET_RATE_LIMIT);
+	ck_assert(r.net);
+	ck_assert_uint_eq(r.index, 7);
+	ck_assert_uint_eq(r.rate.struct_size, sizeof(r.rate));
+	ck_assert_uint_eq(r.rate.bw, 10485760);
+	ck_assert_uint_eq(r.rate.bw_burst, 4096);
+	ck_assert_uint_eq(r.rate.bw_one_time, 1);
+	ck_assert_uint_eq(r.rate.ops, 1000);
+	ck_assert_uint_eq(r.rate.ops_burst, 10);
+	ck_assert_uint_eq(r.rate.ops_one_time, 2);
+	/* No limit given: unlimited. */
+	ok = "{\"command\":\"set-rate-limit\",\"device\":\"disk246\"}";
+	ck_assert_int_eq(api_parse(ok, strlen(ok), &r, err, sizeof(err)), 0);
+	ck_assert(!r.net);
+	ck_assert_uint_eq(r.index, 246);
+	ck_assert_uint_eq(r.rate.bw, 0);
+	ck_assert_uint_eq(r.rate.ops, 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		ck_assert_msg(api_parse(bad[i].req, strlen(bad[i].req), &r, err,
+					sizeof(err)) == -1, "accepted: %s", bad[i].req);
+		ck_assert_msg(strstr(err, bad[i].why), "%s: reason '%s', expected '%s'",
+			      bad[i].req, err, bad[i].why);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("api_request");
@@ -91,6 +147,7 @@ int main(void)
 	tcase_add_test(tc, commands);
 	tcase_add_test(tc, refused);
 	tcase_add_test(tc, size_limit);
+	tcase_add_test(tc, set_rate_limit);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

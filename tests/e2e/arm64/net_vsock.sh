@@ -1,0 +1,102 @@
+#!/bin/sh
+# net_vsock.sh MINIVMM KERNEL INITRD VSOCKT (arm64, in the arm64 rig's L1)
+# virtio-net and the hybrid virtio-vsock on arm64 as on x86 (issues 28
+# and 29), one L2 boot each, seccomp on (the default):
+#  - --net tap=mvt0 at 4 vCPUs: minivmm makes the multi-queue tap (the
+#    L1's busybox has no `ip tuntap`), L1 gives it 198.18.0.1/24 once it
+#    appears; the guest (payload net-mq, as in tests/e2e/net_mq.sh) checks
+#    one queue pair per vCPU, pings L1, fetches MB MiB from busybox httpd
+#    and sends MB MiB in FLOWS parallel flows to busybox nc, md5s compared
+#    on both sides; --stats-json shows 4 pairs, more than one carrying
+#    frames (their interrupts are LPIs through the ITS);
+#  - --vsock cid=3,socket=PATH: CONNS connections each way at once (the
+#    host's through PATH with "CONNECT 5000", the guest's to host port 6000
+#    served at PATH_6000), BYTES each way each, hashed on both ends
+#    (tests/guest/vsockt.c), and the device's statistics.
+. "$(dirname "$0")/lib.sh"
+e2e_require_kvm
+vmm=$1 kernel=$2 initrd=$3 tool=$4
+n=4 mb=2 flows=4 conns=8 bytes=262144
+dir=$(e2e_tmpdir)
+pids=
+trap 'kill $pids 2>/dev/null; rm -rf "$dir"' EXIT
+
+# ---- virtio-net
+mkdir "$dir/www"
+dd if=/dev/urandom of="$dir/www/down.bin" bs=1048576 count=$mb 2>/dev/null
+down=$(md5sum <"$dir/www/down.bin" | cut -d' ' -f1)
+busybox httpd -f -p 8080 -h "$dir/www" &
+pids="$pids $!"
+# The receivers' stdin never ends (a FIFO held open both ways): busybox nc
+# half-closes at stdin EOF, and a client that sees the FIN stops sending.
+mkfifo "$dir/hold"
+exec 3<>"$dir/hold"
+i=0
+while [ $i -lt $flows ]; do
+	busybox nc -l -p $((5001 + i)) >"$dir/up$i" <&3 &
+	pids="$pids $!"
+	i=$((i + 1))
+done
+(
+	i=0
+	while ! ip link show mvt0 >/dev/null 2>&1 && [ $i -lt 3000 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	ip addr add 198.18.0.1/24 dev mvt0 && ip link set mvt0 up
+) &
+e2e_run_vmm "$dir/log" "$vmm" --smp $n --mem 512M --kernel "$kernel" \
+	--initrd "$initrd" --net tap=mvt0 --stats-json \
+	--append "guest.run=net-mq guest.mb=$mb guest.flows=$flows"
+grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/log" || e2e_fail "net: the guest payload failed"
+[ "$E2E_RC" -eq 0 ] || e2e_fail "net: minivmm exited $E2E_RC"
+grep -q "NET-DOWN md5=$down " "$dir/log" || e2e_fail "net: download md5 differs (want $down)"
+sleep 1 # the receivers write out what the FIN ended
+i=0
+while [ $i -lt $flows ]; do
+	want=$(sed -n "s/.*NET-UP$i md5=\([0-9a-f]*\).*/\1/p" "$dir/log" | head -n1)
+	got=$(md5sum <"$dir/up$i" | cut -d' ' -f1)
+	[ -n "$want" ] && [ "$want" = "$got" ] ||
+		e2e_fail "net: upload $i: md5 $got on L1, $want in the guest"
+	i=$((i + 1))
+done
+pairs=$(grep -o '"nets":\[{"pairs":\[[^]]*\]' "$dir/log" | head -n1)
+[ -n "$pairs" ] || e2e_fail "net: no NIC in --stats-json"
+npairs=$(echo "$pairs" | grep -o '"rx_packets"' | wc -l)
+rx_used=$(echo "$pairs" | grep -o '"rx_packets":[1-9][0-9]*' | wc -l)
+tx_used=$(echo "$pairs" | grep -o '"tx_packets":[1-9][0-9]*' | wc -l)
+[ "$npairs" -eq $n ] || e2e_fail "net: $npairs queue pairs, expected $n"
+[ "$tx_used" -gt 1 ] || [ "$rx_used" -gt 1 ] ||
+	e2e_fail "net: one queue pair carried everything (rx on $rx_used, tx on $tx_used)"
+echo "NET: $npairs pairs, rx used on $rx_used, tx on $tx_used; $mb MiB each way, md5s equal"
+
+# ---- virtio-vsock (hybrid host side)
+sock=$dir/v.sock
+"$tool" serve-unix "${sock}_6000" $conns >"$dir/serve.log" 2>&1 &
+spid=$!
+"$tool" connect-unix "$sock" 5000 $conns $bytes >"$dir/connect.log" 2>&1 &
+cpid=$!
+e2e_run_vmm "$dir/vlog" "$vmm" --smp 2 --mem 512M --kernel "$kernel" \
+	--initrd "$initrd" --vsock "cid=3,socket=$sock" --stats-json \
+	--append "quiet guest.run=vsock guest.conns=$conns guest.bytes=$bytes"
+src=0 crc=0
+wait $spid || src=$?
+wait $cpid || crc=$?
+cat "$dir/serve.log" "$dir/connect.log"
+grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/vlog" || e2e_fail "vsock: the guest payload failed"
+[ "$E2E_RC" -eq 0 ] || e2e_fail "vsock: minivmm exited $E2E_RC"
+[ $src -eq 0 ] && [ $crc -eq 0 ] || e2e_fail "vsock: host side failed (serve $src, connect $crc)"
+grep -q "VSOCKT serve-unix: $conns connections, $bytes bytes each way, ok" "$dir/serve.log" ||
+	e2e_fail "vsock: host echo server: not every connection"
+grep -q "VSOCKT connect-unix: $conns connections, $bytes bytes each way, ok" "$dir/connect.log" ||
+	e2e_fail "vsock: host connections: not every one"
+stats=$(grep -o '"vsock":{[^}]*}' "$dir/vlog" | tail -n1)
+val() { echo "$stats" | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"; }
+want=$((2 * conns * bytes))
+[ "$(val connections)" = $((2 * conns)) ] || e2e_fail "vsock: connections $(val connections), want $((2 * conns))"
+[ "$(val connections_open)" = 0 ] || e2e_fail "vsock: still open: $(val connections_open)"
+[ "$(val bytes_to_guest)" = $want ] || e2e_fail "vsock: bytes_to_guest $(val bytes_to_guest), want $want"
+[ "$(val bytes_from_guest)" = $want ] || e2e_fail "vsock: bytes_from_guest $(val bytes_from_guest), want $want"
+[ "$(val bad_packets)" = 0 ] || e2e_fail "vsock: bad packets $(val bad_packets)"
+echo "PASS: arm64 virtio-net: $n pairs, ping, $mb MiB each way md5-equal, traffic on several pairs;" \
+	"vsock: $conns + $conns connections, $bytes bytes each way each, hashed; exit 0 twice"
