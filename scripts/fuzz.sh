@@ -61,6 +61,8 @@ targets=("$@")
 [[ $# -gt 0 ]] || targets+=(fuzz_net_stream)
 # minivmm's API socket requests.
 [[ $# -gt 0 ]] || targets+=(fuzz_api_request)
+# minivmm-oci exec's channel (the guest init's exec server's decoder).
+[[ $# -gt 0 ]] || targets+=(fuzz_oci_exec)
 
 if ! command -v clang >/dev/null; then
 	echo "fuzz.sh: clang not found (scripts/deps.sh installs it)" >&2

@@ -37,13 +37,20 @@ void oci_cli_usage(FILE *f)
 		"         [--cpuset-cpus L] [--cpuset-mems L] [--pids-limit N] ID\n"
 		"                    change the container's cgroup (CPU quota, cpuset);\n"
 		"                    the VM's memory and vCPU count stay as created\n"
+		"  exec [--process F | -t | --console-socket S | --pid-file F | -d |\n"
+		"        --cwd D | -e K=V | -u UID[:GID]] ID [COMMAND ARGS...]\n"
+		"                    run a process in the container (in its VM, over\n"
+		"                    vsock): stdio relayed, signals forwarded, exit\n"
+		"                    status mirrored (128+N when killed by N); -d: the\n"
+		"                    relaying process (--pid-file) goes on alone\n"
+		"  ps [--format table|json] ID  the container's processes (guest pids)\n"
 		"  events [--stats] [--interval DURATION] ID\n"
 		"                    the container's statistics as JSON lines (its cgroup's\n"
 		"                    CPU, memory and pids, the VM's counters), one every\n"
 		"                    DURATION (default 5s; 500ms, 2s, 1m) until it stops,\n"
 		"                    with an \"oom\" line when its cgroup saw an OOM kill;\n"
 		"                    --stats: one, then exit\n"
-		"  exec, checkpoint, restore, ps  not supported\n\n"
+		"  checkpoint, restore  not supported\n\n"
 		"Global options:\n"
 		"  --root DIR        state directory (default " OCI_DEFAULT_ROOT ")\n"
 		"  --log FILE        append errors here (containerd reads it)\n"
@@ -126,15 +133,16 @@ static int list_spec_option(struct oci_cli *c, int argc, char **argv, int *i,
 	const char *a = argv[*i];
 	int r = 0;
 
-	if (c->cmd == OCI_CMD_LIST) {
-		if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+	if (c->cmd == OCI_CMD_LIST || c->cmd == OCI_CMD_PS) {
+		if (c->cmd == OCI_CMD_LIST && (!strcmp(a, "-q") || !strcmp(a, "--quiet"))) {
 			c->quiet = true;
 			return 1;
 		}
 		if ((r = opt_value(argc, argv, i, "--format", &c->format, err, errlen)) ||
 		    (r = opt_value(argc, argv, i, "-f", &c->format, err, errlen))) {
 			if (r > 0 && strcmp(c->format, "table") && strcmp(c->format, "json"))
-				return errf(err, errlen, "list: --format must be table or json");
+				return errf(err, errlen, "%s: --format must be table or json",
+					    c->cmd_name);
 			return r;
 		}
 	}
@@ -174,6 +182,53 @@ static int list_spec_option(struct oci_cli *c, int argc, char **argv, int *i,
 	return 0;
 }
 
+/* exec's options: 1 taken, 0 not exec's, -1 bad. */
+static int exec_option(struct oci_cli *c, int argc, char **argv, int *i,
+		       char *err, size_t errlen)
+{
+	static const char *const ignored[] = { "--no-new-privs", "--ignore-paused" };
+	static const char *const ignored_value[] = { "--apparmor", "--process-label",
+						     "--cgroup", "--preserve-fds" };
+	const char *a = argv[*i], *v;
+	int r;
+
+	if (!strcmp(a, "-t") || !strcmp(a, "--tty"))
+		return c->tty = true, 1;
+	if (!strcmp(a, "-d") || !strcmp(a, "--detach"))
+		return c->detach = true, 1;
+	for (size_t k = 0; k < sizeof(ignored) / sizeof(ignored[0]); k++)
+		if (!strcmp(a, ignored[k]))
+			return 1;
+	for (size_t k = 0; k < sizeof(ignored_value) / sizeof(ignored_value[0]); k++)
+		if ((r = opt_value(argc, argv, i, ignored_value[k], &v, err, errlen)))
+			return r;
+	if ((r = opt_value(argc, argv, i, "--env", &v, err, errlen)) ||
+	    (r = opt_value(argc, argv, i, "-e", &v, err, errlen))) {
+		if (r < 0)
+			return -1;
+		if (!strchr(v, '=') || v[0] == '=')
+			return errf(err, errlen, "exec: --env %s is not KEY=VALUE", v);
+		if (c->nenv >= OCI_CLI_MAX_ENV)
+			return errf(err, errlen, "exec: more than %u --env", OCI_CLI_MAX_ENV);
+		c->env[c->nenv++] = v;
+		return 1;
+	}
+	if ((r = opt_value(argc, argv, i, "--process", &c->process, err, errlen)) ||
+	    (r = opt_value(argc, argv, i, "-p", &c->process, err, errlen)) ||
+	    (r = opt_value(argc, argv, i, "--cwd", &c->cwd, err, errlen)) ||
+	    (r = opt_value(argc, argv, i, "--user", &c->user, err, errlen)) ||
+	    (r = opt_value(argc, argv, i, "-u", &c->user, err, errlen)) ||
+	    (r = opt_value(argc, argv, i, "--pid-file", &c->pid_file, err, errlen)) ||
+	    (r = opt_value(argc, argv, i, "--console-socket", &c->console_socket, err,
+			   errlen)))
+		return r;
+	if ((r = opt_value(argc, argv, i, "--cap", &v, err, errlen)) ||
+	    (r = opt_value(argc, argv, i, "-c", &v, err, errlen)))
+		return r < 0 ? -1 : errf(err, errlen, "exec: --cap is not supported "
+					 "(give the capabilities in --process FILE)");
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	enum oci_cmd cmd;
@@ -181,10 +236,10 @@ static const struct {
 	{ "create", OCI_CMD_CREATE }, { "start", OCI_CMD_START },
 	{ "state", OCI_CMD_STATE },   { "kill", OCI_CMD_KILL },
 	{ "delete", OCI_CMD_DELETE }, { "features", OCI_CMD_FEATURES },
-	{ "help", OCI_CMD_HELP },     { "exec", OCI_CMD_UNSUPPORTED },
+	{ "help", OCI_CMD_HELP },     { "exec", OCI_CMD_EXEC },
 	{ "pause", OCI_CMD_PAUSE },   { "resume", OCI_CMD_RESUME },
 	{ "checkpoint", OCI_CMD_UNSUPPORTED }, { "restore", OCI_CMD_UNSUPPORTED },
-	{ "update", OCI_CMD_UPDATE }, { "ps", OCI_CMD_UNSUPPORTED },
+	{ "update", OCI_CMD_UPDATE }, { "ps", OCI_CMD_PS },
 	{ "events", OCI_CMD_EVENTS }, { "run", OCI_CMD_RUN },
 	{ "list", OCI_CMD_LIST },     { "spec", OCI_CMD_SPEC },
 };
@@ -258,6 +313,12 @@ int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,
 				c->keep = true;
 				continue;
 			}
+			if (c->cmd == OCI_CMD_EXEC) {
+				if ((r = exec_option(c, argc, argv, &i, err, errlen)) < 0)
+					return -1;
+				if (r)
+					continue;
+			}
 			if (c->cmd == OCI_CMD_CREATE || c->cmd == OCI_CMD_RUN) {
 				if ((r = opt_value(argc, argv, &i, "--bundle", &c->bundle, err,
 						   errlen)) ||
@@ -307,6 +368,13 @@ int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,
 		if (npos >= 2)
 			return errf(err, errlen, "%s: too many arguments", c->cmd_name);
 		pos[npos++] = a;
+		/* exec ID COMMAND...: the rest is the command, dashes and all;
+		 * ps ID [ps options]: the rest is ignored (no ps(1) runs). */
+		if (c->cmd == OCI_CMD_EXEC || c->cmd == OCI_CMD_PS) {
+			c->exec_args = argv + i + 1;
+			c->nexec_args = (unsigned int)(argc - i - 1);
+			break;
+		}
 	}
 	if (c->cmd == OCI_CMD_LIST || c->cmd == OCI_CMD_SPEC) {
 		if (npos)
@@ -325,6 +393,12 @@ int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,
 		return errf(err, errlen, "invalid container ID \"%s\"", c->id);
 	if ((c->cmd == OCI_CMD_CREATE || c->cmd == OCI_CMD_RUN) && !c->bundle)
 		c->bundle = ".";
+	if (c->cmd == OCI_CMD_EXEC && !c->process && !c->nexec_args)
+		return errf(err, errlen, "exec: no command (give one after the ID, or --process FILE)");
+	if (c->cmd == OCI_CMD_EXEC && c->tty && c->detach && !c->console_socket)
+		return errf(err, errlen, "exec: --detach with --tty needs --console-socket");
+	if (c->cmd == OCI_CMD_PS && !c->format)
+		c->format = "table";
 	if (c->cmd == OCI_CMD_KILL && spec_parse_signal(c->signal) < 0)
 		return errf(err, errlen, "kill: unknown signal \"%s\"", c->signal);
 	return 0;

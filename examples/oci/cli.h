@@ -23,9 +23,13 @@ enum oci_cmd {
 	OCI_CMD_SPEC,
 	OCI_CMD_RUN,
 	OCI_CMD_UPDATE,
+	OCI_CMD_EXEC,
+	OCI_CMD_PS,
 	OCI_CMD_EVENTS,
-	OCI_CMD_UNSUPPORTED, /* exec, ps, ...: a clear error */
+	OCI_CMD_UNSUPPORTED, /* checkpoint, restore: a clear error */
 };
+
+#define OCI_CLI_MAX_ENV 256 /* exec --env: more is an error */
 
 struct oci_cli {
 	/* global */
@@ -48,6 +52,15 @@ struct oci_cli {
 	/* update: as given, parsed by oci_update_resources() */
 	const char *resources, *memory, *cpu_quota, *cpu_period, *cpuset_cpus,
 		*cpuset_mems, *pids_limit;
+	/* exec: --process FILE, --cwd, --user UID[:GID], --env K=V...,
+	 * --tty (detach, pid_file, console_socket above); the command after
+	 * the ID (argv's, NULL-terminated) */
+	const char *process, *cwd, *user;
+	const char *env[OCI_CLI_MAX_ENV];
+	unsigned int nenv;
+	bool tty;
+	char **exec_args;
+	unsigned int nexec_args;
 	bool stats;		 /* events --stats: one sample, then exit */
 	unsigned int interval_ms; /* events --interval (default 5 s) */
 };

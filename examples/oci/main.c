@@ -24,6 +24,7 @@
 
 #include "cgroup.h"
 #include "cli.h"
+#include "exec-cmd.h"
 #include "manage.h"
 #include "oci.h"
 #include "vmm/vmm.h"
@@ -580,6 +581,13 @@ int main(int argc, char **argv)
 	case OCI_CMD_PAUSE:
 	case OCI_CMD_RESUME:
 		return oci_cmd_pause(&c, c.cmd == OCI_CMD_PAUSE);
+	case OCI_CMD_EXEC: {
+		static const struct oci_exec_hooks hooks = { .make_tty = make_tty };
+
+		return oci_cmd_exec(&c, &hooks);
+	}
+	case OCI_CMD_PS:
+		return oci_cmd_ps(&c);
 	default:
 		break;
 	}

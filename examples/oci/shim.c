@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "exec-cmd.h"
 #include "netns.h"
 #include "oci.h"
 #include "proto.h"
@@ -165,6 +166,30 @@ static int add_net(struct shim *s)
 	return ret;
 }
 
+/* The exec channel (exec-cmd.h): a vsock device whose host side is
+ * STATE/vsock.sock (created by vmm_start(), as root, in the 0700 state
+ * directory: only root reaches it).  A state path too long for the
+ * socket leaves the VM without it: exec and ps then say so. */
+static int add_vsock(struct shim *s)
+{
+	struct vmm_vsock_config vc = { .struct_size = sizeof(vc),
+				       .guest_cid = EXEC_GUEST_CID };
+	char path[4200];
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/" OCI_VSOCK_SOCKET, s->p->state_dir);
+	if (strlen(path) > VMM_VSOCK_PATH_MAX) {
+		oci_warn("%s is over %u bytes: no exec channel (exec and ps will fail)",
+			 path, VMM_VSOCK_PATH_MAX);
+		return 0;
+	}
+	vc.socket_path = path;
+	ret = vmm_add_vsock(s->vm, &vc);
+	if (ret)
+		oci_err("the VM's vsock device (exec): %s", strerror(-ret));
+	return ret;
+}
+
 /*
  * Join the container's network namespace and connect the VM to it
  * (netns.h), while the process is still root with every capability
@@ -237,6 +262,8 @@ static int build_vm(struct shim *s, int guest_ctl)
 	    (ret = add_port(s->vm, PROTO_PORT_STDIN, tty >= 0 ? tty : 0, -1)) ||
 	    (ret = add_port(s->vm, PROTO_PORT_STDOUT, -1, tty >= 0 ? tty : 1)) ||
 	    (ret = add_port(s->vm, PROTO_PORT_STDERR, -1, tty >= 0 ? -1 : 2)))
+		return ret;
+	if ((ret = add_vsock(s)))
 		return ret;
 	if (p->set->seccomp && (ret = vmm_set_seccomp(s->vm, VMM_SECCOMP_KILL)))
 		return ret;

@@ -636,6 +636,23 @@ out:
 	return ret;
 }
 
+int spec_load_process(const char *path, struct oci_spec *s, char *err,
+		      size_t errlen)
+{
+	json_error_t je;
+	json_t *root;
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	s->umask_v = 022;
+	root = json_load_file(path, 0, &je);
+	if (!root)
+		return errf_line(err, errlen, "%s: %s (line %d)", path, je.text, je.line);
+	ret = parse_process(root, s, err, errlen);
+	json_decref(root);
+	return ret;
+}
+
 void spec_free(struct oci_spec *s)
 {
 	free(s->oci_version);
@@ -724,15 +741,17 @@ unsigned int spec_cpuset_count(const char *list)
 	return n;
 }
 
-void spec_encode(const struct oci_spec *s, uint16_t rows, uint16_t cols,
-		 struct proto_buf *b)
+/* The process's records; the container's hostname among them for the
+ * main process (where the decoders have always seen it). */
+static void encode_process(const struct oci_spec *s, uint16_t rows, uint16_t cols,
+			   struct proto_buf *b, bool container)
 {
 	for (unsigned int i = 0; i < s->nargs; i++)
 		proto_rec_str(b, PROTO_REC_ARG, s->args[i]);
 	for (unsigned int i = 0; i < s->nenv; i++)
 		proto_rec_str(b, PROTO_REC_ENV, s->env[i]);
 	proto_rec_str(b, PROTO_REC_CWD, s->cwd);
-	if (s->hostname)
+	if (container && s->hostname)
 		proto_rec_str(b, PROTO_REC_HOSTNAME, s->hostname);
 	proto_rec_u32(b, PROTO_REC_UID, s->uid);
 	proto_rec_u32(b, PROTO_REC_GID, s->gid);
@@ -740,7 +759,6 @@ void spec_encode(const struct oci_spec *s, uint16_t rows, uint16_t cols,
 		proto_rec_u32(b, PROTO_REC_GROUP, s->gids[i]);
 	proto_rec_u32(b, PROTO_REC_UMASK, s->has_umask ? s->umask_v : 022);
 	proto_rec_u8(b, PROTO_REC_TERMINAL, s->terminal);
-	proto_rec_u8(b, PROTO_REC_ROOT_RO, s->root_ro);
 	proto_rec_u8(b, PROTO_REC_NNP, s->nnp);
 	for (int k = 0; s->has_caps && k < PROTO_CAP_SETS; k++)
 		proto_rec_u64(b, (uint16_t)(PROTO_REC_CAP_BOUNDING + k), s->caps[k]);
@@ -751,6 +769,22 @@ void spec_encode(const struct oci_spec *s, uint16_t rows, uint16_t cols,
 		proto_rec(b, PROTO_REC_ROWS, r, 2);
 		proto_rec(b, PROTO_REC_COLS, c, 2);
 	}
+	for (unsigned int i = 0; i < s->nrlimits; i++)
+		proto_rec_rlimit(b, s->rlimits[i].resource, s->rlimits[i].soft,
+				 s->rlimits[i].hard);
+}
+
+void spec_encode_process(const struct oci_spec *s, uint16_t rows, uint16_t cols,
+			 struct proto_buf *b)
+{
+	encode_process(s, rows, cols, b, false);
+}
+
+void spec_encode(const struct oci_spec *s, uint16_t rows, uint16_t cols,
+		 struct proto_buf *b)
+{
+	encode_process(s, rows, cols, b, true);
+	proto_rec_u8(b, PROTO_REC_ROOT_RO, s->root_ro);
 	for (unsigned int i = 0; i < s->nmounts; i++) {
 		const struct spec_mount *m = &s->mounts[i];
 		const char *f[4] = { m->dest, m->type, m->source ? m->source : "",
@@ -759,9 +793,6 @@ void spec_encode(const struct oci_spec *s, uint16_t rows, uint16_t cols,
 		if (m->kind == SPEC_MOUNT_GUEST)
 			proto_rec_strs(b, PROTO_REC_MOUNT, f, 4);
 	}
-	for (unsigned int i = 0; i < s->nrlimits; i++)
-		proto_rec_rlimit(b, s->rlimits[i].resource, s->rlimits[i].soft,
-				 s->rlimits[i].hard);
 	for (unsigned int i = 0; i < s->nmasked; i++)
 		proto_rec_str(b, PROTO_REC_MASK, s->masked[i]);
 	for (unsigned int i = 0; i < s->nropaths; i++)

@@ -117,6 +117,16 @@ extern const char *const spec_cap_names[SPEC_CAP_LAST + 1];
 /* A capability's number by its name ("CAP_NET_ADMIN"), or -1. */
 int spec_cap_number(const char *name);
 
+/* exec --process FILE: the process object alone (runc's process.json),
+ * parsed as config.json's process is, into @s's process fields.  0, or -1
+ * with a reason in @err; spec_free() in both cases. */
+int spec_load_process(const char *path, struct oci_spec *s, char *err,
+		      size_t errlen);
+/* The process's CONFIG records only (args, env, cwd, user, umask,
+ * terminal, noNewPrivileges, capabilities, size, rlimits): exec's request.
+ * spec_encode() writes them and the container's own. */
+void spec_encode_process(const struct oci_spec *s, uint16_t rows, uint16_t cols,
+			 struct proto_buf *b);
 /* The guest init's CONFIG records (proto.h) for @s into @b. */
 void spec_encode(const struct oci_spec *s, uint16_t rows, uint16_t cols,
 		 struct proto_buf *b);

@@ -16,6 +16,11 @@
 #    SIGKILL ends the VM: 137;
 #  - --memory 256m --cpus 2 --read-only: 2 vCPUs, ~256 MiB, read-only root;
 #  - -t: a controlling terminal of the requested size (CRLF output);
+#  - podman exec (issue 32): exit status 3, 1 MiB of stdin through
+#    `cat | md5sum`, the main process's file and PID namespace, a second
+#    exec while one runs, 127 for a missing program, -t with a pty of the
+#    terminal's size; minivmm-oci ps (table and json); exec refused in a
+#    stopped container;
 #  - runtime errors (a host directory volume, a missing kernel) reach the
 #    user as one line;
 #  - privileges (issue 31): every thread of a running container's VMM
@@ -64,7 +69,7 @@ cmp -s "$W/out3" "$W/blob" && grep -q EOF-SEEN "$W/err3" && [[ $rc -eq 0 ]] &&
 	sh -c 'trap "echo got-term; exit 143" TERM; echo ready; i=0
 		while :; do i=$((i + 1)); echo "tick $i $(date +%s)"; sleep 0.2; done' >/dev/null
 "${P[@]}" "${RT[@]}" run -d --name untrapped --network none localhost/bb \
-	sh -c 'echo ready; exec sleep 1000' >/dev/null
+	sh -c 'echo main-wrote-this >/from-main; echo ready; exec sleep 1000' >/dev/null
 for c in trapped untrapped; do
 	for _ in $(seq 600); do
 		"${P[@]}" logs "$c" 2>/dev/null | grep -q ready && break
@@ -108,6 +113,78 @@ read -r scpu smem _ <"$W/stats"
 	[[ -n "$scpu" && "$scpu" != 0.00% && -n "$smem" && "$smem" != 0B ]] &&
 	oci_ok "cgroup: VMM pid $pid and its threads in $cgrel, memory.max $((memmax >> 20)) MiB; podman stats: $scpu, $smem" ||
 	oci_bad "cgroup: '$cgrel' (threads: $others) memory.max '$memmax'; stats: $(head -c 200 "$W/stats")"
+
+# 3c. podman exec (issue 32 item 2), in the running "untrapped" container:
+#     conmon runs `minivmm-oci exec --detach --pid-file --process` and
+#     waits on the relaying process, which mirrors the guest process's
+#     status.  Each step timed.
+xt() { echo "  exec step: $1 $((SECONDS - xt0)) s"; xt0=$SECONDS; }
+uid=$("${P[@]}" ps -q --no-trunc --filter name=^untrapped$)
+xt0=$SECONDS
+"${P[@]}" exec untrapped sh -c 'exit 3'
+rc=$?
+xt "exit 3"
+[[ $rc -eq 3 ]] && oci_ok "podman exec: exit status 3" || oci_bad "podman exec: exit status $rc, expected 3"
+want=$(md5sum <"$W/blob" | cut -d' ' -f1)
+got=$("${P[@]}" exec -i untrapped sh -c 'cat | md5sum' <"$W/blob" 2>"$W/xerr1" | cut -d' ' -f1)
+xt "stdin 1 MiB"
+[[ -n "$want" && "$got" == "$want" ]] && oci_ok "podman exec -i: 1 MiB stdin, md5 $got in the guest" ||
+	oci_bad "podman exec -i: md5 '$got', want $want; $(head -c 300 "$W/xerr1")"
+"${P[@]}" exec untrapped sh -c 'cat /from-main; tr "\0" " " </proc/1/cmdline; echo; id -u' >"$W/xout2" 2>&1
+xt "file + namespaces"
+[[ "$(sed -n 1p "$W/xout2")" == main-wrote-this && "$(sed -n 2p "$W/xout2")" == "sleep 1000 " &&
+	"$(sed -n 3p "$W/xout2")" == 0 ]] &&
+	oci_ok "podman exec: sees the main process's file and its PID namespace (PID 1 is sleep 1000)" ||
+	oci_bad "podman exec file/namespace: $(head -c 300 "$W/xout2")"
+# A second exec while the first runs: the first ends only once the second
+# has run (or after 60 s).
+"${P[@]}" exec untrapped sh -c 'touch /tmp/first-running; i=0
+	while [ ! -e /tmp/second-ran ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+	[ -e /tmp/second-ran ] && echo first-done' >"$W/xout3" 2>&1 &
+bg=$!
+second=
+for _ in $(seq 60); do
+	if "${P[@]}" exec untrapped sh -c 'test -e /tmp/first-running && touch /tmp/second-ran' 2>/dev/null; then
+		second=while-first-runs
+		break
+	fi
+	sleep 0.25
+done
+wait $bg
+rc=$?
+xt "two at once"
+[[ "$second" == while-first-runs && $rc -eq 0 ]] && grep -qx first-done "$W/xout3" &&
+	oci_ok "podman exec: a second exec ran while the first was running; the first ended 0" ||
+	oci_bad "concurrent exec: second '$second', first rc $rc: $(head -c 300 "$W/xout3")"
+"${P[@]}" exec untrapped /no/such/program >"$W/xout4" 2>&1
+rc=$?
+xt "not found"
+[[ $rc -eq 127 ]] && oci_ok "podman exec of a missing program: 127" ||
+	oci_bad "missing program: rc $rc: $(head -c 300 "$W/xout4")"
+# -t: a pty in the guest, then the size of podman's terminal: podman 4.3
+# puts no consoleSize in the exec's process.json and resizes through conmon
+# once attached, which reaches the guest as SIGWINCH on the host pty -> a
+# resize frame (waited for, at most 5 s).
+script -qec "stty rows 33 cols 77; ${P[*]} exec -t untrapped sh -c 'tty; i=0
+	while [ \"\$(stty size 2>/dev/null)\" != \"33 77\" ] && [ \$i -lt 50 ]; do sleep 0.1; i=\$((i + 1)); done
+	stty size; echo done' 2>$W/xerr5" /dev/null >"$W/xout5"
+xt "-t"
+tr -d '\r' <"$W/xout5" >"$W/xout5n"
+grep -qE '^/dev/pts/[0-9]+$' "$W/xout5n" && grep -qx '33 77' "$W/xout5n" && grep -q $'done\r' "$W/xout5" &&
+	oci_ok "podman exec -t: $(grep -m1 /dev/pts "$W/xout5n"), resized to 33x77, CRLF" ||
+	oci_bad "podman exec -t: $(od -c "$W/xout5" | head -10) $(head -c 300 "$W/xerr5")"
+# The runtime's ps (guest pids of the container's PID namespace).
+"$OCI_RUNTIME" ps --format json "$uid" >"$W/xps" 2>&1
+"$OCI_RUNTIME" ps "$uid" >"$W/xps2" 2>&1
+xt "ps"
+grep -qE '^\[1(,[0-9]+)*\]$' "$W/xps" && grep -q "sleep 1000" "$W/xps2" &&
+	oci_ok "minivmm-oci ps: $(cat "$W/xps"); table: $(grep -c . "$W/xps2") lines" ||
+	oci_bad "minivmm-oci ps: $(head -c 300 "$W/xps") / $(head -c 300 "$W/xps2")"
+# podman top does not ask the runtime: it joins the VMM process's
+# namespaces on the host (psgo) and lists the host's processes there, not
+# the container's (reported, not asserted; README).
+"${P[@]}" top untrapped >"$W/xtop" 2>&1
+echo "  podman top (rc $?): $(head -c 300 "$W/xtop" | tr '\n' '|')"
 
 # podman update: the CPU quota reaches the cgroup; another memory size is
 # refused with the reason (the VM's RAM is fixed).
@@ -153,6 +230,11 @@ dt=$((SECONDS - t0))
 rc=$("${P[@]}" inspect -f '{{.State.ExitCode}}' untrapped)
 [[ $rc -eq 137 && $dt -ge 3 ]] && oci_ok "podman stop (untrapped: ignored, then SIGKILL): 137 after $dt s" ||
 	oci_bad "untrapped: exit $rc after $dt s"
+"$OCI_RUNTIME" exec "$uid" true >"$W/xout6" 2>&1
+rc=$?
+[[ $rc -ne 0 ]] && grep -qE "cannot exec in a container that is stopped|does not exist" "$W/xout6" &&
+	oci_ok "exec in a stopped container: $(head -c 200 "$W/xout6")" ||
+	oci_bad "exec in a stopped container: rc $rc: $(head -c 300 "$W/xout6")"
 "${P[@]}" rm -f trapped untrapped >/dev/null 2>&1
 ls /run/minivmm-oci 2>/dev/null | grep -q . && oci_bad "state left in /run/minivmm-oci: $(ls /run/minivmm-oci)" ||
 	oci_ok "podman rm: runtime state removed"

@@ -45,6 +45,7 @@ int fuzz_net(const uint8_t *data, size_t size);
 int fuzz_net_stream(const uint8_t *data, size_t size);
 int fuzz_api_request(const uint8_t *data, size_t size);
 int fuzz_vsock(const uint8_t *data, size_t size);
+int fuzz_oci_exec(const uint8_t *data, size_t size);
 
 #ifdef VMM_FUZZ_LIBFUZZER
 #define FUZZ_TARGET(fn)                                                    \

@@ -159,6 +159,12 @@ START_TEST(vsock)
 }
 END_TEST
 
+START_TEST(oci_exec)
+{
+	replay("fuzz_oci_exec", fuzz_oci_exec);
+}
+END_TEST
+
 START_TEST(oci_proto)
 {
 	replay("fuzz_oci_proto", fuzz_oci_proto);
@@ -248,6 +254,7 @@ int main(void)
 	tcase_add_test(tc, net);
 	tcase_add_test(tc, net_stream);
 	tcase_add_test(tc, vsock);
+	tcase_add_test(tc, oci_exec);
 	tcase_add_test(tc, oci_proto);
 	tcase_add_test(tc, oci_init_config);
 	tcase_add_test(tc, oci_shim);

@@ -24,6 +24,8 @@
  *     process with the spec's environment;
  *  4. forwards SIGNAL messages to the process, relays the terminal (-t)
  *     between the ports and a pty, applies RESIZE, reaps every child;
+ *  4a. once the process runs, serves `exec` and `ps` on vsock port
+ *     EXEC_PORT, each connection in a forked child (exec.h);
  *  5. when the process has exited, writes its status (exit code, or
  *     128 + signal) to the VMM's exit port (0xf4): the VM ends there.
  * Any failure before the process runs is reported as ERROR on minivmm.ctl
@@ -70,31 +72,18 @@
 #include "caps.h"
 #include "config.h"
 #include "net.h"
+#include "process.h"
+#include "exec.h"
 
 #define EXIT_PORT 0xf4 /* VMM_EXIT_PORT */
 #define NEWROOT "/newroot"
-
-static void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void msg(const char *fmt, ...)
-{
-	struct timespec ts;
-	va_list ap;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	va_start(ap, fmt);
-	fprintf(stderr, "minivmm-init[%ld.%03ld]: ", (long)ts.tv_sec,
-		ts.tv_nsec / 1000000);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
 
 /* End the VM with @status (the exit port); never returns. */
 static void __attribute__((noreturn)) vm_exit(uint32_t status)
 {
 	if (ioperm(EXIT_PORT, 4, 1) == 0)
 		outl(status, EXIT_PORT);
-	msg("cannot use the exit port (%s); rebooting", strerror(errno));
+	init_msg("cannot use the exit port (%s); rebooting", strerror(errno));
 	sync();
 	syscall(SYS_reboot, 0xfee1dead, 672274793, 0x01234567, NULL);
 	for (;;)
@@ -109,29 +98,13 @@ static struct init_config C; /* decoded once, then read-only */
 
 static int ctl_fd = -1, in_fd = -1, out_fd = -1, err_fd = -1;
 
-static void write_full(int fd, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-
-	while (n) {
-		ssize_t w = write(fd, b, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;
-		b += w;
-		n -= (size_t)w;
-	}
-}
-
 static void ctl_send(uint8_t type, const void *p, size_t n)
 {
 	struct proto_buf b = { 0 };
 
 	proto_frame(&b, type, p, n);
 	if (!b.err)
-		write_full(ctl_fd, b.data, b.len);
+		init_write_full(ctl_fd, b.data, b.len);
 	proto_buf_free(&b);
 }
 
@@ -145,7 +118,7 @@ fail(uint32_t status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	msg("%s", text);
+	init_msg("%s", text);
 	if (ctl_fd >= 0)
 		ctl_send(PROTO_MSG_ERROR, text, strlen(text));
 	vm_exit(status);
@@ -169,14 +142,14 @@ static void load_modules(void)
 		snprintf(path, sizeof(path), "/lib/modules/%s", line);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
-			msg("module %s: %s", line, strerror(errno));
+			init_msg("module %s: %s", line, strerror(errno));
 			continue;
 		}
 		/* A module the CPU cannot use (crc32c-intel) fails with
 		 * ENODEV: its generic fallback follows in the list. */
 		if (syscall(SYS_finit_module, fd, "", 0) && errno != EEXIST &&
 		    errno != ENODEV)
-			msg("module %s: %s", line, strerror(errno));
+			init_msg("module %s: %s", line, strerror(errno));
 		close(fd);
 	}
 	fclose(f);
@@ -389,7 +362,7 @@ static void do_mounts(void)
 		if (mount(type, target, type, flags & ~MS_RDONLY, *data ? data : NULL)) {
 			/* cgroup2 and mqueue are optional in a VM. */
 			if (!strcmp(type, "cgroup2") || !strcmp(type, "mqueue")) {
-				msg("mount %s on %s: %s (skipped)", type, m->dest,
+				init_msg("mount %s on %s: %s (skipped)", type, m->dest,
 				    strerror(errno));
 				continue;
 			}
@@ -399,7 +372,7 @@ static void do_mounts(void)
 			make_dev_nodes(target);
 		if ((flags & MS_RDONLY) &&
 		    mount(NULL, target, NULL, MS_REMOUNT | flags, *data ? data : NULL))
-			msg("remount %s read-only: %s", m->dest, strerror(errno));
+			init_msg("remount %s read-only: %s", m->dest, strerror(errno));
 	}
 	for (unsigned int i = 0; i < C.ndevs; i++) {
 		const struct init_dev *d = &C.devs[i];
@@ -410,7 +383,7 @@ static void do_mounts(void)
 		if (mknod(target, t | (d->mode & 07777), makedev(d->major, d->minor)) == 0) {
 			chmod(target, d->mode & 07777);
 			if (chown(target, d->uid, d->gid))
-				msg("chown %s: %s", d->path, strerror(errno));
+				init_msg("chown %s: %s", d->path, strerror(errno));
 		}
 	}
 }
@@ -452,44 +425,10 @@ static void do_sysctls(void)
 				*s = '/';
 		fd = open(p, O_WRONLY | O_CLOEXEC);
 		if (fd < 0 || write(fd, C.sysctls[i][1], strlen(C.sysctls[i][1])) < 0)
-			msg("sysctl %s: %s", C.sysctls[i][0], strerror(errno));
+			init_msg("sysctl %s: %s", C.sysctls[i][0], strerror(errno));
 		if (fd >= 0)
 			close(fd);
 	}
-}
-
-static void do_rlimits(void)
-{
-	for (unsigned int i = 0; i < C.nrlimits; i++) {
-		struct rlimit r = { C.rlimits[i].soft, C.rlimits[i].hard };
-
-		if (setrlimit((int)C.rlimits[i].res, &r) == 0)
-			continue;
-		/* A nofile limit above fs.nr_open: raise nr_open first. */
-		if (C.rlimits[i].res == RLIMIT_NOFILE) {
-			int fd = open("/proc/sys/fs/nr_open", O_WRONLY | O_CLOEXEC);
-			char v[32];
-
-			if (fd >= 0) {
-				snprintf(v, sizeof(v), "%llu",
-					 (unsigned long long)C.rlimits[i].hard);
-				if (write(fd, v, strlen(v)) < 0)
-					msg("fs.nr_open: %s", strerror(errno));
-				close(fd);
-			}
-			if (setrlimit(RLIMIT_NOFILE, &r) == 0)
-				continue;
-		}
-		msg("rlimit %u: %s (ignored)", C.rlimits[i].res, strerror(errno));
-	}
-}
-
-static void set_winsize(int fd, uint16_t rows, uint16_t cols)
-{
-	struct winsize ws = { .ws_row = rows, .ws_col = cols };
-
-	if (rows && cols && ioctl(fd, TIOCSWINSZ, &ws))
-		msg("TIOCSWINSZ: %s", strerror(errno));
 }
 
 struct child_args {
@@ -540,20 +479,6 @@ static int recv_fd(int sock)
 	return fd;
 }
 
-static void __attribute__((noreturn, format(printf, 3, 4)))
-child_fail(int pipe_fd, int status, const char *fmt, ...)
-{
-	char text[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	text[0] = (char)status;
-	vsnprintf(text + 1, sizeof(text) - 1, fmt, ap);
-	va_end(ap);
-	write_full(pipe_fd, text, strlen(text + 1) + 1);
-	_exit(status);
-}
-
 /*
  * Make NEWROOT the root of the child's mount namespace: detach the init's
  * own mounts first (its devtmpfs holds every device of the VM, the ports
@@ -570,7 +495,7 @@ static int enter_root(void)
 
 	for (size_t i = 0; i < sizeof(init_mounts) / sizeof(init_mounts[0]); i++)
 		if (umount2(init_mounts[i], MNT_DETACH))
-			msg("detaching %s: %s", init_mounts[i], strerror(errno));
+			init_msg("detaching %s: %s", init_mounts[i], strerror(errno));
 	if (chdir(NEWROOT) || mount(NEWROOT, "/", NULL, MS_MOVE, NULL) ||
 	    chroot(".") || chdir("/"))
 		return -errno;
@@ -581,17 +506,16 @@ static int child_main(void *arg)
 {
 	struct child_args *a = arg;
 	int fd = a->err_pipe;
-	char why[300];
 
 	/* Its own mount namespace (clone(CLONE_NEWNS)): nothing it mounts
 	 * reaches the init's, and nothing the init mounts later reaches it. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL))
-		child_fail(fd, 1, "making / rslave: %s", strerror(errno));
+		init_child_fail(fd, 1, "making / rslave: %s", strerror(errno));
 	/* The new PID namespace's proc is mounted by do_mounts(). */
 	do_mounts();
 	do_paths();
 	if (C.hostname && sethostname(C.hostname, strlen(C.hostname)))
-		msg("sethostname: %s", strerror(errno));
+		init_msg("sethostname: %s", strerror(errno));
 	do_sysctls();
 	if (C.terminal) {
 		/* The pty comes from the container's own devpts (so ttyname()
@@ -603,18 +527,18 @@ static int child_main(void *arg)
 		if (master < 0)
 			master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
 		if (master < 0 || unlockpt(master))
-			child_fail(fd, 1, "pty: %s", strerror(errno));
+			init_child_fail(fd, 1, "pty: %s", strerror(errno));
 		slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY);
 		if (slave < 0)
-			child_fail(fd, 1, "pty peer: %s", strerror(errno));
-		set_winsize(master, C.rows, C.cols);
+			init_child_fail(fd, 1, "pty peer: %s", strerror(errno));
+		init_set_winsize(master, C.rows, C.cols);
 		if (send_fd(a->tty_sock, master))
-			child_fail(fd, 1, "passing the pty: %s", strerror(errno));
+			init_child_fail(fd, 1, "passing the pty: %s", strerror(errno));
 		close(master);
 		close(a->tty_sock);
 		setsid();
 		if (ioctl(slave, TIOCSCTTY, 0))
-			msg("TIOCSCTTY: %s", strerror(errno));
+			init_msg("TIOCSCTTY: %s", strerror(errno));
 		dup2(slave, 0);
 		dup2(slave, 1);
 		dup2(slave, 2);
@@ -622,7 +546,7 @@ static int child_main(void *arg)
 			close(slave);
 	}
 	if (enter_root())
-		child_fail(fd, 1, "entering the root file system: %s", strerror(errno));
+		init_child_fail(fd, 1, "entering the root file system: %s", strerror(errno));
 	if (!C.terminal) {
 		if (in_fd >= 0)
 			dup2(in_fd, 0);
@@ -631,30 +555,7 @@ static int child_main(void *arg)
 		dup2(out_fd, 1);
 		dup2(err_fd, 2);
 	}
-	do_rlimits();
-	umask(C.umask_v);
-	if (C.has_caps && init_caps_before_user(C.caps, why, sizeof(why)))
-		child_fail(fd, 1, "%s", why);
-	if (setgroups(C.ngroups, C.groups) || setgid(C.gid) || setuid(C.uid))
-		child_fail(fd, 1, "setting uid %u gid %u: %s", C.uid, C.gid,
-			   strerror(errno));
-	if (C.has_caps && init_caps_after_user(C.caps, why, sizeof(why)))
-		child_fail(fd, 1, "%s", why);
-	if (chdir(C.cwd))
-		child_fail(fd, 1, "chdir to cwd (\"%s\") set in config.json failed: %s",
-			   C.cwd, strerror(errno));
-	if (C.nnp && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		child_fail(fd, 1, "no_new_privs: %s", strerror(errno));
-	/* Default signal handling for the process, as a fresh exec has. */
-	sigset_t all;
-	sigemptyset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL);
-	clearenv();
-	for (unsigned int i = 0; i < C.nenv; i++)
-		putenv(C.env[i]);
-	execvp(C.args[0], C.args);
-	child_fail(fd, errno == ENOENT ? 127 : 126,
-		   "exec %s: %s", C.args[0], strerror(errno));
+	init_process_exec(&C, fd);
 }
 
 /* ---- main ----------------------------------------------------------------- */
@@ -712,7 +613,8 @@ int main(void)
 {
 	static char stack[256 * 1024] __attribute__((aligned(16)));
 	struct child_args ca = { .tty_sock = -1 };
-	int pipefd[2], sfd, master = -1, status = 0, tty_sock = -1;
+	int pipefd[2], sfd, master = -1, status = 0, tty_sock = -1, xfd;
+	unsigned int nexec = 0;
 	bool exited = false, in_open = true, ctl_dead = false, tty_hup = false;
 	int idle = 0, ret;
 	const uint8_t *payload;
@@ -726,11 +628,11 @@ int main(void)
 	mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 	mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 	if (!freopen("/dev/console", "w", stderr))
-		msg("no /dev/console");
+		init_msg("no /dev/console");
 	setvbuf(stderr, NULL, _IOLBF, 0);
-	msg("up");
+	init_msg("up");
 	load_modules();
-	msg("modules loaded");
+	init_msg("modules loaded");
 
 	ctl_fd = open_port(PROTO_PORT_CTL, O_RDWR);
 	if (ctl_fd < 0)
@@ -741,7 +643,7 @@ int main(void)
 	if (out_fd < 0 || err_fd < 0 || in_fd < 0)
 		fail(1, "stdio ports missing: %s", strerror(errno));
 
-	msg("ports open");
+	init_msg("ports open");
 	ctl_send(PROTO_MSG_READY, NULL, 0);
 	for (;;) {
 		int r = ctl_read_frame(&type, &payload, &len, -1);
@@ -753,14 +655,14 @@ int main(void)
 	}
 	if ((ret = init_config_parse(&C, payload, len)))
 		fail(1, ret == -ENOMEM ? "out of memory" : "malformed configuration");
-	msg("configuration received");
+	init_msg("configuration received");
 	{
 		char e[300];
 
 		if (init_net_setup(&C.net, e, sizeof(e)))
 			fail(1, "the container's network: %s", e);
 		if (C.net.has_link)
-			msg("network: %s up, %u addresses, %u routes", C.net.name,
+			init_msg("network: %s up, %u addresses, %u routes", C.net.name,
 			    C.net.naddrs, C.net.nroutes);
 	}
 
@@ -814,19 +716,22 @@ int main(void)
 		close(pipefd[0]);
 	}
 	ctl_send(PROTO_MSG_STARTED, NULL, 0);
-	msg("process started");
+	init_msg("process started");
+	/* exec and ps (exec.h): each connection served by a forked child. */
+	xfd = init_exec_listen();
 
 	while (!exited || master >= 0) {
-		struct pollfd p[4] = {
+		struct pollfd p[5] = {
 			{ .fd = sfd, .events = POLLIN },
 			{ .fd = exited || ctl_dead ? -1 : ctl_fd, .events = POLLIN },
 			{ .fd = tty_hup ? -1 : master, .events = POLLIN },
 			{ .fd = master >= 0 && in_open && !exited ? in_fd : -1,
 			  .events = POLLIN },
+			{ .fd = exited ? -1 : xfd, .events = POLLIN },
 		};
 		uint8_t buf[16384];
 
-		if (poll(p, 4, exited ? 100 : -1) < 0 && errno != EINTR)
+		if (poll(p, 5, exited ? 100 : -1) < 0 && errno != EINTR)
 			break;
 		if (p[0].revents) {
 			struct signalfd_siginfo si;
@@ -842,9 +747,13 @@ int main(void)
 				if (w == pid) {
 					exited = true;
 					status = st;
+				} else if (nexec) {
+					nexec--; /* an exec server */
 				}
 			}
 		}
+		if (p[4].revents)
+			init_exec_accept(xfd, pid, &nexec);
 		if (p[1].revents) {
 			int r;
 
@@ -852,11 +761,11 @@ int main(void)
 				if (type == PROTO_MSG_SIGNAL && len == 4)
 					kill(pid, (int)proto_get_u32(payload));
 				else if (type == PROTO_MSG_RESIZE && len == 4 && master >= 0)
-					set_winsize(master, (uint16_t)(payload[0] | payload[1] << 8),
+					init_set_winsize(master, (uint16_t)(payload[0] | payload[1] << 8),
 						    (uint16_t)(payload[2] | payload[3] << 8));
 			}
 			if (r < 0) {
-				msg("control port closed");
+				init_msg("control port closed");
 				ctl_dead = true;
 			}
 		}
@@ -864,7 +773,7 @@ int main(void)
 			ssize_t n = read(in_fd, buf, sizeof(buf));
 
 			if (n > 0)
-				write_full(master, buf, (size_t)n);
+				init_write_full(master, buf, (size_t)n);
 			else
 				in_open = false; /* EOF: nothing to send; the tty stays */
 		}
@@ -872,7 +781,7 @@ int main(void)
 			ssize_t n = read(master, buf, sizeof(buf));
 
 			if (n > 0) {
-				write_full(out_fd, buf, (size_t)n);
+				init_write_full(out_fd, buf, (size_t)n);
 				idle = 0;
 			} else if (n == 0 || errno == EIO) {
 				/* Every slave closed: done once the process
@@ -886,7 +795,7 @@ int main(void)
 			}
 		}
 	}
-	msg("process exited; mounts under " NEWROOT " in the init's namespace: %u",
+	init_msg("process exited; mounts under " NEWROOT " in the init's namespace: %u",
 	    mounts_under_newroot());
 	if (WIFEXITED(status))
 		vm_exit((uint32_t)WEXITSTATUS(status));
