@@ -8,7 +8,7 @@
 # from DIR/lib/modules/VERSION (default DIR=/, i.e. the host's modules of
 # that kernel), with their dependencies: virtio_pci, virtio_blk,
 # virtio_console, ext4 (jbd2, mbcache, crc16, crc32c), virtio_net (the
-# container's network: net_failover, failover).  A module built into
+# container's network: net_failover, failover), virtiofs (volumes: fuse).  A module built into
 # the kernel is simply not copied.  Writes FILE atomically (gzip'd newc
 # cpio); prints nothing unless it fails.  minivmm-oci runs this itself when
 # its initramfs is missing (see minivmm-oci(1), "Kernel and initramfs").
@@ -47,7 +47,7 @@ mkdir -p "$stage"/{dev,proc,sys,etc,newroot,lib/modules}
 cp "$init" "$stage/init"
 chmod 755 "$stage/init"
 : >"$stage/etc/modules.load"
-for m in virtio_pci virtio_blk virtio_console ext4 virtio_net; do
+for m in virtio_pci virtio_blk virtio_console ext4 virtio_net virtiofs; do
 	while read -r kind path _; do
 		[[ "$kind" == insmod ]] || continue
 		rel=${path#"$moddir"/}

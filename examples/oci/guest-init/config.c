@@ -184,7 +184,19 @@ static int parse_record(struct init_config *c, uint16_t t, const uint8_t *v,
 
 			if (ret)
 				return ret;
-			c->mounts[c->nmounts++] = (struct init_mnt){ f[0], f[1], f[2], f[3] };
+			c->mounts[c->nmounts++] = (struct init_mnt){ f[0], f[1], f[2], f[3], false };
+		}
+		return 0;
+	case PROTO_REC_VOLUME:
+		/* In the one table, in order with the MOUNT records. */
+		if (c->nmounts < INIT_MAX_MOUNTS) {
+			char *f[3];
+			int ret = split(v, len, f, 3);
+
+			if (ret)
+				return ret;
+			c->mounts[c->nmounts++] = (struct init_mnt){
+				f[0], (char *)"virtiofs", f[1], f[2], true };
 		}
 		return 0;
 	case PROTO_REC_RLIMIT:
