@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "api.h"
-#include "stats.h"
+#include "vm-stats.h"
 
 struct api_server {
 	int fd;

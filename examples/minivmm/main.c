@@ -18,7 +18,7 @@
 #include "api.h"
 #include "cli.h"
 #include "sanitizer.h"
-#include "stats.h"
+#include "vm-stats.h"
 #include "user.h"
 
 /*

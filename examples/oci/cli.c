@@ -37,7 +37,13 @@ void oci_cli_usage(FILE *f)
 		"         [--cpuset-cpus L] [--cpuset-mems L] [--pids-limit N] ID\n"
 		"                    change the container's cgroup (CPU quota, cpuset);\n"
 		"                    the VM's memory and vCPU count stay as created\n"
-		"  exec, checkpoint, restore, ps, events  not supported\n\n"
+		"  events [--stats] [--interval DURATION] ID\n"
+		"                    the container's statistics as JSON lines (its cgroup's\n"
+		"                    CPU, memory and pids, the VM's counters), one every\n"
+		"                    DURATION (default 5s; 500ms, 2s, 1m) until it stops,\n"
+		"                    with an \"oom\" line when its cgroup saw an OOM kill;\n"
+		"                    --stats: one, then exit\n"
+		"  exec, checkpoint, restore, ps  not supported\n\n"
 		"Global options:\n"
 		"  --root DIR        state directory (default " OCI_DEFAULT_ROOT ")\n"
 		"  --log FILE        append errors here (containerd reads it)\n"
@@ -70,7 +76,50 @@ static int opt_value(int argc, char **argv, int *i, const char *name,
 	return 1;
 }
 
-/* list's and spec's options: 1 taken, 0 not theirs, -1 bad. */
+/* runc's durations: N followed by ms, s, m or h (a bare N is seconds). */
+static int parse_interval(const char *v, unsigned int *ms)
+{
+	static const struct {
+		const char *unit;
+		unsigned long long ms;
+	} units[] = { { "ms", 1 }, { "s", 1000 }, { "", 1000 }, { "m", 60000 },
+		      { "h", 3600000 } };
+	char *e;
+	unsigned long long n = strtoull(v, &e, 10);
+
+	if (e == v || *v == '-')
+		return -1;
+	for (size_t k = 0; k < sizeof(units) / sizeof(units[0]); k++)
+		if (!strcmp(e, units[k].unit)) {
+			if (n == 0 || n > 86400000ull / units[k].ms)
+				return -1;
+			*ms = (unsigned int)(n * units[k].ms);
+			return 0;
+		}
+	return -1;
+}
+
+/* events' options: 1 taken, 0 not theirs, -1 bad. */
+static int events_option(struct oci_cli *c, int argc, char **argv, int *i,
+			 char *err, size_t errlen)
+{
+	const char *v;
+	int r;
+
+	if (!strcmp(argv[*i], "--stats")) {
+		c->stats = true;
+		return 1;
+	}
+	if ((r = opt_value(argc, argv, i, "--interval", &v, err, errlen)) <= 0)
+		return r;
+	if (parse_interval(v, &c->interval_ms))
+		return errf(err, errlen,
+			    "events: bad --interval %s (1ms .. 24h, e.g. 500ms, 5s, 1m)", v);
+	return 1;
+}
+
+/* list's, update's, events' and spec's options: 1 taken, 0 not theirs,
+ * -1 bad. */
 static int list_spec_option(struct oci_cli *c, int argc, char **argv, int *i,
 			    char *err, size_t errlen)
 {
@@ -111,6 +160,8 @@ static int list_spec_option(struct oci_cli *c, int argc, char **argv, int *i,
 					   errlen)))
 				return r;
 	}
+	if (c->cmd == OCI_CMD_EVENTS)
+		return events_option(c, argc, argv, i, err, errlen);
 	if (c->cmd == OCI_CMD_SPEC) {
 		if (!strcmp(a, "--rootless")) {
 			c->rootless = true;
@@ -134,7 +185,7 @@ static const struct {
 	{ "pause", OCI_CMD_PAUSE },   { "resume", OCI_CMD_RESUME },
 	{ "checkpoint", OCI_CMD_UNSUPPORTED }, { "restore", OCI_CMD_UNSUPPORTED },
 	{ "update", OCI_CMD_UPDATE }, { "ps", OCI_CMD_UNSUPPORTED },
-	{ "events", OCI_CMD_UNSUPPORTED }, { "run", OCI_CMD_RUN },
+	{ "events", OCI_CMD_EVENTS }, { "run", OCI_CMD_RUN },
 	{ "list", OCI_CMD_LIST },     { "spec", OCI_CMD_SPEC },
 };
 
@@ -149,6 +200,7 @@ int oci_cli_parse(int argc, char **argv, struct oci_cli *c, char *err,
 	c->root = OCI_DEFAULT_ROOT;
 	c->log_format = "text";
 	c->signal = "SIGTERM";
+	c->interval_ms = 5000;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 

@@ -23,6 +23,7 @@ enum oci_cmd {
 	OCI_CMD_SPEC,
 	OCI_CMD_RUN,
 	OCI_CMD_UPDATE,
+	OCI_CMD_EVENTS,
 	OCI_CMD_UNSUPPORTED, /* exec, ps, ...: a clear error */
 };
 
@@ -47,6 +48,8 @@ struct oci_cli {
 	/* update: as given, parsed by oci_update_resources() */
 	const char *resources, *memory, *cpu_quota, *cpu_period, *cpuset_cpus,
 		*cpuset_mems, *pids_limit;
+	bool stats;		 /* events --stats: one sample, then exit */
+	unsigned int interval_ms; /* events --interval (default 5 s) */
 };
 
 /*

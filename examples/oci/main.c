@@ -575,6 +575,8 @@ int main(int argc, char **argv)
 		return oci_cmd_spec(&c);
 	case OCI_CMD_UPDATE:
 		return oci_cmd_update(&c);
+	case OCI_CMD_EVENTS:
+		return oci_cmd_events(&c);
 	case OCI_CMD_PAUSE:
 	case OCI_CMD_RESUME:
 		return oci_cmd_pause(&c, c.cmd == OCI_CMD_PAUSE);

@@ -47,4 +47,10 @@ int oci_update_cgroup(const char *cgdir, const struct oci_spec *r, char *err, si
 /* update ID: the above on the container's cgroup. */
 int oci_cmd_update(const struct oci_cli *c);
 
+/* events ID (events.c): a JSON line of statistics now (c->stats) or
+ * every c->interval_ms until the container stops or is deleted (then 0);
+ * an "oom" line before a sample whose cgroup counted a new OOM kill.
+ * 1 when it is not running or paused at the first sample. */
+int oci_cmd_events(const struct oci_cli *c);
+
 #endif

@@ -215,6 +215,27 @@ static void client_pause(struct shim_ctl *s, int fd, bool pause)
 	client_answer(fd, "ok\n");
 }
 
+/* `stats`: "ok " and the VM's statistics on one line (SHIM_STATS_MAX
+ * bytes at most, sent without waiting: a client that does not read gets
+ * a cut line, which it reports as an error). */
+static void client_stats(struct shim_ctl *s, int fd)
+{
+	char *json = NULL, line[128];
+	int ret = s->stats_vm ? s->stats_vm(s->opaque, &json) : -ENOTSUP;
+
+	if (!ret && strlen(json) + 3 > SHIM_STATS_MAX)
+		ret = -EMSGSIZE;
+	if (ret) {
+		snprintf(line, sizeof(line), "error: the VM's statistics: %s\n",
+			 strerror(-ret));
+		client_answer(fd, line);
+	} else {
+		client_answer(fd, "ok ");
+		client_answer(fd, json);
+	}
+	free(json);
+}
+
 /* Client @i sent its line (or closed, or it is too long). */
 static void client_request(struct shim_ctl *s, unsigned int i)
 {
@@ -237,6 +258,11 @@ static void client_request(struct shim_ctl *s, unsigned int i)
 	}
 	if (!strncmp(c->line, "pause\n", 6) || !strncmp(c->line, "resume\n", 7)) {
 		client_pause(s, c->fd, c->line[0] == 'p');
+		client_close(s, i);
+		return;
+	}
+	if (!strncmp(c->line, "stats\n", 6)) {
+		client_stats(s, c->fd);
 		client_close(s, i);
 		return;
 	}

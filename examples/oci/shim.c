@@ -4,7 +4,8 @@
  * on): builds the microVM with libvmm, boots it, and then serves
  *  - ctl.sock: "start" (send the process configuration to the guest init,
  *    answer once it ran the process or failed), "signal N" (forward),
- *    "pause" / "resume" (the vCPUs, vmm_pause());
+ *    "pause" / "resume" (the vCPUs, vmm_pause()), "stats" (the VM's
+ *    counters as JSON, vm-stats.h: `events`);
  *  - the guest init on the minivmm.ctl port (READY, STARTED, ERROR);
  *  - its own signals: SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR2 are
  *    forwarded to the container's process, SIGWINCH (the terminal's size
@@ -38,6 +39,7 @@
 #include "proto.h"
 #include "shimctl.h"
 #include "user.h"
+#include "vm-stats.h"
 #include "vmm/vmm.h"
 
 /* pci=noearly: no early PCI scan; on the AMD family 0Fh CPU that nested
@@ -100,6 +102,25 @@ static int pause_vm(void *opaque, bool pause)
 	struct vmm *vm = ((struct shim *)opaque)->vm;
 
 	return pause ? vmm_pause(vm) : vmm_resume(vm);
+}
+
+/* ctl.sock's `stats`: the rootfs disk, the NIC if any, and the rest the
+ * VM reports itself (vm-stats.h).  Context: the shim's loop. */
+static int stats_vm(void *opaque, char **json)
+{
+	struct shim *s = opaque;
+	size_t len = 0;
+	FILE *f = open_memstream(json, &len);
+
+	if (!f)
+		return -errno;
+	stats_print(s->vm, 1, s->net.nic ? 1 : 0, true, f);
+	if (fclose(f)) {
+		free(*json);
+		*json = NULL;
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 static int add_port(struct vmm *vm, const char *name, int in, int out)
@@ -316,6 +337,7 @@ int oci_shim_run(const struct oci_shim_params *p)
 	shim_ctl_init(&s.c, p, sp[0], stop_vm, &s);
 	s.c.net = s.net.nic ? &s.net : NULL;
 	s.c.pause_vm = pause_vm;
+	s.c.stats_vm = stats_vm;
 	/* Opened now: after the uid drop the file may be out of reach. */
 	if (p->set->timings)
 		s.c.timings_fd = open(p->set->timings,

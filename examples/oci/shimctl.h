@@ -2,7 +2,8 @@
 /*
  * The VMM process's control plane, without the VM (shim.c owns the VM and
  * the loop): frames from and to the guest init on the minivmm.ctl port,
- * the ctl.sock clients (`start`, `signal N`, `pause`, `resume`), and the
+ * the ctl.sock clients (`start`, `signal N`, `pause`, `resume`, `stats`),
+ * and the
  * signals the process
  * forwards.  Everything here is driven by the guest or by local clients,
  * and bounded:
@@ -34,6 +35,8 @@
 #define SHIM_MAX_CLIENTS 16
 #define SHIM_CLIENT_READ_MS 5000
 #define SHIM_CLIENT_LINE 128
+/* The longest `stats` answer (the socket's default send buffer takes it whole). */
+#define SHIM_STATS_MAX (128u << 10)
 #define SHIM_OUT_MAX (PROTO_MAX_FRAME + 4u + (64u << 10))
 #define SHIM_READ_MAX (256u << 10)
 /* Poll entries shim_ctl_pollfds() may fill: ctl, listen, clients. */
@@ -67,6 +70,10 @@ struct shim_ctl {
 	/* Pause (@pause true) or resume the VM's vCPUs: 0 or -errno.  Set
 	 * by the caller after shim_ctl_init(); NULL answers "not supported". */
 	int (*pause_vm)(void *opaque, bool pause);
+	/* The VM's statistics as one line of JSON (malloc'd into *@json,
+	 * ending in a newline): 0 or -errno.  Set like pause_vm; NULL
+	 * answers "not supported". */
+	int (*stats_vm)(void *opaque, char **json);
 	void *opaque;
 	struct oci_limit guest_log; /* ERROR frames and other guest news */
 	int timings_fd; /* JSON timing records, or -1: opened by the caller

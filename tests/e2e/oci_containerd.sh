@@ -3,8 +3,8 @@
 # busybox image with minivmm-oci as the runc binary of its runc v2 shim
 # (`ctr run --runc-binary`), inside the rig's L1 (tests/e2e/oci-rig.sh):
 # output, stderr, exit status 7 and `ctr task kill` of a running task; then
-# the runtime's own spec/run/list/pause/resume as a runc user types them;
-# a Kubernetes RuntimeClass handler for it that containerd's CRI loads.
+# the runtime's own spec/run/list/pause/resume/events as a runc user types
+# them; a Kubernetes RuntimeClass handler for it that containerd's CRI loads.
 set -uo pipefail
 . "$(dirname "$0")/oci_lib.sh"
 oci_setup
@@ -89,13 +89,27 @@ left=$("${R[@]}" list -q)
 [[ $rc -eq 7 && "$out" == got-hello && -z "$left" ]] &&
 	oci_ok "spec + run: stdin in, stdout out, exit status 7, removed after" ||
 	oci_bad "run: rc $rc, out '$out', left '$left', $(head -c 300 "$W/run.err")"
-cfg '.process.args = ["sh", "-c", "while :; do sleep 1; done"]'
+cfg '.process.args = ["sh", "-c", "while :; do sleep 1; done"] |
+	.linux.cgroupsPath = "/minivmm-e2e/r2"'
 "${R[@]}" run -d --bundle "$rb" r2 </dev/null >/dev/null 2>"$W/run2.err" ||
 	oci_bad "run -d: $(head -c 300 "$W/run2.err")"
 st1=$("${R[@]}" list --format json | jq -r '.[] | select(.id == "r2") | .status')
+# `events`: one runc-shaped sample with --stats (the cgroup's CPU, memory
+# and limit, the VM's disk counters: the guest read its root), then two
+# lines 300 ms apart from the streaming form.
+"${R[@]}" events --stats r2 >"$W/ev1" 2>"$W/ev.err"
 "${R[@]}" pause r2 && st2=$("${R[@]}" state r2 | jq -r .status)
 "${R[@]}" resume r2 && st3=$("${R[@]}" state r2 | jq -r .status)
+timeout 20 "${R[@]}" events --interval 300ms r2 2>>"$W/ev.err" | head -n 2 >"$W/ev2"
 "${R[@]}" delete --force r2
+ev=$(jq -r '[.type, .id, (.data.cpu.usage.total > 0), (.data.memory.usage.usage > 0),
+	(.data.memory.usage.limit / 1048576 | floor), (.data.pids.current > 0),
+	(.data.vm.disks[0].total.requests.read > 0)] | map(tostring) | join(" ")' "$W/ev1")
+ev2=$(jq -r 'select(.type == "stats") | .id' "$W/ev2" | tr '\n' ' ')
+[[ "$ev" == "stats r2 true true "*" true true" && "$ev2" == "r2 r2 " ]] &&
+	oci_ok "events: --stats '$ev' (cpu, memory, limit MiB, pids, disk reads), streamed: $ev2" ||
+	oci_bad "events: '$ev' / '$ev2': $(head -c 300 "$W/ev.err") $(head -c 300 "$W/ev1")"
+"${R[@]}" events --stats r2 2>/dev/null && oci_bad "events on a deleted container: exit 0"
 [[ "$st1 ${st2:-} ${st3:-}" == "running paused running" && -z "$("${R[@]}" list -q)" ]] &&
 	oci_ok "run -d, list, pause, resume, delete --force: running paused running, gone" ||
 	oci_bad "run -d states: '$st1 ${st2:-} ${st3:-}', left: $("${R[@]}" list -q)"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#ifndef MINIVMM_STATS_H
-#define MINIVMM_STATS_H
+#ifndef VMM_PROGS_VM_STATS_H
+#define VMM_PROGS_VM_STATS_H
 
 #include <stdbool.h>
 #include <stdio.h>

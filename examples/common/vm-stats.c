@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "stats.h"
+#include "vm-stats.h"
 
 static const char *const req_names[VMM_REQ_TYPES] = {
 	"read", "write", "flush", "get_id", "discard", "write_zeroes", "other",
