@@ -116,7 +116,9 @@ ev2=$(jq -r 'select(.type == "stats") | .id' "$W/ev2" | tr '\n' ' ')
 
 # A Kubernetes RuntimeClass handler (issue 30): minivmm-oci as the runc
 # binary of containerd's runc v2 shim under the CRI plugin, as README
-# "Kubernetes" configures it.  containerd loads the file (config dump shows
+# "Kubernetes" configures it, beside the runc runtime (without an entry
+# for default_runtime_name the CRI plugin fails to load: "no corresponding
+# runtime configured").  containerd loads the file (config dump shows
 # the handler with its BinaryName) and, started with it, its CRI plugin is
 # up ("ok" in `ctr plugins ls`).  Debian 12 has no CRI client (crictl) to
 # run a pod through it.
@@ -130,6 +132,8 @@ state = "/run/oci-ctd-rc.$$/state"
   address = "$rsock"
 [plugins."io.containerd.grpc.v1.cri".containerd]
   snapshotter = "native"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
 [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.minivmm]
   runtime_type = "io.containerd.runc.v2"
   pod_annotations = ["org.minivmm.*"]
@@ -153,6 +157,6 @@ kill $rctd 2>/dev/null
 wait $rctd 2>/dev/null
 [[ "$cri" == "io.containerd.grpc.v1 cri ok" ]] &&
 	oci_ok "containerd with the handler: CRI plugin '$cri'" ||
-	oci_bad "CRI plugin: '$cri'; log: $(grep -i -m3 'cri\|error' "$W/rc.log")"
+	oci_bad "CRI plugin: '$cri'; log: $(grep -m3 'failed to load plugin io.containerd.grpc.v1.cri' "$W/rc.log")"
 
 oci_finish
