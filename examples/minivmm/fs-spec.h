@@ -5,16 +5,11 @@
  *       a back end already listening on PATH (one VM start per back end:
  *       virtiofsd serves one connection);
  *   --fs tag=T,path=DIR[,ro=on][,num-queues=N][,queue-size=N]
- *       minivmm starts virtiofsd (MINIVMM_VIRTIOFSD, default
- *       /usr/lib/qemu/virtiofsd) on DIR, its socket in a private
- *       temporary directory (removed once the VM is connected), its
- *       stderr ours; it exits when the VM's connection closes, gets
- *       SIGTERM if minivmm dies first (PR_SET_PDEATHSIG), and is reaped
- *       by minivmm (unconfined) or, confined (no wait4), by init after
- *       minivmm's exit.  ro=on: DIR is bind-mounted read-only in a mount
- *       namespace of its own (root only), which virtiofsd's own sandbox
- *       (sandbox=namespace: mount, pid and net namespaces, pivot_root
- *       into DIR) then serves.
+ *       minivmm starts virtiofsd on DIR (examples/common/virtiofsd.h:
+ *       MINIVMM_VIRTIOFSD, default /usr/lib/qemu/virtiofsd; its sandbox,
+ *       its end with the VM's connection or minivmm's, ro=on's read-only
+ *       bind), its stderr minivmm's; reaped by minivmm (unconfined) or,
+ *       confined (no wait4), by init after minivmm's exit.
  */
 #ifndef MINIVMM_FS_SPEC_H
 #define MINIVMM_FS_SPEC_H
@@ -23,20 +18,17 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "virtiofsd.h"
 #include "vmm/vmm.h"
 
 #define CLI_MAX_FS VMM_MAX_FS
-#define FS_VIRTIOFSD_DEFAULT "/usr/lib/qemu/virtiofsd"
 
 struct cli_fs {
 	char *spec;	    /* owned copy of the argument; fields point into it */
 	const char *tag, *socket, *path;
 	bool ro;
 	unsigned int num_queues, queue_size;
-	/* The virtiofsd minivmm started (path=). */
-	pid_t child;
-	char dir[64];	    /* its private socket directory, "" if none */
-	char sock[96];
+	struct virtiofsd d; /* the virtiofsd minivmm started (path=) */
 };
 
 /* Parse one --fs argument into @f.  0, or -1 with a reason in @err. */

@@ -9,7 +9,8 @@
 # that kernel), with their dependencies: virtio_pci, virtio_blk,
 # virtio_console, ext4 (jbd2, mbcache, crc16, crc32c), virtio_net (the
 # container's network: net_failover, failover), vmw_vsock_virtio_transport
-# (exec and ps: vsock, vmw_vsock_virtio_transport_common).  A module built into
+# (exec and ps: vsock, vmw_vsock_virtio_transport_common), virtiofs (volumes:
+# fuse).  A module built into
 # the kernel is simply not copied.  Writes FILE atomically (gzip'd newc
 # cpio); prints nothing unless it fails.  minivmm-oci runs this itself when
 # its initramfs is missing (see minivmm-oci(1), "Kernel and initramfs").
@@ -48,7 +49,7 @@ mkdir -p "$stage"/{dev,proc,sys,etc,newroot,lib/modules}
 cp "$init" "$stage/init"
 chmod 755 "$stage/init"
 : >"$stage/etc/modules.load"
-for m in virtio_pci virtio_blk virtio_console ext4 virtio_net vmw_vsock_virtio_transport; do
+for m in virtio_pci virtio_blk virtio_console ext4 virtio_net vmw_vsock_virtio_transport virtiofs; do
 	while read -r kind path _; do
 		[[ "$kind" == insmod ]] || continue
 		rel=${path#"$moddir"/}

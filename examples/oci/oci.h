@@ -16,6 +16,7 @@
 
 #include "spec.h"
 #include "user.h"
+#include "virtiofsd.h"
 
 #define OCI_NAME "minivmm-oci"
 #define OCI_VERSION "0.1.0"
@@ -215,6 +216,23 @@ struct oci_image_stats {
 int oci_image_build(const struct oci_spec *s, const char *img,
 		    uint64_t free_bytes, struct oci_image_stats *stats,
 		    char *err, size_t errlen);
+
+/* ---- volumes.c: the container's volumes (SPEC_MOUNT_VOLUME) ---- */
+struct vmm;
+/* Start a virtiofsd per volume into @v (SPEC_MAX_VOLUMES entries, zeroed),
+ * its stderr @state_dir/virtiofsd-N.log, before the VM is built; as root
+ * (a read-only volume is a read-only bind in virtiofsd's namespace).  0, or
+ * -1 with a reason in @err (those started are stopped).  Context: the VMM
+ * process, one thread. */
+int oci_volumes_start(const struct oci_spec *s, const char *state_dir,
+		      struct virtiofsd *v, char *err, size_t errlen);
+/* The VM's memory backend (memfd: virtiofsd maps guest RAM) and a virtio-fs
+ * device per volume, tag SPEC_VOLUME_TAG.  0 or -errno (logged). */
+int oci_volumes_add(struct vmm *vm, const struct oci_spec *s, struct virtiofsd *v);
+/* vmm_start() connected them: remove their sockets (while still root). */
+void oci_volumes_connected(const struct oci_spec *s, struct virtiofsd *v);
+/* Reap them (they end as the VM's connections close; SIGTERM after 2 s). */
+void oci_volumes_stop(const struct oci_spec *s, struct virtiofsd *v);
 
 /* ---- shim.c: the VMM process ---- */
 struct oci_shim_params {

@@ -72,6 +72,11 @@ enum proto_rec {
 	PROTO_REC_NET_ADDR = 26,  /* u8 family (4|6), u8 prefix, addr[4|16] */
 	PROTO_REC_NET_ROUTE = 27, /* u8 family (4|6), u8 prefix, u32 metric,
 				     dst[4|16], gateway[4|16] (0: on-link) */
+	/* A volume (a bind of a host directory, spec.h): the virtio-fs
+	 * device with that tag mounted at dest with the mount flags in
+	 * options (ro, nosuid, nodev, noexec, ...), in order among the
+	 * MOUNT records.  At most INIT_MAX_MOUNTS of both together. */
+	PROTO_REC_VOLUME = 28,	  /* dest \0 tag \0 options */
 };
 
 /* The capability sets, in the order of their records. */

@@ -60,6 +60,7 @@ struct shim {
 	struct netns_plan net; /* the VM's NIC (net.nic), netns.h */
 	int tap_fds[VMM_MAX_NET_PAIRS];
 	unsigned int ntaps;    /* open in tap_fds until vmm_start() */
+	struct virtiofsd vols[SPEC_MAX_VOLUMES]; /* volumes.c */
 };
 
 /* libvmm's messages, from any of its threads (under their seccomp filters:
@@ -141,7 +142,11 @@ static int add_port(struct vmm *vm, const char *name, int in, int out)
 static int drop_hook(void *opaque)
 {
 	struct shim *s = opaque;
-	int ret = user_drop(s->p->uid, s->p->gid, s->drop_err, sizeof(s->drop_err));
+	int ret;
+
+	/* The volumes' sockets are connected: removed while still root. */
+	oci_volumes_connected(s->p->spec, s->vols);
+	ret = user_drop(s->p->uid, s->p->gid, s->drop_err, sizeof(s->drop_err));
 
 	if (ret)
 		oci_err("dropping to uid %u gid %u: %s", (unsigned int)s->p->uid,
@@ -258,6 +263,8 @@ static int build_vm(struct shim *s, int guest_ctl)
 		return ret;
 	if (s->ntaps && (ret = add_net(s)))
 		return ret;
+	if ((ret = oci_volumes_add(s->vm, spec, s->vols)))
+		return ret;
 	if ((ret = add_port(s->vm, PROTO_PORT_CTL, guest_ctl, guest_ctl)) ||
 	    (ret = add_port(s->vm, PROTO_PORT_STDIN, tty >= 0 ? tty : 0, -1)) ||
 	    (ret = add_port(s->vm, PROTO_PORT_STDOUT, -1, tty >= 0 ? tty : 1)) ||
@@ -279,6 +286,7 @@ static int build_vm(struct shim *s, int guest_ctl)
 	/* con stays open: libvmm borrows the console fd until vmm_destroy();
 	 * the taps it duplicated. */
 	close_taps(s);
+	oci_volumes_connected(spec, s->vols);
 	return 0;
 }
 
@@ -329,6 +337,13 @@ int oci_shim_run(const struct oci_shim_params *p)
 		ready_report(p->ready_fd, "error: %s\n", err);
 		return 1;
 	}
+	/* The volumes' virtiofsd, as root (read-only binds), before the
+	 * VM is built: vmm_start() connects to them. */
+	if (oci_volumes_start(p->spec, p->state_dir, s.vols, err, sizeof(err))) {
+		oci_err("%s", err);
+		ready_report(p->ready_fd, "error: %s\n", err);
+		return 1;
+	}
 	/* So is what user_restrict() empties (user.h): every capability set
 	 * but the permitted and effective ones, which the uid change in
 	 * drop_hook() clears; no execve() can give one back. */
@@ -360,6 +375,7 @@ int oci_shim_run(const struct oci_shim_params *p)
 			     "%s\n", err);
 		vmm_destroy(s.vm);
 		close_taps(&s);
+		oci_volumes_stop(p->spec, s.vols);
 		return 1;
 	}
 	close(sp[1]);
@@ -424,6 +440,8 @@ int oci_shim_run(const struct oci_shim_params *p)
 	}
 	shim_ctl_timing(&s.c, "vm_exited");
 	vmm_destroy(s.vm);
+	/* The VM's connections are closed: each virtiofsd ends. */
+	oci_volumes_stop(p->spec, s.vols);
 	oci_limit_flush(&libvmm_limit, "warning");
 	close(s.c.ctl);
 	if (s.c.timings_fd >= 0)

@@ -343,6 +343,32 @@ static const char *const guest_fs_types[] = {
 	"proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup", "cgroup2",
 };
 
+/* A bind of a host directory: a volume, shared with virtio-fs (one
+ * virtiofsd each, started by the shim); the guest mounts it with the
+ * bind's flags.  Propagation cannot cross into a VM: noted, ignored. */
+static int add_volume(struct oci_spec *s, struct spec_mount *sm, char *err, size_t len)
+{
+	unsigned int ignored;
+	char *opts;
+
+	if (s->nvolumes == SPEC_MAX_VOLUMES)
+		return errf_line(err, len, "bind mount of directory %s on %s: more than %u "
+			    "directory bind mounts (volumes) in one container are not "
+			    "supported by minivmm-oci (one virtio-fs device each)",
+			    sm->source, sm->dest, SPEC_MAX_VOLUMES);
+	if (spec_volume_options(sm->options, &opts, &sm->ro, &ignored))
+		return errf_line(err, len, "out of memory");
+	if (ignored)
+		add_warning(s, "bind mount %s on %s: options \"%s\" kept only as "
+			    "\"%s\" (mount propagation and other bind options do not "
+			    "apply inside the VM)", sm->source, sm->dest, sm->options, opts);
+	free(sm->options);
+	sm->options = opts;
+	sm->kind = SPEC_MOUNT_VOLUME;
+	sm->vol = s->nvolumes++;
+	return 0;
+}
+
 static int parse_mounts(json_t *a, struct oci_spec *s, char *err, size_t len)
 {
 	json_t *m;
@@ -405,12 +431,14 @@ static int parse_mounts(json_t *a, struct oci_spec *s, char *err, size_t len)
 				return errf_line(err, len, "out of memory");
 			add_warning(s, "bind mount %s on /dev/shm replaced by a tmpfs in the VM",
 				    sm->source);
+		} else if (S_ISDIR(st.st_mode)) {
+			if (add_volume(s, sm, err, len))
+				return -1;
 		} else {
-			return errf_line(err, len, "bind mount of %s %s on %s is not supported by "
-				    "minivmm-oci: there is no shared file system into the "
-				    "container's VM (no volumes or host directories)",
-				    S_ISDIR(st.st_mode) ? "directory" : "host file",
-				    sm->source, sm->dest);
+			return errf_line(err, len, "bind mount of %s on %s is not supported by "
+				    "minivmm-oci: only directories (shared with virtio-fs) "
+				    "and regular files (copied into the image) can be bound "
+				    "into the container's VM", sm->source, sm->dest);
 		}
 	}
 	return 0;
@@ -623,6 +651,8 @@ int spec_load(const char *bundle, const char *path, struct oci_spec *s,
 	    parse_linux(json_object_get(root, "linux"), s, err, errlen))
 		goto out;
 	ann = json_object_get(root, "annotations");
+	if (json_is_object(ann) && spec_parse_size_annotations(ann, s, err, errlen))
+		goto out;
 	s->annotations_json = json_is_object(ann) ? json_dumps(ann, JSON_COMPACT)
 						  : strdup("{}");
 	if (!s->annotations_json) {
@@ -690,6 +720,8 @@ uint64_t spec_guest_memory(const struct oci_spec *s, uint64_t dflt)
 {
 	uint64_t m;
 
+	if (s->ann_memory)
+		return s->ann_memory;
 	if (!s->mem_limit)
 		return dflt;
 	if (s->mem_limit > (1ull << 40))
@@ -704,7 +736,9 @@ unsigned int spec_guest_vcpus(const struct oci_spec *s, unsigned int dflt)
 {
 	uint64_t n = dflt;
 
-	if (s->cpu_quota > 0 && s->cpu_period > 0)
+	if (s->ann_vcpus)
+		n = s->ann_vcpus;
+	else if (s->cpu_quota > 0 && s->cpu_period > 0)
 		n = ((uint64_t)s->cpu_quota + s->cpu_period - 1) / s->cpu_period;
 	else if (s->cpuset_cpus)
 		n = s->cpuset_cpus;
@@ -790,8 +824,15 @@ void spec_encode(const struct oci_spec *s, uint16_t rows, uint16_t cols,
 		const char *f[4] = { m->dest, m->type, m->source ? m->source : "",
 				     m->options };
 
-		if (m->kind == SPEC_MOUNT_GUEST)
+		if (m->kind == SPEC_MOUNT_GUEST) {
 			proto_rec_strs(b, PROTO_REC_MOUNT, f, 4);
+		} else if (m->kind == SPEC_MOUNT_VOLUME) {
+			char tag[32];
+			const char *v[3] = { m->dest, tag, m->options };
+
+			snprintf(tag, sizeof(tag), SPEC_VOLUME_TAG, m->vol);
+			proto_rec_strs(b, PROTO_REC_VOLUME, v, 3);
+		}
 	}
 	for (unsigned int i = 0; i < s->nmasked; i++)
 		proto_rec_str(b, PROTO_REC_MASK, s->masked[i]);

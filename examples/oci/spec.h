@@ -23,11 +23,24 @@
 enum spec_mount_kind {
 	SPEC_MOUNT_GUEST,     /* a file system mounted by the guest init */
 	SPEC_MOUNT_FILE_COPY, /* bind of a host file: copied into the image */
+	SPEC_MOUNT_VOLUME,    /* bind of a host directory: shared with
+				 virtio-fs, one virtiofsd each (shim.c) */
 };
+
+/* Bind mounts of directories per container: one virtio-fs device each,
+ * at most VMM_MAX_FS (vmm.h; checked in shim.c). */
+#define SPEC_MAX_VOLUMES 8
+/* The virtio-fs tag of volume N: "minivmm-volN". */
+#define SPEC_VOLUME_TAG "minivmm-vol%u"
 
 struct spec_mount {
 	enum spec_mount_kind kind;
 	char *dest, *type, *source, *options; /* options: comma-joined */
+	/* SPEC_MOUNT_VOLUME: its number (tag), read-only on the host side;
+	 * options then only the mount flags the guest applies (ro, nosuid,
+	 * nodev, noexec, atime ones; bind and propagation dropped) */
+	unsigned int vol;
+	bool ro;
 };
 
 struct spec_rlimit {
@@ -62,6 +75,7 @@ struct oci_spec {
 	char *hostname;
 	struct spec_mount *mounts;
 	unsigned int nmounts;
+	unsigned int nvolumes; /* of them SPEC_MOUNT_VOLUME */
 	struct spec_rlimit *rlimits;
 	unsigned int nrlimits;
 	char **masked, **ropaths;
@@ -71,6 +85,10 @@ struct oci_spec {
 	struct spec_device *devices;
 	unsigned int ndevices;
 	char *annotations_json; /* the "annotations" object, compact, or "{}" */
+	/* The VM's size from the annotations SPEC_ANN_VCPUS / SPEC_ANN_MEMORY
+	 * (0: not given); over the resources and the configured defaults. */
+	unsigned int ann_vcpus;
+	uint64_t ann_memory; /* bytes, 2 MiB-aligned */
 	/* linux.resources */
 	uint64_t mem_limit;	/* bytes; 0: none */
 	int64_t cpu_quota;	/* <= 0: none */
@@ -85,14 +103,23 @@ struct oci_spec {
 	char *netns_path;
 };
 
+/* Per-container VM size: vCPUs (1..SPEC_MAX_VCPUS) and guest RAM (MiB, or
+ * with a suffix K, M, G, T; SPEC_MEM_MIN..1 TiB, rounded up to 2 MiB). */
+#define SPEC_ANN_VCPUS "org.minivmm.vcpus"
+#define SPEC_ANN_MEMORY "org.minivmm.memory"
+/* Parse one of them: 0, or -1 with a reason in @err. */
+int spec_parse_vcpus(const char *v, unsigned int *out, char *err, size_t len);
+int spec_parse_memory(const char *v, uint64_t *out, char *err, size_t len);
+
 /*
  * Parse @bundle/config.json (or @path if not NULL).  Returns 0, or -1 with
  * a one-line reason in @err: unreadable or malformed JSON, a field of the
  * wrong type, no process.args, no root.path, a capability name not in
- * spec_cap_names, and what a VM cannot do:
- * bind mounts of host directories or devices (except /dev/shm, which
- * becomes a tmpfs), no network namespace (the host's network), a relative
- * network namespace path, an unknown mount type.  Call spec_free() in both cases.
+ * spec_cap_names, a bad SPEC_ANN_VCPUS / SPEC_ANN_MEMORY annotation, and
+ * what a VM cannot do: bind mounts of devices, sockets or fifos, more than
+ * SPEC_MAX_VOLUMES directory binds (volumes; /dev/shm's becomes a tmpfs),
+ * a bind source that is missing, no network namespace (the host's
+ * network), a relative network namespace path, an unknown mount type.  Call spec_free() in both cases.
  */
 int spec_load(const char *bundle, const char *path, struct oci_spec *s,
 	      char *err, size_t errlen);
@@ -101,12 +128,26 @@ struct json_t;
 /* linux.resources (memory.limit, cpu.quota/period/cpus/mems, pids.limit)
  * into @s's resource fields.  0, or -1 with a reason in @err. */
 int spec_parse_resources(struct json_t *res, struct oci_spec *s, char *err, size_t len);
+/* SPEC_ANN_VCPUS / SPEC_ANN_MEMORY of the annotations object @ann (NULL:
+ * none) into @s (spec-size.c).  0, or -1 with a reason in @err. */
+int spec_parse_size_annotations(struct json_t *ann, struct oci_spec *s, char *err,
+				size_t len);
+/*
+ * A volume's options as the guest applies them (spec-volume.c): of the
+ * bind mount's comma-joined @opts, only the mount flags (ro, rw, nosuid,
+ * suid, nodev, dev, noexec, exec, the atime ones) into *@out (malloc'd);
+ * *@ro set by the last of ro/rw; *@ignored counts what was dropped other
+ * than bind/rbind and SELinux's z/Z: propagation (private, rslave,
+ * shared, ...: a VM's mounts never propagate back to the host) and
+ * anything else.  0, or -ENOMEM.
+ */
+int spec_volume_options(const char *opts, char **out, bool *ro, unsigned int *ignored);
 
-/* Guest RAM for @s: limit + SPEC_MEM_OVERHEAD (at least SPEC_MEM_MIN,
- * 2 MiB-aligned), or @dflt without a limit. */
+/* Guest RAM for @s: the SPEC_ANN_MEMORY annotation, else limit +
+ * SPEC_MEM_OVERHEAD (at least SPEC_MEM_MIN, 2 MiB-aligned), else @dflt. */
 uint64_t spec_guest_memory(const struct oci_spec *s, uint64_t dflt);
-/* vCPUs: ceil(quota / period), else the cpuset's CPU count, else @dflt;
- * capped at SPEC_MAX_VCPUS. */
+/* vCPUs: the SPEC_ANN_VCPUS annotation, else ceil(quota / period), else
+ * the cpuset's CPU count, else @dflt; capped at SPEC_MAX_VCPUS. */
 unsigned int spec_guest_vcpus(const struct oci_spec *s, unsigned int dflt);
 /* Number of CPUs in a cpuset list ("0-3,8,10-11"); 0 if malformed. */
 unsigned int spec_cpuset_count(const char *list);

@@ -4,7 +4,8 @@
 # (`ctr run --runc-binary`), inside the rig's L1 (tests/e2e/oci-rig.sh):
 # output, stderr, exit status 7 and `ctr task kill` of a running task; then
 # the runtime's own spec/run/list/pause/resume/events as a runc user types
-# them, and a guest OOM that stays in the guest.
+# them, and a guest OOM that stays in the guest; a Kubernetes RuntimeClass
+# handler for it that containerd's CRI loads.
 set -uo pipefail
 . "$(dirname "$0")/oci_lib.sh"
 oci_setup
@@ -128,5 +129,50 @@ ev2=$(jq -r 'select(.type == "stats") | .id' "$W/ev2" | tr '\n' ' ')
 [[ "$st1 ${st2:-} ${st3:-}" == "running paused running" && -z "$("${R[@]}" list -q)" ]] &&
 	oci_ok "run -d, list, pause, resume, delete --force: running paused running, gone" ||
 	oci_bad "run -d states: '$st1 ${st2:-} ${st3:-}', left: $("${R[@]}" list -q)"
+
+# A Kubernetes RuntimeClass handler (issue 30): minivmm-oci as the runc
+# binary of containerd's runc v2 shim under the CRI plugin, as README
+# "Kubernetes" configures it, beside the runc runtime (without an entry
+# for default_runtime_name the CRI plugin fails to load: "no corresponding
+# runtime configured").  containerd loads the file (config dump shows
+# the handler with its BinaryName) and, started with it, its CRI plugin is
+# up ("ok" in `ctr plugins ls`).  Debian 12 has no CRI client (crictl) to
+# run a pod through it.
+rsock=/run/oci-ctd-rc.$$/containerd.sock
+mkdir -p "$(dirname "$rsock")"
+cat >"$W/rc.toml" <<EOF
+version = 2
+root = "$W/rc-root"
+state = "/run/oci-ctd-rc.$$/state"
+[grpc]
+  address = "$rsock"
+[plugins."io.containerd.grpc.v1.cri".containerd]
+  snapshotter = "native"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.minivmm]
+  runtime_type = "io.containerd.runc.v2"
+  pod_annotations = ["org.minivmm.*"]
+  container_annotations = ["org.minivmm.*"]
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.minivmm.options]
+  BinaryName = "$OCI_RUNTIME"
+EOF
+containerd --config "$W/rc.toml" config dump >"$W/rc.dump" 2>&1
+handler=$(awk '/runtimes\.minivmm(\.options)?\]/ {on = 1; print; next} /^ *\[/ {on = 0} on' "$W/rc.dump")
+echo "$handler" | sed 's/^/  config dump: /'
+grep -q 'runtime_type = "io.containerd.runc.v2"' <<<"$handler" &&
+	grep -q "BinaryName = \"$OCI_RUNTIME\"" <<<"$handler" &&
+	grep -q 'pod_annotations = \["org.minivmm.\*"\]' <<<"$handler" &&
+	oci_ok "RuntimeClass handler minivmm: containerd config dump shows runtime_type io.containerd.runc.v2, BinaryName $OCI_RUNTIME" ||
+	oci_bad "config dump: $(head -c 600 "$W/rc.dump")"
+containerd --config "$W/rc.toml" >"$W/rc.log" 2>&1 &
+rctd=$!
+for _ in $(seq 300); do [[ -S "$rsock" ]] && break; sleep 0.2; done
+cri=$(ctr --address "$rsock" plugins ls 2>&1 | awk '$2 == "cri" {print $1, $2, $NF}')
+kill $rctd 2>/dev/null
+wait $rctd 2>/dev/null
+[[ "$cri" == "io.containerd.grpc.v1 cri ok" ]] &&
+	oci_ok "containerd with the handler: CRI plugin '$cri'" ||
+	oci_bad "CRI plugin: '$cri'; log: $(grep -m3 'failed to load plugin io.containerd.grpc.v1.cri' "$W/rc.log")"
 
 oci_finish

@@ -110,8 +110,12 @@ static void encode(const struct init_config *c, struct proto_buf *b)
 	for (unsigned int i = 0; i < c->nmounts; i++) {
 		const struct init_mnt *m = &c->mounts[i];
 		const char *f[4] = { m->dest, m->type, m->source, m->options };
+		const char *vol[3] = { m->dest, m->source, m->options };
 
-		proto_rec_strs(b, PROTO_REC_MOUNT, f, 4);
+		if (m->volume)
+			proto_rec_strs(b, PROTO_REC_VOLUME, vol, 3);
+		else
+			proto_rec_strs(b, PROTO_REC_MOUNT, f, 4);
 	}
 	for (unsigned int i = 0; i < c->nrlimits; i++)
 		proto_rec_rlimit(b, c->rlimits[i].res, c->rlimits[i].soft,
@@ -171,7 +175,8 @@ static void check_same(const struct init_config *a, const struct init_config *b)
 		if (!str_eq(a->mounts[i].dest, b->mounts[i].dest) ||
 		    !str_eq(a->mounts[i].type, b->mounts[i].type) ||
 		    !str_eq(a->mounts[i].source, b->mounts[i].source) ||
-		    !str_eq(a->mounts[i].options, b->mounts[i].options))
+		    !str_eq(a->mounts[i].options, b->mounts[i].options) ||
+		    a->mounts[i].volume != b->mounts[i].volume)
 			fail("a mount changed on a second decode");
 	for (unsigned int i = 0; i < a->nrlimits; i++)
 		if (a->rlimits[i].res != b->rlimits[i].res ||

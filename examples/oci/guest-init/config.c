@@ -36,6 +36,25 @@ static int split(const uint8_t *v, uint32_t len, char **out, unsigned int n)
 	return 0;
 }
 
+/* A MOUNT (dest, type, source, options) or a VOLUME (dest, tag, options:
+ * a virtio-fs mount by tag) into the one table, in order, unless full. */
+static int add_mount(struct init_config *c, const uint8_t *v, uint32_t len,
+		     bool volume)
+{
+	char *f[4];
+	int ret;
+
+	if (c->nmounts >= INIT_MAX_MOUNTS)
+		return 0;
+	ret = split(v, len, f, volume ? 3 : 4);
+	if (ret)
+		return ret;
+	c->mounts[c->nmounts++] = volume ?
+		(struct init_mnt){ f[0], (char *)"virtiofs", f[1], f[2], true } :
+		(struct init_mnt){ f[0], f[1], f[2], f[3], false };
+	return 0;
+}
+
 /* Replace *@dst (a string given once, e.g. cwd) with @v. */
 static int set_str(char **dst, const uint8_t *v, uint32_t len)
 {
@@ -178,15 +197,8 @@ static int parse_record(struct init_config *c, uint16_t t, const uint8_t *v,
 		}
 		return 0;
 	case PROTO_REC_MOUNT:
-		if (c->nmounts < INIT_MAX_MOUNTS) {
-			char *f[4];
-			int ret = split(v, len, f, 4);
-
-			if (ret)
-				return ret;
-			c->mounts[c->nmounts++] = (struct init_mnt){ f[0], f[1], f[2], f[3] };
-		}
-		return 0;
+	case PROTO_REC_VOLUME:
+		return add_mount(c, v, len, t == PROTO_REC_VOLUME);
 	case PROTO_REC_RLIMIT:
 		if (len == 20 && c->nrlimits < INIT_MAX_RLIMITS)
 			c->rlimits[c->nrlimits++] = (struct init_rl){

@@ -24,6 +24,8 @@
 
 struct init_mnt {
 	char *dest, *type, *source, *options; /* one allocation, at dest */
+	/* PROTO_REC_VOLUME: type "virtiofs", source the device's tag */
+	bool volume;
 };
 
 struct init_dev {

@@ -4,8 +4,8 @@
  * the initramfs that examples/oci/mkinitrd.sh builds).
  *
  *  1. mounts /dev, /proc, /sys of the initramfs, loads the modules listed
- *     in /etc/modules.load (virtio_pci, virtio_blk, virtio_console, ext4
- *     and their dependencies);
+ *     in /etc/modules.load (virtio_pci, virtio_blk, virtio_console, ext4,
+ *     virtio_net, virtiofs and their dependencies);
  *  2. opens the virtio-console ports minivmm.ctl/.stdin/.stdout/.stderr,
  *     sends READY on minivmm.ctl and waits for the CONFIG message (the host
  *     sends it when `minivmm-oci start` runs);
@@ -15,7 +15,7 @@
  *     signals it has no handler for are ignored unless they are
  *     SIGKILL/SIGSTOP, and has its own mount namespace (rslave).  The child
  *     mounts what the spec lists (proc, sysfs, tmpfs, devpts, mqueue,
- *     cgroup2; /dev gets its device nodes), masks and protects paths, sets
+ *     cgroup2; /dev gets its device nodes; volumes: virtio-fs by tag), masks and protects paths, sets
  *     hostname and sysctls, detaches the init's /dev, /proc and /sys,
  *     moves /newroot onto / and chroots into it (the usual way when the
  *     root is an initramfs, where pivot_root(2) is refused), sets rlimits,
@@ -354,12 +354,14 @@ static void do_mounts(void)
 		const struct init_mnt *m = &C.mounts[i];
 		unsigned long flags = parse_opts(m->options, data, sizeof(data));
 		const char *type = m->type;
+		/* A volume's source is its virtio-fs tag. */
+		const char *source = m->volume ? m->source : type;
 
 		snprintf(target, sizeof(target), NEWROOT "%s", m->dest);
 		if (!strcmp(type, "cgroup"))
 			type = "cgroup2"; /* one unified hierarchy in the guest */
 		mkdir_p(target, 0755);
-		if (mount(type, target, type, flags & ~MS_RDONLY, *data ? data : NULL)) {
+		if (mount(source, target, type, flags & ~MS_RDONLY, *data ? data : NULL)) {
 			/* cgroup2 and mqueue are optional in a VM. */
 			if (!strcmp(type, "cgroup2") || !strcmp(type, "mqueue")) {
 				init_msg("mount %s on %s: %s (skipped)", type, m->dest,

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A virtiofsd child for a virtio-fs device (vmm_add_fs()), as minivmm's
+ * --fs path=DIR and minivmm-oci's volumes start it: Debian's virtiofsd
+ * (MINIVMM_VIRTIOFSD, default VIRTIOFSD_DEFAULT) on DIR, its socket in a
+ * private temporary directory (0700, removed once the VM is connected),
+ * sandboxed by virtiofsd itself (sandbox=namespace: mount, pid and net
+ * namespaces, pivot_root into DIR; its own seccomp filter and a reduced
+ * capability set).  It exits when the VM's connection closes, gets
+ * SIGTERM if its parent dies first (PR_SET_PDEATHSIG), and is reaped by
+ * the parent (virtiofsd_reap()) or, confined without wait4, by init after
+ * the parent's exit.  ro: DIR is bind-mounted read-only in a mount
+ * namespace of the child's own (root only), which virtiofsd then serves:
+ * the host, not the guest, refuses writes.
+ */
+#ifndef VMM_EXAMPLES_VIRTIOFSD_H
+#define VMM_EXAMPLES_VIRTIOFSD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define VIRTIOFSD_DEFAULT "/usr/lib/qemu/virtiofsd"
+
+struct virtiofsd {
+	pid_t child;	/* 0: none */
+	char dir[64];	/* its private socket directory, "" if none */
+	char sock[96];	/* the socket in it */
+};
+
+/*
+ * Start virtiofsd on directory @path (read-only if @ro) and wait, at most
+ * 5 s, for its socket (@d->sock).  @what names it in errors ("--fs T").
+ * @errfd: the child's stderr, its stdin and stdout then /dev/null; -1:
+ * the caller's stdio.  Every other fd is closed in the child.  0, or -1
+ * with a reason in @err (what was started is stopped: virtiofsd_reap()).
+ */
+int virtiofsd_spawn(struct virtiofsd *d, const char *path, bool ro, const char *what,
+		    int errfd, char *err, size_t errlen);
+/* The VM is connected: remove the socket and its directory. */
+void virtiofsd_unlink(struct virtiofsd *d);
+/* Reap the child: it ends by itself when the VM's connection closes;
+ * SIGTERM after 2 s, SIGKILL after 4 s, given up after 5 s (a parent
+ * that dropped root may not signal it; init then reaps it).  Removes its
+ * directory. */
+void virtiofsd_reap(struct virtiofsd *d);
+
+#endif
