@@ -77,7 +77,7 @@ static void expect_str(struct proto_iter *it, uint16_t type, const char *s)
 static void check_encoding(const struct oci_spec *s, const struct proto_buf *b)
 {
 	struct proto_iter it = { b->data, b->data + b->len };
-	unsigned int count[PROTO_REC_CAP_AMBIENT + 1] = { 0 }, guest_mounts = 0;
+	unsigned int count[PROTO_REC_VOLUME + 1] = { 0 }, guest_mounts = 0, volumes = 0;
 	const uint8_t *v;
 	uint16_t t;
 	uint32_t n;
@@ -96,7 +96,7 @@ static void check_encoding(const struct oci_spec *s, const struct proto_buf *b)
 	    proto_get_u32(v) != s->gid)
 		fail("CONFIG records differ from the spec (uid/gid)");
 	while ((r = proto_next(&it, &t, &v, &n)) == 1) {
-		count[t <= PROTO_REC_CAP_AMBIENT ? t : 0]++;
+		count[t <= PROTO_REC_VOLUME ? t : 0]++;
 		/* process.capabilities: one u64 per set, as parsed. */
 		if (t >= PROTO_REC_CAP_BOUNDING && t <= PROTO_REC_CAP_AMBIENT &&
 		    (n != 8 || !s->has_caps ||
@@ -105,10 +105,13 @@ static void check_encoding(const struct oci_spec *s, const struct proto_buf *b)
 	}
 	if (r < 0)
 		fail("CONFIG records do not decode");
-	for (unsigned int i = 0; i < s->nmounts; i++)
+	for (unsigned int i = 0; i < s->nmounts; i++) {
 		guest_mounts += s->mounts[i].kind == SPEC_MOUNT_GUEST;
+		volumes += s->mounts[i].kind == SPEC_MOUNT_VOLUME;
+	}
 	if (count[0] || count[PROTO_REC_GROUP] != s->ngids ||
-	    count[PROTO_REC_MOUNT] != guest_mounts ||
+	    count[PROTO_REC_MOUNT] != guest_mounts || count[PROTO_REC_VOLUME] != volumes ||
+	    count[PROTO_REC_NET_LINK] || count[PROTO_REC_NET_ADDR] || count[PROTO_REC_NET_ROUTE] ||
 	    count[PROTO_REC_RLIMIT] != s->nrlimits ||
 	    count[PROTO_REC_MASK] != s->nmasked ||
 	    count[PROTO_REC_RO_PATH] != s->nropaths ||
