@@ -51,12 +51,10 @@ fi
 grep -v '^BENCH-JSON ' "$log" | tail -20 >&2
 bench_records "$log" >>"$records"
 date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-jq -s --arg date "$date" --arg mode "${mode#--}" \
-	--arg commit "$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
-	'map(. + {date:$date, run_mode:$mode, git_commit:$commit})' "$records" >"$out/oci_ops.json"
+bench_stamp "$records" "$mode" "$date" "$out/oci_ops.json"
 
 J() { jq -r "$BENCH_JQ_DEFS $1" "$out/oci_ops.json"; }
-# Medians per operation: minivmm-oci, runc (podman's view only).
+# Medians per operation: minivmm-oci, runc.
 J '[.[] | select(.bench == "oci_ops")] | group_by(.op)[] |
 	[.[0].op, (map(select(.runtime == "minivmm-oci") | .wall_ms) | median | r(1)),
 	 (map(select(.runtime == "runc") | .wall_ms) | median | r(1))] | @tsv' >"$tmp/ops.dat"
