@@ -25,8 +25,10 @@ int affinity_check(const struct vmm *vm)
 	if (!c->nr_cpu_affinity)
 		return 0;
 	if (sched_getaffinity(0, sizeof(allowed), &allowed)) {
-		vmm_err("cpu affinity: sched_getaffinity: %s", strerror(errno));
-		return -errno;
+		int err = errno;
+
+		vmm_err("cpu affinity: sched_getaffinity: %s", strerror(err));
+		return -err;
 	}
 	for (unsigned int i = 0; i < c->nr_cpu_affinity; i++)
 		if (!CPU_ISSET(c->cpu_affinity[i], &allowed)) {
