@@ -17,13 +17,13 @@ files=${OCI_ROOTFS_FILES:-2000}
 [[ -w /dev/kvm ]] || { echo "no /dev/kvm"; exit 77; }
 timings=/tmp/oci-rootfs-timings.json
 : >"$timings"
-printf 'kernel = %s\ninitrd = %s\ntimings = %s\n' "$OCI_KERNEL" "$OCI_INITRD" "$timings" \
-	>/etc/minivmm-oci.conf
+W=${RIG_SCRATCH:-/var/tmp}/ocirb.$$
+mkdir -p "$W/img/x" "$W/console"
+printf 'kernel = %s\ninitrd = %s\ntimings = %s\nconsole_dir = %s\n' "$OCI_KERNEL" \
+	"$OCI_INITRD" "$timings" "$W/console" >/etc/minivmm-oci.conf
 if [[ ! -e /sys/fs/cgroup/cgroup.controllers ]]; then
 	mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null || bench_log "cannot mount cgroup2"
 fi
-W=${RIG_SCRATCH:-/var/tmp}/ocirb.$$
-mkdir -p "$W/img/x"
 P=(podman --root "$W/pstore" --runroot /run/ocirb-prun.$$ --storage-driver vfs
 	--cgroup-manager cgroupfs --events-backend file)
 # The image: the rig's busybox image, the big file, the tree's tarball.
@@ -48,13 +48,37 @@ mkdir /x && tar -xf /tree.tar -C /x; t3=$(u)
 n=$(find /x -type f | wc -l); ls -lR /x >/dev/null; t4=$(u)
 rm -rf /x /w.bin; sync; t5=$(u)
 echo "TIMES $n $t0 $t1 $t2 $t3 $t4 $t5"'
+# A run that does not end in time: what its cgroup, virtiofsd and guest
+# say, then it is killed (the next rounds go on).
+stuck() { # MODE ID
+	local cg p
+	bench_log "round $i $1: still running after ${OCI_ROOTFS_RUN_TIMEOUT:-400} s"
+	cg=$(find /sys/fs/cgroup -maxdepth 4 -type d -name "*$2*" 2>/dev/null | head -1)
+	for f in memory.max memory.current memory.events pids.max pids.current pids.events; do
+		[[ -n $cg && -r $cg/$f ]] && bench_log "  $f: $(tr '\n' ' ' <"$cg/$f")"
+	done
+	for p in /proc/[0-9]*; do
+		[[ "$(cat "$p/comm" 2>/dev/null)" == virtiofsd ]] &&
+			bench_log "  virtiofsd ${p#/proc/}: $(awk '/^(State|VmRSS|Threads)/' "$p/status" | tr '\n' ' ') fds $(ls "$p/fd" 2>/dev/null | wc -l)"
+	done
+	dmesg 2>/dev/null | grep -iE 'oom|killed|virtio|fuse' | tail -5 | while read -r l; do bench_log "  dmesg: $l"; done
+	tail -c 1500 "$W/console/$2.console.log" 2>/dev/null | tr -d '\r' | while read -r l; do bench_log "  guest: $l"; done
+	"${P[@]}" rm -f "$2" >/dev/null 2>&1
+}
 for i in $(seq "$rounds"); do
 	for mode in ext4 virtiofs; do
 		rm -f "$W/cid"
 		t0=$(bench_now_ns)
 		"${P[@]}" --runtime "$OCI_RUNTIME" run --rm --network none --cidfile "$W/cid" \
 			--annotation org.minivmm.rootfs=$mode localhost/rfsb sh -c "$job" \
-			>"$W/out" 2>"$W/err"
+			>"$W/out" 2>"$W/err" &
+		pid=$!
+		for _ in $(seq "${OCI_ROOTFS_RUN_TIMEOUT:-400}"); do
+			kill -0 $pid 2>/dev/null || break
+			sleep 1
+		done
+		kill -0 $pid 2>/dev/null && stuck "$mode" "$(cat "$W/cid" 2>/dev/null)"
+		wait $pid
 		rc=$?
 		t1=$(bench_now_ns)
 		# No process substitution: the L1 has no /dev/fd.
