@@ -49,10 +49,11 @@ n=$(find /x -type f | wc -l); ls -lR /x >/dev/null; t4=$(u)
 rm -rf /x /w.bin; sync; t5=$(u)
 echo "TIMES $n $t0 $t1 $t2 $t3 $t4 $t5"'
 # A run that does not end in time: what its cgroup, virtiofsd and guest
-# say, then it is killed (the next rounds go on).
+# say, then it is killed (the next rounds go on).  A virtio-fs round
+# took about 130 s in a quiet rig.
 stuck() { # MODE ID
 	local cg p
-	bench_log "round $i $1: still running after ${OCI_ROOTFS_RUN_TIMEOUT:-400} s"
+	bench_log "round $i $1: still running after ${OCI_ROOTFS_RUN_TIMEOUT:-240} s"
 	cg=$(find /sys/fs/cgroup -maxdepth 4 -type d -name "*$2*" 2>/dev/null | head -1)
 	for f in memory.max memory.current memory.events pids.max pids.current pids.events; do
 		[[ -n $cg && -r $cg/$f ]] && bench_log "  $f: $(tr '\n' ' ' <"$cg/$f")"
@@ -73,7 +74,7 @@ for i in $(seq "$rounds"); do
 			--annotation org.minivmm.rootfs=$mode localhost/rfsb sh -c "$job" \
 			>"$W/out" 2>"$W/err" &
 		pid=$!
-		for _ in $(seq "${OCI_ROOTFS_RUN_TIMEOUT:-400}"); do
+		for _ in $(seq "${OCI_ROOTFS_RUN_TIMEOUT:-240}"); do
 			kill -0 $pid 2>/dev/null || break
 			sleep 1
 		done
