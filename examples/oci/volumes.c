@@ -112,7 +112,12 @@ int oci_rootfs_start(const struct oci_spec *s, const char *state_dir,
 	fd = oci_file_create(log, 0600);
 	if (fd < 0)
 		return errf_line(err, errlen, "root file system: %s: %s", log, strerror(-fd));
-	ret = virtiofsd_spawn_opts(root, s->root_path, s->root_ro, "cache=always,xattr",
+	/* No thread pool: Debian 12's virtiofsd (QEMU 7.2, glib 2.74) has its
+	 * own seccomp filter kill a pool thread that calls sched_getaffinity
+	 * (seen in the rig under a metadata-heavy job: the guest then waits on
+	 * the dead back end forever); without a pool each request is served
+	 * on the queue's thread, which never spawns one. */
+	ret = virtiofsd_spawn_opts(root, s->root_path, s->root_ro, "cache=always,xattr", 0,
 				   "root file system", fd, err, errlen);
 	close(fd);
 	return ret ? -1 : 0;
