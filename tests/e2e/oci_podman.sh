@@ -25,6 +25,9 @@
 #  - volumes (issue 30): -v DIR:/data read and written both ways (checksum),
 #    -v DIR:/ro:ro refuses writes, --annotation org.minivmm.vcpus=2 and
 #    org.minivmm.memory=384M size the VM, a bad annotation is refused;
+#  - the root over virtio-fs (issue 30): --annotation org.minivmm.rootfs=
+#    virtiofs; the container's writes (owner kept) are in `podman commit`'s
+#    image, podman's /etc/hostname bound in, a bad value refused;
 #  - runtime errors (a bad annotation, a missing kernel) reach the user as
 #    one line;
 #  - privileges (issue 31): every thread of a running container's VMM
@@ -341,6 +344,44 @@ done
 nvfs=$(grep -c . <<<"$vfs")
 [[ $nvfs -ge 3 ]] && oci_ok "volumes and annotations: $((SECONDS - t6)) s; $nvfs virtiofsd processes for 3 volumes, Rss/Pss kB: $(tr '\n' ';' <<<"$vfs")" ||
 	oci_bad "virtiofsd processes while the VM ran: '$vfs'"
+
+# 6b. The root over virtio-fs (issue 30 item 3), one VM: --annotation
+#     org.minivmm.rootfs=virtiofs; the guest's / is the virtio-fs device, the
+#     container writes a file (and chowns it) that lands in its root on the
+#     host: `podman commit` then has it (read through `podman image mount`,
+#     no second VM), with its owner; podman's /etc/hostname bind reaches the
+#     guest without being written into the root; a bad value is refused.
+t6b=$SECONDS
+"${P[@]}" "${RT[@]}" run --name rfs --network none --hostname rfs-host \
+	--annotation org.minivmm.rootfs=virtiofs localhost/bb \
+	sh -c 'grep " / " /proc/mounts; echo "hostname $(cat /etc/hostname)"
+	       echo written-in-guest >/from-guest && chown 1234:5678 /from-guest
+	       mkdir -p /d/e && echo deep >/d/e/f && rm /blob && echo wrote' \
+	>"$W/out6r" 2>"$W/err6r"
+rc=$?
+sed 's/^/  guest: /' "$W/out6r"
+"${P[@]}" commit -q rfs localhost/rfs-committed >/dev/null 2>"$W/err6c"
+crc=$?
+"${P[@]}" rm -f rfs >/dev/null 2>&1
+m=$("${P[@]}" image mount localhost/rfs-committed 2>>"$W/err6c")
+[[ $rc -eq 0 ]] && grep -q "^minivmm-root / virtiofs rw" "$W/out6r" && grep -qx wrote "$W/out6r" &&
+	grep -qx "hostname rfs-host" "$W/out6r" &&
+	oci_ok "rootfs=virtiofs: / is $(grep " / " "$W/out6r" | cut -d' ' -f1,3), podman's hostname bound" ||
+	oci_bad "rootfs=virtiofs: rc $rc: $(head -c 400 "$W/out6r") $(head -c 400 "$W/err6r")"
+[[ $crc -eq 0 && -n "$m" && "$(cat "$m/from-guest" 2>/dev/null)" == written-in-guest &&
+	"$(stat -c %u:%g "$m/from-guest" 2>/dev/null)" == 1234:5678 &&
+	"$(cat "$m/d/e/f" 2>/dev/null)" == deep && ! -e "$m/blob" && -x "$m/bin/busybox" &&
+	"$(cat "$m/etc/hostname" 2>/dev/null)" != rfs-host ]] &&
+	oci_ok "podman commit sees the container's writes: /from-guest (1234:5678), /d/e/f, /blob removed; $((SECONDS - t6b)) s" ||
+	oci_bad "podman commit: rc $crc, mount '$m': $(ls -ln "$m" 2>&1 | head -20) $(head -c 300 "$W/err6c")"
+"${P[@]}" image unmount localhost/rfs-committed >/dev/null 2>&1
+"${P[@]}" rmi -f localhost/rfs-committed >/dev/null 2>&1
+"${P[@]}" "${RT[@]}" run --rm --network none --annotation org.minivmm.rootfs=nfs \
+	localhost/bb true >"$W/out6n" 2>&1
+rc=$?
+[[ $rc -ne 0 ]] && grep -q 'annotation org.minivmm.rootfs="nfs": expected ext4 or virtiofs' "$W/out6n" &&
+	oci_ok "a bad org.minivmm.rootfs refused at create" ||
+	oci_bad "bad rootfs annotation: rc $rc: $(cat "$W/out6n")"
 
 # 6a. Runtime errors: one line each, no VM.
 cp /etc/minivmm-oci.conf "$W/conf.saved"
