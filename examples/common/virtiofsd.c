@@ -73,7 +73,10 @@ static void child_exec(const struct virtiofsd *d, const char *path, bool ro,
 int virtiofsd_spawn(struct virtiofsd *d, const char *path, bool ro, const char *what,
 		    int errfd, char *err, size_t errlen)
 {
-	return virtiofsd_spawn_opts(d, path, ro, "cache=auto", 4, what, errfd, err, errlen);
+	/* No thread pool: Debian 12's virtiofsd (glib 2.74) dies on its own
+	 * seccomp filter when the pool starts a thread (sched_getaffinity),
+	 * and the guest then waits forever on the share. */
+	return virtiofsd_spawn_opts(d, path, ro, "cache=auto", 0, what, errfd, err, errlen);
 }
 
 int virtiofsd_spawn_opts(struct virtiofsd *d, const char *path, bool ro,
