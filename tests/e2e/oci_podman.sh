@@ -336,7 +336,7 @@ rc=$?
 for i in 1 2 3; do
 	t0=$(date +%s%N)
 	/usr/lib/qemu/virtiofsd --socket-path="$W/vfs$i.sock" -o source="$vol" -o cache=auto \
-		-o sandbox=namespace --thread-pool-size=4 >/dev/null 2>&1 &
+		-o sandbox=namespace --thread-pool-size=0 >/dev/null 2>&1 &
 	for _ in $(seq 500); do [[ -S "$W/vfs$i.sock" ]] && break; sleep 0.005; done
 	echo "  virtiofsd start $i: $((($(date +%s%N) - t0) / 1000000)) ms"
 	kill $! 2>/dev/null; wait $! 2>/dev/null
