@@ -97,19 +97,12 @@ static int vhv_set_features(void *dev, uint64_t f)
 
 static void vhv_config_read(void *dev, uint32_t off, void *buf, uint32_t len)
 {
-	struct vsock_config c = { .guest_cid = htole64(((struct vhost_vsock *)dev)->cid) };
-
-	if (off > sizeof(c) || len > sizeof(c) - off) {
-		memset(buf, 0, len);
-		return;
-	}
-	memcpy(buf, (uint8_t *)&c + off, len);
+	vsock_config_read(((struct vhost_vsock *)dev)->cid, off, buf, len);
 }
 
 static void vhv_config_write(void *dev, uint32_t off, const void *buf, uint32_t len)
 {
-	/* guest_cid is read-only: ignored, as the spec allows. */
-	(void)dev, (void)off, (void)buf, (void)len;
+	(void)dev, (void)off, (void)buf, (void)len; /* vsock_config_read() */
 }
 
 static const struct virtio_device_ops vhv_ops = {

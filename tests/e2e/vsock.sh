@@ -62,7 +62,7 @@ vn=8 vbytes=$((1024 * 1024))
 spid=$!
 VSOCKT_CID=3 "$tool" connect-vsock 5000 "$vn" "$vbytes" >"$dir/vconnect.log" 2>&1 &
 cpid=$!
-e2e_run_vmm "$dir/vlog" -- "$vmm" --smp 2 --mem 512M --kernel "$kernel" \
+e2e_run_vmm "$dir/vlog" -- "$vmm" -v --smp 2 --mem 512M --kernel "$kernel" \
 	--initrd "$initrd" --vsock "cid=3,vhost=on" --stats-json \
 	--append "quiet guest.run=vsock guest.conns=$vn guest.bytes=$vbytes"
 src=0 crc=0
