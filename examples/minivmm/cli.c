@@ -170,6 +170,10 @@ void cli_usage(const char *prog, void *file)
 		"                       \"CONNECT <port>\\n\", answered \"OK <hostport>\\n\"\n"
 		"                       once the guest accepts; guest connections\n"
 		"                       to host (CID 2) port P reach PATH_P\n"
+		"      --vsock cid=N,vhost=on\n"
+		"                       the same device on the kernel's vhost-vsock\n"
+		"                       (module vhost_vsock): host programs use\n"
+		"                       AF_VSOCK to CID N directly\n"
 		OPTS_COMMON_HELP
 		"\n"
 		CLI_END_HELP,
@@ -330,7 +334,7 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
 			o->api_socket = optarg;
 			break;
 		case OPT_VSOCK:
-			if (o->vsock_path)
+			if (o->vsock.struct_size)
 				return errf(err, errlen, "--vsock: one vsock device only");
 			if (cli_parse_vsock(optarg, o, err, errlen))
 				return -1;
@@ -372,6 +376,7 @@ int cli_parse_vsock(const char *spec, struct cli_opts *o, char *err, size_t errl
 {
 	unsigned long long cid = 0;
 	const char *p = spec;
+	bool vhost = false;
 
 	while (*p) {
 		const char *end = strchr(p, ','), *eq = strchr(p, '=');
@@ -388,6 +393,9 @@ int cli_parse_vsock(const char *spec, struct cli_opts *o, char *err, size_t errl
 				return errf(err, errlen,
 					    "--vsock: cid must be a number from 3 to 4294967294, got '%s'",
 					    val);
+		} else if (eq - p == 5 && !strncmp(p, "vhost", 5) &&
+			   (!strcmp(val, "on") || !strcmp(val, "off"))) {
+			vhost = !strcmp(val, "on");
 		} else if (eq - p == 6 && !strncmp(p, "socket", 6) && *val) {
 			free(o->vsock_path);
 			if (!(o->vsock_path = strdup(val)))
@@ -398,9 +406,12 @@ int cli_parse_vsock(const char *spec, struct cli_opts *o, char *err, size_t errl
 		}
 		p += len + (end ? 1 : 0);
 	}
-	if (!cid || !o->vsock_path)
+	if (vhost && (!cid || o->vsock_path))
+		return errf(err, errlen, "--vsock: vhost=on takes cid=N and no socket=");
+	if (!vhost && (!cid || !o->vsock_path))
 		return errf(err, errlen, "--vsock: cid=N and socket=PATH are both required");
 	o->vsock = (struct vmm_vsock_config){ .struct_size = sizeof(o->vsock),
+					      .flags = vhost ? VMM_VSOCK_VHOST : 0,
 					      .guest_cid = cid,
 					      .socket_path = o->vsock_path };
 	return 0;

@@ -73,7 +73,8 @@ struct cli_opts {
 	struct cli_fs fs[CLI_MAX_FS]; /* --fs */
 	unsigned int nr_fs;
 	bool mem_backend_set;	      /* --mem-backend given (else --fs: memfd) */
-	/* --vsock cid=N,socket=PATH (vsock_path owned) */
+	/* --vsock cid=N,socket=PATH or cid=N,vhost=on (vsock_path owned;
+	 * struct_size 0: no --vsock) */
 	struct vmm_vsock_config vsock;
 	char *vsock_path;
 	/* --cpu-affinity LIST (vmm_set_cpu_affinity()) */

@@ -259,7 +259,7 @@ static int run(struct cli_opts *o, struct drop *drop)
 	}
 	if (add_fs(vm, o))
 		goto out;
-	if (o->vsock_path && (ret = vmm_add_vsock(vm, &o->vsock))) {
+	if (o->vsock.struct_size && (ret = vmm_add_vsock(vm, &o->vsock))) {
 		say("--vsock: %s", strerror(-ret));
 		goto out;
 	}

@@ -645,11 +645,19 @@ int vmm_get_fs_stats(struct vmm *vm, unsigned int id, struct vmm_fs_stats *st);
 				 "_<port>" it must fit sockaddr_un */
 #define VMM_VSOCK_MAX_CONNECTIONS 1024 /* at once, both ways; more are
 					  refused (RST, closed socket) */
+/* vhost=on: the kernel's vhost-vsock (/dev/vhost-vsock, module
+ * vhost_vsock) moves the packets; host programs use AF_VSOCK to the
+ * guest's CID directly.  No socket_path; the file is opened and the CID
+ * claimed at vmm_start(), which fails with -ENOENT (no module or device
+ * node), -EACCES, or -EADDRINUSE (another VM holds the CID).  The
+ * counters of struct vmm_vsock_stats stay 0 (the kernel's work). */
+#define VMM_VSOCK_VHOST (1u << 0)
 struct vmm_vsock_config {
 	uint32_t struct_size; /* = sizeof(struct vmm_vsock_config) */
-	uint32_t flags;	      /* none yet: 0 */
+	uint32_t flags;	      /* 0 or VMM_VSOCK_VHOST */
 	uint64_t guest_cid;   /* the guest's address, 3..0xfffffffe */
-	const char *socket_path; /* required; created by vmm_start(), which
+	const char *socket_path; /* required (NULL with VMM_VSOCK_VHOST);
+				    created by vmm_start(), which
 				    fails with -EADDRINUSE if it is another
 				    file or a socket in use (one nobody
 				    listens on is replaced); removed by
@@ -672,7 +680,8 @@ struct vmm_vsock_config {
  * Context: configuration.
  * Returns: 0 or
  *   -EINVAL   NULL @cfg, struct_size too small, unknown flag, guest_cid
- *             out of range, no socket_path or one over VMM_VSOCK_PATH_MAX
+ *             out of range, no socket_path or one over VMM_VSOCK_PATH_MAX,
+ *             a socket_path with VMM_VSOCK_VHOST
  *   -EEXIST   the VM has a vsock device already
  *   -ENOSPC   the PCI bus full (VMM_MAX_DISKS disks and fs devices)
  *   -EBUSY    @vm is not in state CONFIG

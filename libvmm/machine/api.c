@@ -967,9 +967,13 @@ int vmm_add_vsock(struct vmm *vm, const struct vmm_vsock_config *cfg)
 
 	if (!cfg || cfg->struct_size < offsetof(struct vmm_vsock_config, socket_path) +
 					       sizeof(cfg->socket_path) ||
-	    cfg->flags || cfg->guest_cid < 3 || cfg->guest_cid > 0xfffffffeu ||
-	    !cfg->socket_path || !*cfg->socket_path ||
-	    strlen(cfg->socket_path) > VMM_VSOCK_PATH_MAX)
+	    (cfg->flags & ~VMM_VSOCK_VHOST) || cfg->guest_cid < 3 ||
+	    cfg->guest_cid > 0xfffffffeu)
+		return -EINVAL;
+	/* vhost=on: the host uses AF_VSOCK, no socket; hybrid: one. */
+	if ((cfg->flags & VMM_VSOCK_VHOST) ? cfg->socket_path != NULL :
+	    (!cfg->socket_path || !*cfg->socket_path ||
+	     strlen(cfg->socket_path) > VMM_VSOCK_PATH_MAX))
 		return -EINVAL;
 	ret = vm_lock_config(vm);
 	if (ret)
@@ -985,12 +989,13 @@ int vmm_add_vsock(struct vmm *vm, const struct vmm_vsock_config *cfg)
 		goto out;
 	}
 	v = calloc(1, sizeof(*v));
-	if (!v || dup_str(cfg->socket_path, &v->path)) {
+	if (!v || (cfg->socket_path && dup_str(cfg->socket_path, &v->path))) {
 		free(v);
 		ret = -ENOMEM;
 		goto out;
 	}
 	v->cfg = (struct vmm_vsock_config){ .struct_size = sizeof(v->cfg),
+					    .flags = cfg->flags,
 					    .guest_cid = cfg->guest_cid,
 					    .socket_path = v->path };
 	vm->config->vsock = v;
