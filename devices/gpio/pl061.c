@@ -186,7 +186,9 @@ int pl061_create(struct iobus *mmio, uint64_t base,
 	return 0;
 }
 
-int pl061_set_input(struct pl061 *d, unsigned int line, int level)
+/* Any thread: input line @line to @level; @pulse: released on the
+ * guest's next read of it (pl061_pulse_input()). */
+static int drive(struct pl061 *d, unsigned int line, int level, bool pulse)
 {
 	uint8_t bit, old;
 
@@ -195,27 +197,21 @@ int pl061_set_input(struct pl061 *d, unsigned int line, int level)
 	bit = (uint8_t)(1u << line);
 	pthread_mutex_lock(&d->lock);
 	old = pins(d);
-	d->pulse &= (uint8_t)~bit;
+	d->pulse = pulse ? (uint8_t)(d->pulse | bit) : (uint8_t)(d->pulse & ~bit);
 	d->in = level ? (uint8_t)(d->in | bit) : (uint8_t)(d->in & ~bit);
 	lines_changed(d, old);
 	pthread_mutex_unlock(&d->lock);
 	return 0;
 }
 
+int pl061_set_input(struct pl061 *d, unsigned int line, int level)
+{
+	return drive(d, line, level, false);
+}
+
 int pl061_pulse_input(struct pl061 *d, unsigned int line)
 {
-	uint8_t bit, old;
-
-	if (!d || line >= PL061_NR_LINES)
-		return -EINVAL;
-	bit = (uint8_t)(1u << line);
-	pthread_mutex_lock(&d->lock);
-	old = pins(d);
-	d->in |= bit;
-	d->pulse |= bit;
-	lines_changed(d, old);
-	pthread_mutex_unlock(&d->lock);
-	return 0;
+	return drive(d, line, 1, true);
 }
 
 void pl061_destroy(struct pl061 *d)
