@@ -23,6 +23,7 @@ enum {
 	OPT_FS,
 	OPT_API_SOCKET,
 	OPT_VSOCK,
+	OPT_CPU_AFFINITY,
 };
 
 static const struct option long_opts[] = {
@@ -43,9 +44,22 @@ static const struct option long_opts[] = {
 	{ "fs", required_argument, NULL, OPT_FS },
 	{ "api-socket", required_argument, NULL, OPT_API_SOCKET },
 	{ "vsock", required_argument, NULL, OPT_VSOCK },
+	{ "cpu-affinity", required_argument, NULL, OPT_CPU_AFFINITY },
 	OPTS_COMMON_LONG,
 	{ NULL, 0, NULL, 0 },
 };
+
+/* --cpu-affinity LIST: CPUs below CLI_MAX_AFFINITY (the library's
+ * limit), each once.  0 or -1. */
+static int parse_affinity(const char *v, struct cli_opts *o)
+{
+	if (parse_cpulist(v, o->cpu_affinity, CLI_MAX_AFFINITY, &o->nr_cpu_affinity))
+		return -1;
+	for (unsigned int i = 0; i < o->nr_cpu_affinity; i++)
+		if (o->cpu_affinity[i] >= CLI_MAX_AFFINITY)
+			return -1;
+	return 0;
+}
 
 void cli_usage(const char *prog, void *file)
 {
@@ -55,6 +69,9 @@ void cli_usage(const char *prog, void *file)
 		"Boot a Linux kernel in a KVM virtual machine (libvmm %s).\n"
 		"\n"
 		"  -c, --smp N          number of vCPUs (default 1, max %d)\n"
+		"      --cpu-affinity LIST  host CPUs (\"0-3,8\"): vCPU i and the I/O\n"
+		"                       thread serving its queues run on the i-th\n"
+		"                       (round robin; default: not pinned)\n"
 		"  -m, --mem SIZE       guest RAM: 512M, 2G, or a number of MiB\n"
 		"                       (default 256M)\n"
 		"      --mem-backend B  guest RAM: anon (default: private, huge\n"
@@ -317,6 +334,12 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
 				return errf(err, errlen, "--vsock: one vsock device only");
 			if (cli_parse_vsock(optarg, o, err, errlen))
 				return -1;
+			break;
+		case OPT_CPU_AFFINITY:
+			if (parse_affinity(optarg, o))
+				return errf(err, errlen,
+					    "--cpu-affinity must list host CPUs below %d, each once "
+					    "(e.g. 0-3,8), got '%s'", CLI_MAX_AFFINITY, optarg);
 			break;
 		}
 	}

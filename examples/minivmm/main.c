@@ -233,6 +233,11 @@ static int run(struct cli_opts *o, struct drop *drop)
 		say("--mem-backend: %s", strerror(-ret));
 		goto out;
 	}
+	if (o->nr_cpu_affinity &&
+	    (ret = vmm_set_cpu_affinity(vm, o->cpu_affinity, o->nr_cpu_affinity))) {
+		say("--cpu-affinity: %s", strerror(-ret));
+		goto out;
+	}
 	if ((ret = vmm_set_iothread_sched(vm, o->io_sched))) {
 		say("--io-sched: %s", strerror(-ret));
 		goto out;

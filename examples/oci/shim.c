@@ -39,6 +39,7 @@
 #include "oci.h"
 #include "proto.h"
 #include "shimctl.h"
+#include "parse.h"
 #include "user.h"
 #include "vm-stats.h"
 #include "vmm/vmm.h"
@@ -49,6 +50,9 @@
 #define CMDLINE                                                                \
 	"console=ttyS0 reboot=k panic=-1 pci=conf1,noearly acpi=off i8042.noaux " \
 	"i8042.nopnp i8042.dumbkbd quiet"
+
+/* The CPU numbers vmm_set_cpu_affinity() takes: below 1024. */
+#define SHIM_MAX_PIN 1024
 
 struct shim {
 	const struct oci_shim_params *p;
@@ -171,6 +175,33 @@ static int add_net(struct shim *s)
 	return ret;
 }
 
+/* A cpuset (linux.resources.cpu.cpus) pins vCPU i and the I/O thread
+ * serving its queues to the set's i-th CPU (vmm_set_cpu_affinity()); a
+ * set the library cannot take (CPUs from 1024 on) leaves them unpinned
+ * inside the cpuset, with a warning. */
+static int pin_vcpus(struct vmm *vm, const struct oci_spec *spec)
+{
+	unsigned int cpus[SHIM_MAX_PIN], n;
+	int ret;
+
+	if (!spec->cpuset_list)
+		return 0;
+	if (parse_cpulist(spec->cpuset_list, cpus, SHIM_MAX_PIN, &n))
+		n = 0;
+	for (unsigned int i = 0; i < n; i++)
+		if (cpus[i] >= SHIM_MAX_PIN)
+			n = 0;
+	if (!n) {
+		oci_warn("cpuset \"%s\": vCPUs not pinned (CPUs from %d on)",
+			 spec->cpuset_list, SHIM_MAX_PIN);
+		return 0;
+	}
+	if ((ret = vmm_set_cpu_affinity(vm, cpus, n)))
+		oci_err("pinning the vCPUs to cpuset %s: %s", spec->cpuset_list,
+			strerror(-ret));
+	return ret;
+}
+
 /* The exec channel (exec-cmd.h): a vsock device whose host side is
  * STATE/vsock.sock (created by vmm_start(), as root, in the 0700 state
  * directory: only root reaches it).  A state path too long for the
@@ -256,6 +287,8 @@ static int build_vm(struct shim *s, int guest_ctl)
 		oci_err("configuring the VM: %s", strerror(-ret));
 		return ret;
 	}
+	if ((ret = pin_vcpus(s->vm, spec)))
+		return ret;
 	dc.path = p->image;
 	dc.flags = spec->root_ro ? VMM_DISK_READONLY : 0;
 	dc.num_queues = 1;

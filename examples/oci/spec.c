@@ -20,6 +20,7 @@
 
 #include "spec.h"
 #include "errf.h"
+#include "parse.h"
 
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -749,30 +750,9 @@ unsigned int spec_guest_vcpus(const struct oci_spec *s, unsigned int dflt)
 
 unsigned int spec_cpuset_count(const char *list)
 {
-	unsigned int n = 0;
-	const char *p = list;
+	unsigned int n;
 
-	while (*p) {
-		char *e;
-		unsigned long a = strtoul(p, &e, 10), b;
-
-		if (e == p || a > 65535)
-			return 0;
-		b = a;
-		if (*e == '-') {
-			p = e + 1;
-			b = strtoul(p, &e, 10);
-			if (e == p || b < a || b > 65535)
-				return 0;
-		}
-		n += (unsigned int)(b - a + 1);
-		if (*e == ',')
-			e++;
-		else if (*e)
-			return 0;
-		p = e;
-	}
-	return n;
+	return parse_cpulist(list, NULL, 0, &n) ? 0 : n;
 }
 
 /* The process's records; the container's hostname among them for the

@@ -1129,6 +1129,30 @@ enum vmm_iothread_sched {
  */
 int vmm_set_iothread_sched(struct vmm *vm, int sched);
 
+/**
+ * vmm_set_cpu_affinity() - pin each vCPU and its I/O thread to a host CPU.
+ * @vm:   VM in state CONFIG
+ * @cpus: host CPU numbers (each below 1024), or NULL with @n 0: no
+ *        pinning (the default: the threads may run on any CPU the process
+ *        may use)
+ * @n:    how many (at most VMM_MAX_VCPUS)
+ *
+ * vCPU i and I/O thread i -- the one serving vCPU i's queues -- run on
+ * @cpus[i % @n]: a request is submitted, served and completed on one host
+ * CPU.  The console's and the devices' own threads are not pinned.  A
+ * later change of the process's cpuset (cgroup v2) that leaves a thread
+ * none of its CPU puts that thread back on the whole cpuset.
+ *
+ * Context: configuration.
+ * Returns: 0 or
+ *   -EINVAL  NULL @cpus with @n > 0, @n over VMM_MAX_VCPUS, a CPU of 1024
+ *            or more, a CPU listed twice
+ *   -ENOMEM
+ * vmm_start() fails with -EINVAL if a CPU is not one the process may run
+ * on (sched_getaffinity(), e.g. outside its cgroup's cpuset).
+ */
+int vmm_set_cpu_affinity(struct vmm *vm, const unsigned int *cpus, unsigned int n);
+
 /* Modes of vmm_set_seccomp(). */
 enum vmm_seccomp_mode {
 	VMM_SECCOMP_OFF = 0,   /* no filters (the library's default) */

@@ -83,6 +83,7 @@ static void config_free(struct machine_config *c)
 	free(c->kernel_path);
 	free(c->initrd_path);
 	free(c->cmdline);
+	free(c->cpu_affinity);
 	for (unsigned int i = 0; i < c->nr_disks; i++) {
 		free(c->disks[i].path);
 		free(c->disks[i].serial);
@@ -1015,4 +1016,36 @@ int vmm_get_vsock_stats(struct vmm *vm, struct vmm_vsock_stats *st)
 	if (!ret)
 		copy_out_stats(st, st->struct_size, &full, sizeof(full));
 	return ret;
+}
+
+int vmm_set_cpu_affinity(struct vmm *vm, const unsigned int *cpus, unsigned int n)
+{
+	unsigned int *copy = NULL;
+	cpu_set_t seen;
+	int ret;
+
+	/* Checked against the process's own CPUs at vmm_start() (affinity.c):
+	 * a cgroup's cpuset may change until then. */
+	if ((!cpus && n) || n > VMM_MAX_VCPUS)
+		return -EINVAL;
+	CPU_ZERO(&seen);
+	for (unsigned int i = 0; i < n; i++) {
+		if (cpus[i] >= CPU_SETSIZE || CPU_ISSET(cpus[i], &seen))
+			return -EINVAL;
+		CPU_SET(cpus[i], &seen);
+	}
+	if (n && !(copy = malloc(n * sizeof(*copy))))
+		return -ENOMEM;
+	if (n)
+		memcpy(copy, cpus, n * sizeof(*copy));
+	ret = vm_lock_config(vm);
+	if (ret) {
+		free(copy);
+		return ret;
+	}
+	free(vm->config->cpu_affinity);
+	vm->config->cpu_affinity = copy;
+	vm->config->nr_cpu_affinity = n;
+	pthread_mutex_unlock(&vm->lock);
+	return 0;
 }
