@@ -1023,14 +1023,17 @@ int vmm_stop(struct vmm *vm);
  * x86: the ACPI fixed-feature power button (PM1 PWRBTN_STS, an SCI if the
  * guest enabled it): a guest with an ACPI button handler (acpid,
  * systemd-logind) powers off cleanly and vmm_wait() then reports
- * VMM_EXIT_POWEROFF; one without ignores it.  Use vmm_stop() to end the
- * VM regardless.
+ * VMM_EXIT_POWEROFF; one without ignores it.  arm64: the device tree's
+ * gpio-keys power key (KEY_POWER) on line 3 of a PL061 GPIO controller,
+ * pressed, and released once the guest's driver has read it pressed; a
+ * guest that acts on KEY_POWER (systemd-logind) powers off (PSCI
+ * SYSTEM_OFF, VMM_EXIT_POWEROFF).  Use vmm_stop() to end the VM
+ * regardless.
  *
  * Context: any thread the library does not own.
  * Returns: 0 or
  *   -EINVAL   NULL @vm
  *   -EBUSY    not started, or stopping/stopped
- *   -ENOTSUP  arm64: no power key yet
  */
 int vmm_shutdown(struct vmm *vm);
 

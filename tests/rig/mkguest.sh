@@ -43,6 +43,8 @@ modules=(virtio_pci virtio_blk virtiofs) # virtiofs (+ fuse): tests/e2e/fs.sh
 modules+=(virtio_net) # tests/e2e/net_mq.sh
 # x86: button + evdev, the ACPI power button reaches /init (vmm_shutdown()).
 [[ ${RIG_ARCH:-x86_64} == arm64 ]] || modules+=(button evdev)
+# arm64: gpio_keys + evdev, the device tree's power key (a PL061 line) does.
+[[ ${RIG_ARCH:-x86_64} != arm64 ]] || modules+=(gpio_keys evdev)
 extra_modules=()
 while [[ $# -gt 0 ]]; do
 	case "$1" in

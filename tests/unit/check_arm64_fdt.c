@@ -37,6 +37,9 @@ static struct arm64_fdt_config config(unsigned int cpus)
 		.ecam = { 0x30000000, 0x10000000 },
 		.last_bus = 0,
 		.pci_mmio = { 0x40000000, 0x40000000 },
+		.gpio = { 0x09030000, 0x1000 },
+		.gpio_spi = 7,
+		.power_key_line = 3,
 	};
 }
 
@@ -150,6 +153,17 @@ START_TEST(nodes_and_properties)
 	ck_assert_uint_eq(cell(fdt, "/pcie@30000000", "msi-map", 3), 0x10000);
 	ck_assert_uint_eq(cell(fdt, "/pcie@30000000", "ranges", 0), 0x02000000);
 	ck_assert_uint_eq(cell(fdt, "/pcie@30000000", "ranges", 2), 0x40000000);
+	/* PL061 on SPI 7 with its AMBA clock; the power key on its line 3. */
+	ck_assert_int_eq(fdt_node_check_compatible(fdt, fdt_path_offset(fdt, "/pl061@9030000"),
+						   "arm,primecell"), 0);
+	ck_assert_uint_eq(cell(fdt, "/pl061@9030000", "interrupts", 1), 7);
+	assert_str(fdt, "/pl061@9030000", "clock-names", "apb_pclk");
+	ck_assert_uint_eq(cell(fdt, "/pl061@9030000", "clocks", 0),
+			  cell(fdt, "/apb-pclk", "phandle", 0));
+	ck_assert_uint_eq(cell(fdt, "/gpio-keys/poweroff", "linux,code", 0), 116);
+	ck_assert_uint_eq(cell(fdt, "/gpio-keys/poweroff", "gpios", 0),
+			  cell(fdt, "/pl061@9030000", "phandle", 0));
+	ck_assert_uint_eq(cell(fdt, "/gpio-keys/poweroff", "gpios", 1), 3);
 	free(fdt);
 }
 END_TEST
@@ -228,6 +242,16 @@ START_TEST(refused)
 	ck_assert_int_gt(arm64_fdt_write(buf, sizeof(buf), &c), 0);
 	c.ecam.size = 16u << 20; /* ... 16 MiB only 16 */
 	ck_assert_int_eq(arm64_fdt_write(buf, sizeof(buf), &c), -EINVAL);
+	c = config(1);
+	c.gpio.base = c.uart.base; /* GPIO over the UART */
+	ck_assert_int_eq(arm64_fdt_write(buf, sizeof(buf), &c), -EINVAL);
+	c = config(1);
+	c.power_key_line = 8; /* a PL061 has lines 0-7 */
+	ck_assert_int_eq(arm64_fdt_write(buf, sizeof(buf), &c), -EINVAL);
+	c = config(1);
+	c.gpio.size = 0; /* no GPIO: no power key either */
+	ck_assert_int_gt(arm64_fdt_write(buf, sizeof(buf), &c), 0);
+	ck_assert_int_lt(fdt_path_offset(buf, "/gpio-keys"), 0);
 	c = config(1);
 	c.mpidr = aff3;
 	ck_assert_int_eq(arm64_fdt_write(buf, sizeof(buf), &c), -EINVAL);
@@ -357,6 +381,35 @@ static const char want_dts[] =
 	"\t\tmsi-map = <0x00 0x02 0x00 0x10000>;\n"
 	"\t\tlinux,pci-domain = <0x00>;\n"
 	"\t\tdma-coherent;\n"
+	"\t};\n"
+	"\n"
+	"\tapb-pclk {\n"
+	"\t\tcompatible = \"fixed-clock\";\n"
+	"\t\t#clock-cells = <0x00>;\n"
+	"\t\tclock-frequency = <0x16e3600>;\n"
+	"\t\tclock-output-names = \"clk24mhz\";\n"
+	"\t\tphandle = <0x03>;\n"
+	"\t};\n"
+	"\n"
+	"\tpl061@9030000 {\n"
+	"\t\tcompatible = \"arm,pl061\\0arm,primecell\";\n"
+	"\t\treg = <0x00 0x9030000 0x00 0x1000>;\n"
+	"\t\tinterrupts = <0x00 0x07 0x04>;\n"
+	"\t\tgpio-controller;\n"
+	"\t\t#gpio-cells = <0x02>;\n"
+	"\t\tclocks = <0x03>;\n"
+	"\t\tclock-names = \"apb_pclk\";\n"
+	"\t\tphandle = <0x04>;\n"
+	"\t};\n"
+	"\n"
+	"\tgpio-keys {\n"
+	"\t\tcompatible = \"gpio-keys\";\n"
+	"\n"
+	"\t\tpoweroff {\n"
+	"\t\t\tlabel = \"GPIO Key Poweroff\";\n"
+	"\t\t\tlinux,code = <0x74>;\n"
+	"\t\t\tgpios = <0x04 0x03 0x00>;\n"
+	"\t\t};\n"
 	"\t};\n"
 	"};\n";
 

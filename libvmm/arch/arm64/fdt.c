@@ -10,7 +10,7 @@
 #include "arm64/fdt.h"
 
 /* Phandles of the nodes others point at. */
-enum { PHANDLE_GIC = 1, PHANDLE_ITS = 2 };
+enum { PHANDLE_GIC = 1, PHANDLE_ITS = 2, PHANDLE_APB_PCLK = 3, PHANDLE_GPIO = 4 };
 
 /* GIC interrupt specifier: type, number, flags (bindings/interrupt-
  * controller/arm,gic-v3.yaml).  PPI flags carry no CPU mask on GICv3. */
@@ -18,6 +18,13 @@ enum { PHANDLE_GIC = 1, PHANDLE_ITS = 2 };
 #define GIC_PPI 1
 #define IRQ_TYPE_EDGE_RISING 1
 #define IRQ_TYPE_LEVEL_HIGH 4
+
+/* include/uapi/linux/input-event-codes.h; GPIO flags: active high. */
+#define KEY_POWER 116
+#define GPIO_ACTIVE_HIGH 0
+/* The fixed clock the AMBA bus enables for a PrimeCell (any rate: the
+ * PL061 has no divisor). */
+#define APB_PCLK_HZ 24000000u
 
 /* PCI address space code in the phys.hi cell (bindings/pci/pci.txt):
  * 32-bit memory space, not prefetchable. */
@@ -76,6 +83,13 @@ static bool config_ok(const struct arm64_fdt_config *c)
 
 	if (!c->nr_cpus || c->nr_cpus > ARM64_FDT_MAX_CPUS)
 		return false;
+	if (c->gpio.size) {
+		if (!range_ok(&c->gpio) || c->power_key_line > 7)
+			return false;
+		for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
+			if (overlap(&c->gpio, r[i]))
+				return false;
+	}
 	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++) {
 		if (!range_ok(r[i]))
 			return false;
@@ -239,6 +253,48 @@ static int write_uart(void *fdt, const struct arm64_fdt_config *c)
 	return fdt_end_node(fdt);
 }
 
+/* A PL061 (an AMBA PrimeCell: the bus matches it by the ID registers
+ * once its "apb_pclk" is on) and the gpio-keys power key on one of its
+ * lines: Linux's gpio-keys takes both edges, press and release. */
+static int write_gpio(void *fdt, const struct arm64_fdt_config *c)
+{
+	static const char compat[] = "arm,pl061\0arm,primecell";
+	const struct arm64_fdt_range *reg[] = { &c->gpio };
+	const uint32_t irq[] = { GIC_SPI, c->gpio_spi, IRQ_TYPE_LEVEL_HIGH };
+	const uint32_t gpios[] = { PHANDLE_GPIO, c->power_key_line,
+				   GPIO_ACTIVE_HIGH };
+	char name[48];
+
+	TRY(fdt_begin_node(fdt, "apb-pclk"));
+	TRY(fdt_property_string(fdt, "compatible", "fixed-clock"));
+	TRY(fdt_property_cell(fdt, "#clock-cells", 0));
+	TRY(fdt_property_cell(fdt, "clock-frequency", APB_PCLK_HZ));
+	TRY(fdt_property_string(fdt, "clock-output-names", "clk24mhz"));
+	TRY(fdt_property_cell(fdt, "phandle", PHANDLE_APB_PCLK));
+	TRY(fdt_end_node(fdt));
+
+	TRY(node_name(name, sizeof(name), "pl061", c->gpio.base));
+	TRY(fdt_begin_node(fdt, name));
+	TRY(fdt_property(fdt, "compatible", compat, sizeof(compat)));
+	TRY(prop_reg(fdt, reg, 1));
+	TRY(prop_cells(fdt, "interrupts", irq, 3));
+	TRY(fdt_property(fdt, "gpio-controller", NULL, 0));
+	TRY(fdt_property_cell(fdt, "#gpio-cells", 2));
+	TRY(fdt_property_cell(fdt, "clocks", PHANDLE_APB_PCLK));
+	TRY(fdt_property_string(fdt, "clock-names", "apb_pclk"));
+	TRY(fdt_property_cell(fdt, "phandle", PHANDLE_GPIO));
+	TRY(fdt_end_node(fdt));
+
+	TRY(fdt_begin_node(fdt, "gpio-keys"));
+	TRY(fdt_property_string(fdt, "compatible", "gpio-keys"));
+	TRY(fdt_begin_node(fdt, "poweroff"));
+	TRY(fdt_property_string(fdt, "label", "GPIO Key Poweroff"));
+	TRY(fdt_property_cell(fdt, "linux,code", KEY_POWER));
+	TRY(prop_cells(fdt, "gpios", gpios, 3));
+	TRY(fdt_end_node(fdt));
+	return fdt_end_node(fdt);
+}
+
 static int write_pci(void *fdt, const struct arm64_fdt_config *c)
 {
 	const struct arm64_fdt_range ecam = {
@@ -309,6 +365,8 @@ static int write_tree(void *fdt, size_t size, const struct arm64_fdt_config *c)
 	TRY(write_timer(fdt));
 	TRY(write_uart(fdt, c));
 	TRY(write_pci(fdt, c));
+	if (c->gpio.size)
+		TRY(write_gpio(fdt, c));
 	TRY(fdt_end_node(fdt));
 	return fdt_finish(fdt);
 }

@@ -5,7 +5,8 @@
  * method), PSCI 0.2+ over HVC, a GICv3 with its ITS, the architected
  * timer, an ns16550a UART, a generic ECAM PCI host bridge whose MSIs go to
  * the ITS (msi-map: requester ID = ITS device ID), and /chosen (command
- * line, initrd, stdout-path).
+ * line, initrd, stdout-path), and a PL061 GPIO controller with a gpio-keys
+ * power key.
  *
  * Pure data: no KVM, no guest memory; the machine writes the blob into RAM
  * and hands its address to the kernel in x0 (Documentation/arm64/booting).
@@ -55,6 +56,12 @@ struct arm64_fdt_config {
 	struct arm64_fdt_range ecam;
 	unsigned int last_bus;
 	struct arm64_fdt_range pci_mmio;
+	/* PL061 GPIO controller (size 0: none) on SPI gpio_spi, with a
+	 * gpio-keys power key (KEY_POWER) on its input line power_key_line,
+	 * active high; its AMBA clock a fixed "apb_pclk". */
+	struct arm64_fdt_range gpio;
+	unsigned int gpio_spi;
+	unsigned int power_key_line;
 };
 
 /* KVM's default MPIDR for vCPU @index (arch/arm64/kvm/sys_regs.c
@@ -66,7 +73,7 @@ uint64_t arm64_fdt_default_mpidr(unsigned int index);
  * arm64_fdt_write() - the device tree for @c into @buf (@size bytes, at
  * most ARM64_FDT_MAX_SIZE used).
  * Returns the blob's size (fdt_totalsize), or -EINVAL (a zero or
- * overlapping range, no vCPU, more than ARM64_FDT_MAX_CPUS, an MPIDR with
+ * overlapping range, no vCPU, a power key line past 7, more than ARM64_FDT_MAX_CPUS, an MPIDR with
  * Aff3 set, two vCPUs with the same affinity bits, initrd outside RAM),
  * -ENOSPC (@size too small).
  */

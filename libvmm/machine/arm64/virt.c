@@ -3,7 +3,8 @@
  * The arm64 "virt"-like platform (machine-int.h's hooks): KVM's in-kernel
  * GICv3 with an ITS (every MSI-X vector an LPI), the architected timer,
  * KVM's in-kernel PSCI 0.2+ (secondary vCPUs come up through CPU_ON,
- * SYSTEM_OFF/SYSTEM_RESET end the VM), an ns16550a UART on MMIO, a generic
+ * SYSTEM_OFF/SYSTEM_RESET end the VM), an ns16550a UART on MMIO, a PL061
+ * GPIO controller whose line 3 is a gpio-keys power key, a generic
  * ECAM PCI host bridge for the virtio devices, and a device tree built
  * with libfdt (arch/arm64/fdt.c) that says all of it.  The kernel is a
  * Linux arm64 Image (arch/arm64/loader.c).
@@ -13,6 +14,7 @@
  *   0x0800_0000  GIC distributor          64 KiB
  *   0x0808_0000  GIC ITS                  128 KiB
  *   0x0900_0000  UART (ns16550a, SPI 1)   4 KiB
+ *   0x0903_0000  GPIO (PL061, SPI 7)      4 KiB: the power key, line 3
  *   0x0a00_0000  GIC redistributors       128 KiB per vCPU (up to 768)
  *   0x1000_0000  PCI memory window        752 MiB
  *   0x3f00_0000  PCI ECAM, bus 0          1 MiB
@@ -37,6 +39,7 @@
 #include "machine-int.h"
 #include "memory.h"
 #include "pci/pci.h"
+#include "gpio/pl061.h"
 #include "serial/uart8250.h"
 #include "vcpu.h"
 #include "vm.h"
@@ -49,6 +52,9 @@
 /* The 16550's input clock as the device tree states it (only divisors
  * derive from it; the model has no baud rate). */
 #define VIRT_UART_CLOCK_HZ 1843200u
+#define VIRT_GPIO_BASE 0x09030000ull
+#define VIRT_GPIO_SPI 7u
+#define VIRT_POWER_KEY_LINE 3u
 #define VIRT_GICR_BASE 0x0a000000ull
 #define VIRT_GICR_END 0x10000000ull
 #define VIRT_PCI_MMIO_BASE 0x10000000ull
@@ -62,8 +68,13 @@ _Static_assert(VIRT_PCI_MMIO_BASE + VIRT_PCI_MMIO_SIZE <= VIRT_ECAM_BASE &&
 _Static_assert(VIRT_GITS_BASE + ARM64_GITS_SIZE <= VIRT_UART_BASE &&
 		       VIRT_GICD_BASE + ARM64_GICD_SIZE <= VIRT_GITS_BASE,
 	       "the GIC frames overlap");
-_Static_assert(VIRT_UART_SPI + ARM64_GIC_SPI_BASE < ARM64_GIC_NR_IRQS,
-	       "the UART's SPI is not implemented");
+_Static_assert(VIRT_UART_SPI + ARM64_GIC_SPI_BASE < ARM64_GIC_NR_IRQS &&
+		       VIRT_GPIO_SPI + ARM64_GIC_SPI_BASE < ARM64_GIC_NR_IRQS &&
+		       VIRT_GPIO_SPI != VIRT_UART_SPI,
+	       "the UART's or GPIO's SPI is not implemented");
+_Static_assert(VIRT_UART_BASE + VIRT_UART_SIZE <= VIRT_GPIO_BASE &&
+		       VIRT_GPIO_BASE + PL061_SIZE <= VIRT_GICR_BASE,
+	       "the GPIO controller overlaps");
 
 /* Redistributors that fit below the PCI window. */
 #define VIRT_MAX_VCPUS ((unsigned int)((VIRT_GICR_END - VIRT_GICR_BASE) / \
@@ -73,7 +84,8 @@ struct machine_arch {
 	struct arm64_boot boot;
 	struct arm64_gic gic;
 	struct uart8250 *uart;
-	/* KVM_IRQ_LINE failures come at the guest's UART pace: rate-limited. */
+	struct pl061 *gpio;
+	/* KVM_IRQ_LINE failures come at the guest's pace: rate-limited. */
 	struct log_limit irq_log;
 };
 
@@ -83,12 +95,14 @@ static const struct guest_layout virt_layout = {
 	.hole_end = 0,
 };
 
-/* No power key in the device tree yet (a gpio-keys node on a PL061). */
+/* The gpio-keys power key: pressed now, released once the guest's driver
+ * has read it pressed (pl061_pulse_input(): no timer, no sleep here).
+ * Context: the caller of vmm_shutdown() (the control thread: KVM_IRQ_LINE
+ * is in its seccomp list). */
 int machine_arch_power_button(struct vmm *vm, struct machine *m)
 {
 	(void)vm;
-	(void)m;
-	return -ENOTSUP;
+	return pl061_pulse_input(m->arch->gpio, VIRT_POWER_KEY_LINE);
 }
 
 /* The virtual counter keeps counting across a pause: the guest sees the
@@ -151,12 +165,28 @@ static void virt_set_uart_irq(void *opaque, int level)
 			    strerror(-ret));
 }
 
+/* Context: a vCPU thread (register access) or vmm_shutdown()'s caller;
+ * the PL061's lock held. */
+static void virt_set_gpio_irq(void *opaque, int level)
+{
+	struct vmm *vm = opaque;
+	int ret = arm64_gic_set_spi(vm->vm_fd, VIRT_GPIO_SPI, level);
+
+	if (ret)
+		log_limited(&vm->machine->arch->irq_log, VMM_LOG_WARN, "gpio",
+			    "KVM_IRQ_LINE SPI %u: %s", VIRT_GPIO_SPI,
+			    strerror(-ret));
+}
+
 int machine_arch_setup_devices(struct vmm *vm, struct machine *m)
 {
 	int ret;
 
 	ret = uart8250_create(&vm->mmio, VIRT_UART_BASE, virt_set_uart_irq, vm,
 			      machine_console_output, m->console, &m->arch->uart);
+	if (!ret)
+		ret = pl061_create(&vm->mmio, VIRT_GPIO_BASE, virt_set_gpio_irq,
+				   vm, &m->arch->gpio);
 	if (ret)
 		return ret;
 	/* The bus also answers x86's 0xCF8 ports on vm->pio, which no arm64
@@ -185,6 +215,9 @@ static int virt_write_fdt(struct vmm *vm, struct machine_arch *a)
 		.ecam = { VIRT_ECAM_BASE, PCI_ECAM_BUS_SIZE },
 		.last_bus = 0,
 		.pci_mmio = { VIRT_PCI_MMIO_BASE, VIRT_PCI_MMIO_SIZE },
+		.gpio = { VIRT_GPIO_BASE, PL061_SIZE },
+		.gpio_spi = VIRT_GPIO_SPI,
+		.power_key_line = VIRT_POWER_KEY_LINE,
 	};
 	uint64_t *mpidr;
 	void *p;
@@ -240,8 +273,8 @@ int machine_arch_setup_vcpus(struct vmm *vm, struct machine *m)
 	return ret;
 }
 
-/* Nothing to speed up yet: the UART and ECAM are the only MMIO exits,
- * and both must be seen at once. */
+/* Nothing to speed up yet: the UART, GPIO and ECAM are the only MMIO exits,
+ * and all must be seen at once. */
 void machine_arch_late(struct vmm *vm, struct machine *m)
 {
 	(void)vm;
@@ -287,6 +320,7 @@ void machine_arch_destroy(struct vmm *vm, struct machine *m)
 		return;
 	if (a->uart)
 		uart8250_destroy(a->uart);
+	pl061_destroy(a->gpio);
 	arm64_gic_destroy(&a->gic);
 	log_limit_destroy(&a->irq_log, "until the VM was destroyed");
 	free(a);
