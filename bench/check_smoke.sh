@@ -75,13 +75,23 @@ done
 check "minivmm-oci's phases (create, guest boot, start, delete) recorded" \
 	'any(.[]; .bench == "oci_shim" and .create_ms > 0 and .guest_boot_ms > 0 and
 	     .delete_ms > 0 and .shim_ms > 0)'
+for rt in minivmm-oci runc; do
+	check "podman exec, pause and unpause and the runtime's own exec with $rt" \
+		"[.[] | select(.bench == \"oci_ops\" and .runtime == \"$rt\" and .wall_ms > 0) | .op] as \$o |
+		 ([\"podman exec true\", \"podman pause\", \"podman unpause\", \"runtime exec true\"] - \$o | length == 0)"
+done
+check "minivmm's API socket: info, stats, pause and resume round trips, none failed" \
+	'[.[] | select(.bench == "api_rtt" and .count > 0 and .failures == 0 and .p50_us > 0) | .request] as $r |
+	 (["{\"command\":\"info\"}", "{\"command\":\"stats\"}", "{\"command\":\"pause\"}",
+	   "{\"command\":\"resume\"}"] - $r | length == 0)'
 check "vhost: minivmm-blkd under QEMU, q1 and qn at QD 32: reads, guest interrupts, back-end CPU and its own doorbells + interrupts per request" \
 	'[.[] | select(.bench == "vhost_guest_io" and .backend == "blkd" and .qd == 32)] as $v |
 	 (["q1", "qn"] - [$v[].disk] | length == 0) and
 	 all($v[]; .iops > 0 and .requests > 0 and .guest_interrupts >= 0 and
 	     .backend_cpu_us_per_request != null and .blkd_notifications_per_request != null)'
 for f in summary.md wiring_time.png wiring_ioctls.png guest_iops.png guest_notifications.png \
-	devbench.md devbench_rps.png oci.md oci_image.png vhost.md vhost_iops.png; do
+	devbench.md devbench_rps.png oci.md oci_image.png vhost.md vhost_iops.png oci_ops.md \
+	oci_ops.png; do
 	if [[ -s $out/$f ]]; then echo "ok: $f rendered"; else
 		echo "FAIL: $out/$f missing or empty" >&2
 		fails=$((fails + 1))

@@ -58,6 +58,15 @@ bench_now_ns() {
 	echo $((10#$t * 1000))
 }
 
+# bench_stamp RECORDS MODE DATE OUT: RECORDS (JSON lines) as one JSON
+# array into OUT, each record with DATE, the run mode (MODE without its
+# dashes) and the source tree's commit added.
+bench_stamp() {
+	local commit
+	commit=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --short HEAD 2>/dev/null || echo unknown)
+	jq -s --arg date "$3" --arg mode "${2#--}" --arg commit "$commit" \
+		'map(. + {date:$date, run_mode:$mode, git_commit:$commit})' "$1" >"$4"
+}
 # jq definitions used by the summaries.
 # shellcheck disable=SC2034 # used by the sourcing scripts
 BENCH_JQ_DEFS='

@@ -87,9 +87,7 @@ fi
 grep -v '^BENCH-JSON ' "$out/oci-run.log" | tail -20 >&2
 bench_records "$out/oci-run.log" >>"$records"
 date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-jq -s --arg date "$date" --arg mode "${mode#--}" \
-	--arg commit "$(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
-	'map(. + {date:$date, run_mode:$mode, git_commit:$commit})' "$records" >"$out/oci.json"
+bench_stamp "$records" "$mode" "$date" "$out/oci.json"
 
 # ---- summary and plot ----
 J() { jq -r "$BENCH_JQ_DEFS $1" "$out/oci.json"; }

@@ -16,7 +16,9 @@
 #
 # bench/oci_bench.sh (minivmm-oci: podman run vs runc, the shim's phases,
 # image build vs size) runs in a second rig call; its records are merged
-# and its summary is bench/results/oci.md.
+# and its summary is bench/results/oci.md; bench/oci_ops_bench.sh (exec,
+# pause/unpause vs runc, minivmm's API round trip) a third, summary
+# bench/results/oci_ops.md.
 #
 # The KVM benchmarks (wiring, guest boot/IO, footprint) run in ONE
 # tests/rig/rig-run call (bench/guest_bench.sh; an L1 stall runs it once
@@ -128,6 +130,17 @@ if [[ -s $out/vhost.json ]]; then
 		bench_log "vhost.json is not a JSON array; not merged"
 fi
 
+# Containers users manage: exec / pause vs runc and minivmm's API socket
+# (its own rig run; oci_ops.json, oci_ops.md, oci_ops.png).
+ops_rc=0
+bench_log "exec / pause / API benchmark: bench/oci_ops_bench.sh $mode"
+BENCH_OUT=$out bench/oci_ops_bench.sh "$mode" "$build" || ops_rc=$?
+[[ $ops_rc -eq 0 ]] || bench_log "oci_ops_bench.sh exited $ops_rc"
+if [[ -s $out/oci_ops.json ]]; then
+	jq -c '.[] | del(.date, .run_mode, .git_commit)' "$out/oci_ops.json" >>"$records" ||
+		bench_log "oci_ops.json is not a JSON array; not merged"
+fi
+
 machine=$(jq -cn --arg kernel "$(uname -r)" \
 	--arg cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)" \
 	--argjson cpus "$(nproc)" --argjson mem_kib "$(awk '/MemTotal/ {print $2}' /proc/meminfo)" \
@@ -144,4 +157,4 @@ bench_log "$(jq length "$out/results.json") records in $out/results.json"
 
 bench/plot.sh "$out/results.json" "$out"
 bench_log "done in $((SECONDS - t_start)) s: $out/summary.md"
-[[ $kvm_rc -eq 0 && $dev_rc -eq 0 && $oci_rc -eq 0 ]]
+[[ $kvm_rc -eq 0 && $dev_rc -eq 0 && $oci_rc -eq 0 && $ops_rc -eq 0 ]]

@@ -136,13 +136,7 @@ static int vv_set_features(void *dev, uint64_t f)
 
 static void vv_config_read(void *dev, uint32_t off, void *buf, uint32_t len)
 {
-	struct vsock_config c = { .guest_cid = htole64(((struct virtio_vsock *)dev)->cid) };
-
-	if (off > sizeof(c) || len > sizeof(c) - off) {
-		memset(buf, 0, len);
-		return;
-	}
-	memcpy(buf, (uint8_t *)&c + off, len);
+	vsock_config_read(((struct virtio_vsock *)dev)->cid, off, buf, len);
 }
 
 static void vv_config_write(void *dev, uint32_t off, const void *buf, uint32_t len)

@@ -9,6 +9,7 @@
 
 #include <endian.h>
 #include <stdint.h>
+#include <string.h>
 
 #define VSOCK_DEVICE_ID 19	/* VIRTIO_ID_VSOCK */
 #define VSOCK_HOST_CID 2ull	/* VMADDR_CID_HOST */
@@ -77,6 +78,21 @@ static inline void vsock_hdr_from_le(struct vsock_hdr *h)
 struct vsock_config {
 	uint64_t guest_cid;
 } __attribute__((packed));
+
+/* A driver's read of @len bytes at @off of the configuration space of
+ * guest @cid (both host sides); out of range reads zeros.  Writes are
+ * ignored: guest_cid is read-only, as the spec allows. */
+static inline void vsock_config_read(uint64_t cid, uint32_t off, void *buf,
+				     uint32_t len)
+{
+	struct vsock_config c = { .guest_cid = htole64(cid) };
+
+	if (off > sizeof(c) || len > sizeof(c) - off) {
+		memset(buf, 0, len);
+		return;
+	}
+	memcpy(buf, (uint8_t *)&c + off, len);
+}
 
 /* Largest payload of one packet a Linux driver sends (64 KiB,
  * VIRTIO_VSOCK_MAX_PKT_BUF_SIZE); a larger len is a bad packet. */

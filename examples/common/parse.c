@@ -68,3 +68,50 @@ int parse_bool(const char *s, bool *out)
 	}
 	return -1;
 }
+
+/* One "A" or "A-B" at *p; advances past it. */
+static int cpulist_range(const char **p, unsigned long *a, unsigned long *b)
+{
+	char *e;
+
+	if (**p < '0' || **p > '9')
+		return -1;
+	*a = *b = strtoul(*p, &e, 10);
+	if (*e == '-') {
+		if (e[1] < '0' || e[1] > '9')
+			return -1;
+		*b = strtoul(e + 1, &e, 10);
+	}
+	*p = e;
+	return *a > PARSE_CPU_MAX || *b > PARSE_CPU_MAX || *b < *a ? -1 : 0;
+}
+
+int parse_cpulist(const char *s, unsigned int *out, unsigned int max, unsigned int *n)
+{
+	unsigned long a, b;
+	const char *p = s;
+
+	*n = 0;
+	if (!*p)
+		return -1;
+	while (*p) {
+		if (cpulist_range(&p, &a, &b))
+			return -1;
+		for (unsigned long c = a; c <= b; c++) {
+			if (out) {
+				if (*n >= max)
+					return -1;
+				for (unsigned int i = 0; i < *n; i++)
+					if (out[i] == c)
+						return -1;
+				out[*n] = (unsigned int)c;
+			}
+			(*n)++;
+		}
+		if (*p == ',') /* a trailing one too, as cpusets are written */
+			p++;
+		else if (*p)
+			return -1;
+	}
+	return 0;
+}

@@ -34,10 +34,10 @@ static void child_stdio(int errfd)
 
 /* The child: the read-only bind if asked, then virtiofsd.  Never returns. */
 static void child_exec(const struct virtiofsd *d, const char *path, bool ro,
-		       const char *what, int errfd)
+		       const char *opts, unsigned int pool, const char *what, int errfd)
 {
 	const char *bin = getenv("MINIVMM_VIRTIOFSD");
-	char sock[128], src[4200];
+	char sock[128], src[4200], threads[48];
 
 	sigset_t none;
 
@@ -63,14 +63,25 @@ static void child_exec(const struct virtiofsd *d, const char *path, bool ro,
 			strerror(errno));
 		_exit(127);
 	}
-	execl(bin, bin, sock, "-o", src, "-o", "cache=auto", "-o", "sandbox=namespace",
-	      "--thread-pool-size=4", (char *)NULL);
+	snprintf(threads, sizeof(threads), "--thread-pool-size=%u", pool);
+	execl(bin, bin, sock, "-o", src, "-o", opts, "-o", "sandbox=namespace",
+	      threads, (char *)NULL);
 	fprintf(stderr, "%s: cannot run %s: %s\n", what, bin, strerror(errno));
 	_exit(127);
 }
 
 int virtiofsd_spawn(struct virtiofsd *d, const char *path, bool ro, const char *what,
 		    int errfd, char *err, size_t errlen)
+{
+	/* No thread pool: Debian 12's virtiofsd (glib 2.74) dies on its own
+	 * seccomp filter when the pool starts a thread (sched_getaffinity),
+	 * and the guest then waits forever on the share. */
+	return virtiofsd_spawn_opts(d, path, ro, "cache=auto", 0, what, errfd, err, errlen);
+}
+
+int virtiofsd_spawn_opts(struct virtiofsd *d, const char *path, bool ro,
+			 const char *opts, unsigned int pool, const char *what,
+			 int errfd, char *err, size_t errlen)
 {
 	struct stat st;
 
@@ -89,7 +100,7 @@ int virtiofsd_spawn(struct virtiofsd *d, const char *path, bool ro, const char *
 		return errf(err, errlen, "%s: fork: %s", what, strerror(errno));
 	}
 	if (!d->child)
-		child_exec(d, path, ro, what, errfd);
+		child_exec(d, path, ro, opts, pool, what, errfd);
 	for (int i = 0; i < 500; i++) { /* 5 s */
 		struct timespec ts = { 0, 10000000 };
 

@@ -37,6 +37,14 @@ struct virtiofsd {
  */
 int virtiofsd_spawn(struct virtiofsd *d, const char *path, bool ro, const char *what,
 		    int errfd, char *err, size_t errlen);
+/* virtiofsd_spawn() with @opts instead of "cache=auto": virtiofsd's -o
+ * options, comma-joined (e.g. "cache=always,xattr" for a tree one guest
+ * owns); sandbox=namespace always; @pool: its --thread-pool-size
+ * (virtiofsd_spawn(): 0, requests served on the queue's thread: Debian
+ * 12's virtiofsd seccomp-kills itself when its pool starts a thread). */
+int virtiofsd_spawn_opts(struct virtiofsd *d, const char *path, bool ro,
+			 const char *opts, unsigned int pool, const char *what,
+			 int errfd, char *err, size_t errlen);
 /* The VM is connected: remove the socket and its directory. */
 void virtiofsd_unlink(struct virtiofsd *d);
 /* Reap the child: it ends by itself when the VM's connection closes;

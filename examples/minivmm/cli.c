@@ -23,6 +23,7 @@ enum {
 	OPT_FS,
 	OPT_API_SOCKET,
 	OPT_VSOCK,
+	OPT_CPU_AFFINITY,
 };
 
 static const struct option long_opts[] = {
@@ -43,9 +44,22 @@ static const struct option long_opts[] = {
 	{ "fs", required_argument, NULL, OPT_FS },
 	{ "api-socket", required_argument, NULL, OPT_API_SOCKET },
 	{ "vsock", required_argument, NULL, OPT_VSOCK },
+	{ "cpu-affinity", required_argument, NULL, OPT_CPU_AFFINITY },
 	OPTS_COMMON_LONG,
 	{ NULL, 0, NULL, 0 },
 };
+
+/* --cpu-affinity LIST: CPUs below CLI_MAX_AFFINITY (the library's
+ * limit), each once.  0 or -1. */
+static int parse_affinity(const char *v, struct cli_opts *o)
+{
+	if (parse_cpulist(v, o->cpu_affinity, CLI_MAX_AFFINITY, &o->nr_cpu_affinity))
+		return -1;
+	for (unsigned int i = 0; i < o->nr_cpu_affinity; i++)
+		if (o->cpu_affinity[i] >= CLI_MAX_AFFINITY)
+			return -1;
+	return 0;
+}
 
 void cli_usage(const char *prog, void *file)
 {
@@ -55,6 +69,9 @@ void cli_usage(const char *prog, void *file)
 		"Boot a Linux kernel in a KVM virtual machine (libvmm %s).\n"
 		"\n"
 		"  -c, --smp N          number of vCPUs (default 1, max %d)\n"
+		"      --cpu-affinity LIST  host CPUs (\"0-3,8\"): vCPU i and the I/O\n"
+		"                       thread serving its queues run on the i-th\n"
+		"                       (round robin; default: not pinned)\n"
 		"  -m, --mem SIZE       guest RAM: 512M, 2G, or a number of MiB\n"
 		"                       (default 256M)\n"
 		"      --mem-backend B  guest RAM: anon (default: private, huge\n"
@@ -156,6 +173,10 @@ void cli_usage(const char *prog, void *file)
 		"                       \"CONNECT <port>\\n\", answered \"OK <hostport>\\n\"\n"
 		"                       once the guest accepts; guest connections\n"
 		"                       to host (CID 2) port P reach PATH_P\n"
+		"      --vsock cid=N,vhost=on\n"
+		"                       the same device on the kernel's vhost-vsock\n"
+		"                       (module vhost_vsock): host programs use\n"
+		"                       AF_VSOCK to CID N directly\n"
 		OPTS_COMMON_HELP
 		"\n"
 		CLI_END_HELP,
@@ -316,10 +337,16 @@ int cli_parse(int argc, char **argv, struct cli_opts *o, char *err, size_t errle
 			o->api_socket = optarg;
 			break;
 		case OPT_VSOCK:
-			if (o->vsock_path)
+			if (o->vsock.struct_size)
 				return errf(err, errlen, "--vsock: one vsock device only");
 			if (cli_parse_vsock(optarg, o, err, errlen))
 				return -1;
+			break;
+		case OPT_CPU_AFFINITY:
+			if (parse_affinity(optarg, o))
+				return errf(err, errlen,
+					    "--cpu-affinity must list host CPUs below %d, each once "
+					    "(e.g. 0-3,8), got '%s'", CLI_MAX_AFFINITY, optarg);
 			break;
 		}
 	}
@@ -352,6 +379,7 @@ int cli_parse_vsock(const char *spec, struct cli_opts *o, char *err, size_t errl
 {
 	unsigned long long cid = 0;
 	const char *p = spec;
+	bool vhost = false;
 
 	while (*p) {
 		const char *end = strchr(p, ','), *eq = strchr(p, '=');
@@ -368,6 +396,9 @@ int cli_parse_vsock(const char *spec, struct cli_opts *o, char *err, size_t errl
 				return errf(err, errlen,
 					    "--vsock: cid must be a number from 3 to 4294967294, got '%s'",
 					    val);
+		} else if (eq - p == 5 && !strncmp(p, "vhost", 5) &&
+			   (!strcmp(val, "on") || !strcmp(val, "off"))) {
+			vhost = !strcmp(val, "on");
 		} else if (eq - p == 6 && !strncmp(p, "socket", 6) && *val) {
 			free(o->vsock_path);
 			if (!(o->vsock_path = strdup(val)))
@@ -378,9 +409,12 @@ int cli_parse_vsock(const char *spec, struct cli_opts *o, char *err, size_t errl
 		}
 		p += len + (end ? 1 : 0);
 	}
-	if (!cid || !o->vsock_path)
+	if (vhost && (!cid || o->vsock_path))
+		return errf(err, errlen, "--vsock: vhost=on takes cid=N and no socket=");
+	if (!vhost && (!cid || !o->vsock_path))
 		return errf(err, errlen, "--vsock: cid=N and socket=PATH are both required");
 	o->vsock = (struct vmm_vsock_config){ .struct_size = sizeof(o->vsock),
+					      .flags = vhost ? VMM_VSOCK_VHOST : 0,
 					      .guest_cid = cid,
 					      .socket_path = o->vsock_path };
 	return 0;

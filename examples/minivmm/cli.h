@@ -14,6 +14,7 @@
 #include "vmm/vmm.h"
 
 #define CLI_MAX_DISKS VMM_MAX_DISKS
+#define CLI_MAX_AFFINITY 1024 /* vmm_set_cpu_affinity()'s CPU limit */
 /* The platform's serial console is ttyS0 on both (COM1; arm64's ns16550a);
  * the rest is x86's: reset through the i8042, configuration mechanism #1,
  * a keyboard controller with nothing behind it. */
@@ -72,9 +73,13 @@ struct cli_opts {
 	struct cli_fs fs[CLI_MAX_FS]; /* --fs */
 	unsigned int nr_fs;
 	bool mem_backend_set;	      /* --mem-backend given (else --fs: memfd) */
-	/* --vsock cid=N,socket=PATH (vsock_path owned) */
+	/* --vsock cid=N,socket=PATH or cid=N,vhost=on (vsock_path owned;
+	 * struct_size 0: no --vsock) */
 	struct vmm_vsock_config vsock;
 	char *vsock_path;
+	/* --cpu-affinity LIST (vmm_set_cpu_affinity()) */
+	unsigned int cpu_affinity[CLI_MAX_AFFINITY];
+	unsigned int nr_cpu_affinity;
 };
 
 /*

@@ -233,6 +233,11 @@ static int run(struct cli_opts *o, struct drop *drop)
 		say("--mem-backend: %s", strerror(-ret));
 		goto out;
 	}
+	if (o->nr_cpu_affinity &&
+	    (ret = vmm_set_cpu_affinity(vm, o->cpu_affinity, o->nr_cpu_affinity))) {
+		say("--cpu-affinity: %s", strerror(-ret));
+		goto out;
+	}
 	if ((ret = vmm_set_iothread_sched(vm, o->io_sched))) {
 		say("--io-sched: %s", strerror(-ret));
 		goto out;
@@ -254,7 +259,7 @@ static int run(struct cli_opts *o, struct drop *drop)
 	}
 	if (add_fs(vm, o))
 		goto out;
-	if (o->vsock_path && (ret = vmm_add_vsock(vm, &o->vsock))) {
+	if (o->vsock.struct_size && (ret = vmm_add_vsock(vm, &o->vsock))) {
 		say("--vsock: %s", strerror(-ret));
 		goto out;
 	}

@@ -89,11 +89,15 @@ struct oci_settings {
 	struct user_spec user; /* who the VMM process becomes; unset: the
 				  default (oci_vmm_user()) */
 	uint64_t console_max;  /* bytes of it kept (0: no limit) */
+	int rootfs;	       /* enum spec_rootfs: the root's kind unless the
+				  SPEC_ANN_ROOTFS annotation says (`rootfs`) */
 };
+/* The `rootfs` default (README "Root file system": why). */
+#define OCI_ROOTFS_DEFAULT SPEC_ROOTFS_EXT4
 /*
  * Defaults, then the config file ($MINIVMM_OCI_CONFIG or OCI_CONFIG_FILE,
  * "key = value" lines: kernel, initrd, modules, append, memory, cpus,
- * root_free, seccomp, timings, console_dir, console_max, user), then the
+ * root_free, seccomp, timings, console_dir, console_max, user, rootfs), then the
  * environment (MINIVMM_OCI_KERNEL, MINIVMM_OCI_INITRD).  0, or -1 with a
  * reason in @err.
  */
@@ -233,6 +237,16 @@ int oci_volumes_add(struct vmm *vm, const struct oci_spec *s, struct virtiofsd *
 void oci_volumes_connected(const struct oci_spec *s, struct virtiofsd *v);
 /* Reap them (they end as the VM's connections close; SIGTERM after 2 s). */
 void oci_volumes_stop(const struct oci_spec *s, struct virtiofsd *v);
+
+/* The root over virtio-fs (@s->root_virtiofs): its virtiofsd on the
+ * bundle's root directory into @root (read-only if root.readonly), its
+ * stderr @state_dir/virtiofsd-root.log; as oci_volumes_start().  0, or -1
+ * with a reason in @err. */
+int oci_rootfs_start(const struct oci_spec *s, const char *state_dir,
+		     struct virtiofsd *root, char *err, size_t errlen);
+/* Its virtio-fs device, tag SPEC_ROOT_TAG (and the memfd backend).  0 or
+ * -errno (logged). */
+int oci_rootfs_add(struct vmm *vm, const struct oci_spec *s, struct virtiofsd *root);
 
 /* ---- shim.c: the VMM process ---- */
 struct oci_shim_params {

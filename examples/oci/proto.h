@@ -77,6 +77,14 @@ enum proto_rec {
 	 * options (ro, nosuid, nodev, noexec, ...), in order among the
 	 * MOUNT records.  At most INIT_MAX_MOUNTS of both together. */
 	PROTO_REC_VOLUME = 28,	  /* dest \0 tag \0 options */
+	/* The root over virtio-fs (sent only then): the device with this
+	 * tag is the container's root instead of /dev/vda (ext4). */
+	PROTO_REC_ROOT_FS = 29,	  /* tag */
+	/* With it, a bind of a host file (/etc/hosts, ...): its bytes, which
+	 * the guest init bind-mounts over dest with the flags in options
+	 * (not written into the shared root), in order among the MOUNT
+	 * records.  The bytes may hold NULs; they end with the record. */
+	PROTO_REC_FILE = 30,	  /* dest \0 options \0 bytes */
 };
 
 /* The capability sets, in the order of their records. */

@@ -58,6 +58,7 @@ int oci_settings_load(struct oci_settings *s, char *err, size_t errlen)
 	s->root_free = 256ull << 20;
 	s->seccomp = true;
 	s->console_max = 16ull << 20;
+	s->rootfs = OCI_ROOTFS_DEFAULT;
 	if (!path)
 		path = OCI_CONFIG_FILE;
 	f = fopen(path, "re");
@@ -103,6 +104,13 @@ int oci_settings_load(struct oci_settings *s, char *err, size_t errlen)
 			s->cpus_default = (unsigned int)n;
 		} else if (!strcmp(k, "seccomp")) {
 			s->seccomp = strcmp(v, "off") && strcmp(v, "0") && strcmp(v, "no");
+		} else if (!strcmp(k, "rootfs")) {
+			char why[128];
+
+			if (spec_parse_rootfs(v, "rootfs", &s->rootfs, why, sizeof(why))) {
+				fclose(f);
+				return errf(err, errlen, "%s:%u: %s", path, lineno, why);
+			}
 		} else if (!strcmp(k, "user")) {
 			char why[256];
 

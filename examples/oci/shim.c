@@ -39,6 +39,7 @@
 #include "oci.h"
 #include "proto.h"
 #include "shimctl.h"
+#include "parse.h"
 #include "user.h"
 #include "vm-stats.h"
 #include "vmm/vmm.h"
@@ -49,6 +50,9 @@
 #define CMDLINE                                                                \
 	"console=ttyS0 reboot=k panic=-1 pci=conf1,noearly acpi=off i8042.noaux " \
 	"i8042.nopnp i8042.dumbkbd quiet"
+
+/* The CPU numbers vmm_set_cpu_affinity() takes: below 1024. */
+#define SHIM_MAX_PIN 1024
 
 struct shim {
 	const struct oci_shim_params *p;
@@ -61,6 +65,7 @@ struct shim {
 	int tap_fds[VMM_MAX_NET_PAIRS];
 	unsigned int ntaps;    /* open in tap_fds until vmm_start() */
 	struct virtiofsd vols[SPEC_MAX_VOLUMES]; /* volumes.c */
+	struct virtiofsd root_fs; /* the root over virtio-fs (volumes.c) */
 };
 
 /* libvmm's messages, from any of its threads (under their seccomp filters:
@@ -115,7 +120,7 @@ static int stats_vm(void *opaque, char **json)
 
 	if (!f)
 		return -errno;
-	stats_print(s->vm, 1, s->net.nic ? 1 : 0, true, f);
+	stats_print(s->vm, s->p->spec->root_virtiofs ? 0 : 1, s->net.nic ? 1 : 0, true, f);
 	if (fclose(f)) {
 		free(*json);
 		*json = NULL;
@@ -146,6 +151,7 @@ static int drop_hook(void *opaque)
 
 	/* The volumes' sockets are connected: removed while still root. */
 	oci_volumes_connected(s->p->spec, s->vols);
+	virtiofsd_unlink(&s->root_fs);
 	ret = user_drop(s->p->uid, s->p->gid, s->drop_err, sizeof(s->drop_err));
 
 	if (ret)
@@ -168,6 +174,33 @@ static int add_net(struct shim *s)
 	ret = vmm_add_net(s->vm, &nc, NULL);
 	if (ret)
 		oci_err("the VM's network device: %s", strerror(-ret));
+	return ret;
+}
+
+/* A cpuset (linux.resources.cpu.cpus) pins vCPU i and the I/O thread
+ * serving its queues to the set's i-th CPU (vmm_set_cpu_affinity()); a
+ * set the library cannot take (CPUs from 1024 on) leaves them unpinned
+ * inside the cpuset, with a warning. */
+static int pin_vcpus(struct vmm *vm, const struct oci_spec *spec)
+{
+	unsigned int cpus[SHIM_MAX_PIN], n;
+	int ret;
+
+	if (!spec->cpuset_list)
+		return 0;
+	if (parse_cpulist(spec->cpuset_list, cpus, SHIM_MAX_PIN, &n))
+		n = 0;
+	for (unsigned int i = 0; i < n; i++)
+		if (cpus[i] >= SHIM_MAX_PIN)
+			n = 0;
+	if (!n) {
+		oci_warn("cpuset \"%s\": vCPUs not pinned (CPUs from %d on)",
+			 spec->cpuset_list, SHIM_MAX_PIN);
+		return 0;
+	}
+	if ((ret = vmm_set_cpu_affinity(vm, cpus, n)))
+		oci_err("pinning the vCPUs to cpuset %s: %s", spec->cpuset_list,
+			strerror(-ret));
 	return ret;
 }
 
@@ -256,10 +289,13 @@ static int build_vm(struct shim *s, int guest_ctl)
 		oci_err("configuring the VM: %s", strerror(-ret));
 		return ret;
 	}
+	if ((ret = pin_vcpus(s->vm, spec)))
+		return ret;
 	dc.path = p->image;
 	dc.flags = spec->root_ro ? VMM_DISK_READONLY : 0;
 	dc.num_queues = 1;
-	if ((ret = vmm_add_disk(s->vm, &dc, NULL)))
+	if (spec->root_virtiofs ? (ret = oci_rootfs_add(s->vm, spec, &s->root_fs)) :
+				  (ret = vmm_add_disk(s->vm, &dc, NULL)))
 		return ret;
 	if (s->ntaps && (ret = add_net(s)))
 		return ret;
@@ -287,6 +323,7 @@ static int build_vm(struct shim *s, int guest_ctl)
 	 * the taps it duplicated. */
 	close_taps(s);
 	oci_volumes_connected(spec, s->vols);
+	virtiofsd_unlink(&s->root_fs);
 	return 0;
 }
 
@@ -339,9 +376,11 @@ int oci_shim_run(const struct oci_shim_params *p)
 	}
 	/* The volumes' virtiofsd, as root (read-only binds), before the
 	 * VM is built: vmm_start() connects to them. */
-	if (oci_volumes_start(p->spec, p->state_dir, s.vols, err, sizeof(err))) {
+	if (oci_rootfs_start(p->spec, p->state_dir, &s.root_fs, err, sizeof(err)) ||
+	    oci_volumes_start(p->spec, p->state_dir, s.vols, err, sizeof(err))) {
 		oci_err("%s", err);
 		ready_report(p->ready_fd, "error: %s\n", err);
+		virtiofsd_reap(&s.root_fs);
 		return 1;
 	}
 	/* So is what user_restrict() empties (user.h): every capability set
@@ -376,6 +415,7 @@ int oci_shim_run(const struct oci_shim_params *p)
 		vmm_destroy(s.vm);
 		close_taps(&s);
 		oci_volumes_stop(p->spec, s.vols);
+		virtiofsd_reap(&s.root_fs);
 		return 1;
 	}
 	close(sp[1]);
@@ -442,6 +482,7 @@ int oci_shim_run(const struct oci_shim_params *p)
 	vmm_destroy(s.vm);
 	/* The VM's connections are closed: each virtiofsd ends. */
 	oci_volumes_stop(p->spec, s.vols);
+	virtiofsd_reap(&s.root_fs);
 	oci_limit_flush(&libvmm_limit, "warning");
 	close(s.c.ctl);
 	if (s.c.timings_fd >= 0)

@@ -20,6 +20,7 @@
 
 #include "spec.h"
 #include "errf.h"
+#include "parse.h"
 
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -651,7 +652,8 @@ int spec_load(const char *bundle, const char *path, struct oci_spec *s,
 	    parse_linux(json_object_get(root, "linux"), s, err, errlen))
 		goto out;
 	ann = json_object_get(root, "annotations");
-	if (json_is_object(ann) && spec_parse_size_annotations(ann, s, err, errlen))
+	if (json_is_object(ann) && (spec_parse_size_annotations(ann, s, err, errlen) ||
+				    spec_parse_rootfs_annotation(ann, s, err, errlen)))
 		goto out;
 	s->annotations_json = json_is_object(ann) ? json_dumps(ann, JSON_COMPACT)
 						  : strdup("{}");
@@ -697,6 +699,7 @@ void spec_free(struct oci_spec *s)
 		free(s->mounts[i].type);
 		free(s->mounts[i].source);
 		free(s->mounts[i].options);
+		free(s->mounts[i].data);
 	}
 	free(s->mounts);
 	free(s->rlimits);
@@ -749,30 +752,9 @@ unsigned int spec_guest_vcpus(const struct oci_spec *s, unsigned int dflt)
 
 unsigned int spec_cpuset_count(const char *list)
 {
-	unsigned int n = 0;
-	const char *p = list;
+	unsigned int n;
 
-	while (*p) {
-		char *e;
-		unsigned long a = strtoul(p, &e, 10), b;
-
-		if (e == p || a > 65535)
-			return 0;
-		b = a;
-		if (*e == '-') {
-			p = e + 1;
-			b = strtoul(p, &e, 10);
-			if (e == p || b < a || b > 65535)
-				return 0;
-		}
-		n += (unsigned int)(b - a + 1);
-		if (*e == ',')
-			e++;
-		else if (*e)
-			return 0;
-		p = e;
-	}
-	return n;
+	return parse_cpulist(list, NULL, 0, &n) ? 0 : n;
 }
 
 /* The process's records; the container's hostname among them for the
@@ -819,6 +801,8 @@ void spec_encode(const struct oci_spec *s, uint16_t rows, uint16_t cols,
 {
 	encode_process(s, rows, cols, b, true);
 	proto_rec_u8(b, PROTO_REC_ROOT_RO, s->root_ro);
+	if (s->root_virtiofs)
+		proto_rec_str(b, PROTO_REC_ROOT_FS, SPEC_ROOT_TAG);
 	for (unsigned int i = 0; i < s->nmounts; i++) {
 		const struct spec_mount *m = &s->mounts[i];
 		const char *f[4] = { m->dest, m->type, m->source ? m->source : "",
@@ -832,6 +816,8 @@ void spec_encode(const struct oci_spec *s, uint16_t rows, uint16_t cols,
 
 			snprintf(tag, sizeof(tag), SPEC_VOLUME_TAG, m->vol);
 			proto_rec_strs(b, PROTO_REC_VOLUME, v, 3);
+		} else if (m->kind == SPEC_MOUNT_FILE_COPY && s->root_virtiofs) {
+			spec_encode_file(m, b);
 		}
 	}
 	for (unsigned int i = 0; i < s->nmasked; i++)

@@ -41,6 +41,11 @@ struct spec_mount {
 	 * nodev, noexec, atime ones; bind and propagation dropped) */
 	unsigned int vol;
 	bool ro;
+	/* SPEC_MOUNT_FILE_COPY with the root over virtio-fs: the file's
+	 * bytes, read at create (spec_read_files()), sent to the guest init
+	 * (PROTO_REC_FILE); NULL otherwise */
+	char *data;
+	size_t data_len;
 };
 
 struct spec_rlimit {
@@ -101,7 +106,39 @@ struct oci_spec {
 	/* linux.namespaces' network entry: its path (absolute) when one is
 	 * joined, NULL for a new, empty one */
 	char *netns_path;
+	/* The root file system's kind: the SPEC_ANN_ROOTFS annotation
+	 * (SPEC_ROOTFS_DEFAULT: not given), and what create chose (the
+	 * annotation, else the `rootfs` setting): true, the bundle's root
+	 * directory is shared with virtio-fs (tag SPEC_ROOT_TAG) instead of
+	 * copied into an ext4 image */
+	int ann_rootfs; /* enum spec_rootfs */
+	bool root_virtiofs;
 };
+
+/* ---- spec-rootfs.c: the root file system's kind ---- */
+struct json_t;
+enum spec_rootfs { SPEC_ROOTFS_DEFAULT, SPEC_ROOTFS_EXT4, SPEC_ROOTFS_VIRTIOFS };
+#define SPEC_ANN_ROOTFS "org.minivmm.rootfs"
+/* The virtio-fs tag of the root with SPEC_ROOTFS_VIRTIOFS. */
+#define SPEC_ROOT_TAG "minivmm-root"
+/* A bind-mounted file sent to the guest (PROTO_REC_FILE) is at most this
+ * big (podman's hosts, resolv.conf, hostname, .containerenv: bytes). */
+#define SPEC_FILE_MAX (256u << 10)
+/* "ext4" or "virtiofs" (@what names the setting or annotation in the
+ * reason).  0, or -1 with a reason in @err. */
+int spec_parse_rootfs(const char *v, const char *what, int *out, char *err, size_t len);
+/* SPEC_ANN_ROOTFS of the annotations object @ann into @s->ann_rootfs.
+ * 0, or -1 with a reason in @err. */
+int spec_parse_rootfs_annotation(struct json_t *ann, struct oci_spec *s, char *err,
+				 size_t len);
+/* The root over virtio-fs: read each SPEC_MOUNT_FILE_COPY source (a
+ * regular file, at most SPEC_FILE_MAX bytes) into its mount's data.
+ * Call as the runtime (root: the sources may be private).  0, or -1
+ * with a reason in @err. */
+int spec_read_files(struct oci_spec *s, char *err, size_t len);
+/* @m's PROTO_REC_FILE record (dest, its mount flags as spec_volume_options()
+ * keeps them, the bytes read) into @b. */
+void spec_encode_file(const struct spec_mount *m, struct proto_buf *b);
 
 /* Per-container VM size: vCPUs (1..SPEC_MAX_VCPUS) and guest RAM (MiB, or
  * with a suffix K, M, G, T; SPEC_MEM_MIN..1 TiB, rounded up to 2 MiB). */

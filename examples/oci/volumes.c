@@ -88,3 +88,53 @@ void oci_volumes_stop(const struct oci_spec *s, struct virtiofsd *v)
 	for (unsigned int i = 0; i < s->nvolumes; i++)
 		virtiofsd_reap(&v[i]);
 }
+
+/*
+ * The root over virtio-fs: the same back end as a volume, with the options
+ * of a tree this one guest owns: cache=always (the guest keeps dentries,
+ * attributes and pages instead of asking again after a second: lookups are
+ * most of a metadata-heavy job, and nothing but this container writes its
+ * root while it runs; writes still go through to the host at once, no
+ * writeback) and xattr (file capabilities, security.* and user.* xattrs of
+ * the image stay visible and settable).  virtiofsd, started as root, raises
+ * its own RLIMIT_NOFILE (an O_PATH fd per inode the guest holds).
+ */
+int oci_rootfs_start(const struct oci_spec *s, const char *state_dir,
+		     struct virtiofsd *root, char *err, size_t errlen)
+{
+	char log[4200];
+	int fd, ret;
+
+	memset(root, 0, sizeof(*root));
+	if (!s->root_virtiofs)
+		return 0;
+	snprintf(log, sizeof(log), "%s/virtiofsd-root.log", state_dir);
+	fd = oci_file_create(log, 0600);
+	if (fd < 0)
+		return errf_line(err, errlen, "root file system: %s: %s", log, strerror(-fd));
+	/* No thread pool: Debian 12's virtiofsd (QEMU 7.2, glib 2.74) has its
+	 * own seccomp filter kill a pool thread that calls sched_getaffinity
+	 * (seen in the rig under a metadata-heavy job: the guest then waits on
+	 * the dead back end forever); without a pool each request is served
+	 * on the queue's thread, which never spawns one. */
+	ret = virtiofsd_spawn_opts(root, s->root_path, s->root_ro, "cache=always,xattr", 0,
+				   "root file system", fd, err, errlen);
+	close(fd);
+	return ret ? -1 : 0;
+}
+
+int oci_rootfs_add(struct vmm *vm, const struct oci_spec *s, struct virtiofsd *root)
+{
+	struct vmm_fs_config c = {
+		.struct_size = sizeof(c), .tag = SPEC_ROOT_TAG, .socket = root->sock,
+		.num_queues = 1,
+	};
+	int ret;
+
+	if (!s->root_virtiofs)
+		return 0;
+	if ((ret = vmm_set_memory_backend(vm, VMM_MEMORY_MEMFD)) ||
+	    (ret = vmm_add_fs(vm, &c, NULL)))
+		oci_err("the root file system over virtio-fs: %s", strerror(-ret));
+	return ret;
+}

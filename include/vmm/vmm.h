@@ -645,11 +645,19 @@ int vmm_get_fs_stats(struct vmm *vm, unsigned int id, struct vmm_fs_stats *st);
 				 "_<port>" it must fit sockaddr_un */
 #define VMM_VSOCK_MAX_CONNECTIONS 1024 /* at once, both ways; more are
 					  refused (RST, closed socket) */
+/* vhost=on: the kernel's vhost-vsock (/dev/vhost-vsock, module
+ * vhost_vsock) moves the packets; host programs use AF_VSOCK to the
+ * guest's CID directly.  No socket_path; the file is opened and the CID
+ * claimed at vmm_start(), which fails with -ENOENT (no module or device
+ * node), -EACCES, or -EADDRINUSE (another VM holds the CID).  The
+ * counters of struct vmm_vsock_stats stay 0 (the kernel's work). */
+#define VMM_VSOCK_VHOST (1u << 0)
 struct vmm_vsock_config {
 	uint32_t struct_size; /* = sizeof(struct vmm_vsock_config) */
-	uint32_t flags;	      /* none yet: 0 */
+	uint32_t flags;	      /* 0 or VMM_VSOCK_VHOST */
 	uint64_t guest_cid;   /* the guest's address, 3..0xfffffffe */
-	const char *socket_path; /* required; created by vmm_start(), which
+	const char *socket_path; /* required (NULL with VMM_VSOCK_VHOST);
+				    created by vmm_start(), which
 				    fails with -EADDRINUSE if it is another
 				    file or a socket in use (one nobody
 				    listens on is replaced); removed by
@@ -672,7 +680,8 @@ struct vmm_vsock_config {
  * Context: configuration.
  * Returns: 0 or
  *   -EINVAL   NULL @cfg, struct_size too small, unknown flag, guest_cid
- *             out of range, no socket_path or one over VMM_VSOCK_PATH_MAX
+ *             out of range, no socket_path or one over VMM_VSOCK_PATH_MAX,
+ *             a socket_path with VMM_VSOCK_VHOST
  *   -EEXIST   the VM has a vsock device already
  *   -ENOSPC   the PCI bus full (VMM_MAX_DISKS disks and fs devices)
  *   -EBUSY    @vm is not in state CONFIG
@@ -1131,6 +1140,30 @@ enum vmm_iothread_sched {
  *   -EINVAL  unknown @sched
  */
 int vmm_set_iothread_sched(struct vmm *vm, int sched);
+
+/**
+ * vmm_set_cpu_affinity() - pin each vCPU and its I/O thread to a host CPU.
+ * @vm:   VM in state CONFIG
+ * @cpus: host CPU numbers (each below 1024), or NULL with @n 0: no
+ *        pinning (the default: the threads may run on any CPU the process
+ *        may use)
+ * @n:    how many (at most VMM_MAX_VCPUS)
+ *
+ * vCPU i and I/O thread i -- the one serving vCPU i's queues -- run on
+ * @cpus[i % @n]: a request is submitted, served and completed on one host
+ * CPU.  The console's and the devices' own threads are not pinned.  A
+ * later change of the process's cpuset (cgroup v2) that leaves a thread
+ * none of its CPU puts that thread back on the whole cpuset.
+ *
+ * Context: configuration.
+ * Returns: 0 or
+ *   -EINVAL  NULL @cpus with @n > 0, @n over VMM_MAX_VCPUS, a CPU of 1024
+ *            or more, a CPU listed twice
+ *   -ENOMEM
+ * vmm_start() fails with -EINVAL if a CPU is not one the process may run
+ * on (sched_getaffinity(), e.g. outside its cgroup's cpuset).
+ */
+int vmm_set_cpu_affinity(struct vmm *vm, const unsigned int *cpus, unsigned int n);
 
 /* Modes of vmm_set_seccomp(). */
 enum vmm_seccomp_mode {

@@ -815,3 +815,10 @@ int iothread_ring_fd(const struct iothread *io)
 {
 	return io->ring.uring.ring_fd;
 }
+
+int iothread_set_affinity(struct iothread *io, const cpu_set_t *set)
+{
+	if (!io->started)
+		return -ESRCH;
+	return -pthread_setaffinity_np(io->thread, sizeof(*set), set);
+}

@@ -29,6 +29,7 @@
 
 #include <liburing.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -232,5 +233,10 @@ bool iothread_ring_fixed_files(const struct iothread *io);
 /* The ring's fd (tests inspect /proc/self/fdinfo). */
 int iothread_ring_fd(const struct iothread *io);
 void iothread_get_stats(struct iothread *io, struct iothread_stats *st);
+
+/* Pin the started I/O thread to @set (pthread_setaffinity_np()).
+ * Returns 0, -ESRCH when not started, or the call's -errno.
+ * Context: a thread the library does not confine (the one in vmm_start()). */
+int iothread_set_affinity(struct iothread *io, const cpu_set_t *set);
 
 #endif

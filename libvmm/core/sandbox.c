@@ -150,6 +150,9 @@ static const unsigned long vcpu_ioctls[] = {
 	VHOST_SET_FEATURES, VHOST_SET_VRING_NUM, VHOST_SET_VRING_BASE,
 	VHOST_SET_VRING_ADDR, VHOST_SET_VRING_KICK, VHOST_SET_VRING_CALL,
 	VHOST_NET_SET_BACKEND, VHOST_GET_VRING_BASE, TUNSETOFFLOAD, TUNSETQUEUE,
+	/* virtio-vsock vhost=on, DRIVER_OK and reset (the same ring
+	 * requests, then the running switch). */
+	VHOST_VSOCK_SET_RUNNING,
 };
 
 /* I/O threads: their io_uring, and the synchronous fallback of the block
@@ -237,6 +240,8 @@ static const unsigned long control_ioctls[] = {
 	KVM_GET_CLOCK, KVM_SET_CLOCK, KVM_KVMCLOCK_CTRL, /* vmm_pause/resume */
 	/* virtio-net vhost=on stopped at the VM's end. */
 	VHOST_NET_SET_BACKEND, VHOST_GET_VRING_BASE,
+	/* virtio-vsock vhost=on stopped at the VM's end. */
+	VHOST_VSOCK_SET_RUNNING,
 };
 
 /*

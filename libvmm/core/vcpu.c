@@ -454,3 +454,14 @@ void vcpu_destroy(struct vcpu *vcpu)
 		vcpu->lock_ready = false;
 	}
 }
+
+int vcpu_set_affinity(struct vcpu *vcpu, const cpu_set_t *set)
+{
+	int ret = -ESRCH;
+
+	pthread_mutex_lock(&vcpu->kick_lock);
+	if (vcpu->thread_started && !vcpu->thread_exited)
+		ret = -pthread_setaffinity_np(vcpu->thread, sizeof(*set), set);
+	pthread_mutex_unlock(&vcpu->kick_lock);
+	return ret;
+}

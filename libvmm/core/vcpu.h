@@ -31,6 +31,7 @@
 
 #include <linux/kvm.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 
 #include "kvmstats.h"
@@ -105,5 +106,10 @@ void vcpu_destroy(struct vcpu *vcpu);
 /* Add this vCPU's counters (enum vcpu_stat order) to @sum. -ENOTSUP if
  * KVM has no binary stats. */
 int vcpu_add_stats(struct vcpu *vcpu, uint64_t *sum);
+
+/* Pin the vCPU's running thread to @set (pthread_setaffinity_np()).
+ * Returns 0, -ESRCH when the thread is not running, or the call's -errno.
+ * Context: a thread the library does not confine (the one in vmm_start()). */
+int vcpu_set_affinity(struct vcpu *vcpu, const cpu_set_t *set);
 
 #endif

@@ -83,6 +83,7 @@ static void config_free(struct machine_config *c)
 	free(c->kernel_path);
 	free(c->initrd_path);
 	free(c->cmdline);
+	free(c->cpu_affinity);
 	for (unsigned int i = 0; i < c->nr_disks; i++) {
 		free(c->disks[i].path);
 		free(c->disks[i].serial);
@@ -967,9 +968,13 @@ int vmm_add_vsock(struct vmm *vm, const struct vmm_vsock_config *cfg)
 
 	if (!cfg || cfg->struct_size < offsetof(struct vmm_vsock_config, socket_path) +
 					       sizeof(cfg->socket_path) ||
-	    cfg->flags || cfg->guest_cid < 3 || cfg->guest_cid > 0xfffffffeu ||
-	    !cfg->socket_path || !*cfg->socket_path ||
-	    strlen(cfg->socket_path) > VMM_VSOCK_PATH_MAX)
+	    (cfg->flags & ~VMM_VSOCK_VHOST) || cfg->guest_cid < 3 ||
+	    cfg->guest_cid > 0xfffffffeu)
+		return -EINVAL;
+	/* vhost=on: the host uses AF_VSOCK, no socket; hybrid: one. */
+	if ((cfg->flags & VMM_VSOCK_VHOST) ? cfg->socket_path != NULL :
+	    (!cfg->socket_path || !*cfg->socket_path ||
+	     strlen(cfg->socket_path) > VMM_VSOCK_PATH_MAX))
 		return -EINVAL;
 	ret = vm_lock_config(vm);
 	if (ret)
@@ -985,12 +990,13 @@ int vmm_add_vsock(struct vmm *vm, const struct vmm_vsock_config *cfg)
 		goto out;
 	}
 	v = calloc(1, sizeof(*v));
-	if (!v || dup_str(cfg->socket_path, &v->path)) {
+	if (!v || (cfg->socket_path && dup_str(cfg->socket_path, &v->path))) {
 		free(v);
 		ret = -ENOMEM;
 		goto out;
 	}
 	v->cfg = (struct vmm_vsock_config){ .struct_size = sizeof(v->cfg),
+					    .flags = cfg->flags,
 					    .guest_cid = cfg->guest_cid,
 					    .socket_path = v->path };
 	vm->config->vsock = v;
@@ -1016,4 +1022,36 @@ int vmm_get_vsock_stats(struct vmm *vm, struct vmm_vsock_stats *st)
 	if (!ret)
 		copy_out_stats(st, st->struct_size, &full, sizeof(full));
 	return ret;
+}
+
+int vmm_set_cpu_affinity(struct vmm *vm, const unsigned int *cpus, unsigned int n)
+{
+	unsigned int *copy = NULL;
+	cpu_set_t seen;
+	int ret;
+
+	/* Checked against the process's own CPUs at vmm_start() (affinity.c):
+	 * a cgroup's cpuset may change until then. */
+	if ((!cpus && n) || n > VMM_MAX_VCPUS)
+		return -EINVAL;
+	CPU_ZERO(&seen);
+	for (unsigned int i = 0; i < n; i++) {
+		if (cpus[i] >= CPU_SETSIZE || CPU_ISSET(cpus[i], &seen))
+			return -EINVAL;
+		CPU_SET(cpus[i], &seen);
+	}
+	if (n && !(copy = malloc(n * sizeof(*copy))))
+		return -ENOMEM;
+	if (n)
+		memcpy(copy, cpus, n * sizeof(*copy));
+	ret = vm_lock_config(vm);
+	if (ret) {
+		free(copy);
+		return ret;
+	}
+	free(vm->config->cpu_affinity);
+	vm->config->cpu_affinity = copy;
+	vm->config->nr_cpu_affinity = n;
+	pthread_mutex_unlock(&vm->lock);
+	return 0;
 }

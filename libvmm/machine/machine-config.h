@@ -70,6 +70,8 @@ struct machine_config {
 	struct machine_fs_config *fs; /* vmm_add_fs() */
 	unsigned int nr_fs;
 	struct machine_vsock_config *vsock; /* vmm_add_vsock(), or NULL */
+	unsigned int *cpu_affinity; /* vmm_set_cpu_affinity(), or NULL */
+	unsigned int nr_cpu_affinity;
 };
 
 #endif

@@ -16,6 +16,7 @@
 #include <sys/ioctl.h>
 
 #include "machine-config.h"
+#include "affinity.h"
 #include "confine.h"
 #include "serial-host.h"
 #include "iothread.h"
@@ -283,6 +284,8 @@ int machine_start(struct vmm *vm)
 
 	ret = plan_for_start(vm, &m->plan);
 	if (!ret)
+		ret = affinity_check(vm);
+	if (!ret)
 		ret = confine_build(vm);
 	if (!ret)
 		ret = machine_arch_create(vm, m); /* the interrupt controller */
@@ -307,6 +310,8 @@ int machine_start(struct vmm *vm)
 		ret = confine_iothreads(vm, m);
 	if (!ret)
 		ret = machine_go(vm, m);
+	if (!ret)
+		affinity_pin(vm, m);
 	if (ret) {
 		machine_join(vm);
 		machine_destroy(vm);

@@ -104,9 +104,12 @@ static unsigned int plan_requests(const struct machine_config *cfg,
 	/* The vsock: rx, tx, event; its listener and epoll set, and host
 	 * sockets for some connections (more take what the limit leaves). */
 	if (cfg->vsock && n < PLAN_MAX_DEVICES)
-		req[n++] = (struct plan_request){
-			.queues = 3, .iothreads = true, .fds = 64,
-		};
+		req[n++] = (cfg->vsock->cfg.flags & VMM_VSOCK_VHOST) ?
+			/* vhost=on: the kernel serves the rings; one file. */
+			(struct plan_request){ .queues = 3, .fds = 1 } :
+			(struct plan_request){
+				.queues = 3, .iothreads = true, .fds = 64,
+			};
 	return n;
 }
 

@@ -18,12 +18,14 @@
 #include "vm.h"
 #include "vsock/virtio-vsock.h"
 #include "vsock/vsock-host.h"
+#include "vsock/vhost-vsock.h"
 
 /* The path this start created: removed by destroy, unless seccomp
  * confines the thread that destroys (unlink is on no list: the next start
  * replaces the stale socket). */
 struct machine_vsock {
 	struct virtio_vsock *dev;
+	struct vhost_vsock *vh; /* VMM_VSOCK_VHOST: instead of dev */
 	unsigned int iothread; /* serving its queues and host sockets */
 	const char *path; /* the configuration's */
 	bool created, unlink;
@@ -57,6 +59,27 @@ static int mvsock_dev_create(struct vmm *vm, struct machine *m,
 	return ret;
 }
 
+/* VMM_VSOCK_VHOST: the kernel's vhost-vsock, opened here (vmm_start(),
+ * before confinement) so a missing module or a CID in use fails the
+ * start with its error. */
+static int mvsock_vhost_create(struct vmm *vm, struct machine_vsock *mv,
+			       struct virtio_device *vd)
+{
+	uint64_t cid = vm->config->vsock->cfg.guest_cid;
+	const char *what = "";
+	int ret = vhost_vsock_create(VHOST_VSOCK_DEV, &vm->mem, cid, &mv->vh, &what);
+
+	if (ret) {
+		vmm_err("vsock: vhost=on: %s %s failed: %s%s", what,
+			VHOST_VSOCK_DEV, strerror(-ret),
+			ret == -ENOENT ? " (load the vhost_vsock module)" :
+			ret == -EADDRINUSE ? " (guest CID in use by another VM)" : "");
+		return ret;
+	}
+	vhost_vsock_virtio(mv->vh, vd);
+	return 0;
+}
+
 static int mvsock_create(struct vmm *vm, struct machine *m, struct machine_device *d)
 {
 	struct machine_vsock *mv = calloc(1, sizeof(*mv));
@@ -69,12 +92,19 @@ static int mvsock_create(struct vmm *vm, struct machine *m, struct machine_devic
 	d->dev = mv;
 	mv->path = vm->config->vsock->cfg.socket_path;
 	mv->unlink = vm->config->seccomp_mode == VMM_SECCOMP_OFF;
-	ret = mvsock_dev_create(vm, m, mv);
-	if (ret)
-		return ret;
-	m->vsock = d;
-	m->vsock_iothread = mv->iothread;
-	virtio_vsock_virtio(mv->dev, &vd);
+	if (vm->config->vsock->cfg.flags & VMM_VSOCK_VHOST) {
+		ret = mvsock_vhost_create(vm, mv, &vd);
+		if (ret)
+			return ret;
+		mv->path = VHOST_VSOCK_DEV;
+	} else {
+		ret = mvsock_dev_create(vm, m, mv);
+		if (ret)
+			return ret;
+		m->vsock = d;
+		m->vsock_iothread = mv->iothread;
+		virtio_vsock_virtio(mv->dev, &vd);
+	}
 	machine_vpci_params(vm, m, &tp);
 	vpci_params_set_device(&tp, &vd);
 	ret = vpci_create(&tp, &d->transport);
@@ -102,6 +132,7 @@ static void mvsock_destroy(struct machine_device *d)
 	d->transport = NULL;
 	if (mv) {
 		virtio_vsock_destroy(mv->dev);
+		vhost_vsock_destroy(mv->vh);
 		if (mv->created && mv->unlink)
 			unlink(mv->path);
 		free(mv);

@@ -11,7 +11,10 @@
 #    (10.88.x.y/16), a default route via 10.88.0.1 and MTU 1500; it fetches
 #    1 MiB from busybox httpd on the L1 side of the bridge, md5 compared;
 #    then it serves a page with busybox httpd, which the L1 fetches through
-#    the published port (portmap's DNAT); `podman stop` ends it;
+#    the published port (portmap's DNAT); a second container (VM) fetches
+#    that page by the first's IP and resolves l1host.test through the
+#    resolv.conf podman wrote (--dns: tests/e2e/dns_answer.py on the
+#    bridge's L1 address); `podman stop` ends the first;
 #  - `--network host` refused with the runtime's one-line reason, no VM.
 # Addresses: podman's 10.88.0.0/16, inside the L1 only.
 set -uo pipefail
@@ -89,6 +92,30 @@ for _ in $(seq 30); do
 done
 [[ "$page" == hello-from-the-vm ]] && oci_ok "-p 18080:80: the L1 fetched the VM's page through podman's port forwarding" ||
 	oci_bad "-p 18080:80: page '$page'; iptables: $(iptables -t nat -S 2>&1 | head -20)"
+# A second container (a second VM) on the same podman network reaches the
+# first by its IP, and resolves a name through the resolv.conf podman
+# wrote for it (--dns: a one-name server on the bridge's L1 side).
+python3 "$(dirname "$0")/dns_answer.py" 10.88.0.1 53 l1host.test 10.88.0.1 &
+dns=$!
+trap 'kill $srv $dns 2>/dev/null' EXIT
+webip=$("${P[@]}" inspect -f '{{.NetworkSettings.IPAddress}}' web 2>/dev/null)
+t0=$SECONDS
+"${P[@]}" "${RT[@]}" run --rm --dns 10.88.0.1 localhost/bb sh -c "
+	grep nameserver /etc/resolv.conf
+	echo \"page \$(wget -q -O - http://$webip/)\"
+	nslookup l1host.test 2>&1" >"$W/out2" 2>&1
+rc=$?
+cat "$W/out2"
+grep -q "^page hello-from-the-vm$" "$W/out2" &&
+	oci_ok "two containers on one network: the second VM fetched the first's page from $webip ($((SECONDS - t0)) s)" ||
+	oci_bad "container to container ($webip): rc $rc $(head -c 300 "$W/out2")"
+# busybox nslookup: "Name: l1host.test" then "Address: 10.88.0.1" (the
+# server's own lines come before, its address with :53).
+grep -qx "nameserver 10.88.0.1" "$W/out2" &&
+	sed -n '/^Name:[[:space:]]*l1host.test/,$p' "$W/out2" | grep -Eq "^Address:[[:space:]]*10\.88\.0\.1$" &&
+	oci_ok "DNS: l1host.test resolved to 10.88.0.1 through podman's resolv.conf (--dns 10.88.0.1)" ||
+	oci_bad "DNS through podman's resolv.conf: $(head -c 300 "$W/out2")"
+kill $dns 2>/dev/null
 t0=$SECONDS
 "${P[@]}" stop -t 10 web >/dev/null 2>&1
 state=$("${P[@]}" inspect -f '{{.State.Status}} {{.State.ExitCode}}' web 2>&1)

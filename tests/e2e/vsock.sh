@@ -7,7 +7,9 @@
 #    VSOCKT serves at DIR/v.sock_6000 with an echo;
 # every connection carries 512 KiB each way, hashed on both ends.  Then the
 # statistics (--stats-json): every connection established and closed, the
-# bytes both ways, no bad packet.
+# bytes both ways, no bad packet.  Then vhost=on (the L1's vhost_vsock):
+# the host side is AF_VSOCK itself (VSOCKT serve-vsock / connect-vsock to
+# CID 3), 8 connections each way at once, 1 MiB each way each, hashed.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 e2e_require_kvm
@@ -52,3 +54,35 @@ g=$(grep -o 'VSOCKT connect-vsock: .*' "$dir/log" | tail -n1)
 echo "PASS: $n + $n connections at once, $bytes bytes each way each;" \
 	"host side: $(sed -n 's/.*ok, //p' "$dir/connect.log") (host to guest)," \
 	"$(sed -n 's/.*ok, //p' "$dir/serve.log") (guest to host); guest: ${g#*ok, }"
+
+# ---- vhost=on ----
+vn=8 vbytes=$((1024 * 1024))
+[[ -c /dev/vhost-vsock ]] || e2e_fail "no /dev/vhost-vsock in the L1 (tests/rig/mkl1.sh)"
+"$tool" serve-vsock 6000 "$vn" >"$dir/vserve.log" 2>&1 &
+spid=$!
+VSOCKT_CID=3 "$tool" connect-vsock 5000 "$vn" "$vbytes" >"$dir/vconnect.log" 2>&1 &
+cpid=$!
+e2e_run_vmm "$dir/vlog" -- "$vmm" -v --smp 2 --mem 512M --kernel "$kernel" \
+	--initrd "$initrd" --vsock "cid=3,vhost=on" --stats-json \
+	--append "quiet guest.run=vsock guest.conns=$vn guest.bytes=$vbytes"
+src=0 crc=0
+wait "$spid" || src=$?
+wait "$cpid" || crc=$?
+cat "$dir/vserve.log" "$dir/vconnect.log"
+grep -q "vsock: guest CID 3, host side /dev/vhost-vsock" "$dir/vlog" ||
+	e2e_fail "vhost=on: no vhost-vsock device"
+grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/vlog" || e2e_fail "vhost=on: guest payload failed"
+[[ $E2E_RC -eq 0 ]] || e2e_fail "vhost=on: minivmm exited $E2E_RC"
+[[ $src -eq 0 ]] || e2e_fail "vhost=on: host echo server (guest to host) failed"
+[[ $crc -eq 0 ]] || e2e_fail "vhost=on: host connections (host to guest) failed"
+grep -q "VSOCKT serve-vsock: $vn connections, $vbytes bytes each way, ok" "$dir/vserve.log" ||
+	e2e_fail "vhost=on host echo server: not every connection"
+grep -q "VSOCKT connect-vsock: $vn connections, $vbytes bytes each way, ok" "$dir/vconnect.log" ||
+	e2e_fail "vhost=on host connections: not every one"
+vstats=$(grep -o '"vsock":{[^}]*}' "$dir/vlog" | tail -n1)
+echo "vhost=on stats (the kernel's work: 0): $vstats"
+[[ $vstats == *'"bad_packets":0'* ]] || e2e_fail "vhost=on: statistics $vstats"
+g=$(grep -o 'VSOCKT connect-vsock: .*' "$dir/vlog" | tail -n1)
+echo "PASS vhost=on: $vn + $vn connections at once, $vbytes bytes each way each;" \
+	"host: $(sed -n 's/.*ok, //p' "$dir/vconnect.log") (host to guest)," \
+	"$(sed -n 's/.*ok, //p' "$dir/vserve.log") (guest to host); guest: ${g#*ok, }"

@@ -5,7 +5,8 @@
  * host before it sets up the container.  The whole input is one CONFIG
  * payload (the frame layer is fuzz_oci_proto's).  Seeds: spec_encode()'s
  * output for podman-shaped configs (tests/unit/check_oci_init_config.c
- * writes them).
+ * writes them; check_oci_volume_records.c `volumes`, check_oci_rootfs.c
+ * `rootfs`: the root over virtio-fs with a bound file's bytes).
  *
  * Checked beyond the sanitizers (abort()), for every input:
  *  - the result is 0 or -EINVAL (no allocation fails here); every table
@@ -84,6 +85,21 @@ static void encode_net(const struct init_net *n, struct proto_buf *b)
 	}
 }
 
+/* A FILE record again: dest, options, the bytes (NULs and all). */
+static void encode_file(const struct init_mnt *m, struct proto_buf *b)
+{
+	size_t dl = strlen(m->dest), ol = strlen(m->options);
+	uint8_t *v = malloc(dl + ol + 2 + m->size);
+
+	if (!v)
+		fail("out of memory");
+	memcpy(v, m->dest, dl + 1);
+	memcpy(v + dl + 1, m->options, ol + 1);
+	memcpy(v + dl + ol + 2, m->source, m->size);
+	proto_rec(b, PROTO_REC_FILE, v, dl + ol + 2 + m->size);
+	free(v);
+}
+
 /* @c as records again, in spec_encode()'s shapes. */
 static void encode(const struct init_config *c, struct proto_buf *b)
 {
@@ -114,9 +130,13 @@ static void encode(const struct init_config *c, struct proto_buf *b)
 
 		if (m->volume)
 			proto_rec_strs(b, PROTO_REC_VOLUME, vol, 3);
+		else if (m->file)
+			encode_file(m, b);
 		else
 			proto_rec_strs(b, PROTO_REC_MOUNT, f, 4);
 	}
+	if (c->root_tag)
+		proto_rec_str(b, PROTO_REC_ROOT_FS, c->root_tag);
 	for (unsigned int i = 0; i < c->nrlimits; i++)
 		proto_rec_rlimit(b, c->rlimits[i].res, c->rlimits[i].soft,
 				 c->rlimits[i].hard);
@@ -156,7 +176,8 @@ static void check_same(const struct init_config *a, const struct init_config *b)
 {
 	if (a->nargs != b->nargs || !strv_eq(a->args, b->args, a->nargs) ||
 	    a->nenv != b->nenv || !strv_eq(a->env, b->env, a->nenv) ||
-	    !str_eq(a->cwd, b->cwd) || !str_eq(a->hostname, b->hostname))
+	    !str_eq(a->cwd, b->cwd) || !str_eq(a->hostname, b->hostname) ||
+	    !str_eq(a->root_tag, b->root_tag))
 		fail("strings changed on a second decode");
 	if (a->uid != b->uid || a->gid != b->gid || a->umask_v != b->umask_v ||
 	    a->ngroups != b->ngroups ||
@@ -174,9 +195,13 @@ static void check_same(const struct init_config *a, const struct init_config *b)
 	for (unsigned int i = 0; i < a->nmounts; i++)
 		if (!str_eq(a->mounts[i].dest, b->mounts[i].dest) ||
 		    !str_eq(a->mounts[i].type, b->mounts[i].type) ||
-		    !str_eq(a->mounts[i].source, b->mounts[i].source) ||
 		    !str_eq(a->mounts[i].options, b->mounts[i].options) ||
-		    a->mounts[i].volume != b->mounts[i].volume)
+		    a->mounts[i].volume != b->mounts[i].volume ||
+		    a->mounts[i].file != b->mounts[i].file ||
+		    a->mounts[i].size != b->mounts[i].size ||
+		    (a->mounts[i].file ?
+		     memcmp(a->mounts[i].source, b->mounts[i].source, a->mounts[i].size) :
+		     !str_eq(a->mounts[i].source, b->mounts[i].source)))
 			fail("a mount changed on a second decode");
 	for (unsigned int i = 0; i < a->nrlimits; i++)
 		if (a->rlimits[i].res != b->rlimits[i].res ||

@@ -12,6 +12,9 @@
  *                                      and checks what comes back
  *   vsockt serve-unix PATH N           host: the same echo on a Unix
  *                                      socket (the device's PATH_P)
+ *                                      (VSOCKT_CID=C in the environment:
+ *                                      to CID C, retried 300 s: a host
+ *                                      on vhost-vsock)
  *   vsockt connect-unix PATH PORT N BYTES
  *                                      host: N connections through the
  *                                      hybrid vsock's PATH ("CONNECT
@@ -200,14 +203,25 @@ static int unix_connect(void)
 static int open_conn(const char *mode)
 {
 	if (!strcmp(mode, "connect-vsock")) {
+		/* VSOCKT_CID: a host reaching a guest over vhost-vsock,
+		 * retried until the guest listens (300 s at most). */
+		const char *cid = getenv("VSOCKT_CID");
 		struct sockaddr_vm sa = { .svm_family = AF_VSOCK,
-					  .svm_cid = VMADDR_CID_HOST,
+					  .svm_cid = cid ? (unsigned int)strtoul(cid, NULL, 0) :
+							   VMADDR_CID_HOST,
 					  .svm_port = port_arg };
-		int fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
-		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
-			fail("vsock connect to port", "host", errno);
-		return fd;
+		for (int i = 0; i < (cid ? 3000 : 1); i++) {
+			int fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+			if (fd >= 0 && !connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+				return fd;
+			if (fd >= 0)
+				close(fd);
+			if (cid)
+				usleep(100000);
+		}
+		fail("vsock connect to port", cid ? cid : "host", errno);
 	}
 	for (int i = 0; i < 3000; i++) { /* the VMM or the guest may not be up */
 		int fd = unix_connect();

@@ -37,6 +37,8 @@ else
 fi
 # virtio-net vhost=on (e2e/net_vhost): /dev/vhost-net.
 [[ $RIG_ARCH == arm64 ]] || modules+=(vhost_net)
+# virtio-vsock vhost=on (e2e/vsock): /dev/vhost-vsock.
+[[ $RIG_ARCH == arm64 ]] || modules+=(vhost_vsock)
 
 rig_need_tools
 if [[ $print_only == 1 ]]; then

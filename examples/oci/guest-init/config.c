@@ -50,8 +50,34 @@ static int add_mount(struct init_config *c, const uint8_t *v, uint32_t len,
 	if (ret)
 		return ret;
 	c->mounts[c->nmounts++] = volume ?
-		(struct init_mnt){ f[0], (char *)"virtiofs", f[1], f[2], true } :
-		(struct init_mnt){ f[0], f[1], f[2], f[3], false };
+		(struct init_mnt){ .dest = f[0], .type = (char *)"virtiofs", .source = f[1],
+				   .options = f[2], .volume = true } :
+		(struct init_mnt){ .dest = f[0], .type = f[1], .source = f[2],
+				   .options = f[3] };
+	return 0;
+}
+
+/* A FILE (dest, options, bytes: the bytes may hold NULs) into the mount
+ * table, in order, unless full. */
+static int add_file(struct init_config *c, const uint8_t *v, uint32_t len)
+{
+	char *f[2], *end, *bytes;
+	int ret;
+
+	if (c->nmounts >= INIT_MAX_MOUNTS)
+		return 0;
+	ret = split(v, len, f, 2);
+	if (ret)
+		return ret;
+	/* The bytes: after the options' NUL, to the record's end (where
+	 * dupn() NUL-terminated the copy); none if a NUL is missing. */
+	end = f[0] + len;
+	bytes = f[1] + strlen(f[1]) + 1;
+	if (bytes > end)
+		bytes = end;
+	c->mounts[c->nmounts++] = (struct init_mnt){
+		.dest = f[0], .type = (char *)"file", .source = bytes, .options = f[1],
+		.file = true, .size = (uint32_t)(end - bytes) };
 	return 0;
 }
 
@@ -199,6 +225,10 @@ static int parse_record(struct init_config *c, uint16_t t, const uint8_t *v,
 	case PROTO_REC_MOUNT:
 	case PROTO_REC_VOLUME:
 		return add_mount(c, v, len, t == PROTO_REC_VOLUME);
+	case PROTO_REC_FILE:
+		return add_file(c, v, len);
+	case PROTO_REC_ROOT_FS:
+		return set_str(&c->root_tag, v, len);
 	case PROTO_REC_RLIMIT:
 		if (len == 20 && c->nrlimits < INIT_MAX_RLIMITS)
 			c->rlimits[c->nrlimits++] = (struct init_rl){
@@ -277,6 +307,7 @@ void init_config_free(struct init_config *c)
 		free(c->env[i]);
 	free(c->cwd);
 	free(c->hostname);
+	free(c->root_tag);
 	for (unsigned int i = 0; i < c->nmounts; i++)
 		free(c->mounts[i].dest);
 	for (unsigned int i = 0; i < c->nmasked; i++)

@@ -26,6 +26,10 @@ struct init_mnt {
 	char *dest, *type, *source, *options; /* one allocation, at dest */
 	/* PROTO_REC_VOLUME: type "virtiofs", source the device's tag */
 	bool volume;
+	/* PROTO_REC_FILE: type "file", source the file's bytes (@size of
+	 * them, NUL-terminated after) to bind-mount over dest */
+	bool file;
+	uint32_t size;
 };
 
 struct init_dev {
@@ -89,6 +93,8 @@ struct init_config {
 	unsigned int ndevs;
 	uint16_t rows, cols;
 	struct init_net net;
+	/* PROTO_REC_ROOT_FS: the root's virtio-fs tag; NULL: /dev/vda */
+	char *root_tag;
 };
 
 /*

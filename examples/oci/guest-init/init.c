@@ -9,13 +9,14 @@
  *  2. opens the virtio-console ports minivmm.ctl/.stdin/.stdout/.stderr,
  *     sends READY on minivmm.ctl and waits for the CONFIG message (the host
  *     sends it when `minivmm-oci start` runs);
- *  3. mounts the root disk (/dev/vda, ext4; read-only when asked) at
- *     /newroot and starts the container process with clone(CLONE_NEWPID |
+ *  3. mounts the root disk (/dev/vda, ext4; read-only when asked), or the
+ *     virtio-fs device PROTO_REC_ROOT_FS names, at /newroot and starts the container process with clone(CLONE_NEWPID |
  *     CLONE_NEWNS): it is PID 1 of its own PID namespace, as OCI runtimes do, so
  *     signals it has no handler for are ignored unless they are
  *     SIGKILL/SIGSTOP, and has its own mount namespace (rslave).  The child
  *     mounts what the spec lists (proc, sysfs, tmpfs, devpts, mqueue,
- *     cgroup2; /dev gets its device nodes; volumes: virtio-fs by tag), masks and protects paths, sets
+ *     cgroup2; /dev gets its device nodes; volumes: virtio-fs by tag; with
+ *     the root over virtio-fs, bound files from PROTO_REC_FILE), masks and protects paths, sets
  *     hostname and sysctls, detaches the init's /dev, /proc and /sys,
  *     moves /newroot onto / and chroots into it (the usual way when the
  *     root is an initramfs, where pivot_root(2) is refused), sets rlimits,
@@ -345,6 +346,40 @@ static void make_dev_nodes(const char *dev)
 	symlink("/proc/kcore", p);
 }
 
+/*
+ * A bind of a host file with the root over virtio-fs (PROTO_REC_FILE): its
+ * bytes into a file of the initramfs, bind-mounted over @target (created
+ * empty if missing), so that nothing is written into the shared root.
+ * Context: the child, as do_mounts().
+ */
+static void bind_file(const struct init_mnt *m, const char *target, unsigned long flags,
+		      unsigned int n)
+{
+	char src[64], dir[4096], *slash;
+	int fd;
+
+	snprintf(src, sizeof(src), "/.minivmm-file-%u", n);
+	fd = open(src, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		fail(1, "file for %s: %s", m->dest, strerror(errno));
+	init_write_full(fd, m->source, m->size); /* a tmpfs: short only if full */
+	close(fd);
+	snprintf(dir, sizeof(dir), "%s", target);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = 0;
+		mkdir_p(dir, 0755);
+	}
+	fd = open(target, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
+	if (fd >= 0)
+		close(fd);
+	if (mount(src, target, NULL, MS_BIND, NULL))
+		fail(1, "bind of a file on %s: %s", m->dest, strerror(errno));
+	flags &= MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
+	if (flags && mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | flags, NULL))
+		init_msg("remount %s: %s", m->dest, strerror(errno));
+}
+
 /* Context: the child, in its PID and mount namespaces, before chroot. */
 static void do_mounts(void)
 {
@@ -358,6 +393,10 @@ static void do_mounts(void)
 		const char *source = m->volume ? m->source : type;
 
 		snprintf(target, sizeof(target), NEWROOT "%s", m->dest);
+		if (m->file) {
+			bind_file(m, target, flags, i);
+			continue;
+		}
 		if (!strcmp(type, "cgroup"))
 			type = "cgroup2"; /* one unified hierarchy in the guest */
 		mkdir_p(target, 0755);
@@ -668,10 +707,18 @@ int main(void)
 			    C.net.naddrs, C.net.nroutes);
 	}
 
-	wait_for("/dev/vda");
 	mkdir(NEWROOT, 0755);
-	if (mount("/dev/vda", NEWROOT, "ext4", C.root_ro ? MS_RDONLY : 0, NULL))
-		fail(1, "mounting the root disk: %s", strerror(errno));
+	if (C.root_tag) {
+		/* The bundle's root directory, shared by the host's virtiofsd
+		 * (read-only there too when asked). */
+		if (mount(C.root_tag, NEWROOT, "virtiofs", C.root_ro ? MS_RDONLY : 0, NULL))
+			fail(1, "mounting the root file system (virtio-fs %s): %s",
+			     C.root_tag, strerror(errno));
+	} else {
+		wait_for("/dev/vda");
+		if (mount("/dev/vda", NEWROOT, "ext4", C.root_ro ? MS_RDONLY : 0, NULL))
+			fail(1, "mounting the root disk: %s", strerror(errno));
+	}
 
 	if (C.terminal) {
 		int sp[2];
