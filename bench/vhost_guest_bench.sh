@@ -10,7 +10,7 @@
 # qemu-storage-daemon (--export type=vhost-user-blk, io_uring, an iothread,
 # cache.direct=on), alternated boot by boot (A B A B ...), one boot per
 # queue depth (--smoke: minivmm-blkd at QD 32 only; BENCH_VHOST_BACKENDS
-# picks the back ends among blkd, qsd and blkdn -- minivmm-blkd with
+# picks the back ends among blkd, qsd, blkda (--io-sched adaptive) and blkdn -- minivmm-blkd with
 # --io-sched normal --; BENCH_QDS the queue depths):
 #   qd1   fio 1 job, iodepth 1 (latency)
 #   qd32  fio one job per vCPU, iodepth 32 each
@@ -80,11 +80,13 @@ bench_emit "$(jq -cn --arg cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/
 start_backend() {
 	local kind=$1 d=$2 nq=$3 log=$work/$2.log
 	rm -f "$work/$d.sock"
-	if [[ $kind == blkd || $kind == blkdn ]]; then
+	if [[ $kind == blkd || $kind == blkdn || $kind == blkda ]]; then
 		# blkdn: the same daemon with --io-sched normal (the I/O
-		# threads preempt a vCPU they share a CPU with: bench/vhost_iosched.sh)
+		# threads preempt a vCPU they share a CPU with: bench/vhost_iosched.sh);
+		# blkda: --io-sched adaptive
 		local sched=batch
 		[[ $kind == blkdn ]] && sched=normal
+		[[ $kind == blkda ]] && sched=adaptive
 		"$blkd" --socket "$work/$d.sock" --stats-json --io-sched "$sched" \
 			--disk "path=$work/$d.img,num-queues=$nq,serial=$d,direct=on" \
 			</dev/null >"$work/$d.stats" 2>"$log" &

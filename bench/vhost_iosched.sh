@@ -3,7 +3,8 @@
 #
 # minivmm-blkd's I/O-thread scheduling policy under a QEMU guest, in the
 # rig's one-CPU L1 where vCPUs and I/O threads share the CPU: blkd
-# (--io-sched batch, the default), blkdn (--io-sched normal) and
+# (--io-sched batch, the default), blkdn (--io-sched normal), blkda
+# (--io-sched adaptive) and
 # qemu-storage-daemon side by side, QD 1 and 32, 3 s phases
 # (bench/vhost_guest_bench.sh --quick), ROUNDS (default 3) alternated
 # rounds, each in an L1 of its own.  Writes to $BENCH_OUT (default
@@ -31,7 +32,7 @@ log=$out/vhost-iosched-run.log
 }
 for ((r = 1; r <= rounds; r++)); do
 	bench_rig_run_marker "round=$r" >>"$log"
-	BENCH_VHOST_BACKENDS="blkd blkdn qsd" BENCH_QDS="1 32" \
+	BENCH_VHOST_BACKENDS="${BENCH_VHOST_BACKENDS:-blkd blkdn blkda qsd}" BENCH_QDS="1 32" \
 		RIG_PASS_ENV=BENCH_VHOST_BACKENDS,BENCH_QDS \
 		tests/rig/rig-run --timeout 2400 --stall-retries "${RIG_STALL_RETRIES:-1}" -- \
 		bench/vhost_guest_bench.sh --quick "$build" "${guest[0]}" "${guest[1]}" "$tools" "$r" \
@@ -42,10 +43,10 @@ bench_records "$log" | jq -s -r "$BENCH_JQ_DEFS"'
 	def med(b; d; q; f): [$r[] | select(.backend == b and .disk == d and .qd == q) | f] | median;
 	def n(b; d; q): [$r[] | select(.backend == b and .disk == d and .qd == q)] | length;
 	"## minivmm-blkd I/O-thread policy vs qemu-storage-daemon (vhost-user-blk, QEMU guest, one-CPU rig)\n",
-	"blkd: --io-sched batch (default); blkdn: --io-sched normal.  Medians of the rounds (n); fio 4k randread, 3 s phases.\n",
+	"blkd: --io-sched batch (default); blkdn: --io-sched normal; blkda: --io-sched adaptive.  Medians of the rounds (n); fio 4k randread, 3 s phases.\n",
 	"| disk | QD | back end | n | IOPS | lat us | KVM exits/req | back-end CPU us/req | blkd (doorbells+irqs)/req |",
 	"|---|---|---|---|---|---|---|---|---|",
-	(["qn", "q1"][] as $d | [1, 32][] as $q | ["blkd", "blkdn", "qsd"][] as $b | select(n($b; $d; $q) > 0) |
+	(["qn", "q1"][] as $d | [1, 32][] as $q | ["blkd", "blkdn", "blkda", "qsd"][] as $b | select(n($b; $d; $q) > 0) |
 	 "| \($d) | \($q) | \($b) | \(n($b; $d; $q)) | \(med($b; $d; $q; .iops) | r(0)) | \(med($b; $d; $q; .lat_us) | r(0)) | \(med($b; $d; $q; .kvm_exits_per_request) | r(2)) | \(med($b; $d; $q; .backend_cpu_us_per_request) | r(0)) | \(med($b; $d; $q; .blkd_notifications_per_request) | r(3) // "-") |")
 ' >"$out/vhost_iosched.md"
 cat "$out/vhost_iosched.md" >&2

@@ -57,6 +57,8 @@ static int start_iothreads(struct vu_blk *b, const struct vu_blk_params *p)
 			return ret;
 		b->nio++;
 		iothread_set_batch(b->io[i], p->io_sched == VMM_IOTHREAD_SCHED_BATCH);
+		iothread_set_adaptive(b->io[i],
+				      p->io_sched == VMM_IOTHREAD_SCHED_ADAPTIVE);
 		ret = iothread_start(b->io[i]);
 		if (ret)
 			return ret;

@@ -110,6 +110,10 @@ static void queue_kick(void *opaque)
 	INC(q->kicks);
 	if (read(q->vq->kick_fd, &n, sizeof(n)) == (ssize_t)sizeof(n))
 		__atomic_store_n(&q->doorbells, q->doorbells + n, __ATOMIC_RELAXED);
+	/* What this wake found, for the adaptive I/O-thread policy (a
+	 * guest's bogus avail index only steers the thread's policy). */
+	if (q->attached && !q->broken)
+		iothread_note_wake(q->io, virtq_avail_count(&q->vq->vq));
 	queue_process(q);
 }
 

@@ -62,8 +62,10 @@ int opts_io_sched(const char *v, int *out, char *err, size_t errlen)
 		*out = VMM_IOTHREAD_SCHED_BATCH;
 	else if (!strcmp(v, "normal"))
 		*out = VMM_IOTHREAD_SCHED_NORMAL;
+	else if (!strcmp(v, "adaptive"))
+		*out = VMM_IOTHREAD_SCHED_ADAPTIVE;
 	else
 		return errf(err, errlen,
-			    "--io-sched must be batch or normal, got '%s'", v);
+			    "--io-sched must be batch, normal or adaptive, got '%s'", v);
 	return 0;
 }

@@ -49,7 +49,7 @@ void opts_reset(void);
 int opts_next(int argc, char **argv, const char *shortopts,
 	      const struct option *longopts, const struct opts_common *oc,
 	      char *err, size_t errlen);
-/* --io-sched batch|normal into an enum vmm_iothread_sched.  0, or -1. */
+/* --io-sched batch|normal|adaptive into an enum vmm_iothread_sched.  0, or -1. */
 int opts_io_sched(const char *v, int *out, char *err, size_t errlen);
 
 #endif

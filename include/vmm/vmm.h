@@ -1120,6 +1120,8 @@ int vmm_get_exit_eventfd(struct vmm *vm);
 enum vmm_iothread_sched {
 	VMM_IOTHREAD_SCHED_BATCH = 0, /* SCHED_BATCH (default) */
 	VMM_IOTHREAD_SCHED_NORMAL = 1, /* SCHED_OTHER, as the caller's */
+	VMM_IOTHREAD_SCHED_ADAPTIVE = 2, /* per thread: BATCH while kicks
+					    find batches, else NORMAL */
 };
 
 /**
@@ -1130,7 +1132,11 @@ enum vmm_iothread_sched {
  * BATCH (default): a kick does not preempt the thread on the I/O thread's
  * CPU (often the vCPU that kicked), so where they share CPUs requests are
  * served in batches, with fewer kicks and interrupts.  NORMAL: lower
- * latency for shallow queues on shared CPUs.
+ * latency for shallow queues on shared CPUs.  ADAPTIVE: each I/O thread
+ * starts as BATCH, turns NORMAL after 16 kicks in a row found at most one
+ * request waiting, and BATCH again as soon as one finds two or more (or
+ * for a short probe every 32..256 kicks): one sched_setscheduler() per
+ * change, none per request.
  *
  * Context: configuration.
  * Returns: 0 or

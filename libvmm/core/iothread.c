@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "iosched-adapt.h"
 #include "iothread-ring.h"
 #include "iothread.h"
 #include "log.h"
@@ -25,6 +26,9 @@ struct iothread {
 	bool submit_error; /* the last submit failed (log once per burst) */
 	bool stopped;	   /* joined by iothread_stop(): cannot start again */
 	bool batch;	 /* run as SCHED_BATCH (iothread_set_batch) */
+	bool adaptive;	 /* switch per iosched-adapt.h (iothread_set_adaptive) */
+	struct iosched_adapt adapt; /* the I/O thread's own */
+	bool sched_warned; /* a policy change failed (logged once) */
 
 	int stop_efd;
 	struct iothread_fd stop_w;
@@ -80,6 +84,8 @@ void iothread_get_stats(struct iothread *io, struct iothread_stats *st)
 	st->cqes = __atomic_load_n(&io->st.cqes, __ATOMIC_RELAXED);
 	st->submits = __atomic_load_n(&io->st.submits, __ATOMIC_RELAXED);
 	st->poll_hits = __atomic_load_n(&io->st.poll_hits, __ATOMIC_RELAXED);
+	st->sched_switches = __atomic_load_n(&io->st.sched_switches,
+					     __ATOMIC_RELAXED);
 	st->file_updates = __atomic_load_n(&io->ring.file_updates, __ATOMIC_RELAXED);
 	st->files = __atomic_load_n(&io->ring.files_held, __ATOMIC_RELAXED);
 	st->files_max = io->ring.fixed_files ? io->ring.nr_files : 0;
@@ -535,6 +541,29 @@ static void iothread_call_fd(void *opaque)
 	}
 }
 
+/* Context: the I/O thread.  SCHED_BATCH or SCHED_OTHER for itself (the
+ * I/O threads' seccomp list allows exactly these two, pid 0). */
+static void iothread_set_policy(struct iothread *io, bool batch)
+{
+	struct sched_param sp = { .sched_priority = 0 };
+
+	/* Logged once: a guest's queue depth drives the switches. */
+	if (sched_setscheduler(0, batch ? SCHED_BATCH : SCHED_OTHER, &sp) &&
+	    !io->sched_warned) {
+		io->sched_warned = true;
+		vmm_warn("iothread %u: %s: %s", io->index,
+			 batch ? "SCHED_BATCH" : "SCHED_OTHER", strerror(errno));
+	}
+}
+
+void iothread_note_wake(struct iothread *io, uint32_t found)
+{
+	if (io->adaptive && iosched_adapt_wake(&io->adapt, found)) {
+		iothread_set_policy(io, io->adapt.batch);
+		STAT_INC(io, sched_switches, 1);
+	}
+}
+
 static void *iothread_main(void *arg)
 {
 	struct iothread *io = arg;
@@ -542,20 +571,16 @@ static void *iothread_main(void *arg)
 
 	snprintf(name, sizeof(name), "vmm-io%u", io->index);
 	pthread_setname_np(pthread_self(), name);
-	if (io->batch) {
-		struct sched_param sp = { .sched_priority = 0 };
-
-		/*
-		 * SCHED_BATCH: no wake-up preemption.  Kicks arrive from a
-		 * vCPU that keeps running; preempting it per kick turns every
-		 * request into its own kick, wake-up and interrupt when both
-		 * share a CPU (docs/design-notes.md, "Core").  Unprivileged;
-		 * before any seccomp filter.  Failure costs only performance.
-		 */
-		if (sched_setscheduler(0, SCHED_BATCH, &sp))
-			vmm_warn("iothread %u: SCHED_BATCH: %s", io->index,
-				 strerror(errno));
-	}
+	/*
+	 * SCHED_BATCH: no wake-up preemption.  Kicks arrive from a vCPU that
+	 * keeps running; preempting it per kick turns every request into its
+	 * own kick, wake-up and interrupt when both share a CPU
+	 * (docs/design-notes.md, "Core").  Unprivileged; before any seccomp
+	 * filter.  Failure costs only performance.  Adaptive threads start
+	 * so too (iosched_adapt_init()).
+	 */
+	if (io->batch || io->adaptive)
+		iothread_set_policy(io, true);
 	while (!io->stop) {
 		bool work = iothread_busy_poll(io);
 
@@ -721,6 +746,12 @@ err_free:
 void iothread_set_batch(struct iothread *io, bool batch)
 {
 	io->batch = batch;
+}
+
+void iothread_set_adaptive(struct iothread *io, bool adaptive)
+{
+	io->adaptive = adaptive;
+	iosched_adapt_init(&io->adapt);
 }
 
 int iothread_start(struct iothread *io)

@@ -85,6 +85,7 @@ struct iothread_stats {
 	uint64_t submits;	/* io_uring_submit calls */
 	uint64_t poll_hits;	/* busy-poll rounds that found work */
 	uint64_t file_updates;	/* IORING_REGISTER_FILES_UPDATE calls */
+	uint64_t sched_switches; /* adaptive policy changes */
 	uint32_t files;		/* registered files held now */
 	uint32_t files_max;	/* slots in the table (0: no registered files) */
 };
@@ -97,6 +98,18 @@ int iothread_create(unsigned int index, unsigned int ring_entries,
  * vCPU, which keeps queueing requests (see vmm_set_iothread_sched()).
  */
 void iothread_set_batch(struct iothread *io, bool batch);
+/*
+ * Adaptive (set before iothread_start(); wins over iothread_set_batch()):
+ * SCHED_BATCH while kicks find batches, SCHED_OTHER while they find lone
+ * requests (iosched-adapt.h), fed by iothread_note_wake().
+ */
+void iothread_set_adaptive(struct iothread *io, bool adaptive);
+/*
+ * A kick woke a queue of this thread and found @found requests waiting.
+ * Costs one sched_setscheduler() when the adaptive policy changes, nothing
+ * otherwise (nothing at all unless adaptive).  Context: the I/O thread.
+ */
+void iothread_note_wake(struct iothread *io, uint32_t found);
 /* Start the thread; once only (-EINVAL if started or stopped before). */
 int iothread_start(struct iothread *io) __must_check;
 /* Stop (stop eventfd) and join; idempotent. */

@@ -30,6 +30,7 @@
 #include <linux/kvm.h>
 #include <linux/vhost.h>
 #include <linux/seccomp.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -70,6 +71,8 @@ enum arg_check {
 			       MSG_DONTWAIT | MSG_NOSIGNAL */
 	ARG_RECV_NOWAIT, /* recvfrom without an address (argument 4) and
 			    flags (argument 3) MSG_DONTWAIT, or with MSG_PEEK */
+	ARG_SCHED_SELF, /* sched_setscheduler of the calling thread (pid 0)
+			   to SCHED_OTHER or SCHED_BATCH: iothread.c */
 };
 
 /* Disk image locks (OFD locks, released explicitly at disk_close()) and
@@ -179,6 +182,9 @@ static const struct rule io_rules[] = {
 	 * socket shut down when its peer breaks the framing or goes. */
 	{ SCMP_SYS(sendmsg), ARG_SENDMSG_NOWAIT },
 	{ SCMP_SYS(shutdown), ARG_ANY },
+	/* The adaptive policy (vmm_set_iothread_sched()): the thread itself
+	 * between SCHED_OTHER and SCHED_BATCH, nothing else. */
+	{ SCMP_SYS(sched_setscheduler), ARG_SCHED_SELF },
 };
 static const unsigned long io_ioctls[] = {
 	BLKDISCARD, BLKZEROOUT, KVM_SIGNAL_MSI, KVM_SET_GSI_ROUTING,
@@ -404,6 +410,14 @@ static int add_rule(scmp_filter_ctx ctx, const struct rule *r,
 					      SCMP_A3(SCMP_CMP_MASKED_EQ, 0xffffffffu,
 						      MSG_DONTWAIT | MSG_PEEK),
 					      SCMP_A4(SCMP_CMP_EQ, 0));
+	case ARG_SCHED_SELF:
+		ret = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 2,
+				       SCMP_A0(SCMP_CMP_EQ, 0),
+				       SCMP_A1(SCMP_CMP_EQ, SCHED_OTHER));
+		return ret ? ret :
+			     seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 2,
+					      SCMP_A0(SCMP_CMP_EQ, 0),
+					      SCMP_A1(SCMP_CMP_EQ, SCHED_BATCH));
 	case ARG_OWN_PID:
 		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 1,
 					SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid()));

@@ -813,7 +813,8 @@ int vmm_set_iothread_sched(struct vmm *vm, int sched)
 	if (ret)
 		return ret;
 	if (sched != VMM_IOTHREAD_SCHED_BATCH &&
-	    sched != VMM_IOTHREAD_SCHED_NORMAL)
+	    sched != VMM_IOTHREAD_SCHED_NORMAL &&
+	    sched != VMM_IOTHREAD_SCHED_ADAPTIVE)
 		ret = -EINVAL;
 	else
 		vm->config->iothread_sched = sched;

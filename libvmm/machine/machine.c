@@ -168,6 +168,8 @@ static int machine_start_iothreads(struct vmm *vm, struct machine *m)
 		m->nr_iothreads++;
 		iothread_set_batch(m->iothreads[i], vm->config->iothread_sched ==
 							    VMM_IOTHREAD_SCHED_BATCH);
+		iothread_set_adaptive(m->iothreads[i], vm->config->iothread_sched ==
+						       VMM_IOTHREAD_SCHED_ADAPTIVE);
 		ret = iothread_start(m->iothreads[i]);
 		if (ret)
 			return ret;

@@ -91,7 +91,8 @@ START_TEST(create_without_or_with_kvm)
 	ck_assert_int_eq(vmm_set_memory(vm, (256 << 20) + 1), -EINVAL);
 	ck_assert_int_eq(vmm_set_kernel(vm, NULL, NULL, NULL), -EINVAL);
 	ck_assert_int_eq(vmm_set_console(vm, -2, 1), -EINVAL);
-	ck_assert_int_eq(vmm_set_iothread_sched(vm, 2), -EINVAL);
+	ck_assert_int_eq(vmm_set_iothread_sched(vm, 3), -EINVAL);
+	ck_assert_int_eq(vmm_set_iothread_sched(vm, VMM_IOTHREAD_SCHED_ADAPTIVE), 0);
 	ck_assert_int_eq(vmm_set_iothread_sched(vm, -1), -EINVAL);
 	ck_assert_int_eq(vmm_set_iothread_sched(vm, VMM_IOTHREAD_SCHED_NORMAL), 0);
 	ck_assert_int_eq(vmm_set_iothread_sched(vm, VMM_IOTHREAD_SCHED_BATCH), 0);

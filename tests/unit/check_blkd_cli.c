@@ -169,7 +169,7 @@ START_TEST(errors)
 	ck_assert_str_eq(err, "--iothreads must be a number from 1 to 1024, got '0'");
 	blkd_free(&o);
 	ck_assert_int_eq(parse(&o, err, 2, 6, "--socket", "/s", "--disk", "a", "--io-sched", "rt"), -1);
-	ck_assert_str_eq(err, "--io-sched must be batch or normal, got 'rt'");
+	ck_assert_str_eq(err, "--io-sched must be batch, normal or adaptive, got 'rt'");
 	blkd_free(&o);
 	ck_assert_int_eq(parse(&o, err, 2, 5, "--socket", "/s", "--disk", "a", "extra"), -1);
 	ck_assert_str_eq(err, "unexpected argument 'extra'");

@@ -93,8 +93,11 @@ START_TEST(io_sched)
 	ck_assert_int_eq(parse(&o, err, 4, "--kernel", "bz", "--io-sched", "batch"), 0);
 	ck_assert_int_eq(o.io_sched, VMM_IOTHREAD_SCHED_BATCH);
 	cli_free(&o);
+	ck_assert_int_eq(parse(&o, err, 4, "--kernel", "bz", "--io-sched", "adaptive"), 0);
+	ck_assert_int_eq(o.io_sched, VMM_IOTHREAD_SCHED_ADAPTIVE);
+	cli_free(&o);
 	ck_assert_int_eq(parse(&o, err, 4, "--kernel", "bz", "--io-sched", "fifo"), -1);
-	ck_assert_str_eq(err, "--io-sched must be batch or normal, got 'fifo'");
+	ck_assert_str_eq(err, "--io-sched must be batch, normal or adaptive, got 'fifo'");
 	cli_free(&o);
 }
 END_TEST

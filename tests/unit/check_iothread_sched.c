@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <stdlib.h>
 
+#include "iosched-adapt.h"
 #include "iothread.h"
 
 static int policy_here(void *opaque)
@@ -46,6 +47,41 @@ START_TEST(normal_thread_keeps_sched_other)
 }
 END_TEST
 
+static int lone_wakes(void *opaque)
+{
+	struct iothread *io = opaque;
+
+	for (int i = 0; i < IOSA_LONELY; i++)
+		iothread_note_wake(io, 1);
+	return sched_getscheduler(0);
+}
+
+static int a_batch(void *opaque)
+{
+	iothread_note_wake(opaque, 8);
+	return sched_getscheduler(0);
+}
+
+/* Adaptive: starts SCHED_BATCH, lone wakes make the thread itself
+ * SCHED_OTHER, a batch SCHED_BATCH again (iosched-adapt.h decides). */
+START_TEST(adaptive_thread_switches_itself)
+{
+	struct iothread *io;
+	struct iothread_stats st;
+
+	ck_assert_int_eq(iothread_create(0, 8, &io), 0);
+	iothread_set_adaptive(io, true);
+	ck_assert_int_eq(iothread_start(io), 0);
+	ck_assert_int_eq(iothread_call_sync(io, policy_here, NULL), SCHED_BATCH);
+	ck_assert_int_eq(iothread_call_sync(io, lone_wakes, io), SCHED_OTHER);
+	ck_assert_int_eq(iothread_call_sync(io, a_batch, io), SCHED_BATCH);
+	iothread_get_stats(io, &st);
+	ck_assert_uint_eq(st.sched_switches, 2);
+	ck_assert_int_eq(sched_getscheduler(0), SCHED_OTHER);
+	iothread_destroy(io);
+}
+END_TEST
+
 static Suite *sched_suite(void)
 {
 	Suite *s = suite_create("iothread_sched");
@@ -53,6 +89,7 @@ static Suite *sched_suite(void)
 
 	tcase_add_test(tc, batch_thread_is_sched_batch);
 	tcase_add_test(tc, normal_thread_keeps_sched_other);
+	tcase_add_test(tc, adaptive_thread_switches_itself);
 	suite_add_tcase(s, tc);
 	return s;
 }
