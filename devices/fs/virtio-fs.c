@@ -5,6 +5,7 @@
 #include <linux/virtio_ring.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "fs/virtio-fs.h"
 #include "log.h"
@@ -108,6 +109,62 @@ static void fs_dead(void *opaque)
 		virtio_queue_needs_reset(q, "the vhost-user back end went away");
 }
 
+/* FUSE's message headers (linux/fuse.h; little-endian on x86 and arm64):
+ * the first fields of fuse_in_header, and fuse_out_header. */
+struct fuse_in_start {
+	uint32_t len;
+	uint32_t opcode;
+	uint64_t unique;
+};
+
+struct fuse_out_hdr {
+	uint32_t len;
+	int32_t error;
+	uint64_t unique;
+};
+
+/* Copy @len bytes between @buf and the segments @iov[0..n) (@to_iov: into
+ * them); returns the bytes copied (fewer if the segments are shorter). */
+static size_t fs_iov_copy(const struct iovec *iov, unsigned int n, void *buf,
+			  size_t len, bool to_iov)
+{
+	size_t done = 0;
+
+	for (unsigned int i = 0; i < n && done < len; i++) {
+		size_t k = iov[i].iov_len < len - done ? iov[i].iov_len : len - done;
+
+		if (to_iov)
+			memcpy(iov[i].iov_base, (uint8_t *)buf + done, k);
+		else
+			memcpy((uint8_t *)buf + done, iov[i].iov_base, k);
+		done += k;
+	}
+	return done;
+}
+
+/*
+ * The back end is gone: a request gets EIO with its unique id, as a FUSE
+ * server that failed it would answer.  A request without room for the
+ * answer (FORGET and BATCH_FORGET take none) is given back with nothing
+ * written.  Context: the watch thread (vu-frontend.h's orphan answer).
+ */
+static uint32_t fs_orphan_answer(void *opaque, unsigned int queue,
+				 const struct virtq_chain *c)
+{
+	struct fuse_in_start in;
+	struct fuse_out_hdr out;
+
+	(void)opaque;
+	(void)queue;
+	if (c->in_len < sizeof(out) ||
+	    fs_iov_copy(c->iov, c->nr_out, &in, sizeof(in), false) < sizeof(in))
+		return 0;
+	out = (struct fuse_out_hdr){ .len = sizeof(out), .error = -EIO,
+				     .unique = in.unique };
+	return (uint32_t)fs_iov_copy(c->iov + c->nr_out, c->nr_in, &out,
+				     sizeof(out), true);
+}
+
 int virtio_fs_create(const struct virtio_fs_params *p, struct virtio_fs **out)
 {
 	struct vu_fe_params fp = {
@@ -149,7 +206,8 @@ int virtio_fs_create(const struct virtio_fs_params *p, struct virtio_fs **out)
 int virtio_fs_watch(struct virtio_fs *fs, int (*thread_init)(void *arg),
 		    void *arg)
 {
-	return vu_fe_watch(fs->fe, fs_dead, fs, thread_init, arg);
+	return vu_fe_watch(fs->fe, fs_dead, fs, fs_orphan_answer, thread_init,
+			   arg);
 }
 
 void virtio_fs_unwatch(struct virtio_fs *fs)

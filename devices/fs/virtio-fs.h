@@ -10,7 +10,11 @@
  * the device declares external_queues to its transport.
  *
  * A back end that goes away while the guest runs: the watch thread sets
- * NEEDS_RESET on the device (the guest's requests fail; the VM runs on).
+ * NEEDS_RESET on the device (Linux's driver ignores it) and then answers
+ * every request on the rings itself with EIO (a fuse_out_header; nothing
+ * for requests that take no reply, e.g. FORGET), those the back end left
+ * unanswered first, so the guest's file operations fail instead of
+ * waiting forever; the VM runs on.
  *
  * Context: create/destroy on the API thread; the ops on the transport's
  * thread (vCPU, its lock held).

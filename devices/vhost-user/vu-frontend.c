@@ -36,6 +36,11 @@ struct vu_fe {
 	pthread_mutex_t lock;
 	struct virtio_queue *qs; /* the rings handed over, until vu_fe_stop() */
 	bool handed[VU_FE_MAX_QUEUES];
+	/* After the back end died (vu_fe_watch() with an orphan answer):
+	 * rings the watch thread consumes now, and rings it gave up on (the
+	 * driver broke them).  Under @lock. */
+	bool adopted[VU_FE_MAX_QUEUES];
+	bool orphan_off[VU_FE_MAX_QUEUES];
 	/* __atomic: set by any thread that sees the back end gone. */
 	bool broken;
 	/* The watch thread. */
@@ -44,6 +49,8 @@ struct vu_fe {
 	int stop_fd;
 	void (*dead)(void *opaque);
 	void *dead_opaque;
+	vu_fe_orphan_fn orphan;
+	struct virtq_chain *chain; /* the watch thread's, with @orphan */
 	int (*thread_init)(void *arg);
 	void *init_arg;
 	struct vu_fe_stats st; /* __atomic, relaxed: statistics */
@@ -393,6 +400,8 @@ static void fe_stop_rings(struct vu_fe *fe)
 		if (!fe->handed[i])
 			continue;
 		fe->handed[i] = false;
+		fe->adopted[i] = false;
+		fe->orphan_off[i] = false;
 		if (fe_call(fe, VHOST_USER_GET_VRING_BASE, &s, sizeof(s), NULL, 0, &m))
 			continue; /* broken now: the rest are skipped quickly */
 		if (m.hdr.size != sizeof(s) || m.p.state.index != i) {
@@ -445,6 +454,98 @@ void vu_fe_stop(struct vu_fe *fe)
 	pthread_mutex_unlock(&fe->lock);
 }
 
+/*
+ * Answer what ring @i holds with the device's orphan answer, at most a
+ * ring's size of requests.  Returns true if it stopped at that bound with
+ * more waiting.  Context: the watch thread, fe->lock held.
+ */
+static bool fe_orphan_ring(struct vu_fe *fe, unsigned int i)
+{
+	struct virtio_queue *q = &fe->qs[i];
+	unsigned int budget = q->vq.size;
+	bool pushed = false, more = false;
+	int r;
+
+	if (!fe->adopted[i]) {
+		virtq_adopt(&q->vq);
+		fe->adopted[i] = true;
+	}
+	for (;;) {
+		r = virtq_pop(&q->vq, fe->chain);
+		if (r < 0) {
+			fe->orphan_off[i] = true;
+			virtio_queue_needs_reset(q, "malformed ring");
+			break;
+		}
+		if (!r) {
+			/* Kicks on again; anything published meanwhile is
+			 * served now rather than after a kick that may not
+			 * come (virtio 1.x 2.7.10). */
+			if (virtq_enable_notify(&q->vq))
+				continue;
+			break;
+		}
+		virtq_push(&q->vq, fe->chain->head,
+			   fe->orphan(fe->dead_opaque, i, fe->chain));
+		fe_stat(&fe->st.orphaned);
+		pushed = true;
+		if (!--budget) {
+			more = true;
+			break;
+		}
+	}
+	if (pushed && q->call_fd >= 0 && virtq_should_notify(&q->vq) &&
+	    eventfd_write(q->call_fd, 1))
+		vmm_dbg("%s: ring %u: interrupt failed", fe->name, i);
+	return more;
+}
+
+/*
+ * The back end is gone: serve its rings with the device's answer until
+ * the stop eventfd.  Each turn serves every ring (the device's stop may
+ * take them away between turns: fe->qs NULL), then sleeps on their kick
+ * eventfds (KVM ioeventfds: a notify write signals them) and the stop.
+ * Context: the watch thread.
+ */
+static void fe_orphan_serve(struct vu_fe *fe)
+{
+	struct pollfd p[1 + VU_FE_MAX_QUEUES];
+	bool logged = false;
+
+	for (;;) {
+		unsigned int n = 1;
+		bool more = false;
+
+		p[0] = (struct pollfd){ .fd = fe->stop_fd, .events = POLLIN };
+		pthread_mutex_lock(&fe->lock);
+		for (unsigned int i = 0; fe->qs && i < VU_FE_MAX_QUEUES; i++) {
+			if (!fe->handed[i] || fe->orphan_off[i])
+				continue;
+			if (!logged) {
+				vmm_err("%s: answering the guest's requests "
+					"with errors from now on", fe->name);
+				logged = true;
+			}
+			more |= fe_orphan_ring(fe, i);
+			p[n++] = (struct pollfd){ .fd = fe->qs[i].kick_fd,
+						  .events = POLLIN };
+		}
+		pthread_mutex_unlock(&fe->lock);
+		/* The kick fds stay open while the transport lives, which
+		 * outlives this thread (vu_fe_unwatch() first). */
+		if (poll(p, n, more ? 0 : -1) < 0 && errno != EINTR)
+			return;
+		if (p[0].revents)
+			return;
+		for (unsigned int k = 1; k < n; k++) {
+			eventfd_t v;
+
+			if ((p[k].revents & POLLIN) && eventfd_read(p[k].fd, &v))
+				vmm_dbg("%s: kick read failed", fe->name);
+		}
+	}
+}
+
 /* Context: the watch thread.  Waits for the back end's hang-up (not its
  * replies: POLLIN is not asked for, so a reply in the socket does not
  * wake it) or the stop eventfd. */
@@ -469,14 +570,24 @@ static void *fe_watch(void *arg)
 	}
 	fe_break(fe, "closed the connection", -ECONNRESET);
 	fe->dead(fe->dead_opaque);
+	if (fe->orphan)
+		fe_orphan_serve(fe);
 	return NULL;
 }
 
 int vu_fe_watch(struct vu_fe *fe, void (*dead)(void *opaque), void *opaque,
-		int (*thread_init)(void *arg), void *init_arg)
+		vu_fe_orphan_fn orphan, int (*thread_init)(void *arg),
+		void *init_arg)
 {
 	int ret;
 
+	/* Allocated here: the confined thread need not. */
+	if (orphan && !fe->chain) {
+		fe->chain = malloc(sizeof(*fe->chain));
+		if (!fe->chain)
+			return -ENOMEM;
+	}
+	fe->orphan = orphan;
 	fe->dead = dead;
 	fe->dead_opaque = opaque;
 	fe->thread_init = thread_init;
@@ -498,6 +609,7 @@ void vu_fe_get_stats(struct vu_fe *fe, struct vu_fe_stats *st)
 	st->disconnects = __atomic_load_n(&fe->st.disconnects, __ATOMIC_RELAXED);
 	st->starts = __atomic_load_n(&fe->st.starts, __ATOMIC_RELAXED);
 	st->stops = __atomic_load_n(&fe->st.stops, __ATOMIC_RELAXED);
+	st->orphaned = __atomic_load_n(&fe->st.orphaned, __ATOMIC_RELAXED);
 }
 
 void vu_fe_unwatch(struct vu_fe *fe)
@@ -520,5 +632,6 @@ void vu_fe_close(struct vu_fe *fe)
 	if (fe->sock >= 0)
 		close(fe->sock);
 	pthread_mutex_destroy(&fe->lock);
+	free(fe->chain);
 	free(fe);
 }

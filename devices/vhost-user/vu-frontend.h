@@ -57,6 +57,8 @@ struct vu_fe_stats {
 	uint64_t disconnects; /* the back end went away (0 or 1) */
 	uint64_t starts;      /* DRIVER_OKs handed over */
 	uint64_t stops;	      /* of which stopped (GET_VRING_BASE) */
+	uint64_t orphaned;    /* requests answered by the device after the
+				 back end went away */
 };
 
 /*
@@ -103,13 +105,30 @@ void vu_fe_stop(struct vu_fe *fe);
 bool vu_fe_broken(struct vu_fe *fe);
 
 /*
+ * What a device answers by itself, once its back end is gone, for a
+ * request on ring @queue (virtio-fs: a FUSE error): writes into @c's
+ * device-writable segments and returns the bytes written.  Context: the
+ * watch thread.
+ */
+typedef uint32_t (*vu_fe_orphan_fn)(void *opaque, unsigned int queue,
+				    const struct virtq_chain *c);
+
+/*
  * vu_fe_watch - start a thread ("vmm-vuwatch") that waits for the back end
  * to close its end of the socket and then calls @dead(@opaque) once
- * (Context: that thread; the callback must not block).  @thread_init runs
- * first on it (seccomp confinement), if not NULL.  Returns 0 or -errno.
+ * (Context: that thread; the callback must not block).  With @orphan the
+ * thread then serves the rings the back end had, until vu_fe_unwatch()
+ * or the device's stop: each request, the ones the back end left
+ * unanswered first (virtq_adopt(): exact for a back end that completes
+ * in order, as virtiofsd with one thread per queue does), gets
+ * @orphan's answer and the ring's interrupt, so the guest sees errors
+ * instead of waiting forever.  At most a ring's size of requests per
+ * ring per turn.  @thread_init runs first on the thread (seccomp
+ * confinement), if not NULL.  Returns 0 or -errno.
  */
 int vu_fe_watch(struct vu_fe *fe, void (*dead)(void *opaque), void *opaque,
-		int (*thread_init)(void *arg), void *init_arg) __must_check;
+		vu_fe_orphan_fn orphan, int (*thread_init)(void *arg),
+		void *init_arg) __must_check;
 
 /* Stop and join the watch thread, if any.  Idempotent. */
 void vu_fe_unwatch(struct vu_fe *fe);

@@ -154,6 +154,23 @@ int virtq_resume(struct virtq *vq, const struct guest_mem *mem, uint16_t size,
 	return 0;
 }
 
+void virtq_adopt(struct virtq *vq)
+{
+	/* The previous consumer's stores are all visible: it is gone (a
+	 * process that exited), so no barrier pairs with this read. */
+	uint16_t u;
+
+	if (!vq->ready)
+		return;
+	u = le16toh(READ_ONCE(vq->used->idx));
+	vq->last_avail_idx = u;
+	vq->used_idx = u;
+	vq->signalled_used_valid = false;
+	vq->notify_disabled = false;
+	if (vq->event_idx)
+		store_avail_event(vq, u);
+}
+
 void virtq_unpop(struct virtq *vq)
 {
 	struct virtq_inflight *t = vq->inflight;

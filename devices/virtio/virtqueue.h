@@ -83,6 +83,16 @@ int virtq_resume(struct virtq *vq, const struct guest_mem *mem, uint16_t size,
  * consumed).  Tracked: it is no longer in flight (or, a resubmitted one,
  * waits for resubmission again).
  */
+/*
+ * virtq_adopt - become the consumer of a started ring whose previous one
+ * (a vhost-user back end) is gone and completed its requests in the order
+ * it popped them: then every avail entry from used->idx on is unanswered,
+ * and popping continues there (pushing too); with EVENT_IDX kicks are
+ * asked for from there.  For a back end that completed out of order the
+ * position is wrong (the driver may see a head it already has back).
+ * Context: the ring's only consumer from now on.
+ */
+void virtq_adopt(struct virtq *vq);
 void virtq_unpop(struct virtq *vq);
 /* Forget all state (device reset / queue reset). */
 void virtq_reset(struct virtq *vq);

@@ -155,18 +155,19 @@ static void fs_print(struct vmm *vm, bool json, FILE *f)
 				"%s{\"request_queues\":%" PRIu32
 				",\"messages\":%" PRIu64 ",\"timeouts\":%" PRIu64
 				",\"disconnects\":%" PRIu64 ",\"starts\":%" PRIu64
-				",\"stops\":%" PRIu64 ",\"needs_reset\":%" PRIu64 "}",
+				",\"stops\":%" PRIu64 ",\"needs_reset\":%" PRIu64
+				",\"orphaned\":%" PRIu64 "}",
 				i ? "," : "", s.request_queues, s.messages,
 				s.timeouts, s.disconnects, s.starts, s.stops,
-				s.needs_reset);
+				s.needs_reset, s.orphaned);
 		else
 			fprintf(f,
 				"fs %u: %" PRIu32 " request queue(s), %" PRIu64
 				" vhost-user messages, %" PRIu64 " timeouts, %" PRIu64
 				" disconnects, %" PRIu64 " starts, %" PRIu64
-				" needs-reset\n",
+				" needs-reset, %" PRIu64 " answered after it\n",
 				i, s.request_queues, s.messages, s.timeouts,
-				s.disconnects, s.starts, s.needs_reset);
+				s.disconnects, s.starts, s.needs_reset, s.orphaned);
 		s.struct_size = sizeof(s);
 	}
 	if (json)

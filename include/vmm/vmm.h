@@ -615,6 +615,8 @@ struct vmm_fs_stats {
 	uint64_t starts;	   /* DRIVER_OKs handed to the back end */
 	uint64_t stops;		   /* resets / stops (GET_VRING_BASE) */
 	uint64_t needs_reset;	   /* DEVICE_NEEDS_RESET set */
+	uint64_t orphaned;	   /* requests the device answered with EIO
+				      itself after the back end went away */
 };
 
 /**

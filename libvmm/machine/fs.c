@@ -130,6 +130,7 @@ void machine_fs_stats(struct vmm *vm, unsigned int id, struct vmm_fs_stats *st)
 		st->disconnects = fs.disconnects;
 		st->starts = fs.starts;
 		st->stops = fs.stops;
+		st->orphaned = fs.orphaned;
 		if (d->transport) {
 			vpci_get_stats(d->transport, &ts);
 			st->needs_reset = ts.needs_reset;

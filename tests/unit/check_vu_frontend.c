@@ -439,7 +439,7 @@ START_TEST(back_end_closes)
 	fake_start(&f, PROTO_ALL, MODE_CLOSE, VHOST_USER_GET_VRING_BASE);
 	p = params(&f);
 	ck_assert_int_eq(vu_fe_open(&p, &fe), 0);
-	ck_assert_int_eq(vu_fe_watch(fe, on_dead, &dead_calls, NULL, NULL), 0);
+	ck_assert_int_eq(vu_fe_watch(fe, on_dead, &dead_calls, NULL, NULL, NULL), 0);
 	queues_setup(q);
 	ck_assert_int_eq(vu_fe_start(fe, VERSION_1, q, 2), 0);
 	ck_assert_int_eq(__atomic_load_n(&dead_calls, __ATOMIC_SEQ_CST), 0);
