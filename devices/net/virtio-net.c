@@ -247,11 +247,21 @@ static unsigned int net_iothread_of(void *dev, unsigned int index,
 	return (index / 2) % nr_iothreads;
 }
 
+/* Receive queues (even indices; the control queue is odd or last) hold
+ * buffers the device fills. */
+static bool net_fills(void *dev, unsigned int index)
+{
+	struct virtio_net *d = dev;
+
+	return index < 2u * d->n.max_pairs && !(index & 1);
+}
+
 static const struct vqs_ops net_service = {
 	.process = net_process,
 	.attach = net_attach,
 	.quiesce = net_quiesce,
 	.iothread_of = net_iothread_of,
+	.fills = net_fills,
 };
 
 /* The data pairs of the negotiated features: all with MQ, else pair 0. */

@@ -38,6 +38,7 @@ struct vqs_queue {
 	bool draining;
 	bool pushed; /* used entries pushed since the last notify decision */
 	bool started; /* attached once (stats readers: relaxed atomic) */
+	bool fills;   /* ops->fills(): its kicks are refills, not requests */
 	/* Written by the queue's I/O thread, read by stats readers (relaxed). */
 	uint64_t kicks, doorbells, interrupts, suppressed;
 };
@@ -112,7 +113,7 @@ static void queue_kick(void *opaque)
 		__atomic_store_n(&q->doorbells, q->doorbells + n, __ATOMIC_RELAXED);
 	/* What this wake found, for the adaptive I/O-thread policy (a
 	 * guest's bogus avail index only steers the thread's policy). */
-	if (q->attached && !q->broken)
+	if (q->attached && !q->broken && !q->fills)
 		iothread_note_wake(q->io, virtq_avail_count(&q->vq->vq));
 	queue_process(q);
 }
@@ -419,6 +420,7 @@ int vqs_create(const struct vqs_params *p, struct vqs **out)
 							 .opaque = &s->qs[i] };
 		s->qs[i].thread = t % s->nr_iothreads;
 		s->qs[i].io = s->iothreads[s->qs[i].thread];
+		s->qs[i].fills = s->ops.fills && s->ops.fills(s->dev, i);
 	}
 	log_limit_init(&s->start_log, "queue start failures");
 	*out = s;

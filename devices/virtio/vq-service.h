@@ -76,6 +76,13 @@ struct vqs_ops {
 	 * create time.  NULL: @index mod nr_iothreads. */
 	unsigned int (*iothread_of)(void *dev, unsigned int index,
 				    unsigned int nr_iothreads);
+	/* Optional: queue @index holds buffers the device fills (a NIC's
+	 * receive queues, vsock's RX and event queues): a kick there says
+	 * "more room", not "a request", so its count of waiting entries
+	 * (a whole refill) does not steer the adaptive I/O-thread policy
+	 * (iothread_note_wake()).  Called at create time.  NULL: every queue
+	 * carries requests. */
+	bool (*fills)(void *dev, unsigned int index);
 };
 
 struct vqs_params {

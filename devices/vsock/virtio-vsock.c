@@ -114,11 +114,20 @@ static unsigned int vv_iothread_of(void *dev, unsigned int index,
 	return ((struct virtio_vsock *)dev)->iothread % nr_iothreads;
 }
 
+/* RX (0) and event (2) hold buffers the device fills; TX (1) carries
+ * the guest's packets. */
+static bool vv_fills(void *dev, unsigned int index)
+{
+	(void)dev;
+	return index != 1;
+}
+
 static const struct vqs_ops vv_vqs_ops = {
 	.process = vv_process,
 	.attach = vv_attach,
 	.quiesce = vv_quiesce,
 	.iothread_of = vv_iothread_of,
+	.fills = vv_fills,
 };
 
 static uint64_t vv_features(void *dev)

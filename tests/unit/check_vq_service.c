@@ -5,7 +5,9 @@
  * its queues -- each queue served on the I/O thread it asked for, kicks
  * counted and served, one interrupt per batch, a broken ring latched into
  * NEEDS_RESET until the queue is reset, work left waiting retried without
- * a kick, a failed start undone on every queue.  The transport is a stub
+ * a kick, a failed start undone on every queue, and a queue the device
+ * fills (ops->fills) kept from steering the adaptive I/O-thread policy.
+ * The transport is a stub
  * (struct virtio_transport_ops) that counts notifications and resets.
  */
 #include <check.h>
@@ -126,12 +128,20 @@ static unsigned int d_iothread_of(void *dev, unsigned int index,
 	return (index / 2) % nr_iothreads;
 }
 
+/* Queue 1 holds buffers the device fills (as a NIC's receive queue). */
+static bool d_fills(void *dev, unsigned int index)
+{
+	(void)dev;
+	return index == 1;
+}
+
 static const struct vqs_ops d_ops = {
 	.process = d_process,
 	.attach = d_attach,
 	.quiesce = d_quiesce,
 	.detached = d_detached,
 	.iothread_of = d_iothread_of,
+	.fills = d_fills,
 };
 
 static void setup(void)
@@ -143,6 +153,7 @@ static void setup(void)
 	ck_assert_int_eq(fg_init(&G, 8ull << 20), 0);
 	for (unsigned int i = 0; i < NIO; i++) {
 		ck_assert_int_eq(iothread_create(i, 32, &IO[i]), 0);
+		iothread_set_adaptive(IO[i], true);
 		ck_assert_int_eq(iothread_start(IO[i]), 0);
 	}
 	for (unsigned int i = 0; i < NQ; i++) {
@@ -333,6 +344,60 @@ START_TEST(one_queue_at_a_time)
 }
 END_TEST
 
+/* The driver takes back every used entry of queue @i (frees descriptors). */
+static void reap(unsigned int i)
+{
+	uint32_t id, len;
+
+	while (fg_vq_get_used(&Q[i].drv, &id, &len) == 1)
+		;
+}
+
+/* Make @n chains available on queue @i at once and ring its doorbell. */
+static void add_n_and_kick(unsigned int i, struct virtio_queue *vq, unsigned int n)
+{
+	uint64_t one = 1;
+
+	for (unsigned int k = 0; k < n; k++) {
+		struct fg_buf b = { .gpa = fg_alloc(&G, 64, 8), .len = 64,
+				    .writable = true };
+
+		ck_assert_int_ge(fg_vq_add(&Q[i].drv, &b, 1, false), 0);
+	}
+	fg_vq_publish(&Q[i].drv);
+	ck_assert_int_eq(write(vq->kick_fd, &one, sizeof(one)), sizeof(one));
+}
+
+/* Thread 0 serves queue 0 (requests) and queue 1 (filled by the device).
+ * Lone requests on queue 0 turn the adaptive thread SCHED_OTHER (one
+ * switch); a whole refill on queue 1 leaves it so; a batch of requests on
+ * queue 0 switches it back. */
+START_TEST(refills_do_not_steer_the_policy)
+{
+	struct virtio_queue *qs = queues();
+	struct iothread_stats st;
+	unsigned int served = 0;
+
+	ck_assert_int_eq(vqs_start(S, qs, NQ), 0);
+	for (unsigned int k = 0; k < 18; k++) {
+		add_and_kick(0, &qs[0]);
+		ck_assert(wait_for(&D.served[0], ++served));
+		reap(0);
+	}
+	iothread_get_stats(IO[0], &st);
+	ck_assert_uint_eq(st.sched_switches, 1);
+	add_n_and_kick(1, &qs[1], 8);
+	ck_assert(wait_for(&D.served[1], 8));
+	iothread_get_stats(IO[0], &st);
+	ck_assert_uint_eq(st.sched_switches, 1);
+	add_n_and_kick(0, &qs[0], 8);
+	ck_assert(wait_for(&D.served[0], served + 8));
+	iothread_get_stats(IO[0], &st);
+	ck_assert_uint_eq(st.sched_switches, 2);
+	vqs_stop(S);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("vq_service");
@@ -346,6 +411,7 @@ int main(void)
 	tcase_add_test(tc, retry_without_kick);
 	tcase_add_test(tc, failed_start_undone);
 	tcase_add_test(tc, one_queue_at_a_time);
+	tcase_add_test(tc, refills_do_not_steer_the_policy);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
