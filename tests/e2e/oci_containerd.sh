@@ -85,6 +85,67 @@ st=$("${CTR[@]}" task ls 2>/dev/null | awk '$1 == "c3" {print $3}')
 "${CTR[@]}" container delete c3 >/dev/null 2>&1
 [[ -z "$(ls /run/containerd/runc/default 2>/dev/null)" ]] || true
 
+# `ctr run --cni` (issue 30): ctr asks for a new network namespace, runs
+# CNI on the task's /proc/PID/ns/net (the VMM process's, a namespace of
+# its own) after create, then starts it.  The annotation
+# org.minivmm.network=start gives the VM a NIC on a bare tap at create,
+# redirected at start to the veth Debian's bridge plugin made
+# (containernetworking-plugins, in /usr/lib/cni; ctr 1.6 reads only
+# /etc/cni/net.d and /opt/cni/bin: a link).  The guest's eth0 has the
+# address host-local gave and a default route via the bridge, and fetches
+# 1 MiB from busybox httpd on the L1 side, md5 compared.
+# Addresses: 198.19.7.0/24, on a bridge inside the L1.
+[[ -n "${OCI_MODROOT:-}" && -d "$OCI_MODROOT" ]] || e2e_fail "OCI_MODROOT not set (run through oci-rig.sh)"
+for m in tun bridge veth sch_ingress cls_u32 act_mirred; do
+	modprobe -d "$OCI_MODROOT" "$m" 2>/dev/null || echo "note: modprobe $m failed"
+done
+ip link set lo up
+if [[ ! -e /dev/net/tun ]]; then
+	mkdir -p /dev/net
+	mknod /dev/net/tun c 10 200
+fi
+mkdir -p /etc/cni/net.d /opt/cni "$W/www"
+[[ -e /opt/cni/bin ]] || ln -s /usr/lib/cni /opt/cni/bin
+cni=/etc/cni/net.d/10-minivmm-ctr.conflist
+printf '%s\n' '{ "cniVersion": "0.4.0", "name": "minivmm-ctr",' \
+	'  "plugins": [ { "type": "bridge", "bridge": "mvmctr0", "isGateway": true,' \
+	'    "ipMasq": false, "ipam": { "type": "host-local",' \
+	"      \"dataDir\": \"$W/cni-ipam\"," \
+	'      "ranges": [ [ { "subnet": "198.19.7.0/24", "gateway": "198.19.7.1" } ] ],' \
+	'      "routes": [ { "dst": "0.0.0.0/0" } ] } } ] }' >"$cni"
+cp "$W/blob" "$W/www/blob"
+busybox httpd -f -p 18082 -h "$W/www" &
+httpd=$!
+trap 'kill $ctd $httpd 2>/dev/null; wait $ctd 2>/dev/null; rm -f "$cni"' EXIT
+# host-local's allocation lives from CNI's ADD to its DEL (when ctr run
+# ends): its file name is the address CNI gave the task.
+(for _ in $(seq 1200); do
+	a=$(ls "$W/cni-ipam/minivmm-ctr" 2>/dev/null | grep -m1 '^198\.19\.7\.')
+	[[ -n "$a" ]] && { echo "$a" >"$W/cni-ip"; break; }
+	sleep 0.1
+done) &
+watch=$!
+t0=$SECONDS
+"${CTR[@]}" run --rm --cni --annotation org.minivmm.network=start --snapshotter native \
+	--runc-binary "$OCI_RUNTIME" "$img" c4 sh -c '
+	ip -o -4 addr show dev eth0; ip route
+	echo "md5 $(wget -q -O - http://198.19.7.1:18082/blob | md5sum)"' >"$W/out4" 2>"$W/err4"
+rc=$?
+kill $httpd 2>/dev/null
+wait $watch
+cat "$W/out4"
+cip=$(cat "$W/cni-ip" 2>/dev/null)
+got=$(sed -n 's/^md5 \([0-9a-f]*\).*/\1/p' "$W/out4")
+[[ $rc -eq 0 && "$got" == "$want" ]] &&
+	oci_ok "ctr run --cni: 1 MiB fetched from the L1 (198.19.7.1:18082), md5 $got ($((SECONDS - t0)) s)" ||
+	oci_bad "ctr run --cni: rc $rc, md5 '$got' want $want: $(head -c 300 "$W/err4")"
+[[ -n "$cip" ]] && grep -q "inet $cip/24 " "$W/out4" &&
+	grep -q "^default via 198.19.7.1 dev eth0" "$W/out4" &&
+	oci_ok "ctr run --cni: guest eth0 has CNI's address $cip/24, default route via the bridge" ||
+	oci_bad "ctr run --cni: CNI gave '$cip'; guest: $(head -c 300 "$W/out4")"
+rm -f "$cni"
+ip link del mvmctr0 2>/dev/null
+
 # The runtime's own command line, as a runc user types it (issue 32):
 # `spec` writes the starting config.json; `run` creates, starts, feeds the
 # container its stdin, waits, removes it and exits with its status; `run
