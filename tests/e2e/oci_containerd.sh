@@ -128,7 +128,7 @@ watch=$!
 t0=$SECONDS
 "${CTR[@]}" run --rm --cni --annotation org.minivmm.network=start --snapshotter native \
 	--runc-binary "$OCI_RUNTIME" "$img" c4 sh -c '
-	ip -o -4 addr show dev eth0; ip route
+	ip -o addr show dev eth0; ip route
 	echo "md5 $(wget -q -O - http://198.19.7.1:18082/blob | md5sum)"' >"$W/out4" 2>"$W/err4"
 rc=$?
 kill $httpd 2>/dev/null
