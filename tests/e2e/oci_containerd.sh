@@ -3,7 +3,9 @@
 # busybox image with minivmm-oci as the runc binary of its runc v2 shim
 # (`ctr run --runc-binary`), inside the rig's L1 (tests/e2e/oci-rig.sh):
 # output, stderr, exit status 7, `ctr task exec` (status, stdio, stdin
-# checksum) and `ctr task kill` of a running task; then
+# checksum) and `ctr task kill` of a running task; `ctr run --cni` with
+# Debian's bridge plugin (the guest has CNI's address and MAC and fetches
+# 1 MiB from the L1); then
 # the runtime's own spec/run/list/pause/resume/events as a runc user types
 # them, and a guest OOM that stays in the guest; a
 # Kubernetes RuntimeClass handler for it that containerd's CRI loads.
@@ -93,7 +95,8 @@ st=$("${CTR[@]}" task ls 2>/dev/null | awk '$1 == "c3" {print $3}')
 # (containernetworking-plugins, in /usr/lib/cni; ctr 1.6 reads only
 # /etc/cni/net.d and /opt/cni/bin: a link).  The guest's eth0 has the
 # address host-local gave and a default route via the bridge, and fetches
-# 1 MiB from busybox httpd on the L1 side, md5 compared.
+# 1 MiB from busybox httpd on the L1 side, md5 compared; its MAC is the
+# veth's (the guest init gave the NIC, made with a random one, CNI's).
 # Addresses: 198.19.7.0/24, on a bridge inside the L1.
 [[ -n "${OCI_MODROOT:-}" && -d "$OCI_MODROOT" ]] || e2e_fail "OCI_MODROOT not set (run through oci-rig.sh)"
 for m in tun bridge veth sch_ingress cls_u32 act_mirred; do
@@ -117,18 +120,24 @@ cp "$W/blob" "$W/www/blob"
 busybox httpd -f -p 18082 -h "$W/www" &
 httpd=$!
 trap 'kill $ctd $httpd 2>/dev/null; wait $ctd 2>/dev/null; rm -f "$cni"' EXIT
-# host-local's allocation lives from CNI's ADD to its DEL (when ctr run
-# ends): its file name is the address CNI gave the task.
+# host-local's allocation and libcni's cached result live from CNI's ADD
+# to its DEL (when ctr run ends): the allocation's file name is the
+# address CNI gave the task, the result has the veth's MAC.
 (for _ in $(seq 1200); do
 	a=$(ls "$W/cni-ipam/minivmm-ctr" 2>/dev/null | grep -m1 '^198\.19\.7\.')
-	[[ -n "$a" ]] && { echo "$a" >"$W/cni-ip"; break; }
+	r=$(ls /var/lib/cni/results/minivmm-ctr-* 2>/dev/null | head -1)
+	if [[ -n "$a" && -n "$r" ]]; then
+		echo "$a" >"$W/cni-ip"
+		cp "$r" "$W/cni-result"
+		break
+	fi
 	sleep 0.1
 done) &
 watch=$!
 t0=$SECONDS
 "${CTR[@]}" run --rm --cni --annotation org.minivmm.network=start --snapshotter native \
 	--runc-binary "$OCI_RUNTIME" "$img" c4 sh -c '
-	ip -o addr show dev eth0; ip route
+	ip -o addr show dev eth0; ip route; cat /sys/class/net/eth0/address
 	echo "md5 $(wget -q -O - http://198.19.7.1:18082/blob | md5sum)"' >"$W/out4" 2>"$W/err4"
 rc=$?
 kill $httpd 2>/dev/null
@@ -143,6 +152,11 @@ got=$(sed -n 's/^md5 \([0-9a-f]*\).*/\1/p' "$W/out4")
 	grep -q "^default via 198.19.7.1 dev eth0" "$W/out4" &&
 	oci_ok "ctr run --cni: guest eth0 has CNI's address $cip/24, default route via the bridge" ||
 	oci_bad "ctr run --cni: CNI gave '$cip'; guest: $(head -c 300 "$W/out4")"
+mac=$(grep -Em1 '^([0-9a-f]{2}:){5}[0-9a-f]{2}$' "$W/out4")
+cmac=$(jq -r '.result.interfaces[] | select(.name == "eth0") | .mac' "$W/cni-result" 2>/dev/null)
+[[ -n "$mac" && "$mac" == "$cmac" ]] &&
+	oci_ok "ctr run --cni: guest eth0 MAC $mac, the veth's (CNI's result)" ||
+	oci_bad "ctr run --cni: guest MAC '$mac', CNI's veth '$cmac': $(head -c 300 "$W/cni-result" 2>&1)"
 rm -f "$cni"
 ip link del mvmctr0 2>/dev/null
 
