@@ -123,7 +123,8 @@ static int stats_vm(void *opaque, char **json)
 
 	if (!f)
 		return -errno;
-	stats_print(s->vm, s->p->spec->root_virtiofs ? 0 : 1, s->net.nic || s->p->spec->net_at_start ? 1 : 0, true, f);
+	stats_print(s->vm, s->p->spec->root_virtiofs ? 0 : 1,
+		    s->net.nic || s->p->spec->net_at_start ? 1 : 0, true, f);
 	if (fclose(f)) {
 		free(*json);
 		*json = NULL;
