@@ -27,7 +27,9 @@
 #include "cli.h"
 #include "exec-cmd.h"
 #include "manage.h"
+#include "netns.h"
 #include "oci.h"
+#include "spec.h"
 #include "vmm/vmm.h"
 
 static struct oci_settings SET;
@@ -404,18 +406,56 @@ static int load(const struct oci_cli *c, struct oci_state *st)
 	return ret;
 }
 
+/*
+ * SPEC_ANN_NETWORK "start" (`ctr run --cni`: containerd ran CNI on the
+ * VMM process's namespace after create): join that namespace and
+ * redirect the tap the shim made there to the interface found now
+ * (netns_redirect(), as root: the VMM process gave up its privileges
+ * when its VM started); the shim reads the same namespace for the
+ * guest's NET records.  Only a loopback: the VM's NIC stays down.
+ * 0, or -1 with a reason in @err.
+ */
+static int start_network(const struct oci_state *st, char *err, size_t errlen)
+{
+	static struct netns_plan plan;
+	json_error_t je;
+	json_t *ann = json_loads(st->annotations ? st->annotations : "{}", 0, &je);
+	bool at_start = false;
+	char path[64];
+	int ret = spec_parse_network_annotation(ann, &at_start, err, errlen);
+
+	json_decref(ann);
+	if (ret || !at_start)
+		return ret;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)st->pid);
+	if (netns_enter(path, err, errlen) || netns_read(&plan, err, errlen))
+		return -1;
+	if (!plan.nic) {
+		oci_info("container %s: its network namespace has only a loopback at "
+			 "start: the VM's network device stays down", st->id);
+		return 0;
+	}
+	return netns_redirect(&plan, err, errlen);
+}
+
 static int cmd_start(const struct oci_cli *c)
 {
 	struct oci_state st;
-	char started[4200];
+	char started[4200], err[512];
 	enum oci_status s;
+	int net;
 
 	if (load(c, &st))
 		return 1;
 	s = oci_state_status(&st);
+	net = s == OCI_CREATED ? start_network(&st, err, sizeof(err)) : 0;
 	oci_state_free(&st);
 	if (s != OCI_CREATED) {
 		oci_err("cannot start a container that is %s", oci_status_name(s));
+		return 1;
+	}
+	if (net) {
+		oci_err("%s", err);
 		return 1;
 	}
 	if (oci_ctl_command(st.dir, c->id, "start\n", OCI_CTL_START_TIMEOUT_MS))

@@ -207,6 +207,8 @@ void netns_encode(const struct netns_plan *p, struct proto_buf *b)
 
 	if (!p->nic)
 		return;
+	if (p->find)
+		proto_rec(b, PROTO_REC_NET_FIND, p->find_mac, 6);
 	memcpy(v, p->ifc.mac, 6);
 	for (int i = 0; i < 4; i++)
 		v[6 + i] = (uint8_t)(p->ifc.mtu >> (8 * i));
@@ -484,36 +486,59 @@ static int tap_create(unsigned int pairs, int *fds, char *err, size_t errlen)
 	return 0;
 }
 
-int netns_connect(const struct netns_plan *p, unsigned int pairs, int *fds,
-		  char *err, size_t errlen)
+/* @name's MTU @mtu (0: unchanged), then up. */
+static int if_mtu_up(const char *name, uint32_t mtu, char *err, size_t errlen)
 {
-	int sk, ret = -1;
+	int sk = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), ret = -1;
 	struct ifreq ifr;
 
-	if (tap_create(pairs, fds, err, errlen))
-		return -1;
-	sk = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	memset(&ifr, 0, sizeof(ifr));
-	strcpy(ifr.ifr_name, NETNS_TAP);
-	ifr.ifr_mtu = (int)p->ifc.mtu;
-	if (sk < 0 || ioctl(sk, SIOCSIFMTU, &ifr)) {
-		errf_line(err, errlen, "tap %s: MTU %u: %s", NETNS_TAP, p->ifc.mtu,
-			  strerror(errno));
+	strcpy(ifr.ifr_name, name);
+	ifr.ifr_mtu = (int)mtu;
+	if (sk < 0 || (mtu && ioctl(sk, SIOCSIFMTU, &ifr))) {
+		errf_line(err, errlen, "tap %s: MTU %u: %s", name, mtu, strerror(errno));
 		goto out;
 	}
 	ifr.ifr_flags = IFF_UP;
 	if (ioctl(sk, SIOCSIFFLAGS, &ifr)) {
-		errf_line(err, errlen, "tap %s: up: %s", NETNS_TAP, strerror(errno));
+		errf_line(err, errlen, "tap %s: up: %s", name, strerror(errno));
 		goto out;
 	}
-	if (!redirect(p->ifc.name, NETNS_TAP, err, errlen) &&
-	    !redirect(NETNS_TAP, p->ifc.name, err, errlen))
-		ret = 0;
+	ret = 0;
 out:
 	if (sk >= 0)
 		close(sk);
-	if (ret)
-		for (unsigned int i = 0; i < pairs; i++)
-			close(fds[i]);
 	return ret;
+}
+
+int netns_tap_open(unsigned int pairs, int *fds, char *err, size_t errlen)
+{
+	if (tap_create(pairs, fds, err, errlen))
+		return -1;
+	if (!if_mtu_up(NETNS_TAP, 0, err, errlen))
+		return 0;
+	for (unsigned int i = 0; i < pairs; i++)
+		close(fds[i]);
+	return -1;
+}
+
+int netns_redirect(const struct netns_plan *p, char *err, size_t errlen)
+{
+	if (if_mtu_up(NETNS_TAP, p->ifc.mtu, err, errlen) ||
+	    redirect(p->ifc.name, NETNS_TAP, err, errlen) ||
+	    redirect(NETNS_TAP, p->ifc.name, err, errlen))
+		return -1;
+	return 0;
+}
+
+int netns_connect(const struct netns_plan *p, unsigned int pairs, int *fds,
+		  char *err, size_t errlen)
+{
+	if (tap_create(pairs, fds, err, errlen))
+		return -1;
+	if (!netns_redirect(p, err, errlen))
+		return 0;
+	for (unsigned int i = 0; i < pairs; i++)
+		close(fds[i]);
+	return -1;
 }

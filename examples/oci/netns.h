@@ -60,6 +60,11 @@ struct netns_plan {
 	struct netns_route routes[NETNS_MAX_ROUTES];
 	unsigned int nroutes;
 	char notes[512]; /* interfaces or entries left out, for the log */
+	/* The VM's NIC was made with find_mac before the namespace was read
+	 * (SPEC_ANN_NETWORK "start"): netns_encode() tells the guest to
+	 * find it by that MAC and give it @ifc's (PROTO_REC_NET_FIND). */
+	bool find;
+	uint8_t find_mac[6];
 };
 
 /*
@@ -84,7 +89,8 @@ int netns_choose(const struct netns_if *ifs, unsigned int n,
 void netns_parse_route4(struct netns_plan *p, const char *text);
 void netns_parse_route6(struct netns_plan *p, const char *text);
 
-/* The PROTO_REC_NET_* records for @p (none without a NIC). */
+/* The PROTO_REC_NET_* records for @p (none without a NIC; NET_FIND
+ * first with @p->find). */
 void netns_encode(const struct netns_plan *p, struct proto_buf *b);
 
 /*
@@ -108,5 +114,17 @@ int netns_read(struct netns_plan *p, char *err, size_t errlen);
  */
 int netns_connect(const struct netns_plan *p, unsigned int pairs, int *fds,
 		  char *err, size_t errlen);
+
+/*
+ * netns_connect() in two steps, for a namespace that is filled after
+ * the VM is built (SPEC_ANN_NETWORK "start", `ctr run --cni`):
+ * netns_tap_open() creates NETNS_TAP with @pairs queues (MTU 1500, up)
+ * in the current namespace, as the shim, at create; netns_redirect()
+ * sets the tap's MTU to @p->ifc's and redirects both ways, as
+ * `minivmm-oci start` (root) in the VMM process's namespace.  0, or -1
+ * with a reason in @err (netns_tap_open(): no fd left open).
+ */
+int netns_tap_open(unsigned int pairs, int *fds, char *err, size_t errlen);
+int netns_redirect(const struct netns_plan *p, char *err, size_t errlen);
 
 #endif

@@ -85,6 +85,10 @@ enum proto_rec {
 	 * (not written into the shared root), in order among the MOUNT
 	 * records.  The bytes may hold NULs; they end with the record. */
 	PROTO_REC_FILE = 30,	  /* dest \0 options \0 bytes */
+	/* Before NET_LINK when the VM's NIC was made before the namespace
+	 * was read (SPEC_ANN_NETWORK "start"): the guest finds the
+	 * interface by this MAC and gives it NET_LINK's. */
+	PROTO_REC_NET_FIND = 31,  /* mac[6] */
 };
 
 /* The capability sets, in the order of their records. */

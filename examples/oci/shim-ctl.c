@@ -104,6 +104,8 @@ static void send_config(struct shim_ctl *s)
 
 	term_size(s, &rows, &cols);
 	spec_encode(s->p->spec, rows, cols, &b);
+	if (s->read_net)
+		s->read_net(s->opaque);
 	if (s->net)
 		netns_encode(s->net, &b);
 	if (b.err) {

@@ -22,18 +22,21 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "errf.h"
 #include "exec-cmd.h"
 #include "netns.h"
 #include "oci.h"
@@ -120,7 +123,8 @@ static int stats_vm(void *opaque, char **json)
 
 	if (!f)
 		return -errno;
-	stats_print(s->vm, s->p->spec->root_virtiofs ? 0 : 1, s->net.nic ? 1 : 0, true, f);
+	stats_print(s->vm, s->p->spec->root_virtiofs ? 0 : 1,
+		    s->net.nic || s->p->spec->net_at_start ? 1 : 0, true, f);
 	if (fclose(f)) {
 		free(*json);
 		*json = NULL;
@@ -160,8 +164,9 @@ static int drop_hook(void *opaque)
 	return ret;
 }
 
-/* The NIC on the tap netns_connect() made, with the veth's MAC and MTU:
- * one queue pair per tap queue (per vCPU). */
+/* The NIC on the tap netns_connect() made, with the veth's MAC and MTU
+ * (with SPEC_ANN_NETWORK "start": a random MAC, MTU 1500): one queue
+ * pair per tap queue (per vCPU). */
 static int add_net(struct shim *s)
 {
 	struct vmm_net_config nc = {
@@ -170,7 +175,7 @@ static int add_net(struct shim *s)
 	};
 	int ret;
 
-	memcpy(nc.mac, s->net.ifc.mac, 6);
+	memcpy(nc.mac, s->p->spec->net_at_start ? s->net.find_mac : s->net.ifc.mac, 6);
 	ret = vmm_add_net(s->vm, &nc, NULL);
 	if (ret)
 		oci_err("the VM's network device: %s", strerror(-ret));
@@ -229,20 +234,68 @@ static int add_vsock(struct shim *s)
 }
 
 /*
+ * The namespace as `minivmm-oci start` left it (SPEC_ANN_NETWORK
+ * "start": it redirected the tap to the interface CNI made): read again
+ * here (no privilege needed: netlink dumps, /proc/net) for the guest's
+ * NET records, which find the NIC by the MAC it was made with.
+ * Context: the shim's loop (shim_ctl's read_net), once, before CONFIG.
+ */
+static void read_net_at_start(void *opaque)
+{
+	struct shim *s = opaque;
+	uint8_t mac[6];
+	char err[256];
+
+	memcpy(mac, s->net.find_mac, 6);
+	memset(&s->net, 0, sizeof(s->net));
+	if (netns_read(&s->net, err, sizeof(err))) {
+		oci_warn("the container's network at start: %s; the VM's NIC stays down", err);
+		memset(&s->net, 0, sizeof(s->net));
+	} else if (s->net.notes[0]) {
+		oci_info("network namespace at start: %s", s->net.notes);
+	}
+	s->net.find = true;
+	memcpy(s->net.find_mac, mac, 6);
+	s->c.net = s->net.nic ? &s->net : NULL;
+}
+
+/*
  * Join the container's network namespace and connect the VM to it
  * (netns.h), while the process is still root with every capability
- * (setns, the tap, tc), before anything is given up.  No namespace path
- * (a new, empty one): no NIC.  Context: oci_shim_run(), one thread.
+ * (setns, the tap, tc), before anything is given up.  No namespace path:
+ * a new one, made here as runc does (containerd's CNI, `ctr run --cni`,
+ * configures /proc/PID/ns/net of the process create reports: never the
+ * host's), with no NIC.  With SPEC_ANN_NETWORK "start" the VM gets a NIC
+ * on a bare tap in the namespace (a random local MAC); `minivmm-oci
+ * start` redirects it to the interface found then (read_net_at_start()).
+ * Context: oci_shim_run(), one thread.
  */
 static int setup_net(struct shim *s, char *err, size_t errlen)
 {
 	const struct oci_spec *spec = s->p->spec;
 	unsigned int pairs;
 
+	if (!spec->netns_path && s->p->drop && unshare(CLONE_NEWNET))
+		return errf_line(err, errlen, "a new network namespace: %s", strerror(errno));
+	if (spec->netns_path && netns_enter(spec->netns_path, err, errlen))
+		return -1;
+	pairs = spec_guest_vcpus(spec, s->p->set->cpus_default);
+	if (pairs > VMM_MAX_NET_PAIRS)
+		pairs = VMM_MAX_NET_PAIRS;
+	if (spec->net_at_start) {
+		if (getrandom(s->net.find_mac, 6, 0) != 6)
+			return errf_line(err, errlen, "getrandom: %s", strerror(errno));
+		/* Unicast, locally administered. */
+		s->net.find_mac[0] = (uint8_t)((s->net.find_mac[0] & 0xfc) | 0x02);
+		s->net.ifc.mtu = 0;
+		if (netns_tap_open(pairs, s->tap_fds, err, errlen))
+			return -1;
+		s->ntaps = pairs;
+		return 0;
+	}
 	if (!spec->netns_path)
 		return 0;
-	if (netns_enter(spec->netns_path, err, errlen) ||
-	    netns_read(&s->net, err, errlen))
+	if (netns_read(&s->net, err, errlen))
 		return -1;
 	if (s->net.notes[0])
 		oci_warn("network namespace %s: %s", spec->netns_path, s->net.notes);
@@ -251,9 +304,6 @@ static int setup_net(struct shim *s, char *err, size_t errlen)
 			 "network device", spec->netns_path);
 		return 0;
 	}
-	pairs = spec_guest_vcpus(spec, s->p->set->cpus_default);
-	if (pairs > VMM_MAX_NET_PAIRS)
-		pairs = VMM_MAX_NET_PAIRS;
 	if (netns_connect(&s->net, pairs, s->tap_fds, err, errlen))
 		return -1;
 	s->ntaps = pairs;
@@ -402,6 +452,8 @@ int oci_shim_run(const struct oci_shim_params *p)
 	}
 	shim_ctl_init(&s.c, p, sp[0], stop_vm, &s);
 	s.c.net = s.net.nic ? &s.net : NULL;
+	if (p->spec->net_at_start)
+		s.c.read_net = read_net_at_start;
 	s.c.pause_vm = pause_vm;
 	s.c.stats_vm = stats_vm;
 	/* Opened now: after the uid drop the file may be out of reach. */

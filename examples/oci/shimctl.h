@@ -82,6 +82,10 @@ struct shim_ctl {
 	/* The VM's NIC in the container's network namespace (its records go
 	 * into CONFIG), or NULL: set by the shim after shim_ctl_init() */
 	const struct netns_plan *net;
+	/* Called (with opaque) once before CONFIG is sent, or NULL: the
+	 * shim reads the namespace then and sets net (SPEC_ANN_NETWORK
+	 * "start") */
+	void (*read_net)(void *opaque);
 };
 
 /* @ctl: our end of the port's socket (made non-blocking here). */

@@ -36,6 +36,24 @@ int spec_parse_rootfs_annotation(json_t *ann, struct oci_spec *s, char *err, siz
 				 &s->ann_rootfs, err, len);
 }
 
+int spec_parse_network_annotation(json_t *ann, bool *at_start, char *err, size_t len)
+{
+	json_t *r = json_object_get(ann, SPEC_ANN_NETWORK);
+	const char *v = json_string_value(r);
+
+	*at_start = false;
+	if (!r)
+		return 0;
+	if (!v)
+		return errf_line(err, len, "annotation " SPEC_ANN_NETWORK " must be a string");
+	if (!strcmp(v, "start"))
+		*at_start = true;
+	else if (strcmp(v, "create"))
+		return errf_line(err, len, "annotation " SPEC_ANN_NETWORK "=\"%.32s\": "
+				 "expected create or start", v);
+	return 0;
+}
+
 /* @m's source into @m->data: a regular file of at most SPEC_FILE_MAX. */
 static int read_one(struct spec_mount *m, char *err, size_t len)
 {

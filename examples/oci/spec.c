@@ -485,9 +485,10 @@ int spec_parse_resources(struct json_t *res, struct oci_spec *s, char *err, size
 }
 
 /*
- * The network: a new namespace (no path: the VM has no NIC, only the
- * guest's lo), or one joined by path (podman's default network: the
- * shim connects the VM to it, netns.c).  No network namespace in the
+ * The network: a new namespace (no path: the shim makes one; the VM has
+ * no NIC, only the guest's lo, unless SPEC_ANN_NETWORK says "start"), or
+ * one joined by path (podman's default network: the shim connects the VM
+ * to it, netns.c).  No network namespace in the
  * list is the host's network, which a VM cannot share: refused.
  */
 static int parse_netns(json_t *ns, struct oci_spec *s, char *err, size_t len)
@@ -653,7 +654,9 @@ int spec_load(const char *bundle, const char *path, struct oci_spec *s,
 		goto out;
 	ann = json_object_get(root, "annotations");
 	if (json_is_object(ann) && (spec_parse_size_annotations(ann, s, err, errlen) ||
-				    spec_parse_rootfs_annotation(ann, s, err, errlen)))
+				    spec_parse_rootfs_annotation(ann, s, err, errlen) ||
+				    spec_parse_network_annotation(ann, &s->net_at_start, err,
+								  errlen)))
 		goto out;
 	s->annotations_json = json_is_object(ann) ? json_dumps(ann, JSON_COMPACT)
 						  : strdup("{}");

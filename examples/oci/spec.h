@@ -113,6 +113,10 @@ struct oci_spec {
 	 * copied into an ext4 image */
 	int ann_rootfs; /* enum spec_rootfs */
 	bool root_virtiofs;
+	/* SPEC_ANN_NETWORK "start": the VM's NIC is connected to the
+	 * network namespace at start, from what it holds then (ctr run
+	 * --cni fills a new namespace between create and start) */
+	bool net_at_start;
 };
 
 /* ---- spec-rootfs.c: the root file system's kind ---- */
@@ -139,6 +143,17 @@ int spec_read_files(struct oci_spec *s, char *err, size_t len);
 /* @m's PROTO_REC_FILE record (dest, its mount flags as spec_volume_options()
  * keeps them, the bytes read) into @b. */
 void spec_encode_file(const struct spec_mount *m, struct proto_buf *b);
+
+/* When the VM is connected to the container's network namespace:
+ * "create" (the default: podman configures the namespace before create)
+ * or "start" (`ctr run --cni`: containerd runs CNI on the VMM process's
+ * new namespace after create; the VM then gets a NIC at create whose
+ * tap is redirected to the namespace's interface at start, shim.c). */
+#define SPEC_ANN_NETWORK "org.minivmm.network"
+/* SPEC_ANN_NETWORK of the annotations object @ann (NULL: none) into
+ * *@at_start.  0, or -1 with a reason in @err. */
+int spec_parse_network_annotation(struct json_t *ann, bool *at_start, char *err,
+				  size_t len);
 
 /* Per-container VM size: vCPUs (1..SPEC_MAX_VCPUS) and guest RAM (MiB, or
  * with a suffix K, M, G, T; SPEC_MEM_MIN..1 TiB, rounded up to 2 MiB). */

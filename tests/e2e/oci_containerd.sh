@@ -3,7 +3,9 @@
 # busybox image with minivmm-oci as the runc binary of its runc v2 shim
 # (`ctr run --runc-binary`), inside the rig's L1 (tests/e2e/oci-rig.sh):
 # output, stderr, exit status 7, `ctr task exec` (status, stdio, stdin
-# checksum) and `ctr task kill` of a running task; then
+# checksum) and `ctr task kill` of a running task; `ctr run --cni` with
+# Debian's bridge plugin (the guest has CNI's address and MAC and fetches
+# 1 MiB from the L1); then
 # the runtime's own spec/run/list/pause/resume/events as a runc user types
 # them, and a guest OOM that stays in the guest; a
 # Kubernetes RuntimeClass handler for it that containerd's CRI loads.
@@ -84,6 +86,79 @@ st=$("${CTR[@]}" task ls 2>/dev/null | awk '$1 == "c3" {print $3}')
 "${CTR[@]}" task delete c3 >/dev/null 2>&1
 "${CTR[@]}" container delete c3 >/dev/null 2>&1
 [[ -z "$(ls /run/containerd/runc/default 2>/dev/null)" ]] || true
+
+# `ctr run --cni` (issue 30): ctr asks for a new network namespace, runs
+# CNI on the task's /proc/PID/ns/net (the VMM process's, a namespace of
+# its own) after create, then starts it.  The annotation
+# org.minivmm.network=start gives the VM a NIC on a bare tap at create,
+# redirected at start to the veth Debian's bridge plugin made
+# (containernetworking-plugins, in /usr/lib/cni; ctr 1.6 reads only
+# /etc/cni/net.d and /opt/cni/bin: a link).  The guest's eth0 has the
+# address host-local gave and a default route via the bridge, and fetches
+# 1 MiB from busybox httpd on the L1 side, md5 compared; its MAC is the
+# veth's (the guest init gave the NIC, made with a random one, CNI's).
+# Addresses: 198.19.7.0/24, on a bridge inside the L1.
+[[ -n "${OCI_MODROOT:-}" && -d "$OCI_MODROOT" ]] || e2e_fail "OCI_MODROOT not set (run through oci-rig.sh)"
+for m in tun bridge veth sch_ingress cls_u32 act_mirred; do
+	modprobe -d "$OCI_MODROOT" "$m" 2>/dev/null || echo "note: modprobe $m failed"
+done
+ip link set lo up
+if [[ ! -e /dev/net/tun ]]; then
+	mkdir -p /dev/net
+	mknod /dev/net/tun c 10 200
+fi
+mkdir -p /etc/cni/net.d /opt/cni "$W/www"
+[[ -e /opt/cni/bin ]] || ln -s /usr/lib/cni /opt/cni/bin
+cni=/etc/cni/net.d/10-minivmm-ctr.conflist
+printf '%s\n' '{ "cniVersion": "0.4.0", "name": "minivmm-ctr",' \
+	'  "plugins": [ { "type": "bridge", "bridge": "mvmctr0", "isGateway": true,' \
+	'    "ipMasq": false, "ipam": { "type": "host-local",' \
+	"      \"dataDir\": \"$W/cni-ipam\"," \
+	'      "ranges": [ [ { "subnet": "198.19.7.0/24", "gateway": "198.19.7.1" } ] ],' \
+	'      "routes": [ { "dst": "0.0.0.0/0" } ] } } ] }' >"$cni"
+cp "$W/blob" "$W/www/blob"
+busybox httpd -f -p 18082 -h "$W/www" &
+httpd=$!
+trap 'kill $ctd $httpd 2>/dev/null; wait $ctd 2>/dev/null; rm -f "$cni"' EXIT
+# host-local's allocation and libcni's cached result live from CNI's ADD
+# to its DEL (when ctr run ends): the allocation's file name is the
+# address CNI gave the task, the result has the veth's MAC.
+(for _ in $(seq 1200); do
+	a=$(ls "$W/cni-ipam/minivmm-ctr" 2>/dev/null | grep -m1 '^198\.19\.7\.')
+	r=$(ls /var/lib/cni/results/minivmm-ctr-* 2>/dev/null | head -1)
+	if [[ -n "$a" && -n "$r" ]]; then
+		echo "$a" >"$W/cni-ip"
+		cp "$r" "$W/cni-result"
+		break
+	fi
+	sleep 0.1
+done) &
+watch=$!
+t0=$SECONDS
+"${CTR[@]}" run --rm --cni --annotation org.minivmm.network=start --snapshotter native \
+	--runc-binary "$OCI_RUNTIME" "$img" c4 sh -c '
+	ip -o addr show dev eth0; ip route; cat /sys/class/net/eth0/address
+	echo "md5 $(wget -q -O - http://198.19.7.1:18082/blob | md5sum)"' >"$W/out4" 2>"$W/err4"
+rc=$?
+kill $httpd 2>/dev/null
+wait $watch
+cat "$W/out4"
+cip=$(cat "$W/cni-ip" 2>/dev/null)
+got=$(sed -n 's/^md5 \([0-9a-f]*\).*/\1/p' "$W/out4")
+[[ $rc -eq 0 && "$got" == "$want" ]] &&
+	oci_ok "ctr run --cni: 1 MiB fetched from the L1 (198.19.7.1:18082), md5 $got ($((SECONDS - t0)) s)" ||
+	oci_bad "ctr run --cni: rc $rc, md5 '$got' want $want: $(head -c 300 "$W/err4")"
+[[ -n "$cip" ]] && grep -q "inet $cip/24 " "$W/out4" &&
+	grep -q "^default via 198.19.7.1 dev eth0" "$W/out4" &&
+	oci_ok "ctr run --cni: guest eth0 has CNI's address $cip/24, default route via the bridge" ||
+	oci_bad "ctr run --cni: CNI gave '$cip'; guest: $(head -c 300 "$W/out4")"
+mac=$(grep -Em1 '^([0-9a-f]{2}:){5}[0-9a-f]{2}$' "$W/out4")
+cmac=$(jq -r '.result.interfaces[] | select(.name == "eth0") | .mac' "$W/cni-result" 2>/dev/null)
+[[ -n "$mac" && "$mac" == "$cmac" ]] &&
+	oci_ok "ctr run --cni: guest eth0 MAC $mac, the veth's (CNI's result)" ||
+	oci_bad "ctr run --cni: guest MAC '$mac', CNI's veth '$cmac': $(head -c 300 "$W/cni-result" 2>&1)"
+rm -f "$cni"
+ip link del mvmctr0 2>/dev/null
 
 # The runtime's own command line, as a runc user types it (issue 32):
 # `spec` writes the starting config.json; `run` creates, starts, feeds the

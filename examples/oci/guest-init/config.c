@@ -265,6 +265,12 @@ static int parse_record(struct init_config *c, uint16_t t, const uint8_t *v,
 			c->ndevs++;
 		}
 		return 0;
+	case PROTO_REC_NET_FIND:
+		if (len == 6) {
+			memcpy(c->net.find_mac, v, 6);
+			c->net.has_find = true;
+		}
+		return 0;
 	case PROTO_REC_NET_LINK:
 		parse_net_link(&c->net, v, len);
 		return 0;

@@ -59,6 +59,9 @@ struct init_net_route {
 struct init_net {
 	bool has_link;
 	uint8_t mac[6];
+	/* PROTO_REC_NET_FIND: the interface has find_mac now; it gets mac */
+	bool has_find;
+	uint8_t find_mac[6];
 	uint32_t mtu;
 	char name[16]; /* NUL-terminated, may be empty */
 	struct init_net_addr addrs[INIT_MAX_NET_ADDRS];

@@ -4,6 +4,7 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
+#include <net/if_arp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -58,6 +59,20 @@ static int find_by_mac(int sk, const uint8_t *mac, char *name)
 		nanosleep(&ts, NULL);
 	}
 	return -1;
+}
+
+/* The NIC made before the namespace was read (PROTO_REC_NET_FIND) gets
+ * the namespace interface's MAC, while still down: frames the tc
+ * redirect brings are addressed to it. */
+static int set_mac(int sk, const char *name, const uint8_t *mac)
+{
+	struct ifreq ifr;
+
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	ifr.ifr_hwaddr.sa_family = ARPHRD_ETHER;
+	memcpy(ifr.ifr_hwaddr.sa_data, mac, 6);
+	return ioctl(sk, SIOCSIFHWADDR, &ifr);
 }
 
 /* Rename @cur to @want (while down) and set the MTU; then up. */
@@ -203,6 +218,7 @@ int init_net_setup(const struct init_net *n, char *err, size_t errlen)
 {
 	int sk = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), ret = -1, idx;
 	char name[IFNAMSIZ];
+	const uint8_t *find;
 
 	if (sk < 0)
 		return errf(err, errlen, "socket: %s", strerror(errno));
@@ -211,10 +227,15 @@ int init_net_setup(const struct init_net *n, char *err, size_t errlen)
 		close(sk);
 		return 0;
 	}
-	if (find_by_mac(sk, n->mac, name))
+	find = n->has_find ? n->find_mac : n->mac;
+	if (find_by_mac(sk, find, name))
 		errf(err, errlen, "no network interface with MAC "
-		     "%02x:%02x:%02x:%02x:%02x:%02x (virtio_net)", n->mac[0], n->mac[1],
-		     n->mac[2], n->mac[3], n->mac[4], n->mac[5]);
+		     "%02x:%02x:%02x:%02x:%02x:%02x (virtio_net)", find[0], find[1],
+		     find[2], find[3], find[4], find[5]);
+	else if (n->has_find && set_mac(sk, name, n->mac))
+		errf(err, errlen, "%s: setting MAC %02x:%02x:%02x:%02x:%02x:%02x: %s",
+		     name, n->mac[0], n->mac[1], n->mac[2], n->mac[3], n->mac[4],
+		     n->mac[5], strerror(errno));
 	else if (!link_setup(sk, n, name, err, errlen)) {
 		idx = (int)if_nametoindex(name);
 		ret = idx > 0 ? addrs_routes(idx, n, name, err, errlen)
