@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -11,6 +12,82 @@
 
 #include "errf.h"
 #include "spec.h"
+
+/* Make @path (absolute, as the guest sees it) inside the tree at @rootfd:
+ * every missing directory, and for @file an empty file as its last
+ * component.  Returns 0 or -errno. */
+static int make_in_root(int rootfd, const char *path, bool file)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(path);
+
+	if (n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, n + 1);
+	while (n > 1 && buf[n - 1] == '/')
+		buf[--n] = '\0';
+	for (char *end = buf; *end;) {
+		char *base, saved;
+		bool last;
+		int fd, parent;
+
+		while (*end == '/')
+			end++;
+		end = strchrnul(end, '/');
+		last = !*end;
+		saved = *end;
+		*end = '\0';
+		fd = spec_open_in_root(rootfd, buf);
+		if (fd >= 0) {
+			close(fd);
+			*end = saved;
+			continue;
+		}
+		if (errno != ENOENT)
+			return -errno;
+		/* The parent exists (made or found one step before). */
+		base = strrchr(buf, '/');
+		*base = '\0';
+		parent = spec_open_in_root(rootfd, base == buf ? "/" : buf);
+		*base = '/';
+		if (parent < 0)
+			return -errno;
+		if (last && file) {
+			fd = openat(parent, base + 1,
+				    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+			if (fd >= 0)
+				close(fd);
+		} else {
+			fd = mkdirat(parent, base + 1, 0755);
+		}
+		close(parent);
+		if (fd < 0 && errno != EEXIST)
+			return -errno;
+		*end = saved;
+	}
+	return 0;
+}
+
+int spec_make_mount_points(const struct oci_spec *s, char *err, size_t len)
+{
+	int root, ret = 0;
+
+	if (!s->root_virtiofs || !s->root_ro)
+		return 0;
+	root = open(s->root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return errf_line(err, len, "root %s: %s", s->root_path, strerror(errno));
+	for (unsigned int i = 0; i < s->nmounts && !ret; i++) {
+		const struct spec_mount *m = &s->mounts[i];
+
+		ret = make_in_root(root, m->dest, m->kind == SPEC_MOUNT_FILE_COPY);
+		if (ret)
+			errf_line(err, len, "mount point %s in the read-only root: %s",
+				  m->dest, strerror(-ret));
+	}
+	close(root);
+	return ret ? -1 : 0;
+}
 
 int spec_parse_rootfs(const char *v, const char *what, int *out, char *err, size_t len)
 {

@@ -907,6 +907,25 @@ static int resolve_in_root(int rootfd, const char *path)
 	return -1;
 }
 
+int spec_open_in_root(int rootfd, const char *path)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	int fd = -1;
+
+	/* EAGAIN: a rename raced the lookup; the kernel asks us to retry. */
+	for (int i = 0; i < 8; i++) {
+		fd = (int)syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
+		if (fd >= 0 || errno != EAGAIN)
+			break;
+	}
+	if (fd < 0 && (errno == ENOSYS || errno == EPERM))
+		fd = resolve_in_root(rootfd, path);
+	return fd;
+}
+
 /*
  * @path names something other than a directory inside the image at @root,
  * as the guest will see it: symlinks are resolved inside the image (an
@@ -916,24 +935,13 @@ static int resolve_in_root(int rootfd, const char *path)
  */
 static bool exists_in_root(const char *root, const char *path)
 {
-	struct open_how how = {
-		.flags = O_PATH | O_CLOEXEC,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-	};
 	int dir = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC), fd;
 	struct stat st;
 	bool ok;
 
 	if (dir < 0)
 		return false;
-	/* EAGAIN: a rename raced the lookup; the kernel asks us to retry. */
-	for (int i = 0; i < 8; i++) {
-		fd = (int)syscall(SYS_openat2, dir, path, &how, sizeof(how));
-		if (fd >= 0 || errno != EAGAIN)
-			break;
-	}
-	if (fd < 0 && (errno == ENOSYS || errno == EPERM))
-		fd = resolve_in_root(dir, path);
+	fd = spec_open_in_root(dir, path);
 	close(dir);
 	if (fd < 0)
 		return false;

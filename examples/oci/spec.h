@@ -140,6 +140,23 @@ int spec_parse_rootfs_annotation(struct json_t *ann, struct oci_spec *s, char *e
  * Call as the runtime (root: the sources may be private).  0, or -1
  * with a reason in @err. */
 int spec_read_files(struct oci_spec *s, char *err, size_t len);
+/*
+ * An O_PATH fd of what @path names inside the tree at @rootfd, symlinks
+ * resolved inside it (absolute targets and ".." stop at @rootfd, as under
+ * chroot), never on the host: openat2(RESOLVE_IN_ROOT), or the same walk
+ * by hand where the kernel lacks it.  -1 with errno otherwise.
+ */
+int spec_open_in_root(int rootfd, const char *path);
+/*
+ * A read-only root over virtio-fs: the guest init cannot make the mount
+ * points its mounts need, so make the missing ones here, at create, in the
+ * bundle's root (as runc does before it remounts a root read-only): a
+ * directory for each guest mount and volume, an empty file for each bound
+ * file.  Looked up inside the root (spec_open_in_root()); what exists is
+ * kept.  Nothing for an ext4 image (image.c makes them there) or a
+ * writable root (the guest init does).  0, or -1 with a line in @err.
+ */
+int spec_make_mount_points(const struct oci_spec *s, char *err, size_t len);
 /* @m's PROTO_REC_FILE record (dest, its mount flags as spec_volume_options()
  * keeps them, the bytes read) into @b. */
 void spec_encode_file(const struct spec_mount *m, struct proto_buf *b);

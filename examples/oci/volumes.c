@@ -108,6 +108,8 @@ int oci_rootfs_start(const struct oci_spec *s, const char *state_dir,
 	memset(root, 0, sizeof(*root));
 	if (!s->root_virtiofs)
 		return 0;
+	if (spec_make_mount_points(s, err, errlen))
+		return -1;
 	snprintf(log, sizeof(log), "%s/virtiofsd-root.log", state_dir);
 	fd = oci_file_create(log, 0600);
 	if (fd < 0)

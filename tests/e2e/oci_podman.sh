@@ -27,7 +27,8 @@
 #    org.minivmm.memory=384M size the VM, a bad annotation is refused;
 #  - the root over virtio-fs (issue 30): --annotation org.minivmm.rootfs=
 #    virtiofs; the container's writes (owner kept) are in `podman commit`'s
-#    image, podman's /etc/hostname bound in, a bad value refused;
+#    image, podman's /etc/hostname bound in; with --read-only the root is
+#    ro (reads work, a write to / fails with EROFS); a bad value refused;
 #  - runtime errors (a bad annotation, a missing kernel) reach the user as
 #    one line;
 #  - privileges (issue 31): every thread of a running container's VMM
@@ -359,7 +360,8 @@ nvfs=$(grep -c . <<<"$vfs")
 #     container writes a file (and chowns it) that lands in its root on the
 #     host: `podman commit` then has it (read through `podman image mount`,
 #     no second VM), with its owner; podman's /etc/hostname bind reaches the
-#     guest without being written into the root; a bad value is refused.
+#     guest without being written into the root; a read-only one
+#     (--read-only); a bad value is refused.
 t6b=$SECONDS
 "${P[@]}" "${RT[@]}" run --name rfs --network none --hostname rfs-host \
 	--annotation org.minivmm.rootfs=virtiofs localhost/bb \
@@ -385,6 +387,21 @@ m=$("${P[@]}" image mount localhost/rfs-committed 2>>"$W/err6c")
 	oci_bad "podman commit: rc $crc, mount '$m': $(ls -ln "$m" 2>&1 | head -20) $(head -c 300 "$W/err6c")"
 "${P[@]}" image unmount localhost/rfs-committed >/dev/null 2>&1
 "${P[@]}" rmi -f localhost/rfs-committed >/dev/null 2>&1
+# A read-only root over virtio-fs (--read-only: root.readonly): mounted
+# ro in the guest, reads work (/blob's md5), a write to / fails with
+# EROFS (virtiofsd serves it read-only too).
+"${P[@]}" "${RT[@]}" run --rm --read-only --network none \
+	--annotation org.minivmm.rootfs=virtiofs localhost/bb \
+	sh -c 'grep " / " /proc/mounts; echo "md5 $(md5sum </blob)"; touch /x; echo "touch $?"' \
+	>"$W/out6o" 2>&1
+rc=$?
+sed 's/^/  guest: /' "$W/out6o"
+want=$(md5sum <"$W/blob" | cut -d' ' -f1)
+[[ $rc -eq 0 ]] && grep -q "^minivmm-root / virtiofs ro[,[:space:]]" "$W/out6o" &&
+	grep -q "^md5 $want" "$W/out6o" && grep -q "Read-only file system" "$W/out6o" &&
+	grep -qx "touch 1" "$W/out6o" &&
+	oci_ok "rootfs=virtiofs --read-only: / mounted ro, /blob read (md5 $want), a write to / fails with EROFS" ||
+	oci_bad "rootfs=virtiofs --read-only: rc $rc: $(head -c 400 "$W/out6o")"
 "${P[@]}" "${RT[@]}" run --rm --network none --annotation org.minivmm.rootfs=nfs \
 	localhost/bb true >"$W/out6n" 2>&1
 rc=$?

@@ -6,7 +6,9 @@
  * root over virtio-fs, spec_encode() sends ROOT_FS (the tag) and each bound
  * file's bytes as a FILE record (in order among the mounts, NULs kept),
  * which the guest init's decoder gets back; without it, neither; a file
- * over SPEC_FILE_MAX refused; hostile FILE records stay bounded.
+ * over SPEC_FILE_MAX refused; hostile FILE records stay bounded; a
+ * read-only root over virtio-fs gets its missing mount points made at
+ * create, inside the root (a symlink there never leads to the host).
  *
  * FUZZ_SEED_OUT=DIR writes the encoded payload as DIR/rootfs (the seed in
  * tests/fuzz/corpus/fuzz_oci_init_config/).
@@ -199,6 +201,55 @@ START_TEST(test_records)
 }
 END_TEST
 
+static bool is_kind(const char *rel, mode_t kind)
+{
+	char p[192];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, rel);
+	return !lstat(p, &st) && (st.st_mode & S_IFMT) == kind;
+}
+
+START_TEST(test_mount_points)
+{
+	struct oci_spec s;
+	char p[192], q[192];
+
+	write_file("hosts", "h\n", 2);
+	ck_assert_msg(!load("{}", &s), "%s", err);
+	/* /etc is a symlink to /real-etc, resolved inside the root. */
+	snprintf(p, sizeof(p), "%s/rootfs/real-etc", dir);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/rootfs/etc", dir);
+	ck_assert_int_eq(symlink("/real-etc", p), 0);
+	/* Writable root, or ext4: nothing made. */
+	s.root_virtiofs = true;
+	ck_assert_int_eq(spec_make_mount_points(&s, err, sizeof(err)), 0);
+	ck_assert(!is_kind("rootfs/run", S_IFDIR));
+	s.root_ro = true;
+	ck_assert_msg(!spec_make_mount_points(&s, err, sizeof(err)), "%s", err);
+	ck_assert(is_kind("rootfs/tmp", S_IFDIR));
+	ck_assert(is_kind("rootfs/run", S_IFDIR));
+	ck_assert(is_kind("rootfs/real-etc/hosts", S_IFREG));
+	ck_assert(is_kind("rootfs/etc", S_IFLNK));
+	/* Again: what exists is kept. */
+	ck_assert_msg(!spec_make_mount_points(&s, err, sizeof(err)), "%s", err);
+	/* A link out of the root ("../outside", which exists on the host):
+	 * resolved inside the root it names nothing, so the mount point
+	 * cannot be made, and nothing appears on the host. */
+	snprintf(p, sizeof(p), "%s/outside", dir);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(q, sizeof(q), "%s/rootfs/esc", dir);
+	ck_assert_int_eq(symlink("../outside", q), 0);
+	free(s.mounts[2].dest);
+	s.mounts[2].dest = strdup("/esc/x");
+	ck_assert_int_eq(spec_make_mount_points(&s, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "/esc/x"), "%s", err);
+	ck_assert(!is_kind("outside/x", S_IFDIR));
+	spec_free(&s);
+}
+END_TEST
+
 START_TEST(test_file_limits)
 {
 	static char big[SPEC_FILE_MAX + 1];
@@ -267,6 +318,7 @@ int main(void)
 	tcase_add_test(tc, test_setting);
 	tcase_add_test(tc, test_records);
 	tcase_add_test(tc, test_file_limits);
+	tcase_add_test(tc, test_mount_points);
 	tcase_add_test(tc, test_hostile);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
