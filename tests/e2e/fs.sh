@@ -9,11 +9,12 @@
 # sees EROFS on ro, copies the big file out (rate printed), writes one file
 # per CPU concurrently and renames/links/unlinks; the host verifies what it
 # wrote, and the bytes of a file the guest wrote through a shared mapping
-# + msync, one written + fsync()ed and one written O_DIRECT (cache=auto
-# allows it: virtiofsd drops the flag on its side, the guest's page cache
-# is bypassed), read while the guest still holds them open (so before any
-# close's FLUSH; tests/guest/fsio.c).  Then the test SIGKILLs the share's virtiofsd under the running
-# guest: minivmm notices (NEEDS_RESET), stays up, stops on SIGTERM within
+# + msync, one written + fsync()ed and one written O_DIRECT, read while
+# the guest still holds them open (so before any close's FLUSH;
+# tests/guest/fsio.c).  O_DIRECT works with this cache=auto: the guest's
+# page cache is bypassed, and virtiofsd drops the flag on its side (its
+# default no_allow_direct_io).  Then the test SIGKILLs the share's
+# virtiofsd under the running guest: minivmm notices (NEEDS_RESET), stays up, stops on SIGTERM within
 # 20 s; --stats-json: one request queue each (virtiofsd 7.2), the share's
 # disconnect and NEEDS_RESET counted, none for ro, no reply timeout; the
 # ro virtiofsd is gone after minivmm's exit.
