@@ -14,7 +14,7 @@
 #   vsock-run.log  the rig's raw output
 #   --smoke  1 round, 4 MiB, 100 round trips
 #   --quick  3 rounds, 16 MiB, 500 round trips
-#   --full   3 rounds, 64 MiB, 1000 round trips (default)
+#   --full   5 rounds, 64 MiB, 1000 round trips (default)
 # VSOCK_REUSE_LOG=FILE re-summarises an earlier run's log instead.
 # Timings are reported, never asserted.  BUILD_DIR must hold minivmm and
 # bench/vsockperf (the default targets).
@@ -28,7 +28,7 @@ case $mode in
 -h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d'; exit 0 ;;
 --smoke) rounds=1 bytes=$((4 << 20)) pings=100 ;;
 --quick) rounds=3 bytes=$((16 << 20)) pings=500 ;;
---full) rounds=3 bytes=$((64 << 20)) pings=1000 ;;
+--full) rounds=5 bytes=$((64 << 20)) pings=1000 ;;
 *) bench_die "unknown mode $mode" ;;
 esac
 build=$(cd "${1:?BUILD_DIR}" && pwd)
