@@ -15,9 +15,9 @@
 # page cache is bypassed, and virtiofsd drops the flag on its side (its
 # default no_allow_direct_io).  Then the test SIGKILLs the share's
 # virtiofsd under the running guest: minivmm notices (NEEDS_RESET), stays
-# up, stops on SIGTERM within 20 s; --stats-json: one request queue each (virtiofsd 7.2), the share's
-# disconnect and NEEDS_RESET counted, none for ro, no reply timeout; the
-# ro virtiofsd is gone after minivmm's exit.
+# up, stops on SIGTERM within 20 s; --stats-json: one request queue each
+# (virtiofsd 7.2), the share's disconnect and NEEDS_RESET counted, none
+# for ro, no reply timeout; the ro virtiofsd is gone after minivmm's exit.
 set -euo pipefail
 here=$(dirname "$0")
 . "$here/lib.sh"
