@@ -8,11 +8,16 @@
 # The guest (tests/guest/virtiofs) checks every checksum and mode on both,
 # sees EROFS on ro, copies the big file out (rate printed), writes one file
 # per CPU concurrently and renames/links/unlinks; the host verifies what it
-# wrote.  Then the test SIGKILLs the share's virtiofsd under the running
-# guest: minivmm notices (NEEDS_RESET), stays up, stops on SIGTERM within
-# 20 s; --stats-json: one request queue each (virtiofsd 7.2), the share's
-# disconnect and NEEDS_RESET counted, none for ro, no reply timeout; the
-# ro virtiofsd is gone after minivmm's exit.
+# wrote, and the bytes of a file the guest wrote through a shared mapping
+# + msync, one written + fsync()ed and one written O_DIRECT, read while
+# the guest still holds them open (so before any close's FLUSH;
+# tests/guest/fsio.c).  O_DIRECT works with this cache=auto: the guest's
+# page cache is bypassed, and virtiofsd drops the flag on its side (its
+# default no_allow_direct_io).  Then the test SIGKILLs the share's
+# virtiofsd under the running guest: minivmm notices (NEEDS_RESET), stays
+# up, stops on SIGTERM within 20 s; --stats-json: one request queue each
+# (virtiofsd 7.2), the share's disconnect and NEEDS_RESET counted, none
+# for ro, no reply timeout; the ro virtiofsd is gone after minivmm's exit.
 set -euo pipefail
 here=$(dirname "$0")
 . "$here/lib.sh"
@@ -65,6 +70,13 @@ done
 [[ -f $share/d2/moved && -L $share/d2/sym && ! -e $share/d2/hard && ! -e $share/dir/small ]] ||
 	e2e_fail "rename/symlink/unlink not seen on the host"
 [[ ! -e $share/refused ]] || e2e_fail "the ro share was written"
+# mmap + msync, write + fsync, O_DIRECT: read here while the guest's fsio
+# still holds the files open (no close's FLUSH has written them yet).
+for f in mm:"mmap + msync" fs:"write + fsync" dio:"O_DIRECT"; do
+	grep " ${f%%:*}\$" "$share/io.sha256" >"$dir/io.1" || e2e_fail "no io.sha256 for ${f%%:*}"
+	(cd "$share" && sha256sum -c "$dir/io.1" >/dev/null) ||
+		e2e_fail "${f#*:}: the host reads other bytes than the guest wrote"
+done
 
 # The share's back end dies under the running guest.
 kill -9 "$vpid"
@@ -98,4 +110,4 @@ for d in /tmp/minivmm-fs.*; do
 	if [[ -e $d/virtiofsd.sock ]]; then e2e_fail "socket dir $d left behind"; fi
 done
 rate=$(grep -o 'VIRTIOFS copy: .*' "$log" | head -1 || true)
-echo "PASS: virtio-fs on virtiofsd, 4 vCPUs, one boot: checksums + modes on a socket= and a path=,ro=on share (EROFS), 4 concurrent guest writes verified on the host, rename/link/symlink/unlink; ${rate:-no rate}; the share's virtiofsd SIGKILLed under the guest: NEEDS_RESET, minivmm up, stopped by SIGTERM in $stop_s s; counters $fsj"
+echo "PASS: virtio-fs on virtiofsd, 4 vCPUs, one boot: checksums + modes on a socket= and a path=,ro=on share (EROFS), 4 concurrent guest writes verified on the host, rename/link/symlink/unlink, mmap+msync/write+fsync/O_DIRECT bytes seen on the host; ${rate:-no rate}; the share's virtiofsd SIGKILLed under the guest: NEEDS_RESET, minivmm up, stopped by SIGTERM in $stop_s s; counters $fsj"
