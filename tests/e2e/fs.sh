@@ -14,10 +14,12 @@
 # tests/guest/fsio.c).  O_DIRECT works with this cache=auto: the guest's
 # page cache is bypassed, and virtiofsd drops the flag on its side (its
 # default no_allow_direct_io).  Then the test SIGKILLs the share's
-# virtiofsd under the running guest: minivmm notices (NEEDS_RESET), stays
-# up, stops on SIGTERM within 20 s; --stats-json: one request queue each
-# (virtiofsd 7.2), the share's disconnect and NEEDS_RESET counted, none
-# for ro, no reply timeout; the ro virtiofsd is gone after minivmm's exit.
+# virtiofsd under the running guest: minivmm notices (NEEDS_RESET) and
+# answers the share's requests itself with EIO (the guest's next open
+# fails instead of hanging), stays up, stops on SIGTERM within 20 s;
+# --stats-json: one request queue each (virtiofsd 7.2), the share's
+# disconnect, NEEDS_RESET and answered requests counted, none for ro, no
+# reply timeout; the ro virtiofsd is gone after minivmm's exit.
 set -euo pipefail
 here=$(dirname "$0")
 . "$here/lib.sh"
@@ -86,6 +88,13 @@ grep -q "closed the connection" "$log" || e2e_fail "minivmm did not notice the b
 grep -q "device needs reset: the vhost-user back end went away" "$log" ||
 	e2e_fail "no NEEDS_RESET for the dead back end"
 sleep 2
+# The guest's next open on the share fails (the VMM answers EIO for the
+# dead back end) instead of waiting forever.
+for _ in $(seq 150); do grep -q "VIRTIOFS read error" "$log" && break; sleep 0.1; done
+grep -q "VIRTIOFS read error: .*I/O error" "$log" ||
+	e2e_fail "the guest got no I/O error from the dead share: $(grep 'VIRTIOFS read error' "$log" | head -1)"
+grep -q "answering the guest's requests with errors" "$log" ||
+	e2e_fail "minivmm did not say it answers for the dead back end"
 kill -0 "$vmmpid" || e2e_fail "minivmm died with its back end"
 t0=$SECONDS
 kill -TERM "$vmmpid"
@@ -100,9 +109,11 @@ for j in "$share_j" "$ro_j"; do
 	grep -q '"request_queues":1,' <<<"$j" && grep -q '"starts":[1-9]' <<<"$j" &&
 		grep -q '"timeouts":0' <<<"$j" || e2e_fail "fs counters: $fsj"
 done
-grep -q '"disconnects":1' <<<"$share_j" && grep -q '"needs_reset":1' <<<"$share_j" ||
+grep -q '"disconnects":1' <<<"$share_j" && grep -q '"needs_reset":1' <<<"$share_j" &&
+	grep -q '"orphaned":[1-9]' <<<"$share_j" ||
 	e2e_fail "the share's death not counted: $share_j"
-grep -q '"disconnects":0' <<<"$ro_j" && grep -q '"needs_reset":0' <<<"$ro_j" ||
+grep -q '"disconnects":0' <<<"$ro_j" && grep -q '"needs_reset":0' <<<"$ro_j" &&
+	grep -q '"orphaned":0' <<<"$ro_j" ||
 	e2e_fail "the ro share should be untouched: $ro_j"
 for _ in $(seq 50); do pgrep -f "source=$share" >/dev/null || break; sleep 0.1; done
 if pgrep -f "source=$share" >/dev/null; then e2e_fail "a virtiofsd is still running"; fi
@@ -110,4 +121,4 @@ for d in /tmp/minivmm-fs.*; do
 	if [[ -e $d/virtiofsd.sock ]]; then e2e_fail "socket dir $d left behind"; fi
 done
 rate=$(grep -o 'VIRTIOFS copy: .*' "$log" | head -1 || true)
-echo "PASS: virtio-fs on virtiofsd, 4 vCPUs, one boot: checksums + modes on a socket= and a path=,ro=on share (EROFS), 4 concurrent guest writes verified on the host, rename/link/symlink/unlink, mmap+msync/write+fsync/O_DIRECT bytes seen on the host; ${rate:-no rate}; the share's virtiofsd SIGKILLed under the guest: NEEDS_RESET, minivmm up, stopped by SIGTERM in $stop_s s; counters $fsj"
+echo "PASS: virtio-fs on virtiofsd, 4 vCPUs, one boot: checksums + modes on a socket= and a path=,ro=on share (EROFS), 4 concurrent guest writes verified on the host, rename/link/symlink/unlink, mmap+msync/write+fsync/O_DIRECT bytes seen on the host; ${rate:-no rate}; the share's virtiofsd SIGKILLed under the guest: NEEDS_RESET, the guest's next open fails with EIO (answered by minivmm), minivmm up, stopped by SIGTERM in $stop_s s; counters $fsj"
