@@ -91,7 +91,7 @@ sleep 2
 # The guest's next open on the share fails (the VMM answers EIO for the
 # dead back end) instead of waiting forever.
 for _ in $(seq 150); do grep -q "VIRTIOFS read error" "$log" && break; sleep 0.1; done
-grep -q "VIRTIOFS read error: .*I/O error" "$log" ||
+grep -q "VIRTIOFS read error: .*Input/output error" "$log" ||
 	e2e_fail "the guest got no I/O error from the dead share: $(grep 'VIRTIOFS read error' "$log" | head -1)"
 grep -q "answering the guest's requests with errors" "$log" ||
 	e2e_fail "minivmm did not say it answers for the dead back end"
