@@ -9,9 +9,10 @@
  * its final read of avail->idx are a store then a load: without a full
  * barrier between them (the CPU's store buffer lets the load pass), the
  * device can see the ring empty while the driver sees the old avail_event
- * and skips the kick, and both then wait for ever (issue 28: a stream
- * NIC's TX queue stopped in the rig).  Before virtq_pop() re-checked, this
- * test lost a kick within 0.1-2 s on a 2-core x86 machine, every run.
+ * and skips the kick, and both then wait for ever.  Before virtq_pop()
+ * re-checked, this test lost a kick within 0.1-2 s on a 2-core x86
+ * machine, in 9 runs of 9.  (Found looking into issue 28's stream stall,
+ * which it is not: that one happens in the rig's single-CPU L1.)
  *
  * The check is exact, not a timeout: the driver records the last index it
  * has finished deciding about (after its kick, if any); a device that
