@@ -305,9 +305,8 @@ static inline int pop_avail(struct virtq *vq, struct virtq_chain *chain)
 		 * a full barrier here our load can pass our store (the store
 		 * buffer), we see the ring empty, the driver sees the old
 		 * avail_event and does not kick, and the queue stalls until
-		 * something else serves it (issue 28: a stream NIC's TX queue
-		 * stopped for good).  So: avail_event again, the barrier, and
-		 * avail->idx once more.  Pairs with the driver's virtio_mb().
+		 * something else serves it (check_vq_kick_race).  So:
+		 * avail_event again, the barrier, and avail->idx once more.  Pairs with the driver's virtio_mb().
 		 * One barrier per pop that finds the ring empty; a device that
 		 * drains with virtq_disable_notify() pays it in
 		 * virtq_enable_notify() instead.
