@@ -95,12 +95,16 @@ diag() {
 	local p
 	echo "NET-DIAG $1: ss TCP (port 5001)"
 	ss -tnioe state all '( sport = :5001 or dport = :5001 )' 2>&1 | sed 's/^/  /'
+	# (L1 has no unix_diag module: ss shows these queues as 0 whatever
+	# they hold; the processes below are what tells.)
 	echo "NET-DIAG $1: ss Unix (the passt socket)"
 	ss -xnpe 2>&1 | grep -E "passt|minivmm|Recv-Q" | sed 's/^/  /'
-	for p in $(pgrep -x passt) $(pgrep -x minivmm); do
+	# Debian's passt runs as passt.avx2 on a CPU with AVX2.
+	for p in $(pgrep -x 'passt|passt\.avx2') $(pgrep -x minivmm); do
 		echo "NET-DIAG $1: $(cat /proc/$p/comm) $p: $(tr '\0' ' ' </proc/$p/cmdline | cut -c1-60)"
 		for t in /proc/$p/task/*; do
-			echo "  $(cat $t/comm 2>/dev/null) wchan=$(cat $t/wchan 2>/dev/null) syscall=$(cut -d' ' -f1-3 $t/syscall 2>/dev/null) state=$(sed -n 's/^State:\t//p' $t/status 2>/dev/null)"
+			echo "  $(cat $t/comm 2>/dev/null) wchan=$(cat $t/wchan 2>/dev/null) syscall=$(cut -d' ' -f1-3 $t/syscall 2>/dev/null) state=$(sed -n 's/^State:\t//p' $t/status 2>/dev/null) utime+stime=$(cut -d' ' -f14,15 $t/stat 2>/dev/null)"
+			sed 's/^/    /' $t/stack 2>/dev/null | head -8
 		done
 	done
 	echo "NET-DIAG $1: passt.log tail"
