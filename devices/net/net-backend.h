@@ -36,6 +36,10 @@ struct net_backend {
 	/* Optional: the pair's peer went away or broke the framing
 	 * (0: alive, else why as -errno); the device takes its link down. */
 	int (*gone)(void *priv);
+	/* Optional: since when (CLOCK_MONOTONIC, ns) TX has waited for a
+	 * peer that takes nothing (0: not waiting); the device warns when
+	 * that lasts (a peer that stopped reading is otherwise silent). */
+	uint64_t (*blocked_since)(void *priv);
 };
 
 extern const struct net_backend net_tap_backend;    /* tap.c */

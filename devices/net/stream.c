@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "net/net-backend.h"
@@ -67,6 +68,7 @@ int nstream_create(int fd, struct nstream **out)
 	s->dead = false;
 	s->why = 0;
 	s->rx_off = s->rx_len = s->tx_off = s->tx_len = 0;
+	s->full_since = 0;
 	*out = s;
 	return 0;
 }
@@ -158,7 +160,27 @@ static ssize_t send_iov(struct nstream *s, struct iovec *iov, size_t n)
 	while (w < 0 && errno == EINTR);
 	if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS))
 		return 0;
+	if (w > 0)
+		s->full_since = 0; /* the peer reads */
 	return w < 0 ? die(s, -EPIPE) : w;
+}
+
+/* The socket took nothing of a frame that now waits: note since when. */
+static void note_full(struct nstream *s)
+{
+	struct timespec ts;
+
+	if (s->full_since)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	s->full_since = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (!s->full_since)
+		s->full_since = 1;
+}
+
+uint64_t nstream_blocked_since(const struct nstream *s)
+{
+	return s->dead ? 0 : s->full_since;
 }
 
 int nstream_flush(struct nstream *s)
@@ -270,6 +292,7 @@ int nstream_tx(struct nstream *s, struct virtq *vq, struct virtq_chain *ch,
 	*more = false;
 	if (sent == 0) {
 		*more = true; /* the tail of the last frame still waits */
+		note_full(s);
 		return 0;
 	}
 	while (done < budget && (r = virtq_pop(vq, ch)) > 0) {
@@ -280,6 +303,7 @@ int nstream_tx(struct nstream *s, struct virtq *vq, struct virtq_chain *ch,
 			if (sent == 0) { /* full: the chain waits in the ring */
 				virtq_unpop(vq);
 				*more = true;
+				note_full(s);
 				return (int)done;
 			}
 		}
@@ -430,6 +454,11 @@ static int stream_be_rx(void *priv, int fd, struct vnet_rxq *rq,
 	return nstream_rx(priv, rq, vq, mergeable, budget, st, pushed);
 }
 
+static uint64_t stream_be_blocked_since(void *priv)
+{
+	return nstream_blocked_since(priv);
+}
+
 static int stream_be_gone(void *priv)
 {
 	const struct nstream *s = priv;
@@ -445,4 +474,5 @@ const struct net_backend net_stream_backend = {
 	.tx = stream_be_tx,
 	.rx = stream_be_rx,
 	.gone = stream_be_gone,
+	.blocked_since = stream_be_blocked_since,
 };

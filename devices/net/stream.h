@@ -53,6 +53,10 @@ struct nstream {
 	uint32_t rx_off, rx_len;
 	/* TX: tx_buf[tx_off, tx_len) is the unsent tail of a frame. */
 	uint32_t tx_off, tx_len;
+	/* TX: since when (CLOCK_MONOTONIC, ns) the socket has taken nothing
+	 * while a frame waits for it (0: not waiting).  A peer that stops
+	 * reading shows here (nstream_blocked_since()), not as a drop. */
+	uint64_t full_since;
 	uint8_t rx_buf[NSTREAM_BUF];
 	uint8_t tx_buf[NSTREAM_BUF];
 };
@@ -96,6 +100,10 @@ int nstream_flush(struct nstream *s);
  */
 int nstream_send(struct nstream *s, const struct iovec *iov, unsigned int n,
 		 uint32_t len);
+
+/* Since when (CLOCK_MONOTONIC, ns) TX has waited for a full socket, the
+ * peer taking nothing; 0 when it is not waiting. */
+uint64_t nstream_blocked_since(const struct nstream *s);
 
 /* ---- A queue pair's rings (vnet.h conventions) ---- */
 

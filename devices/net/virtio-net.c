@@ -13,6 +13,7 @@
 #include "net/tap.h"
 #include "net/vhost-net.h"
 #include "net/virtio-net.h"
+#include "ratelimit.h"
 
 /* Packets (RX) or chains (TX) one process() call moves before the I/O
  * thread serves its other queues (the rest: VQS_RETRY, next round). */
@@ -34,7 +35,13 @@ struct net_queue {
 	struct vnet_rxq *rx;
 	struct virtq_chain *chain;
 	uint64_t rate_from; /* waiting for the rate limit since (0: not) */
+	/* TX: the back end's peer took nothing for TX_STALL_NS (warned). */
+	bool stall_warned;
 };
+
+/* A peer that takes no frame for this long while TX waits is logged: the
+ * guest's transmissions stop with nothing else to show for it. */
+#define TX_STALL_NS (10ull * 1000000000ull)
 
 struct virtio_net {
 	struct vnet n;
@@ -148,6 +155,34 @@ static int rx_process(struct virtio_net *d, struct net_queue *q)
 	return pushed_result(q->sq, pushed, r == VNET_RX_BUDGET);
 }
 
+/*
+ * The back end's peer has taken nothing for TX_STALL_NS while frames
+ * wait (a stream peer that stopped reading): warn once, and say when it
+ * reads again.  Context: the pair's I/O thread.
+ */
+static void tx_stall_check(struct virtio_net *d, struct net_queue *q)
+{
+	uint64_t since = d->be->blocked_since ? d->be->blocked_since(d->priv[q->pair]) : 0;
+	uint64_t now;
+
+	if (!since) {
+		if (q->stall_warned)
+			log_limited(&d->tap_log, VMM_LOG_INFO, "virtio-net",
+				    "%s of pair %u: the peer takes frames again",
+				    d->be->kind, q->pair);
+		q->stall_warned = false;
+		return;
+	}
+	now = ratelimit_now();
+	if (q->stall_warned || now - since < TX_STALL_NS)
+		return;
+	q->stall_warned = true;
+	log_limited(&d->tap_log, VMM_LOG_WARN, "virtio-net",
+		    "%s of pair %u: the peer has taken no frame for %llu s; "
+		    "the guest's frames wait", d->be->kind, q->pair,
+		    (unsigned long long)((now - since) / 1000000000ull));
+}
+
 static int tx_process(struct virtio_net *d, struct net_queue *q)
 {
 	struct vnet_pair_stats *st = &d->stats[q->pair];
@@ -163,6 +198,7 @@ static int tx_process(struct virtio_net *d, struct net_queue *q)
 		      q->chain, budget, st, &more);
 	net_rate_charge(&d->rl_tx, st->tx_bytes - bytes, st->tx_packets - frames);
 	link_check(d, q->pair);
+	tx_stall_check(d, q);
 	return r < 0 ? r : pushed_result(q->sq, r > 0, more);
 }
 

@@ -312,6 +312,27 @@ static inline int pop_avail(struct virtq *vq, struct virtq_chain *chain)
 		return 0;
 	avail_idx = load_avail_idx(vq);
 	nr = (uint16_t)(avail_idx - vq->last_avail_idx);
+	if (nr == 0 && vq->event_idx && !vq->notify_disabled) {
+		/*
+		 * Empty with kicks enabled: the caller may sleep until the next
+		 * kick.  The driver publishes avail->idx, virtio_mb(), then
+		 * reads avail_event (virtqueue_kick_prepare); we stored
+		 * avail_event (the last pop, or virtq_enable_notify()) and
+		 * then read avail->idx.  Store then load on both sides: without
+		 * a full barrier here our load can pass our store (the store
+		 * buffer), we see the ring empty, the driver sees the old
+		 * avail_event and does not kick, and the queue stalls until
+		 * something else serves it (check_vq_kick_race).  So:
+		 * avail_event again, the barrier, and avail->idx once more.  Pairs with the driver's virtio_mb().
+		 * One barrier per pop that finds the ring empty; a device that
+		 * drains with virtq_disable_notify() pays it in
+		 * virtq_enable_notify() instead.
+		 */
+		store_avail_event(vq, vq->last_avail_idx);
+		vmm_mb();
+		avail_idx = load_avail_idx(vq);
+		nr = (uint16_t)(avail_idx - vq->last_avail_idx);
+	}
 	/* Guest-controlled index: it may never run ahead by more than size. */
 	if (nr > vq->size) {
 		vmm_dbg("virtq: avail idx %u jumped (last %u, size %u)",
@@ -336,7 +357,8 @@ static inline int pop_avail(struct virtq *vq, struct virtq_chain *chain)
 	vq->last_avail_idx++;
 
 	/* With kicks enabled, ask for one as soon as the driver adds the next
-	 * entry.  No barrier here: virtq_enable_notify() closes the race. */
+	 * entry.  No barrier here: the pop that finds the ring empty (above)
+	 * or virtq_enable_notify() closes the race. */
 	if (vq->event_idx && !vq->notify_disabled)
 		store_avail_event(vq, vq->last_avail_idx);
 	return 1;

@@ -157,7 +157,11 @@ bool virtq_enable_notify(struct virtq *vq);
  *	}
  *
  * While notifications are enabled, virtq_pop() keeps avail_event equal to
- * last_avail_idx (EVENT_IDX), so the driver kicks for the next new entry.
+ * last_avail_idx (EVENT_IDX), so the driver kicks for the next new entry,
+ * and a pop that finds the ring empty does the same re-check as
+ * virtq_enable_notify() (a full barrier, avail->idx read again): a device
+ * that just pops until 0 and then sleeps until the next kick loses none
+ * either.
  */
 
 /*

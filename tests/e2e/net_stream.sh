@@ -86,6 +86,44 @@ done
 ) &
 pids+=($!)
 
+# Diagnostics only (issue 28's upload stall): if the upload has not ended
+# 30 s after it began, print once, and again 60 s later, both ends' socket
+# queues (TCP to nc; the Unix socket between minivmm and passt), where
+# passt and minivmm's threads wait, and passt's log tail.  Two prints
+# (30 s and 75 s in) show whether anything moved meanwhile.
+diag() {
+	local p
+	echo "NET-DIAG $1: ss TCP (port 5001)"
+	ss -tnioe state all '( sport = :5001 or dport = :5001 )' 2>&1 | sed 's/^/  /'
+	# (L1 has no unix_diag module: ss shows these queues as 0 whatever
+	# they hold; the processes below are what tells.)
+	echo "NET-DIAG $1: ss Unix (the passt socket)"
+	ss -xnpe 2>&1 | grep -E "passt|minivmm|Recv-Q" | sed 's/^/  /'
+	# Debian's passt runs as passt.avx2 on a CPU with AVX2.
+	for p in $(pgrep -x 'passt|passt\.avx2') $(pgrep -x minivmm); do
+		echo "NET-DIAG $1: $(cat /proc/$p/comm) $p: $(tr '\0' ' ' </proc/$p/cmdline | cut -c1-60)"
+		for t in /proc/$p/task/*; do
+			echo "  $(cat $t/comm 2>/dev/null) wchan=$(cat $t/wchan 2>/dev/null) syscall=$(cut -d' ' -f1-3 $t/syscall 2>/dev/null) state=$(sed -n 's/^State:\t//p' $t/status 2>/dev/null) utime+stime=$(cut -d' ' -f14,15 $t/stat 2>/dev/null)"
+			sed 's/^/    /' $t/stack 2>/dev/null | head -8
+		done
+	done
+	echo "NET-DIAG $1: passt.log tail"
+	grep -v syslog "$dir/passt.log" | tail -5 | sed 's/^/  /'
+}
+(
+	# Few processes: L1 has one CPU, which the guest's vCPUs share.
+	for _ in $(seq 600); do
+		grep -q "NET-UP0" "$dir/log" 2>/dev/null && break
+		sleep 1
+	done
+	for n in 1 2; do
+		sleep $((n == 1 ? 30 : 45))
+		grep -q "NET-UP \|NET-XFER-DONE" "$dir/log" 2>/dev/null && exit 0
+		diag "$n" || true
+	done
+) &
+pids+=($!)
+
 e2e_run_vmm "$dir/log" -- "$vmm" -v --smp 2 --mem 512M --kernel "$kernel" \
 	--initrd "$initrd" --net "stream=$sock" --user 65534:65534 --stats-json \
 	--append "guest.run=net-stream guest.mb=$mb"

@@ -5,8 +5,10 @@
  * full socket: a chain it takes nothing of stays in the ring (not used,
  * not dropped; *more says to come back), a frame it takes in part has its
  * tail kept and sent first next time; the peer reads every frame intact
- * and in order.  A header asking for an offload (not negotiated on a
- * stream NIC) is a frame dropped and counted.
+ * and in order; while the socket takes nothing the wait is on record
+ * (nstream_blocked_since()), cleared once it takes frames again.  A header
+ * asking for an offload (not negotiated on a stream NIC) is a frame
+ * dropped and counted.
  */
 #include <check.h>
 #include <errno.h>
@@ -65,7 +67,7 @@ START_TEST(full_socket_waits)
 	unsigned int sent = 0, rounds = 0;
 	size_t have = 0;
 	const uint8_t *p;
-	bool more = true, waited = false;
+	bool more = true, waited = false, blocked = false;
 
 	for (unsigned int i = 0; i < nr; i++)
 		sfx_post_tx(&f, 1500, 0, 0, (uint8_t)i);
@@ -76,6 +78,9 @@ START_TEST(full_socket_waits)
 		sent += (unsigned int)r;
 		if (more) {
 			waited = true;
+			/* Nothing taken: the wait is on record (the device warns
+			 * when it lasts). */
+			blocked = blocked || nstream_blocked_since(f.s) != 0;
 			/* Chains not taken are still in the ring. */
 			ck_assert_uint_eq(fg_vq_used_pending(&f.fvq), sent);
 		}
@@ -83,7 +88,10 @@ START_TEST(full_socket_waits)
 	}
 	have += peer_drain(got + have, sizeof(got) - have);
 	ck_assert(waited);
+	ck_assert(blocked);
 	ck_assert(!more);
+	/* Everything taken: no wait on record any more. */
+	ck_assert_uint_eq(nstream_blocked_since(f.s), 0);
 	ck_assert_uint_eq(sent, nr);
 	ck_assert_uint_eq(f.st.tx_packets, nr);
 	ck_assert_uint_eq(f.st.tx_drops, 0);
