@@ -56,6 +56,8 @@ static void encode_net(const struct init_net *n, struct proto_buf *b)
 	uint8_t v[6 + 32];
 	size_t nl = strlen(n->name);
 
+	if (n->has_find)
+		proto_rec(b, PROTO_REC_NET_FIND, n->find_mac, 6);
 	if (n->has_link) {
 		memcpy(v, n->mac, 6);
 		for (int i = 0; i < 4; i++)
