@@ -477,14 +477,11 @@ static bool fe_orphan_ring(struct vu_fe *fe, unsigned int i)
 			virtio_queue_needs_reset(q, "malformed ring");
 			break;
 		}
-		if (!r) {
-			/* Kicks on again; anything published meanwhile is
-			 * served now rather than after a kick that may not
-			 * come (virtio 1.x 2.7.10). */
-			if (virtq_enable_notify(&q->vq))
-				continue;
+		/* Empty: kicks stay on (virtq_adopt()), and a pop that
+		 * finds the ring empty re-checks it after a full barrier,
+		 * so the next entry brings a kick. */
+		if (!r)
 			break;
-		}
 		virtq_push(&q->vq, fe->chain->head,
 			   fe->orphan(fe->dead_opaque, i, fe->chain));
 		fe_stat(&fe->st.orphaned);

@@ -166,9 +166,9 @@ void virtq_adopt(struct virtq *vq)
 	vq->last_avail_idx = u;
 	vq->used_idx = u;
 	vq->signalled_used_valid = false;
-	vq->notify_disabled = false;
-	if (vq->event_idx)
-		store_avail_event(vq, u);
+	/* Kicks on from here, whatever the previous consumer left in
+	 * avail_event or used->flags (NO_NOTIFY). */
+	(void)virtq_enable_notify(vq);
 }
 
 void virtq_unpop(struct virtq *vq)
@@ -323,7 +323,8 @@ static inline int pop_avail(struct virtq *vq, struct virtq_chain *chain)
 		 * buffer), we see the ring empty, the driver sees the old
 		 * avail_event and does not kick, and the queue stalls until
 		 * something else serves it (check_vq_kick_race).  So:
-		 * avail_event again, the barrier, and avail->idx once more.  Pairs with the driver's virtio_mb().
+		 * avail_event again, the barrier, and avail->idx once more.
+		 * Pairs with the driver's virtio_mb().
 		 * One barrier per pop that finds the ring empty; a device that
 		 * drains with virtq_disable_notify() pays it in
 		 * virtq_enable_notify() instead.

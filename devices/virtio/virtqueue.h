@@ -87,8 +87,8 @@ int virtq_resume(struct virtq *vq, const struct guest_mem *mem, uint16_t size,
  * virtq_adopt - become the consumer of a started ring whose previous one
  * (a vhost-user back end) is gone and completed its requests in the order
  * it popped them: then every avail entry from used->idx on is unanswered,
- * and popping continues there (pushing too); with EVENT_IDX kicks are
- * asked for from there.  For a back end that completed out of order the
+ * and popping continues there (pushing too), with kicks enabled
+ * (virtq_enable_notify()).  For a back end that completed out of order the
  * position is wrong (the driver may see a head it already has back).
  * Context: the ring's only consumer from now on.
  */
