@@ -20,6 +20,7 @@
 #include "blk/vblk.h"
 #include "log.h"
 #include "ratelimit.h"
+#include "virtio/vq-iov.h"
 
 #define SECTOR_SHIFT 9
 #define SECTOR_SIZE 512u
@@ -391,53 +392,6 @@ static int parse_done(struct vblk_req *req, uint8_t status)
 }
 
 /*
- * Walk @len bytes at byte @skip of the iovec list: copy them out to @out,
- * or in from @in, or (both NULL) zero them.
- */
-static void iov_walk(const struct iovec *iov, unsigned int n, uint64_t skip,
-		     void *out, const void *in, size_t len)
-{
-	char *o = out;
-	const char *s = in;
-
-	for (unsigned int i = 0; i < n && len; i++) {
-		char *seg = (char *)iov[i].iov_base;
-		size_t c;
-
-		if (skip >= iov[i].iov_len) {
-			skip -= iov[i].iov_len;
-			continue;
-		}
-		c = MIN(iov[i].iov_len - skip, len);
-		if (o) {
-			memcpy(o, seg + skip, c);
-			o += c;
-		} else if (s) {
-			memcpy(seg + skip, s, c);
-			s += c;
-		} else {
-			memset(seg + skip, 0, c);
-		}
-		len -= c;
-		skip = 0;
-	}
-}
-
-/* Copy @len bytes at byte @skip of the iovec list into @dst. */
-static void iov_gather(const struct iovec *iov, unsigned int n, uint64_t skip,
-		       void *dst, size_t len)
-{
-	iov_walk(iov, n, skip, dst, NULL, len);
-}
-
-/* Copy @len bytes of @src (zeros if NULL) to byte @skip of the iovec list. */
-static void iov_scatter(const struct iovec *iov, unsigned int n, uint64_t skip,
-			const void *src, size_t len)
-{
-	iov_walk(iov, n, skip, NULL, src, len);
-}
-
-/*
  * Point req->iov at bytes [skip, skip+take) of @iov.  Returns -E2BIG if
  * that needs more than seg_max segments (what we advertise).
  */
@@ -504,7 +458,7 @@ static int parse_dwz(struct vblk *b, struct vblk_req *req,
 	if (in_data || out_data == 0 || out_data % sizeof(seg) ||
 	    out_data / sizeof(seg) > VBLK_MAX_DWZ_SEG)
 		return parse_done(req, VIRTIO_BLK_S_IOERR);
-	iov_gather(chain->iov, chain->nr_out, sizeof(struct virtio_blk_outhdr),
+	vq_iov_to_buf(chain->iov, chain->nr_out, sizeof(struct virtio_blk_outhdr),
 		   &seg, sizeof(seg));
 	sector = le64toh(seg.sector);
 	nsec = le32toh(seg.num_sectors);
@@ -599,7 +553,7 @@ int vblk_req_parse(struct vblk *b, const struct virtq_chain *chain,
 	/* The header is the first 16 readable bytes, possibly split. */
 	if (out_len < sizeof(hdr))
 		return parse_done(req, VIRTIO_BLK_S_IOERR);
-	iov_gather(chain->iov, chain->nr_out, 0, &hdr, sizeof(hdr));
+	vq_iov_to_buf(chain->iov, chain->nr_out, 0, &hdr, sizeof(hdr));
 	out_data = out_len - sizeof(hdr);
 	/* Guest-controlled type and sector: validated per type below. */
 	req->type = le32toh(hdr.type);
@@ -619,7 +573,7 @@ int vblk_req_parse(struct vblk *b, const struct virtq_chain *chain,
 		/* Write min(20, buffer) bytes of the NUL-padded serial. */
 		uint64_t n = MIN(in_data, (uint64_t)VIRTIO_BLK_ID_BYTES);
 
-		iov_scatter(in_iov, chain->nr_in, 0, b->serial, n);
+		vq_iov_from_buf(in_iov, chain->nr_in, 0, b->serial, n);
 		finish(req, VIRTIO_BLK_S_OK, (uint32_t)n + 1);
 		return VBLK_REQ_DONE;
 	}
@@ -656,7 +610,7 @@ uint32_t vblk_req_complete(struct vblk_req *req, int64_t res)
 	case VIRTIO_BLK_T_IN:
 		/* Short read: past the end of a shrunk file, reads as zeros. */
 		if ((uint64_t)res < req->len)
-			iov_scatter(req->iov, req->niov, (uint64_t)res, NULL,
+			vq_iov_from_buf(req->iov, req->niov, (uint64_t)res, NULL,
 				    req->len - (uint64_t)res);
 		return finish(req, VIRTIO_BLK_S_OK,
 			      (uint32_t)MIN(req->len + 1, (uint64_t)UINT32_MAX));

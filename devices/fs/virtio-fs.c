@@ -9,6 +9,7 @@
 
 #include "fs/virtio-fs.h"
 #include "log.h"
+#include "virtio/vq-iov.h"
 
 #define VIRTIO_ID_FS_DEVICE 26
 
@@ -123,25 +124,6 @@ struct fuse_out_hdr {
 	uint64_t unique;
 };
 
-/* Copy @len bytes between @buf and the segments @iov[0..n) (@to_iov: into
- * them); returns the bytes copied (fewer if the segments are shorter). */
-static size_t fs_iov_copy(const struct iovec *iov, unsigned int n, void *buf,
-			  size_t len, bool to_iov)
-{
-	size_t done = 0;
-
-	for (unsigned int i = 0; i < n && done < len; i++) {
-		size_t k = iov[i].iov_len < len - done ? iov[i].iov_len : len - done;
-
-		if (to_iov)
-			memcpy(iov[i].iov_base, (uint8_t *)buf + done, k);
-		else
-			memcpy((uint8_t *)buf + done, iov[i].iov_base, k);
-		done += k;
-	}
-	return done;
-}
-
 /*
  * The back end is gone: a request gets EIO with its unique id, as a FUSE
  * server that failed it would answer.  A request without room for the
@@ -157,12 +139,12 @@ static uint32_t fs_orphan_answer(void *opaque, unsigned int queue,
 	(void)opaque;
 	(void)queue;
 	if (c->in_len < sizeof(out) ||
-	    fs_iov_copy(c->iov, c->nr_out, &in, sizeof(in), false) < sizeof(in))
+	    vq_iov_to_buf(c->iov, c->nr_out, 0, &in, sizeof(in)) < sizeof(in))
 		return 0;
 	out = (struct fuse_out_hdr){ .len = sizeof(out), .error = -EIO,
 				     .unique = in.unique };
-	return (uint32_t)fs_iov_copy(c->iov + c->nr_out, c->nr_in, &out,
-				     sizeof(out), true);
+	return (uint32_t)vq_iov_from_buf(c->iov + c->nr_out, c->nr_in, 0, &out,
+					 sizeof(out));
 }
 
 int virtio_fs_create(const struct virtio_fs_params *p, struct virtio_fs **out)

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/virtio_net.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -13,6 +14,7 @@
 
 #include "net/net-backend.h"
 #include "net/stream.h"
+#include "virtio/vq-iov.h"
 
 #define INC(x, n) __atomic_store_n(&(x), (x) + (n), __ATOMIC_RELAXED)
 
@@ -255,26 +257,13 @@ static int64_t tx_frame(const struct virtq_chain *ch, struct iovec *out,
 			unsigned int *nout)
 {
 	struct virtio_net_hdr_v1 h;
-	size_t skip = VNET_HDR_LEN, got = 0;
-	uint64_t len = 0;
+	size_t got = vq_iov_to_buf(ch->iov, ch->nr_out, 0, &h, sizeof(h));
+	uint64_t len;
 
-	*nout = 0;
-	for (unsigned int i = 0; i < ch->nr_out; i++) {
-		const uint8_t *b = ch->iov[i].iov_base;
-		size_t l = ch->iov[i].iov_len, k = l < skip ? l : skip;
-
-		if (got < sizeof(h)) {
-			size_t c = k < sizeof(h) - got ? k : sizeof(h) - got;
-
-			memcpy((uint8_t *)&h + got, b, c);
-			got += c;
-		}
-		skip -= k;
-		if (k < l && *nout < VIRTQ_MAX_SEGS - 1) {
-			out[(*nout)++] = (struct iovec){ (void *)(b + k), l - k };
-			len += l - k;
-		}
-	}
+	/* The frame after the header, one segment kept free for the caller. */
+	*nout = vq_iov_slice(ch->iov, ch->nr_out, VNET_HDR_LEN, SIZE_MAX, out,
+			     VIRTQ_MAX_SEGS - 1);
+	len = vq_iov_len(out, *nout);
 	if (got < sizeof(h) || (h.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) ||
 	    h.gso_type != VIRTIO_NET_HDR_GSO_NONE || len < NSTREAM_MIN_FRAME ||
 	    len > NSTREAM_MAX_FRAME)
@@ -332,21 +321,8 @@ int nstream_tx(struct nstream *s, struct virtq *vq, struct virtq_chain *ch,
 static void rx_copy(struct vnet_rxq *rq, unsigned int niov, const uint8_t *f,
 		    uint32_t len)
 {
-	size_t hdr = VNET_HDR_LEN, left = len;
-
-	for (unsigned int i = 0; i < niov && (hdr || left); i++) {
-		uint8_t *b = rq->iov[i].iov_base;
-		size_t room = rq->iov[i].iov_len, k = hdr < room ? hdr : room;
-
-		memset(b, 0, k);
-		hdr -= k;
-		b += k;
-		room -= k;
-		k = left < room ? left : room;
-		memcpy(b, f, k);
-		f += k;
-		left -= k;
-	}
+	vq_iov_from_buf(rq->iov, niov, 0, NULL, VNET_HDR_LEN);
+	vq_iov_from_buf(rq->iov, niov, VNET_HDR_LEN, f, len);
 }
 
 /* The bytes the @nb chains gathered can take. */

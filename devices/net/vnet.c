@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "net/vnet.h"
+#include "virtio/vq-iov.h"
 
 #define BIT(n) (1ull << (n))
 #define INC(x, n) __atomic_store_n(&(x), (x) + (n), __ATOMIC_RELAXED)
@@ -178,19 +179,8 @@ static void iov_put_le16(const struct iovec *iov, unsigned int n, size_t off,
 			 uint16_t v)
 {
 	uint8_t b[2] = { (uint8_t)v, (uint8_t)(v >> 8) };
-	unsigned int k = 0;
 
-	for (unsigned int i = 0; i < n && k < 2; i++) {
-		size_t l = iov[i].iov_len;
-
-		if (off >= l) {
-			off -= l;
-			continue;
-		}
-		while (k < 2 && off < l)
-			((uint8_t *)iov[i].iov_base)[off++] = b[k++];
-		off = 0;
-	}
+	vq_iov_from_buf(iov, n, off, b, sizeof(b));
 }
 
 /* Give back the last @n chains popped (in reverse order: each unpop
@@ -388,21 +378,16 @@ int vnet_ctrl(struct vnet *n, struct virtq *vq, struct virtq_chain *ch,
 
 	while ((r = virtq_pop(vq, ch)) > 0) {
 		const struct iovec *ack;
-		size_t len = 0;
+		size_t len = vq_iov_len(ch->iov, ch->nr_out);
 		uint8_t st;
-		bool big = false;
+		bool big = len > CTRL_MAX;
 
 		/* The answer is the last writable byte. */
 		if (!ch->nr_in || !ch->iov[ch->nr_out + ch->nr_in - 1].iov_len)
 			return -EPROTO;
 		ack = &ch->iov[ch->nr_out + ch->nr_in - 1];
-		for (unsigned int i = 0; i < ch->nr_out && !big; i++) {
-			big = ch->iov[i].iov_len > CTRL_MAX - len;
-			if (!big) {
-				memcpy(cmd + len, ch->iov[i].iov_base, ch->iov[i].iov_len);
-				len += ch->iov[i].iov_len;
-			}
-		}
+		if (!big)
+			vq_iov_to_buf(ch->iov, ch->nr_out, 0, cmd, len);
 		st = big ? VIRTIO_NET_ERR : ctrl_command(n, cmd, len, pairs_changed);
 		((uint8_t *)ack->iov_base)[ack->iov_len - 1] = st;
 		virtq_push(vq, ch->head, 1);

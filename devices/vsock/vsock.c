@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "virtio/vq-iov.h"
 #include "vsock/vsock-host.h"
 #include "vsock/vsock-proto.h"
 #include "vsock/vsock.h"
@@ -91,78 +92,6 @@ struct vsock {
 	__atomic_store_n(&(v)->st.f, (v)->st.f + (n), __ATOMIC_RELAXED)
 
 /* ---- iovec helpers ---------------------------------------------------- */
-
-/* Copy @len bytes between @buf and offset @off of @iov (@n segments):
- * into the iov (@to_iov) or out of it.  Returns the bytes copied (fewer
- * if the iov ends). */
-static size_t iov_copy(const struct iovec *iov, unsigned int n, size_t off,
-		       void *buf, size_t len, bool to_iov)
-{
-	size_t done = 0;
-
-	for (unsigned int i = 0; i < n && done < len; i++) {
-		uint8_t *seg = iov[i].iov_base;
-		size_t l = iov[i].iov_len;
-
-		if (off >= l) {
-			off -= l;
-			continue;
-		}
-		l = MIN(l - off, len - done);
-		if (to_iov)
-			memcpy(seg + off, (uint8_t *)buf + done, l);
-		else
-			memcpy((uint8_t *)buf + done, seg + off, l);
-		done += l;
-		off = 0;
-	}
-	return done;
-}
-
-static size_t iov_read(const struct iovec *iov, unsigned int n, size_t off,
-		       void *dst, size_t len)
-{
-	return iov_copy(iov, n, off, dst, len, false);
-}
-
-static size_t iov_write(const struct iovec *iov, unsigned int n, size_t off,
-			const void *src, size_t len)
-{
-	return iov_copy(iov, n, off, (void *)src, len, true);
-}
-
-/* The part [@off, @off + @len) of @iov as segments in @out (at most
- * @max); returns their number. */
-static unsigned int iov_slice(const struct iovec *iov, unsigned int n,
-			      size_t off, size_t len, struct iovec *out,
-			      unsigned int max)
-{
-	unsigned int k = 0;
-
-	for (unsigned int i = 0; i < n && len && k < max; i++) {
-		size_t l = iov[i].iov_len;
-
-		if (off >= l) {
-			off -= l;
-			continue;
-		}
-		l = MIN(l - off, len);
-		out[k].iov_base = (uint8_t *)iov[i].iov_base + off;
-		out[k++].iov_len = l;
-		len -= l;
-		off = 0;
-	}
-	return k;
-}
-
-static size_t iov_total(const struct iovec *iov, unsigned int n)
-{
-	size_t t = 0;
-
-	for (unsigned int i = 0; i < n; i++)
-		t += iov[i].iov_len;
-	return t;
-}
 
 /* ---- connections ------------------------------------------------------ */
 
@@ -417,7 +346,7 @@ static int conn_buffer(struct vsock *v, struct vsock_conn *c,
 		uint32_t room = tail >= c->buf_off ? cap - tail : c->buf_off - tail;
 		uint32_t l = MIN(len, room);
 
-		iov_read(iov, n, off, c->buf + tail, l);
+		vq_iov_to_buf(iov, n, off, c->buf + tail, l);
 		c->buf_len += l;
 		off += l;
 		len -= l;
@@ -463,7 +392,7 @@ static void conn_rw(struct vsock *v, struct vsock_conn *c,
 		struct msghdr msg = { .msg_iov = slice };
 		ssize_t w;
 
-		msg.msg_iovlen = iov_slice(iov, n, off, len, slice, 64);
+		msg.msg_iovlen = vq_iov_slice(iov, n, off, len, slice, 64);
 		w = sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (w < 0) {
 			if (errno == EAGAIN)
@@ -649,13 +578,13 @@ static void conn_packet(struct vsock *v, struct vsock_conn *c,
 
 void vsock_tx_packet(struct vsock *v, const struct iovec *iov, unsigned int n)
 {
-	size_t total = iov_total(iov, n);
+	size_t total = vq_iov_len(iov, n);
 	struct vsock_conn *c;
 	struct vsock_hdr h;
 
 	STAT_ADD(v, packets_from_guest, 1);
 	/* Every field below is guest-controlled: checked here, before use. */
-	if (iov_read(iov, n, 0, &h, HDR_LEN) < HDR_LEN) {
+	if (vq_iov_to_buf(iov, n, 0, &h, HDR_LEN) < HDR_LEN) {
 		STAT_ADD(v, bad_packets, 1);
 		log_limited(&v->bad_log, VMM_LOG_WARN, "vsock",
 			    "guest packet of %zu bytes: shorter than its header",
@@ -736,7 +665,7 @@ static ssize_t conn_read(struct vsock_conn *c, const struct iovec *in,
 	struct iovec slice[64];
 	size_t want = MIN(MIN((size_t)conn_credit(c), room - HDR_LEN),
 			  (size_t)VSOCK_MAX_PKT_PAYLOAD);
-	unsigned int k = iov_slice(in, nin, HDR_LEN, want, slice, 64);
+	unsigned int k = vq_iov_slice(in, nin, HDR_LEN, want, slice, 64);
 	ssize_t n;
 
 	do
@@ -810,7 +739,7 @@ static uint32_t conn_fill(struct vsock *v, struct vsock_conn *c,
 	/* Every packet tells the guest how much of our buffer is free. */
 	c->last_fwd_sent = c->fwd_cnt;
 	hdr_to_guest(v, &h, c->lport, c->pport, op, flags, len, c->fwd_cnt);
-	iov_write(in, nin, 0, &h, HDR_LEN);
+	vq_iov_from_buf(in, nin, 0, &h, HDR_LEN);
 	if (op == VSOCK_OP_RST)
 		conn_free(v, c);
 	else if (op == VSOCK_OP_SHUTDOWN)
@@ -826,7 +755,7 @@ static uint32_t rst_fill(struct vsock *v, const struct iovec *in, unsigned int n
 	struct vsock_hdr h;
 
 	hdr_to_guest(v, &h, e->dst_port, e->src_port, VSOCK_OP_RST, 0, 0, 0);
-	iov_write(in, nin, 0, &h, HDR_LEN);
+	vq_iov_from_buf(in, nin, 0, &h, HDR_LEN);
 	v->rst_head = (v->rst_head + 1) % VSOCK_RST_QUEUE;
 	v->rst_len--;
 	STAT_ADD(v, resets, 1);
