@@ -23,14 +23,20 @@ for ((i = 0; i < nd; i++)); do
 	args+=(--disk "path=$dir/d$i.img,serial=d$i")
 done
 
+# --stats only for small shapes: 101 disks x 32 queues print 3,232 lines,
+# 24 s through the rig's console.
+stats=(--stats)
+((nd * n <= 512)) || stats=()
 e2e_run_vmm "$dir/log" -- "$vmm" --smp "$n" --mem 1G --kernel "$kernel" \
-	--initrd "$initrd" "${args[@]}" --stats \
+	--initrd "$initrd" "${args[@]}" "${stats[@]}" \
 	--append "guest.run=blk-many guest.disks=$nd"
 grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/log" || e2e_fail "guest payload failed"
 [[ $E2E_RC -eq 0 ]] || e2e_fail "minivmm exited $E2E_RC"
 for ((i = 0; i < nd; i++)); do
-	want=$(printf 'MINIVMM-DISK-%03d' "$i")
-	[[ "$(head -c 16 "$dir/d$i.img")" == "$want" ]] || e2e_fail "d$i.img lacks its data"
+	printf -v want 'MINIVMM-DISK-%03d' "$i"
+	got=
+	read -r -N 16 got <"$dir/d$i.img" || true # no process per disk (L1 is emulated)
+	[[ "$got" == "$want" ]] || e2e_fail "d$i.img lacks its data"
 done
 grep -q "BLK many: $nd disks written and read back" "$dir/log" || e2e_fail "not every disk was checked"
 echo "PASS: $nd disks on one VM with $n vCPUs, each completion on its submitting CPU"
