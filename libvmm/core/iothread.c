@@ -138,10 +138,12 @@ static void iothread_fd_cqe(struct iothread_cb *cb, int res, uint32_t flags)
 		w->armed = false;
 	if (res > 0 && !w->removing)
 		/*
-		 * No read() of the eventfd: KVM's ioeventfd (eventfd_signal)
-		 * wakes the poll on every signal whatever the counter value,
-		 * and the counter saturates instead of overflowing, so one
-		 * syscall per kick is saved.
+		 * The watch reads nothing from the fd: what is there is the
+		 * owner's (the queue service reads a kick eventfd's counter
+		 * in fn to count doorbells; a tap is read by its device).
+		 * KVM's ioeventfd (eventfd_signal) wakes the poll on every
+		 * signal whatever the counter holds, so an unread counter
+		 * loses no wake-up.
 		 */
 		w->fn(w->opaque);
 	if (!w->armed && !w->removing && res != -ECANCELED &&
