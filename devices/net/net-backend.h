@@ -20,6 +20,10 @@
 struct net_backend {
 	const char *kind;	/* "tap", "stream": for messages */
 	bool offloads;		/* the wire carries the virtio-net header */
+	/* TX can find the pair's file full (a stream socket whose peer reads
+	 * slowly; blocked_since() then says since when): the device waits
+	 * for POLLOUT on the file instead of trying again every round. */
+	bool tx_waits_writable;
 	/* Optional: per-pair state for @fd (*@priv), 0 or -ENOMEM. */
 	int (*pair_init)(int fd, void **priv);
 	void (*pair_fini)(void *priv);

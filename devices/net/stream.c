@@ -167,7 +167,8 @@ static ssize_t send_iov(struct nstream *s, struct iovec *iov, size_t n)
 	return w < 0 ? die(s, -EPIPE) : w;
 }
 
-/* The socket took nothing of a frame that now waits: note since when. */
+/* The socket is full with a frame, or a frame's tail, waiting (it took
+ * nothing, or part): note since when.  Any byte taken clears it. */
 static void note_full(struct nstream *s)
 {
 	struct timespec ts;
@@ -304,8 +305,9 @@ int nstream_tx(struct nstream *s, struct virtq *vq, struct virtq_chain *ch,
 		}
 		virtq_push(vq, ch->head, 0);
 		done++;
-		if (s->tx_off != s->tx_len) { /* taken in part */
+		if (s->tx_off != s->tx_len) { /* taken in part: full */
 			*more = true;
+			note_full(s);
 			return (int)done;
 		}
 	}
@@ -445,6 +447,7 @@ static int stream_be_gone(void *priv)
 const struct net_backend net_stream_backend = {
 	.kind = "stream",
 	.offloads = false,
+	.tx_waits_writable = true,
 	.pair_init = stream_be_init,
 	.pair_fini = stream_be_fini,
 	.tx = stream_be_tx,

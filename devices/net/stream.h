@@ -102,7 +102,7 @@ int nstream_send(struct nstream *s, const struct iovec *iov, unsigned int n,
 		 uint32_t len);
 
 /* Since when (CLOCK_MONOTONIC, ns) TX has waited for a full socket, the
- * peer taking nothing; 0 when it is not waiting. */
+ * peer taking nothing since; 0 when it is not waiting. */
 uint64_t nstream_blocked_since(const struct nstream *s);
 
 /* ---- A queue pair's rings (vnet.h conventions) ---- */

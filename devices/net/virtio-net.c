@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <linux/virtio_ids.h>
 #include <linux/virtio_net.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -37,6 +38,12 @@ struct net_queue {
 	uint64_t rate_from; /* waiting for the rate limit since (0: not) */
 	/* TX: the back end's peer took nothing for TX_STALL_NS (warned). */
 	bool stall_warned;
+	/* TX on a back end whose file fills (tx_waits_writable): the file
+	 * watched for POLLOUT while attached, and whether TX waits for it
+	 * (a wake-up then serves the queue; others are ignored). */
+	struct iothread_fd out_watch;
+	bool out_watching;
+	bool out_waiting;
 };
 
 /* A peer that takes no frame for this long while TX waits is logged: the
@@ -95,6 +102,19 @@ static void rx_readable(void *opaque)
 
 	if (!q->starved && !__atomic_load_n(&q->d->link_down, __ATOMIC_RELAXED))
 		vqs_kick(q->sq);
+}
+
+/* The TX file of a queue's pair has room again (or had some freed while
+ * TX did not wait: nothing to do).  Context: the queue's I/O thread, as
+ * tx_process(), so out_waiting needs no atomics. */
+static void tx_writable(void *opaque)
+{
+	struct net_queue *q = opaque;
+
+	if (q->out_waiting) {
+		q->out_waiting = false;
+		vqs_kick(q->sq);
+	}
 }
 
 /* Interrupt now if pushing made it due (once per process() call). */
@@ -199,6 +219,15 @@ static int tx_process(struct virtio_net *d, struct net_queue *q)
 	net_rate_charge(&d->rl_tx, st->tx_bytes - bytes, st->tx_packets - frames);
 	link_check(d, q->pair);
 	tx_stall_check(d, q);
+	/* The file is full: its POLLOUT wake-up serves the queue again, not
+	 * a retry every round (each a wake-up of this thread).  A wake-up
+	 * that comes after the failed send is one more CQE for this thread,
+	 * handled after this call, so none is missed. */
+	if (more && q->out_watching && d->be->blocked_since &&
+	    d->be->blocked_since(d->priv[q->pair])) {
+		q->out_waiting = true;
+		more = false;
+	}
 	return r < 0 ? r : pushed_result(q->sq, r > 0, more);
 }
 
@@ -227,7 +256,8 @@ static int net_process(void *dev, struct vqs_queue *sq)
 	return q->rx ? rx_process(d, q) : tx_process(d, q);
 }
 
-/* RX queue of a pair: offloads as negotiated, steering, the tap watched.
+/* RX queue of a pair: offloads as negotiated, steering, the tap watched;
+ * TX queue on a back end that fills: its file watched for POLLOUT.
  * Context: the queue's I/O thread. */
 static int net_attach(void *dev, struct vqs_queue *sq)
 {
@@ -238,8 +268,22 @@ static int net_attach(void *dev, struct vqs_queue *sq)
 	q->sq = sq;
 	q->io = vqs_iothread(sq);
 	q->starved = false;
-	if (!q->rx || vnet_is_ctrl(&d->n, vqs_index(sq)))
+	if (vnet_is_ctrl(&d->n, vqs_index(sq)))
 		return 0;
+	if (!q->rx) {
+		if (!d->be->tx_waits_writable)
+			return 0;
+		/* The file registered by the watch itself (the RX queue's
+		 * registration may be on another thread). */
+		q->out_waiting = false;
+		q->out_watch = (struct iothread_fd){ .fd = d->fds[q->pair],
+						     .events = POLLOUT,
+						     .fn = tx_writable, .opaque = q };
+		/* Not watched (no file slot or SQE left): TX retries every
+		 * round as before, slower to wake but correct. */
+		q->out_watching = !iothread_watch_fd(vqs_iothread(sq), &q->out_watch);
+		return 0;
+	}
 	fd = d->fds[q->pair];
 	ret = d->be->set_features ? d->be->set_features(fd, d->n.features) : 0;
 	if (ret)
@@ -268,6 +312,10 @@ static void net_quiesce(void *dev, struct vqs_queue *sq, bool cancel)
 	if (q->watching)
 		iothread_unwatch_fd(vqs_iothread(sq), &q->watch);
 	q->watching = false;
+	if (q->out_watching)
+		iothread_unwatch_fd(vqs_iothread(sq), &q->out_watch);
+	q->out_watching = false;
+	q->out_waiting = false;
 }
 
 /* Queue i is pair i / 2's, served with it on that pair's thread; the

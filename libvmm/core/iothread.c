@@ -123,7 +123,8 @@ static int iothread_arm(struct iothread *io, struct iothread_fd *w)
 
 	if (!sqe)
 		return -EBUSY;
-	io_uring_prep_poll_multishot(sqe, f->idx, POLLIN);
+	io_uring_prep_poll_multishot(sqe, f->idx,
+				     w->events ? (unsigned int)w->events : POLLIN);
 	iothread_sqe_file(sqe, f);
 	w->armed = true;
 	return 0;

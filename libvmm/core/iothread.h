@@ -58,6 +58,10 @@ struct iothread_fd {
 	struct iothread_file own; /* internal */
 	void (*fn)(void *opaque);
 	void *opaque;
+	/* Poll mask (POLLIN when 0).  fn runs at each wake-up of the file
+	 * for these events, not once per level: a POLLOUT watch on a socket
+	 * runs when the peer frees room, not while room stays. */
+	short events;
 	bool armed;	/* a multishot poll is outstanding */
 	bool removing;	/* poll_remove sent; waiting for the final CQE */
 };
