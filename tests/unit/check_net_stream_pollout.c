@@ -9,116 +9,33 @@
  * Counts (the thread's wake-ups), no timings.
  */
 #include <check.h>
-#include <linux/virtio_config.h>
-#include <linux/virtio_net.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "fake_guest.h"
-#include "iothread.h"
-#include "net/net-backend.h"
-#include "net/virtio-net.h"
+#include "net_dev_rig.h"
 
-#define NQ 3 /* rx0, tx0, ctrl */
-#define QSIZE 128
 #define NF 100 /* frames */
 #define FLEN 1500
-#define HDR sizeof(struct virtio_net_hdr_v1)
 
-static struct fake_guest G;
-static struct fg_vq drv[NQ];
-static struct virtio_queue qs[NQ];
-static struct iothread *io;
-static struct virtio_net *dev;
-static struct virtio_device vd;
-static int peer;
-
-static void t_notify(struct virtio_queue *q)
-{
-	(void)q;
-}
-
-static void t_needs_reset(struct virtio_queue *q, const char *why)
-{
-	ck_abort_msg("queue %u: needs reset: %s", q->index, why);
-}
-
-static const struct virtio_transport_ops t_ops = {
-	.queue_notify = t_notify,
-	.needs_reset = t_needs_reset,
-};
+static struct net_dev_rig R;
 
 static void setup(void)
 {
-	int sv[2], small = 4096;
-	struct virtio_net_params p = {
-		.net = { .max_pairs = 1, .mac = { 0x52, 0x54, 0, 0, 0, 9 } },
-		.fds = &sv[0],
-		.backend = &net_stream_backend,
-		.queue_size = QSIZE,
-		.iothreads = &io,
-		.nr_iothreads = 1,
-	};
-
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-				    0, sv), 0);
-	peer = sv[1];
-	/* Small buffers: the socket is full after a few frames. */
-	ck_assert_int_eq(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
-	ck_assert_int_eq(setsockopt(peer, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
-	ck_assert_int_eq(fg_init(&G, 8ull << 20), 0);
-	ck_assert_int_eq(iothread_create(0, 64, &io), 0);
-	ck_assert_int_eq(iothread_start(io), 0);
-	ck_assert_int_eq(virtio_net_create(&p, &dev), 0);
-	virtio_net_virtio(dev, &vd);
-	ck_assert_int_eq(vd.ops->set_features(vd.dev, 1ull << VIRTIO_F_VERSION_1), 0);
-	for (unsigned int i = 0; i < NQ; i++) {
-		ck_assert_int_eq(fg_vq_init(&G, &drv[i], QSIZE, 0), 0);
-		ck_assert_int_eq(fg_vq_attach(&drv[i], &qs[i].vq), 0);
-		qs[i].t_ops = &t_ops;
-		qs[i].index = i;
-		qs[i].enabled = true;
-		qs[i].kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		qs[i].call_fd = -1;
-		ck_assert_int_ge(qs[i].kick_fd, 0);
-	}
-	ck_assert_int_eq(vd.ops->start(vd.dev, qs, NQ), 0);
+	/* Small socket buffers: full after a few frames. */
+	ndr_setup(&R, &(struct ndr_params){ .queue_size = 128, .sndbuf = 4096 });
 }
 
 static void teardown(void)
 {
-	vd.ops->stop(vd.dev);
-	virtio_net_destroy(dev);
-	iothread_stop(io);
-	iothread_destroy(io);
-	for (unsigned int i = 0; i < NQ; i++) {
-		close(qs[i].kick_fd);
-		fg_vq_destroy(&drv[i]);
-	}
-	fg_destroy(&G);
-	close(peer);
+	ndr_teardown(&R);
 }
 
 static uint64_t wakeups(void)
 {
 	struct iothread_stats st;
 
-	iothread_get_stats(io, &st);
+	iothread_get_stats(R.io, &st);
 	return st.loops;
-}
-
-/* Chains the device has given back so far. */
-static unsigned int used_tx(void)
-{
-	static unsigned int n;
-	uint32_t id, len;
-
-	while (fg_vq_get_used(&drv[1], &id, &len) == 1)
-		n++;
-	return n;
 }
 
 START_TEST(full_socket_sleeps_until_writable)
@@ -126,25 +43,16 @@ START_TEST(full_socket_sleeps_until_writable)
 	static uint8_t got[NF * (4 + FLEN)];
 	unsigned int before_used;
 	uint64_t w0, w1;
-	size_t have = 0;
 
-	for (unsigned int i = 0; i < NF; i++) {
-		uint64_t gpa = fg_alloc(&G, HDR + FLEN, 8);
-		uint8_t *b = fg_ptr(&G, gpa, HDR + FLEN);
-		struct fg_buf buf = { gpa, HDR + FLEN, false };
-
-		memset(b, 0, HDR);
-		for (unsigned int j = 0; j < FLEN; j++)
-			b[HDR + j] = (uint8_t)(i * 7 + j);
-		ck_assert_int_ge(fg_vq_add(&drv[1], &buf, 1, false), 0);
-	}
-	fg_vq_publish(&drv[1]);
-	ck_assert_int_eq(eventfd_write(qs[1].kick_fd, 1), 0);
+	for (unsigned int i = 0; i < NF; i++)
+		ndr_post_tx(&R, FLEN, (uint8_t)(i * 7));
+	fg_vq_publish(&R.drv[NDR_TX]);
+	ndr_kick(&R, NDR_TX);
 	/* The device fills the socket and stops taking chains. */
 	do {
-		before_used = used_tx();
+		before_used = ndr_tx_used(&R);
 		usleep(50000);
-	} while (used_tx() != before_used);
+	} while (ndr_tx_used(&R) != before_used);
 	ck_assert_uint_lt(before_used, NF);
 	/* Blocked for a while: the thread is not woken (it was, every 1 ms
 	 * of this, before TX waited for POLLOUT). */
@@ -153,17 +61,9 @@ START_TEST(full_socket_sleeps_until_writable)
 	w1 = wakeups();
 	ck_assert_msg(w1 - w0 <= 3, "the I/O thread woke %llu times while TX was blocked",
 		      (unsigned long long)(w1 - w0));
-	ck_assert_uint_eq(used_tx(), before_used);
+	ck_assert_uint_eq(ndr_tx_used(&R), before_used);
 	/* The peer reads: every frame, in order, through the POLLOUT wake-ups. */
-	for (int i = 0; have < sizeof(got) && i < 40000; i++) {
-		ssize_t r = recv(peer, got + have, sizeof(got) - have, MSG_DONTWAIT);
-
-		if (r > 0)
-			have += (size_t)r;
-		else
-			usleep(500);
-	}
-	ck_assert_uint_eq(have, sizeof(got));
+	ndr_peer_read(&R, got, sizeof(got));
 	for (unsigned int i = 0; i < NF; i++) {
 		const uint8_t *f = got + i * (4 + FLEN);
 
@@ -171,9 +71,9 @@ START_TEST(full_socket_sleeps_until_writable)
 		for (unsigned int j = 0; j < FLEN; j++)
 			ck_assert_uint_eq(f[4 + j], (uint8_t)(i * 7 + j));
 	}
-	for (int i = 0; used_tx() < NF && i < 2000; i++)
+	for (int i = 0; ndr_tx_used(&R) < NF && i < 2000; i++)
 		usleep(1000);
-	ck_assert_uint_eq(used_tx(), NF);
+	ck_assert_uint_eq(ndr_tx_used(&R), NF);
 }
 END_TEST
 

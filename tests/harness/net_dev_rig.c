@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/* The virtio-net device on an I/O thread over a socketpair (net_dev_rig.h). */
+#include "net_dev_rig.h"
+
+#include <check.h>
+#include <linux/virtio_config.h>
+#include <linux/virtio_net.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "net/net-backend.h"
+
+#define HDR sizeof(struct virtio_net_hdr_v1)
+
+static void t_notify(struct virtio_queue *q)
+{
+	(void)q;
+}
+
+static void t_needs_reset(struct virtio_queue *q, const char *why)
+{
+	ck_abort_msg("queue %u: needs reset: %s", q->index, why);
+}
+
+static const struct virtio_transport_ops t_ops = {
+	.queue_notify = t_notify,
+	.needs_reset = t_needs_reset,
+};
+
+void ndr_setup(struct net_dev_rig *r, const struct ndr_params *p)
+{
+	int sv[2];
+	struct virtio_net_params np = {
+		.net = { .max_pairs = 1, .mac = { 0x52, 0x54, 0, 0, 0, 9 } },
+		.fds = &sv[0],
+		.backend = &net_stream_backend,
+		.queue_size = p->queue_size,
+		.iothreads = &r->io,
+		.nr_iothreads = 1,
+		.rate = p->rate,
+	};
+
+	memset(r, 0, sizeof(*r));
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+				    0, sv), 0);
+	r->peer = sv[1];
+	if (p->sndbuf > 0) {
+		ck_assert_int_eq(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &p->sndbuf,
+					    sizeof(p->sndbuf)), 0);
+		ck_assert_int_eq(setsockopt(r->peer, SOL_SOCKET, SO_RCVBUF, &p->sndbuf,
+					    sizeof(p->sndbuf)), 0);
+	}
+	ck_assert_int_eq(fg_init(&r->g, 8ull << 20), 0);
+	ck_assert_int_eq(iothread_create(0, 64, &r->io), 0);
+	ck_assert_int_eq(iothread_start(r->io), 0);
+	ck_assert_int_eq(virtio_net_create(&np, &r->dev), 0);
+	virtio_net_virtio(r->dev, &r->vd);
+	ck_assert_int_eq(r->vd.ops->set_features(r->vd.dev, 1ull << VIRTIO_F_VERSION_1), 0);
+	for (unsigned int i = 0; i < NDR_NQ; i++) {
+		struct virtio_queue *q = &r->qs[i];
+
+		ck_assert_int_eq(fg_vq_init(&r->g, &r->drv[i], p->queue_size, 0), 0);
+		ck_assert_int_eq(fg_vq_attach(&r->drv[i], &q->vq), 0);
+		q->t_ops = &t_ops;
+		q->index = i;
+		q->enabled = true;
+		q->kick_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		q->call_fd = -1;
+		ck_assert_int_ge(q->kick_fd, 0);
+	}
+	ck_assert_int_eq(r->vd.ops->start(r->vd.dev, r->qs, NDR_NQ), 0);
+}
+
+void ndr_teardown(struct net_dev_rig *r)
+{
+	r->vd.ops->stop(r->vd.dev);
+	virtio_net_destroy(r->dev);
+	iothread_stop(r->io);
+	iothread_destroy(r->io);
+	for (unsigned int i = 0; i < NDR_NQ; i++) {
+		close(r->qs[i].kick_fd);
+		fg_vq_destroy(&r->drv[i]);
+	}
+	fg_destroy(&r->g);
+	close(r->peer);
+}
+
+void ndr_kick(struct net_dev_rig *r, unsigned int q)
+{
+	ck_assert_int_eq(eventfd_write(r->qs[q].kick_fd, 1), 0);
+}
+
+void ndr_post_tx(struct net_dev_rig *r, uint32_t len, uint8_t seed)
+{
+	uint64_t gpa = fg_alloc(&r->g, HDR + len, 8);
+	uint8_t *b = fg_ptr(&r->g, gpa, HDR + len);
+	struct fg_buf buf = { gpa, HDR + len, false };
+
+	memset(b, 0, HDR);
+	for (uint32_t j = 0; j < len; j++)
+		b[HDR + j] = (uint8_t)(seed + j);
+	ck_assert_int_ge(fg_vq_add(&r->drv[NDR_TX], &buf, 1, false), 0);
+}
+
+unsigned int ndr_tx_used(struct net_dev_rig *r)
+{
+	uint32_t id, len;
+
+	while (fg_vq_get_used(&r->drv[NDR_TX], &id, &len) == 1)
+		r->tx_used++;
+	return r->tx_used;
+}
+
+void ndr_peer_read(struct net_dev_rig *r, uint8_t *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (int i = 0; n < len && i < 40000; i++) {
+		ssize_t got = recv(r->peer, buf + n, len - n, MSG_DONTWAIT);
+
+		if (got > 0)
+			n += (size_t)got;
+		else
+			usleep(500);
+	}
+	ck_assert_uint_eq(n, len);
+}
