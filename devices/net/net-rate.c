@@ -35,3 +35,20 @@ void net_rate_charge(struct ratelimit *rl, uint64_t bytes, uint64_t frames)
 	if (frames && ratelimit_active(rl))
 		(void)ratelimit_reserve(rl, bytes, frames, ratelimit_now());
 }
+
+bool net_rate_again(struct vqs_queue *sq, struct ratelimit *rl,
+		    uint64_t *wait_from)
+{
+	uint64_t now, ready, recheck;
+
+	if (!ratelimit_active(rl))
+		return false;
+	now = ratelimit_now();
+	ready = ratelimit_ready(rl, now);
+	recheck = now + RATELIMIT_RECHECK_NS;
+	/* In debt: net_rate_wait() at @ready ends (and counts) this wait. */
+	if (ready > now && !*wait_from)
+		*wait_from = now;
+	vqs_retry_at(sq, ready < recheck ? ready : recheck);
+	return true;
+}

@@ -138,6 +138,7 @@ static int rx_process(struct virtio_net *d, struct net_queue *q)
 	struct vnet_pair_stats *st = &d->stats[q->pair];
 	unsigned int pushed, budget = NET_BUDGET;
 	uint64_t bytes = st->rx_bytes, frames = st->rx_packets;
+	bool more;
 	int r;
 
 	/* Throttled: the frames stay in the tap until the tokens are back. */
@@ -152,7 +153,11 @@ static int rx_process(struct virtio_net *d, struct net_queue *q)
 	/* Out of buffers: leave the frames in the tap's queue (bounded,
 	 * the kernel drops past it) until the driver kicks with more. */
 	q->starved = r == VNET_RX_NO_BUFS;
-	return pushed_result(q->sq, pushed, r == VNET_RX_BUDGET);
+	/* A limited round that used its budget: again once there is credit
+	 * (net_rate_again()), not a retry round later. */
+	more = r == VNET_RX_BUDGET &&
+	       !net_rate_again(q->sq, &d->rl_rx, &q->rate_from);
+	return pushed_result(q->sq, pushed, more);
 }
 
 /*
@@ -199,7 +204,15 @@ static int tx_process(struct virtio_net *d, struct net_queue *q)
 	net_rate_charge(&d->rl_tx, st->tx_bytes - bytes, st->tx_packets - frames);
 	link_check(d, q->pair);
 	tx_stall_check(d, q);
-	return r < 0 ? r : pushed_result(q->sq, r > 0, more);
+	if (r < 0)
+		return r;
+	/* A limited round that used its budget (rather than finding the
+	 * back end full: that waits a retry round): again once there is
+	 * credit (net_rate_again()). */
+	if (more && (unsigned int)r == budget && budget < NET_BUDGET &&
+	    net_rate_again(q->sq, &d->rl_tx, &q->rate_from))
+		more = false;
+	return pushed_result(q->sq, r > 0, more);
 }
 
 static int ctrl_process(struct virtio_net *d, struct net_queue *q)
