@@ -34,7 +34,7 @@ struct net_queue {
 	bool starved;
 	struct vnet_rxq *rx;
 	struct virtq_chain *chain;
-	uint64_t rate_from; /* waiting for the rate limit since (0: not) */
+	struct net_rate_queue rate; /* its standing with the rate limit */
 	/* TX: the back end's peer took nothing for TX_STALL_NS (warned). */
 	bool stall_warned;
 };
@@ -142,11 +142,11 @@ static int rx_process(struct virtio_net *d, struct net_queue *q)
 	int r;
 
 	/* Throttled: the frames stay in the tap until the tokens are back. */
-	if (net_rate_wait(q->sq, &d->rl_rx, &q->rate_from, &budget))
+	if (net_rate_wait(q->sq, &d->rl_rx, &q->rate, &budget))
 		return 0;
 	r = d->be->rx(d->priv[q->pair], d->fds[q->pair], q->rx, vqs_virtq(q->sq),
 		      mrg, vnet_rx_max_frame(&d->n), budget, st, &pushed);
-	net_rate_charge(&d->rl_rx, st->rx_bytes - bytes, st->rx_packets - frames);
+	net_rate_charge(&d->rl_rx, &q->rate, st->rx_bytes - bytes, st->rx_packets - frames);
 	link_check(d, q->pair);
 	if (r < 0)
 		return r;
@@ -156,7 +156,7 @@ static int rx_process(struct virtio_net *d, struct net_queue *q)
 	/* A limited round that used its budget: again once there is credit
 	 * (net_rate_again()), not a retry round later. */
 	more = r == VNET_RX_BUDGET &&
-	       !net_rate_again(q->sq, &d->rl_rx, &q->rate_from);
+	       !net_rate_again(q->sq, &d->rl_rx, &q->rate);
 	return pushed_result(q->sq, pushed, more);
 }
 
@@ -197,11 +197,11 @@ static int tx_process(struct virtio_net *d, struct net_queue *q)
 	int r;
 
 	/* Throttled: the chains stay in the ring until the tokens are back. */
-	if (net_rate_wait(q->sq, &d->rl_tx, &q->rate_from, &budget))
+	if (net_rate_wait(q->sq, &d->rl_tx, &q->rate, &budget))
 		return 0;
 	r = d->be->tx(d->priv[q->pair], d->fds[q->pair], vqs_virtq(q->sq),
 		      q->chain, budget, st, &more);
-	net_rate_charge(&d->rl_tx, st->tx_bytes - bytes, st->tx_packets - frames);
+	net_rate_charge(&d->rl_tx, &q->rate, st->tx_bytes - bytes, st->tx_packets - frames);
 	link_check(d, q->pair);
 	tx_stall_check(d, q);
 	if (r < 0)
@@ -210,7 +210,7 @@ static int tx_process(struct virtio_net *d, struct net_queue *q)
 	 * back end full: that waits a retry round): again once there is
 	 * credit (net_rate_again()). */
 	if (more && (unsigned int)r == budget && budget < NET_BUDGET &&
-	    net_rate_again(q->sq, &d->rl_tx, &q->rate_from))
+	    net_rate_again(q->sq, &d->rl_tx, &q->rate))
 		more = false;
 	return pushed_result(q->sq, r > 0, more);
 }
