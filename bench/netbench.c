@@ -3,7 +3,7 @@
  * netbench: a NIC's rate limits without KVM (bench/net_ratelimit_bench.sh
  * drives it).  One measurement per run, one JSON record on stdout.
  *
- *   netbench --dir tx|rx [--pairs N] [--frame-len L] [--seconds S]
+ *   netbench --dir tx|rx [--pairs N] [--iothreads T] [--frame-len L] [--seconds S]
  *            [--warmup S] [--queue-size N] [--event-idx 0|1] [--rep N]
  *            [--rate-bw B/s] [--rate-bw-burst B] [--rate-ops N/s]
  *            [--rate-ops-burst N]
@@ -11,7 +11,8 @@
  * What runs is libvmm's real virtio-net (devices/net/virtio-net.c) with its
  * limits set (the same ratelimit_cfg vmm_set_net_rate_limit() sets), on
  * its virtio-pci transport, real PCI/PIO/MMIO buses and MSI-X, the real
- * I/O threads (one per queue pair, as one per vCPU) and queue service;
+ * I/O threads (one per queue pair by default, as one per vCPU; with
+ * --iothreads T pair i on thread i mod T) and queue service;
  * KVM is the unit tests' fake (tests/harness/fake_vpci.h), so a queue's
  * kick is the eventfd KVM would signal and its interrupt the irqfd.  The
  * back end is the `stream` one (passt's framing) on one socketpair per
@@ -111,7 +112,7 @@ struct pair {
 
 static struct {
 	bool tx;
-	unsigned int pairs, queue_size, rep, frame_len;
+	unsigned int pairs, iothreads, queue_size, rep, frame_len;
 	int event_idx;
 	double seconds, warmup;
 	struct ratelimit_cfg rate;
@@ -473,11 +474,13 @@ static int setup(void)
 	for (unsigned int i = 0; i < C.pairs; i++) {
 		int sv[2];
 
-		if ((ret = iothread_create(i, 512, &io[i])))
-			return ret;
-		nr_io++;
-		if ((ret = iothread_start(io[i])))
-			return ret;
+		if (i < C.iothreads) {
+			if ((ret = iothread_create(i, 512, &io[i])))
+				return ret;
+			nr_io++;
+			if ((ret = iothread_start(io[i])))
+				return ret;
+		}
 		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
 			return -errno;
 		if ((ret = nstream_adopt(sv[0])))
@@ -593,7 +596,8 @@ static void pair_count(unsigned int i, uint64_t *frames, uint64_t *bytes)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: netbench --dir tx|rx [--pairs N] [--frame-len L] [--seconds S]\n"
+		"usage: netbench --dir tx|rx [--pairs N] [--iothreads T] [--frame-len L]\n"
+		"       [--seconds S]\n"
 		"       [--warmup S] [--queue-size N] [--event-idx 0|1] [--rep N]\n"
 		"       [--rate-bw B/s] [--rate-bw-burst B] [--rate-ops N/s]\n"
 		"       [--rate-ops-burst N]   (the NIC's rate limits, each direction)\n");
@@ -609,6 +613,7 @@ int main(int argc, char **argv)
 		{ "event-idx", 1, 0, 'e' },   { "rep", 1, 0, 'r' },
 		{ "rate-bw", 1, 0, 'B' },     { "rate-bw-burst", 1, 0, 'b' },
 		{ "rate-ops", 1, 0, 'O' },    { "rate-ops-burst", 1, 0, 'o' },
+		{ "iothreads", 1, 0, 'i' },
 		{ 0, 0, 0, 0 },
 	};
 	uint64_t f0[MAXP] = { 0 }, b0[MAXP] = { 0 }, f1[MAXP] = { 0 }, b1[MAXP] = { 0 };
@@ -622,6 +627,7 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'd': dir = optarg; break;
 		case 'p': C.pairs = (unsigned int)atoi(optarg); break;
+		case 'i': C.iothreads = (unsigned int)atoi(optarg); break;
 		case 'l': C.frame_len = (unsigned int)atoi(optarg); break;
 		case 'S': C.seconds = atof(optarg); break;
 		case 'w': C.warmup = atof(optarg); break;
@@ -641,6 +647,8 @@ int main(int argc, char **argv)
 	    (C.queue_size & (C.queue_size - 1)) || ratelimit_check(&C.rate) ||
 	    C.seconds <= 0 || C.warmup < 0)
 		usage();
+	if (!C.iothreads || C.iothreads > C.pairs)
+		C.iothreads = C.pairs;
 	C.tx = !strcmp(dir, "tx");
 	signal(SIGPIPE, SIG_IGN);
 
