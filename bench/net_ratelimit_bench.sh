@@ -14,8 +14,9 @@
 #   - bandwidth 10/50/100 MiB/s, one pair, 1514-byte frames;
 #   - frames/s 1000/5000, one pair, 60-byte frames;
 #   - fairness: 4 pairs on 4 I/O threads, every one busy, sharing
-#     4000 frames/s (60 bytes) and 50 MiB/s (1514 bytes): each pair's
-#     share of the frames.
+#     4000 frames/s (60 bytes) and 50 MiB/s (1514 bytes), and the same
+#     4 pairs on one I/O thread sharing 4000 frames/s (fair_ops_1t):
+#     each pair's share of the frames.
 # Rounds alternate (every point once, then again).  Bursts are the
 # default (one second's worth); the warm-up (2 s) drains the first
 # bucket, so the window measures the refill rate.
@@ -72,6 +73,7 @@ for ((rep = 0; rep < REPS; rep++)); do
 		done
 		run $dir fair_ops 4000 4 60 $rep --rate-ops 4000
 		run $dir fair_bw $((50 * MIB)) 4 1514 $rep --rate-bw $((50 * MIB))
+		run $dir fair_ops_1t 4000 4 60 $rep --rate-ops 4000 --iothreads 1
 	done
 done
 
@@ -85,14 +87,14 @@ jq -r '
 	def unit(k): if bw(k) then "MiB/s" else "frames/s" end;
 	def scale(k; v): if bw(k) then v / 1048576 else v end;
 	def r2: . * 100 | round / 100;
-	"| dir | point | pairs | frame | configured | achieved (median) | rounds (min..max) | error | within +-5% | throttled waits | per-pair share of frames (min..max) |",
-	"|---|---|---|---|---|---|---|---|---|---|---|",
+	"| dir | point | pairs | I/O threads | frame | configured | achieved (median) | rounds (min..max) | error | within +-5% | throttled waits | per-pair share of frames (min..max) |",
+	"|---|---|---|---|---|---|---|---|---|---|---|---|",
 	(group_by([.dir, .kind, .configured])[] |
 	 (map(.achieved) | median) as $a | .[0] as $r |
 	 (($a - $r.configured) / $r.configured * 100) as $err |
 	 (map(.pair_frames | add as $t | map(. / $t) | min) | median) as $smin |
 	 (map(.pair_frames | add as $t | map(. / $t) | max) | median) as $smax |
-	 "| \($r.dir) | \($r.kind) | \($r.pairs) | \($r.frame_len) B | " +
+	 "| \($r.dir) | \($r.kind) | \($r.pairs) | \($r.iothreads) | \($r.frame_len) B | " +
 	 "\(scale($r.kind; $r.configured) | floor) \(unit($r.kind)) | " +
 	 "\(scale($r.kind; $a) | r2) \(unit($r.kind)) | " +
 	 "\(map(scale($r.kind; .achieved)) | min | r2)..\(map(scale($r.kind; .achieved)) | max | r2) | " +
@@ -104,7 +106,7 @@ jq -r '
 	echo "## NICs: achieved vs configured ($MODE: ${SECS} s x $REPS alternated rounds, $(date -u +%F))"
 	echo
 	echo "netbench (\`bench/net_ratelimit_bench.sh\`), libvmm's virtio-net on the stream back end"
-	echo "(socketpairs, the bench as the peer), one I/O thread per pair, queue size 256, EVENT_IDX,"
+	echo "(socketpairs, the bench as the peer), one I/O thread per pair (fair_ops_1t: one for all four), queue size 256, EVENT_IDX,"
 	echo "MRG_RXBUF; tx counted by the peer, rx by the guest driver; frames without the virtio-net"
 	echo "header; default bursts (one second), ${WARM} s warm-up.  Host: $(nproc) CPUs ($(uname -r)); shared"
 	echo "machine, no KVM."
@@ -127,12 +129,12 @@ if command -v gnuplot >/dev/null; then
 		awk -v d=$d '$1 == d && $2 == "bw" { print $3 / 1048576, $4 / 1048576 }' "$tmp/pts.dat" >"$tmp/bw_$d.dat"
 		awk -v d=$d '$1 == d && $2 == "ops" { print $3, $4 }' "$tmp/pts.dat" >"$tmp/ops_$d.dat"
 	done
-	jq -r 'group_by([.dir, .kind])[] | select(.[0].kind == "fair_bw" or .[0].kind == "fair_ops") |
+	jq -r 'group_by([.dir, .kind])[] | select(.[0].kind | startswith("fair")) |
 		.[0].dir + "-" + .[0].kind as $n |
 		(map(.pair_frames | add as $t | map(. / $t * 100)) | transpose | map(add / length)) as $s |
 		[$n] + $s | @tsv' "$RES/net_ratelimit.json" >"$tmp/fair.dat"
 	gnuplot <<PLOT
-set terminal pngcairo size 1500,450 noenhanced
+set terminal pngcairo size 1600,450 noenhanced
 set output "$RES/net_ratelimit.png"
 set multiplot layout 1,3 title "NIC rate limits: achieved vs configured (netbench, stream back end)"
 set grid; set key left top
@@ -144,9 +146,10 @@ set xlabel "configured frames/s"; set ylabel "achieved frames/s"
 plot [0:5500][0:5500] "$tmp/ops_tx.dat" u 1:2 w lp pt 7 lw 2 t "tx (60 B)", \
      "$tmp/ops_rx.dat" u 1:2 w lp pt 5 lw 2 t "rx (60 B)", x w l dt 2 t "configured", \
      x * 1.05 w l dt 3 lc rgb "gray" t "+-5%", x * 0.95 w l dt 3 lc rgb "gray" notitle
-set title "4 busy pairs sharing one limit: share of frames (mean of rounds)"
+set title "4 busy pairs, one limit: each pair's share (mean of rounds)"
 set style data histogram; set style histogram cluster gap 1; set style fill solid 0.8
-set ylabel "% of frames"; set xlabel ""; set yrange [0:40]; set key top right
+set xtics rotate by -25; set key top right horizontal
+set ylabel "% of frames"; set xlabel ""; set yrange [0:45]
 plot "$tmp/fair.dat" u 2:xtic(1) t "pair 0", "" u 3 t "pair 1", "" u 4 t "pair 2", "" u 5 t "pair 3", \
      25 w l dt 2 lc rgb "black" t "25%"
 unset multiplot
