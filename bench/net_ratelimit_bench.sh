@@ -86,7 +86,7 @@ jq -r '
 	def bw(k): k == "bw" or k == "fair_bw";
 	def unit(k): if bw(k) then "MiB/s" else "frames/s" end;
 	def scale(k; v): if bw(k) then v / 1048576 else v end;
-	def r2: . * 100 | round / 100;
+	def r2: . * 100 | round / 100 | . + 0; # no "-0"
 	"| dir | point | pairs | I/O threads | frame | configured | achieved (median) | rounds (min..max) | error | within +-5% | throttled waits | per-pair share of frames (min..max) |",
 	"|---|---|---|---|---|---|---|---|---|---|---|---|",
 	(group_by([.dir, .kind, .configured])[] |

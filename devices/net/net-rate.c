@@ -10,29 +10,27 @@ static void forget(struct net_rate_queue *nq)
 }
 
 /*
- * When @nq may move: now while the limiter has credit, else its turn,
- * booked now if it holds none (or one of limits since changed: the
- * buckets started full again).  The booking moves the limiter's clock by
- * a frame and a byte, so the next queue to book gets a later turn: turns
- * keep the order they were asked in.
+ * When @nq may move: its turn if it holds one (booked in the limits in
+ * force: a change started the buckets full again), else now while the
+ * limiter has credit, else a turn booked now.  The booking moves the
+ * limiter's clock by a frame and a byte, so the next queue to book gets a
+ * later turn: turns keep the order they were asked in.  A turn is held
+ * until the round it allows is charged (net_rate_charge()).
  */
 static uint64_t turn_start(struct ratelimit *rl, struct net_rate_queue *nq,
 			   uint64_t now)
 {
 	uint32_t gen = ratelimit_gen(rl);
-	uint64_t start;
 
-	if (nq->turn && nq->gen == gen)
+	if (nq->prepaid && nq->gen == gen)
 		return nq->turn;
-	nq->turn = 0;
 	nq->prepaid = false;
 	if (ratelimit_ready(rl, now) <= now)
 		return now;
-	start = ratelimit_reserve(rl, 1, 1, now);
-	nq->prepaid = true;
+	nq->turn = ratelimit_reserve(rl, 1, 1, now);
 	nq->gen = gen;
-	nq->turn = start > now ? start : 0;
-	return start;
+	nq->prepaid = true;
+	return nq->turn;
 }
 
 /* Wait for @start (on the queue's timed wait), at most the recheck
@@ -62,7 +60,6 @@ bool net_rate_wait(struct vqs_queue *sq, struct ratelimit *rl,
 		wait_for(sq, nq, start, now);
 		return true;
 	}
-	nq->turn = 0; /* this round is the turn (still prepaid) */
 	if (nq->wait_from) {
 		ratelimit_note_wait(rl, now - nq->wait_from);
 		nq->wait_from = 0;
@@ -76,8 +73,9 @@ void net_rate_charge(struct ratelimit *rl, struct net_rate_queue *nq,
 		     uint64_t bytes, uint64_t frames)
 {
 	if (nq->prepaid) {
-		/* A turn with nothing to move (the driver took its buffers
-		 * back, say) keeps its one frame and byte: a wait's worth. */
+		/* The round was the turn.  One with nothing to move (the
+		 * driver took its buffers back, say) keeps its frame and
+		 * byte: a wait's worth. */
 		bytes = bytes ? bytes - 1 : 0;
 		frames = frames ? frames - 1 : 0;
 		nq->prepaid = false;

@@ -31,9 +31,10 @@
 /* One queue's standing with its limiter (zeroed: none). */
 struct net_rate_queue {
 	uint64_t wait_from; /* waiting since (0: not waiting) */
-	uint64_t turn;	    /* a booked turn starts then (0: none) */
+	uint64_t turn;	    /* the booked turn starts then */
 	uint32_t gen;	    /* the limiter's generation it was booked in */
-	bool prepaid;	    /* the turn's frame and byte are charged */
+	bool prepaid;	    /* a turn is held (its frame and byte charged)
+			       until its round is charged */
 };
 
 /*
