@@ -153,8 +153,8 @@ static int rx_process(struct virtio_net *d, struct net_queue *q)
 	/* Out of buffers: leave the frames in the tap's queue (bounded,
 	 * the kernel drops past it) until the driver kicks with more. */
 	q->starved = r == VNET_RX_NO_BUFS;
-	/* A limited round that used its budget: again once there is credit
-	 * (net_rate_again()), not a retry round later. */
+	/* A limited round that used its budget: again at the queue's next
+	 * turn (net_rate_again()), not a retry round later. */
 	more = r == VNET_RX_BUDGET &&
 	       !net_rate_again(q->sq, &d->rl_rx, &q->rate);
 	return pushed_result(q->sq, pushed, more);
@@ -207,8 +207,8 @@ static int tx_process(struct virtio_net *d, struct net_queue *q)
 	if (r < 0)
 		return r;
 	/* A limited round that used its budget (rather than finding the
-	 * back end full: that waits a retry round): again once there is
-	 * credit (net_rate_again()). */
+	 * back end full: that waits a retry round): again at the queue's
+	 * next turn (net_rate_again()). */
 	if (more && (unsigned int)r == budget && budget < NET_BUDGET &&
 	    net_rate_again(q->sq, &d->rl_tx, &q->rate))
 		more = false;
