@@ -20,7 +20,8 @@
 #
 # Output: $BENCH_OUT (default bench/results)/ratelimit.json (one record
 # per run), ratelimit.md (medians, error vs configured, within +-5% or
-# not, per-queue shares), ratelimit.png (gnuplot, if installed).
+# not, per-queue shares; a "## NICs" section from net_ratelimit_bench.sh
+# is kept), ratelimit.png (gnuplot, if installed).
 # Environment: DEVBENCH_BIN (default build/bench/devbench), RATE_SECONDS,
 # RATE_REPS.  Timings are reported, never asserted.
 set -euo pipefail
@@ -90,6 +91,9 @@ jq -r '
 	 "\(if ($err | fabs) <= 5 then "yes" else "NO" end) | \(map(.rate_throttled) | median) | " +
 	 "\($smin * 1000 | round / 10)%..\($smax * 1000 | round / 10)% |")
 ' "$RES/ratelimit.json" >"$tmp/table.md"
+# The NICs' section (net_ratelimit_bench.sh) stays as it was.
+nics=
+[[ -f $RES/ratelimit.md ]] && nics=$(sed -n '/^## NICs/,$p' "$RES/ratelimit.md")
 {
 	echo "# Disk rate limits: achieved vs configured ($MODE: ${SECS} s x $REPS rounds, $(date -u +%F))"
 	echo
@@ -97,6 +101,7 @@ jq -r '
 	echo "default bursts (one second).  Host: $(nproc) CPUs ($(uname -r)); shared machine, no KVM."
 	echo
 	cat "$tmp/table.md"
+	[[ -z $nics ]] || printf '\n%s\n' "$nics"
 } >"$RES/ratelimit.md"
 cat "$RES/ratelimit.md"
 

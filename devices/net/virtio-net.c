@@ -35,7 +35,7 @@ struct net_queue {
 	bool starved;
 	struct vnet_rxq *rx;
 	struct virtq_chain *chain;
-	uint64_t rate_from; /* waiting for the rate limit since (0: not) */
+	struct net_rate_queue rate; /* its standing with the rate limit */
 	/* TX: the back end's peer took nothing for TX_STALL_NS (warned). */
 	bool stall_warned;
 	/* TX on a back end whose file fills (tx_waits_writable): the file
@@ -158,21 +158,26 @@ static int rx_process(struct virtio_net *d, struct net_queue *q)
 	struct vnet_pair_stats *st = &d->stats[q->pair];
 	unsigned int pushed, budget = NET_BUDGET;
 	uint64_t bytes = st->rx_bytes, frames = st->rx_packets;
+	bool more;
 	int r;
 
 	/* Throttled: the frames stay in the tap until the tokens are back. */
-	if (net_rate_wait(q->sq, &d->rl_rx, &q->rate_from, &budget))
+	if (net_rate_wait(q->sq, &d->rl_rx, &q->rate, &budget))
 		return 0;
 	r = d->be->rx(d->priv[q->pair], d->fds[q->pair], q->rx, vqs_virtq(q->sq),
 		      mrg, vnet_rx_max_frame(&d->n), budget, st, &pushed);
-	net_rate_charge(&d->rl_rx, st->rx_bytes - bytes, st->rx_packets - frames);
+	net_rate_charge(&d->rl_rx, &q->rate, st->rx_bytes - bytes, st->rx_packets - frames);
 	link_check(d, q->pair);
 	if (r < 0)
 		return r;
 	/* Out of buffers: leave the frames in the tap's queue (bounded,
 	 * the kernel drops past it) until the driver kicks with more. */
 	q->starved = r == VNET_RX_NO_BUFS;
-	return pushed_result(q->sq, pushed, r == VNET_RX_BUDGET);
+	/* A limited round that used its budget: again at the queue's next
+	 * turn (net_rate_again()), not a retry round later. */
+	more = r == VNET_RX_BUDGET &&
+	       !net_rate_again(q->sq, &d->rl_rx, &q->rate);
+	return pushed_result(q->sq, pushed, more);
 }
 
 /*
@@ -212,13 +217,15 @@ static int tx_process(struct virtio_net *d, struct net_queue *q)
 	int r;
 
 	/* Throttled: the chains stay in the ring until the tokens are back. */
-	if (net_rate_wait(q->sq, &d->rl_tx, &q->rate_from, &budget))
+	if (net_rate_wait(q->sq, &d->rl_tx, &q->rate, &budget))
 		return 0;
 	r = d->be->tx(d->priv[q->pair], d->fds[q->pair], vqs_virtq(q->sq),
 		      q->chain, budget, st, &more);
-	net_rate_charge(&d->rl_tx, st->tx_bytes - bytes, st->tx_packets - frames);
+	net_rate_charge(&d->rl_tx, &q->rate, st->tx_bytes - bytes, st->tx_packets - frames);
 	link_check(d, q->pair);
 	tx_stall_check(d, q);
+	if (r < 0)
+		return r;
 	/* The file is full: its POLLOUT wake-up serves the queue again, not
 	 * a retry every round (each a wake-up of this thread).  A wake-up
 	 * that comes after the failed send is one more CQE for this thread,
@@ -228,7 +235,12 @@ static int tx_process(struct virtio_net *d, struct net_queue *q)
 		q->out_waiting = true;
 		more = false;
 	}
-	return r < 0 ? r : pushed_result(q->sq, r > 0, more);
+	/* A limited round that used its budget: again at the queue's next
+	 * turn (net_rate_again()). */
+	if (more && (unsigned int)r == budget && budget < NET_BUDGET &&
+	    net_rate_again(q->sq, &d->rl_tx, &q->rate))
+		more = false;
+	return pushed_result(q->sq, r > 0, more);
 }
 
 static int ctrl_process(struct virtio_net *d, struct net_queue *q)

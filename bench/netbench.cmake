@@ -1,0 +1,20 @@
+# netbench: a NIC's rate limits without KVM (bench/net_ratelimit_bench.sh
+# drives the measurement): libvmm's virtio-net on a fake KVM (the unit
+# tests' tests/harness/fake_vpci.c), the stream back end on socketpairs,
+# a simulated driver on guest RAM (devbench_driver.c's db_ram).
+add_executable(netbench netbench.c devbench_driver.c
+               ${CMAKE_SOURCE_DIR}/tests/harness/fake_vpci.c)
+target_compile_definitions(netbench PRIVATE _GNU_SOURCE)
+target_include_directories(netbench PRIVATE ${CMAKE_SOURCE_DIR}/tests/harness)
+target_link_libraries(netbench PRIVATE vmm_static)
+
+# CTest runs a sub-second, KVM-free smoke, as for the disks
+# (ratelimit.cmake): a 1000 frames/s limit on two busy pairs, each way,
+# moves frames on both pairs without error and throttles (counts, never
+# timings).
+if(VMM_BUILD_TESTS)
+  add_test(NAME bench/net_ratelimit_smoke
+           COMMAND sh -c "for d in tx rx; do \"$1\" --dir $d --pairs 2 --frame-len 60 --seconds 0.3 --warmup 0.1 --rate-ops 1000 | jq -e '.errors == 0 and .frames > 0 and .rate_throttled > 0 and .rate_ops == 1000 and (.pair_frames | length == 2 and all(. > 0))' >/dev/null || exit 1; done"
+                   sh $<TARGET_FILE:netbench>)
+  set_tests_properties(bench/net_ratelimit_smoke PROPERTIES LABELS bench TIMEOUT 60)
+endif()
