@@ -39,6 +39,7 @@ PKGS=(
 	# tests/e2e/oci_network.sh, CNI's bridge plugins and iptables
 	containernetworking-plugins iptables
 	passt # tests/e2e/net_stream.sh: minivmm --net stream= to an unprivileged passt
+	iperf3 # bench/net_bench.sh: in the L1 and (its tools disk) in the guest
 )
 
 SUDO=()

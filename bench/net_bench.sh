@@ -1,0 +1,137 @@
+#!/bin/bash
+# bench/net_bench.sh [--smoke|--quick|--full] BUILD_DIR
+#
+# virtio-net (issue 28): minivmm vs QEMU 7.2's virtio-net-pci, each with
+# vhost=off (minivmm: its per-vCPU I/O threads; QEMU: its main loop) and
+# vhost=on (the kernel's vhost-net), one queue pair per vCPU on a
+# multi-queue tap, side by side in ONE rig L1 (bench/net_rig.sh through
+# tests/e2e/in-rig.sh): four guests booted at once, the rounds alternated
+# minivmm-off, minivmm-on, qemu-off, qemu-on, ...; each round, iperf3
+# (Debian's, in the guest from a tools disk this script builds, and in
+# the L1) TCP one stream each way, TCP one stream per vCPU to the guest,
+# UDP 64-byte packets from the guest, and ICMP echo round trips (busybox
+# ping -A), with the VMM's host CPU per GB and minivmm's notifications per
+# packet.  Writes to $BENCH_OUT (default bench/results):
+#   net.json     the records (+ date, run_mode, git commit)
+#   net.md       medians per side, the ratios to QEMU, the issue's targets
+#   net.png      throughput, packets/s and p50 round trip, side by side
+#   net-run.log  the rig's raw output
+#   --smoke  1 round, 2 s per test, 2 vCPUs
+#   --quick  3 rounds, 3 s, 2 vCPUs
+#   --full   3 rounds, 5 s, 4 vCPUs (default)
+# NET_REUSE_LOG=FILE re-summarises an earlier run's log instead.
+# Timings are reported, never asserted.  Needs iperf3 and
+# qemu-system-x86_64 (scripts/deps.sh); BUILD_DIR must hold minivmm.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
+mode=--full
+[[ ${1:-} == --* ]] && { mode=$1; shift; }
+case $mode in
+-h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d'; exit 0 ;;
+--smoke) rounds=1 secs=2 vcpus=2 ;;
+--quick) rounds=3 secs=3 vcpus=2 ;;
+--full) rounds=3 secs=5 vcpus=4 ;;
+*) bench_die "unknown mode $mode" ;;
+esac
+build=$(cd "${1:?BUILD_DIR}" && pwd)
+out=${BENCH_OUT:-$here/results}
+mkdir -p "$out"
+[[ -x $build/minivmm ]] || bench_die "$build/minivmm is missing (build the default targets)"
+log=$out/net-run.log
+rc=0
+if [[ -n ${NET_REUSE_LOG:-} ]]; then
+	[[ $NET_REUSE_LOG -ef $log ]] || cp "$NET_REUSE_LOG" "$log"
+else
+	command -v iperf3 >/dev/null || bench_die "iperf3 is missing (scripts/deps.sh installs it)"
+	# The guest's tools disk: iperf3, the libraries ldd lists and the
+	# loader, as an uncompressed cpio at their own paths (what
+	# tests/guest/blklib's tools_unpack expects), whole 512-byte sectors.
+	tools=$build/bench/net-tools.cpio
+	mkdir -p "$build/bench"
+	files=(usr/bin/iperf3 lib64/ld-linux-x86-64.so.2)
+	while read -r lib; do files+=("${lib#/}"); done < <(ldd /usr/bin/iperf3 | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p')
+	(cd / && printf '%s\n' "${files[@]}" | cpio -o -H newc -L --quiet) >"$tools.tmp"
+	truncate -s %512 "$tools.tmp"
+	mv "$tools.tmp" "$tools"
+	mapfile -t guest < <("$here/../tests/rig/mkguest.sh" --print-paths)
+	"$here/../tests/rig/mkguest.sh" --quiet
+	bench_log "net: minivmm vs QEMU, vhost off/on ($mode: $rounds rounds, $secs s a test, $vcpus vCPUs) through the rig"
+	set +e
+	E2E_RIG_TIMEOUT=$((900 + rounds * secs * 4 * 10)) "$here/../tests/e2e/in-rig.sh" \
+		"$here/net_rig.sh" "$build/minivmm" "${guest[0]}" "${guest[1]}" "$tools" \
+		"$rounds" "$secs" "$vcpus" >"$log" 2>&1
+	rc=$?
+	set -e
+fi
+grep -v '^BENCH-JSON ' "$log" | grep -E '^bench:|rig:' >&2 || true
+records=$(mktemp)
+dat=$(mktemp)
+trap 'rm -f "$records" "$dat"' EXIT
+bench_records "$log" >"$records"
+date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+bench_stamp "$records" "$mode" "$date" "$out/net.json"
+
+J() { jq -r "$BENCH_JQ_DEFS"'
+	[.[] | select(.bench == "net")] as $r |
+	def med(s; t; f): [$r[] | select(.side == s and .test == t) | f | select(. != null)] | median;
+	def n(s): [$r[] | select(.side == s and .test == "tcp_rx")] | length;
+	def ratio(a; b): if a == null or b == null or b == 0 then null else a / b end;
+	def verdict(x; ok): if x == null then "no data" elif ok then "met" else "MISSED" end;
+	'"$1" "$out/net.json"; }
+sides='["minivmm-off", "minivmm-on", "qemu-off", "qemu-on"]'
+{
+	echo "# virtio-net: minivmm vs QEMU 7.2 virtio-net-pci, vhost off and on ($mode, $date, $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown))"
+	echo
+	J '([.[] | select(.bench == "net_machine")][0] // {}) as $m |
+		"Four guests booted at once in one rig L1 (nested KVM under TCG, \($m.l1_cpus // "?") L1 CPU: \($m.l1_cpu // "?"), kernel \($m.l1_kernel // "?"); \($m.qemu_version // "?"); \($m.iperf3_version // "?")), \($m.guest_vcpus // "?") vCPUs, 512 MiB and one NIC each with \($m.queue_pairs // "?") queue pairs on its own multi-queue tap; rounds alternated minivmm-off, minivmm-on, qemu-off, qemu-on; \($m.rounds // "?") rounds of \($m.secs // "?") s per iperf3 test.  Medians over the rounds (n); absolute figures are the emulation'\''s (every guest and the L1 share one emulated CPU), compare side by side."'
+	echo
+	echo "| side | n | TCP to guest Mbit/s | TCP from guest Mbit/s | TCP to guest, 1 stream/vCPU, Mbit/s | UDP 64 B from guest, packets/s | echo RTT p50 us | p99 us | VMM CPU s/GB (TCP) | notifications/packet |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
+	J '('"$sides"'[] as $s | select(n($s) > 0) |
+		"| \($s) | \(n($s)) | \(med($s; "tcp_rx"; .gbps * 1000) | r(1)) | \(med($s; "tcp_tx"; .gbps * 1000) | r(1)) | \(med($s; "tcp_rxN"; .gbps * 1000) | r(1)) | \(med($s; "udp_tx"; .pps) | r(0)) | \(med($s; "rr"; .rtt_p50_us) | r(0)) | \(med($s; "rr"; .rtt_p99_us) | r(0)) | \([$r[] | select(.side == $s and (.test | startswith("tcp"))) | .cpu_s_per_gb | select(. != null)] | median | r(2)) | \([$r[] | select(.side == $s and (.test | startswith("tcp"))) | .notifications_per_packet | select(. != null)] | median | r(3)) |")'
+	echo
+	echo "| round | side | test | Mbit/s | packets/s | p50 us | p99 us | CPU ms | notifications/packet |"
+	echo "|---|---|---|---|---|---|---|---|---|"
+	J '($r | sort_by(.round, .side, .test)[] |
+		"| \(.round) | \(.side) | \(.test) | \(if .gbps then .gbps * 1000 | r(1) else "" end) | \(.pps // "" | if type == "number" then r(0) else . end) | \(.rtt_p50_us // "") | \(.rtt_p99_us // "") | \(.vmm_cpu_ms // "") | \(.notifications_per_packet // "" | if type == "number" then r(3) else . end) |")'
+	echo
+	J 'def q(t; f): ratio(med("minivmm-off"; t; f); med("qemu-off"; t; f));
+	   def v(t; f): ratio(med("minivmm-on"; t; f); med("qemu-on"; t; f));
+	   def npp: [$r[] | select(.side == "minivmm-off" and (.test | startswith("tcp"))) | .notifications_per_packet | select(. != null)] | median;
+		"Ratios minivmm / QEMU (medians), vhost=off: TCP to guest \(q("tcp_rx"; .gbps) | r(2)), from guest \(q("tcp_tx"; .gbps) | r(2)), 1 stream/vCPU \(q("tcp_rxN"; .gbps) | r(2)), UDP packets/s \(q("udp_tx"; .pps) | r(2)), RTT p50 \(q("rr"; .rtt_p50_us) | r(2)) (lower is better); vhost=on: TCP to guest \(v("tcp_rx"; .gbps) | r(2)), from guest \(v("tcp_tx"; .gbps) | r(2)), 1 stream/vCPU \(v("tcp_rxN"; .gbps) | r(2)), UDP \(v("udp_tx"; .pps) | r(2)), RTT p50 \(v("rr"; .rtt_p50_us) | r(2)).",
+		"",
+		"Targets (issue 28): vhost=off >= 1.0x QEMU vhost=off: TCP to guest \(verdict(q("tcp_rx"; .gbps); q("tcp_rx"; .gbps) >= 1.0)), from guest \(verdict(q("tcp_tx"; .gbps); q("tcp_tx"; .gbps) >= 1.0)); vhost=on within 10% of QEMU vhost=on: to guest \(verdict(v("tcp_rx"; .gbps); v("tcp_rx"; .gbps) >= 0.9)), from guest \(verdict(v("tcp_tx"; .gbps); v("tcp_tx"; .gbps) >= 0.9)); <= 0.1 notifications per packet under load (minivmm vhost=off, TCP): \(npp | r(3)) (\(verdict(npp; npp <= 0.1))); N pairs >= 1.3x one pair with N streams: not measurable here (every vCPU and I/O thread shares the L1'\''s one CPU).",
+		"",
+		"Failed tests: \([.[] | select(.bench == "net_error")] | if length == 0 then "none" else map("\(.side) round \(.round) \(.test)") | join(", ") end)."'
+} >"$out/net.md"
+
+# Plot: medians per side: TCP both ways (Mbit/s), UDP kpackets/s, p50 RTT.
+J "(${sides}[] as \$s | select(n(\$s) > 0) |
+	\"\\(\$s) \\(med(\$s; \"tcp_rx\"; .gbps * 1000) // 0) \\(med(\$s; \"tcp_tx\"; .gbps * 1000) // 0) \\((med(\$s; \"udp_tx\"; .pps) // 0) / 1000) \\(med(\$s; \"rr\"; .rtt_p50_us) // 0)\")" >"$dat"
+if command -v gnuplot >/dev/null && [[ -s $dat ]]; then
+	gnuplot <<-EOF
+		set terminal pngcairo size 1200,450 noenhanced
+		set output "$out/net.png"
+		set multiplot layout 1,3 title "virtio-net in the rig: minivmm vs QEMU 7.2, vhost off/on, medians"
+		set style data histograms
+		set style histogram clustered gap 1
+		set style fill solid 0.8 border -1
+		set yrange [0:*]
+		set grid ytics
+		set xtics rotate by -30
+		set title "TCP (Mbit/s, higher is better)"
+		set key top left
+		plot "$dat" using 2:xtic(1) title "to guest", "" using 3 title "from guest"
+		set key off
+		set title "UDP 64 B from guest (kpackets/s)"
+		plot "$dat" using 4:xtic(1)
+		set title "echo round trip p50 (us, lower is better)"
+		plot "$dat" using 5:xtic(1)
+		unset multiplot
+	EOF
+fi
+cat "$out/net.md" >&2
+[[ $rc -eq 0 ]] || bench_log "the rig run exited $rc"
+exit $rc

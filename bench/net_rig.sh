@@ -1,0 +1,189 @@
+#!/bin/bash
+# bench/net_rig.sh MINIVMM KERNEL INITRD TOOLS ROUNDS SECS VCPUS: inside the
+# rig's L1 (bench/net_bench.sh runs it through tests/e2e/in-rig.sh).
+# Boots four guests side by side, VCPUS vCPUs and 512 MiB each, one NIC
+# each on its own multi-queue tap (one queue pair per vCPU) and subnet
+# (198.18.K.0/24: the L1 is .1, the guest .2), running iperf3's server
+# (tests/guest/net-bench, iperf3 from the TOOLS disk):
+#   minivmm-off  minivmm --net tap=nbtK,vhost=off (the I/O threads)
+#   minivmm-on   minivmm --net tap=nbtK,vhost=on  (the kernel's vhost-net)
+#   qemu-off     QEMU 7.2 -netdev tap,vhost=off,queues=VCPUS
+#                -device virtio-net-pci,mq=on
+#   qemu-on      the same with vhost=on
+# then ROUNDS rounds alternating them; each round and guest, from the L1:
+#   tcp_rx  iperf3 TCP, 1 stream, L1 -> guest, SECS s (Gbit/s)
+#   tcp_tx  the same reversed (-R), guest -> L1
+#   tcp_rxN VCPUS streams (-P), L1 -> guest
+#   udp_tx  UDP 64-byte payloads as fast as the guest sends them (-R,
+#           -b 0): packets/s the L1 received
+#   rr      200 ICMP echoes, each sent when the last came back (busybox
+#           ping -A): p50/p99 us
+# and the VMM's host CPU (its process, plus its vhost-<pid> kernel
+# threads) per GB moved in the TCP runs; for minivmm with vhost=off the
+# NIC's kicks + interrupts per packet (API socket stats around each run).
+# The three idle guests wait in accept() while one is measured.  Prints
+# BENCH-JSON records (bench "net", one per guest, round and test; "net_
+# machine" once); a failed test is a record of bench "net_error".
+# Timings are reported, never asserted.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
+vmm=$1 kernel=$2 initrd=$3 tools_src=$4 rounds=${5:-3} secs=${6:-5} n=${7:-2}
+[[ -w /dev/kvm ]] || { echo "no /dev/kvm"; exit 77; }
+[[ -c /dev/vhost-net ]] || bench_die "no /dev/vhost-net in the L1"
+qemu=$(command -v qemu-system-x86_64) || bench_die "qemu-system-x86_64 missing"
+command -v iperf3 >/dev/null || bench_die "iperf3 missing (scripts/deps.sh)"
+dir=$(mktemp -d "${RIG_SCRATCH:-/var/tmp}/netb.XXXXXX")
+sides=(minivmm-off minivmm-on qemu-off qemu-on)
+declare -A pid k
+cleanup() {
+	local p
+	for p in "${pid[@]}"; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	for s in "${sides[@]}"; do ip link del "nbt${k[$s]}" 2>/dev/null; done
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+ip link set lo up
+i=0
+for s in "${sides[@]}"; do
+	i=$((i + 1))
+	k[$s]=$i
+	ip tuntap add dev "nbt$i" mode tap multi_queue vnet_hdr || bench_die "ip tuntap nbt$i"
+	ip addr add "198.18.$i.1/24" dev "nbt$i"
+	ip link set "nbt$i" up
+done
+append() { echo "console=ttyS0 reboot=k panic=-1 quiet guest.run=net-bench guest.ip=198.18.$1.2"; }
+boot() { # SIDE
+	local s=$1 t=nbt${k[$1]} mac tools=$dir/$1.tools
+	mac=$(printf '52:54:00:12:34:%02x' "${k[$1]}")
+	# A copy each: QEMU will not share a file minivmm holds locked.
+	cp "$tools_src" "$tools"
+	case $s in
+	minivmm-*)
+		"$vmm" --smp "$n" --mem 512M --kernel "$kernel" --initrd "$initrd" \
+			--net "tap=$t,mac=$mac,vhost=${s#minivmm-}" \
+			--disk "path=$tools,ro=on,serial=tools" --api-socket "$dir/$s.api" \
+			--append "$(append "${k[$s]}")" </dev/null >"$dir/$s.log" 2>&1 &
+		;;
+	qemu-*)
+		"$qemu" -enable-kvm -cpu host -M pc -smp "$n" -m 512M \
+			-nographic -nodefaults -no-user-config -serial stdio -no-reboot \
+			-kernel "$kernel" -initrd "$initrd" \
+			-netdev "tap,id=n0,ifname=$t,script=no,downscript=no,vhost=${s#qemu-},queues=$n" \
+			-device "virtio-net-pci,netdev=n0,mac=$mac,mq=on,vectors=$((2 * n + 2))" \
+			-drive "file=$tools,if=none,id=tools,format=raw,readonly=on" \
+			-device virtio-blk-pci,drive=tools,serial=tools,num-queues=1 \
+			-append "$(append "${k[$s]}") pci=conf1 i8042.noaux i8042.nopnp i8042.dumbkbd" \
+			</dev/null >"$dir/$s.log" 2>&1 &
+		;;
+	esac
+	pid[$s]=$!
+}
+t0=$(bench_now_ns)
+for s in "${sides[@]}"; do boot "$s"; done
+for s in "${sides[@]}"; do
+	for _ in $(seq 900); do
+		grep -q NETBENCH-READY "$dir/$s.log" 2>/dev/null && break
+		kill -0 "${pid[$s]}" 2>/dev/null || break
+		sleep 1
+	done
+	grep -q NETBENCH-READY "$dir/$s.log" || {
+		tr -d '\r' <"$dir/$s.log" | tail -n 30 >&2
+		bench_die "$s: the guest did not come up"
+	}
+	bench_log "$s up after $((($(bench_now_ns) - t0) / 1000000)) ms: $(tr -d '\r' <"$dir/$s.log" | grep -o 'NETBENCH-READY.*')"
+done
+bench_emit "$(jq -cn --arg cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)" \
+	--argjson cpus "$(nproc)" --arg kernel "$(uname -r)" --argjson rounds "$rounds" \
+	--argjson secs "$secs" --argjson vcpus "$n" --arg qemu "$("$qemu" --version | head -1)" \
+	--arg iperf3 "$(iperf3 --version | head -1)" \
+	'{bench:"net_machine", l1_cpu:$cpu, l1_cpus:$cpus, l1_kernel:$kernel, qemu_version:$qemu,
+	  iperf3_version:$iperf3, guest_vcpus:$vcpus, queue_pairs:$vcpus, rounds:$rounds, secs:$secs}')"
+
+# cpu_ticks SIDE: CPU clock ticks of the VMM process (all its threads) and
+# of its vhost-<pid> kernel threads.
+cpu_ticks() {
+	local p=${pid[$1]} t sum=0
+	read -r -a f <"/proc/$p/stat" || { echo 0; return; }
+	sum=$((f[13] + f[14]))
+	# (pgrep: one process, where a `cat` of every /proc/N/comm took
+	# seconds of the emulated L1 around each test.)
+	for t in $(pgrep -x "vhost-$p"); do
+		read -r -a f <"/proc/$t/stat" 2>/dev/null && sum=$((sum + f[13] + f[14]))
+	done
+	echo "$sum"
+}
+# notes SIDE: kicks + interrupts and packets of minivmm's NIC so far
+# ("K P"); "0 0" without an API socket (QEMU).
+notes() {
+	[[ $1 == minivmm-* ]] || { echo "0 0"; return; }
+	"$vmm" --api "$dir/$1.api" stats 2>/dev/null | jq -r '[.stats.nets[0].pairs[]] |
+		"\(map(.rx_kicks + .tx_kicks + .rx_interrupts + .tx_interrupts) | add)
+		 \(map(.rx_packets + .tx_packets) | add)"' 2>/dev/null | tr '\n' ' ' || echo "0 0"
+}
+hz=$(getconf CLK_TCK)
+rc=0
+# one SIDE ROUND TEST ARGS...: one iperf3 run, one record.
+one() {
+	local s=$1 r=$2 test=$3 out c0 c1 nk0 np0 nk1 np1 rec
+	shift 3
+	c0=$(cpu_ticks "$s")
+	read -r nk0 np0 <<<"$(notes "$s")"
+	out=$(timeout $((secs + 60)) iperf3 -c "198.18.${k[$s]}.2" -t "$secs" -J "$@" 2>&1)
+	c1=$(cpu_ticks "$s")
+	read -r nk1 np1 <<<"$(notes "$s")"
+	rec=$(jq -c --arg s "$s" --argjson r "$r" --arg t "$test" \
+		--argjson cpu "$(((c1 - c0) * 1000 / hz))" \
+		--argjson nk "$((nk1 - nk0))" --argjson np "$((np1 - np0))" '
+		select(.end.sum_received or .end.sum) |
+		(.end.sum_received // .end.sum) as $e |
+		{bench:"net", side:$s, round:$r, test:$t, seconds:$e.seconds,
+		 bytes:$e.bytes, gbps:($e.bits_per_second / 1e9), vmm_cpu_ms:$cpu,
+		 cpu_s_per_gb:(if $e.bytes > 0 then ($cpu / 1000) / ($e.bytes / 1e9) else null end)} +
+		(if $t == "udp_tx" then
+			{packets:(.end.sum.packets - .end.sum.lost_packets),
+			 pps:((.end.sum.packets - .end.sum.lost_packets) / .end.sum.seconds),
+			 lost:.end.sum.lost_packets}
+		 else {} end) +
+		(if $np > 0 then {notifications_per_packet:($nk / $np), packets_seen:$np} else {} end)' \
+		<<<"$out" 2>/dev/null)
+	if [[ -z $rec ]]; then
+		bench_log "$s round $r $test: $(head -c 400 <<<"$out")"
+		bench_emit "$(jq -cn --arg s "$s" --argjson r "$r" --arg t "$test" --arg o "$(head -c 2000 <<<"$out")" \
+			'{bench:"net_error", side:$s, round:$r, test:$t, output:$o}')"
+		rc=1
+		return
+	fi
+	bench_emit "$rec"
+	bench_log "$s round $r $test: $(jq -r '"\(.gbps * 1000 | floor) Mbit/s\(if .pps then ", \(.pps | floor) packets/s" else "" end), CPU \(.vmm_cpu_ms) ms\(if .notifications_per_packet then ", \(.notifications_per_packet * 1000 | floor / 1000) notifications/packet" else "" end)"' <<<"$rec")"
+}
+# rr SIDE ROUND: 200 echoes back to back, p50/p99 of their times.
+rr() {
+	local s=$1 r=$2 times
+	times=$(busybox ping -A -c 200 -W 5 "198.18.${k[$s]}.2" 2>&1 | sed -n 's/.*time=\([0-9.]*\) ms.*/\1/p' | sort -n)
+	if [[ $(wc -l <<<"$times") -lt 100 ]]; then
+		bench_emit "$(jq -cn --arg s "$s" --argjson r "$r" '{bench:"net_error", side:$s, round:$r, test:"rr", output:"fewer than 100 echo replies"}')"
+		rc=1
+		return
+	fi
+	bench_emit "$(jq -cn --arg s "$s" --argjson r "$r" --arg t "$times" '
+		($t | split("\n") | map(select(length > 0) | tonumber)) as $v |
+		{bench:"net", side:$s, round:$r, test:"rr", replies:($v | length),
+		 rtt_p50_us:($v[(($v | length) * 0.5 | floor)] * 1000),
+		 rtt_p99_us:($v[(($v | length) * 0.99 | floor)] * 1000)}')"
+}
+for r in $(seq "$rounds"); do
+	for s in "${sides[@]}"; do
+		one "$s" "$r" tcp_rx
+		one "$s" "$r" tcp_tx -R
+		one "$s" "$r" tcp_rxN -P "$n"
+		one "$s" "$r" udp_tx -R -u -l 64 -b 0
+		rr "$s" "$r"
+	done
+done
+for s in "${sides[@]}"; do
+	kill -0 "${pid[$s]}" 2>/dev/null || { bench_log "$s: the VMM exited early"; tr -d '\r' <"$dir/$s.log" | tail -n 20 >&2; rc=1; }
+done
+exit $rc
