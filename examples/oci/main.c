@@ -239,6 +239,9 @@ static int cmd_create(const struct oci_cli *c)
 	}
 	if (spec.warnings)
 		oci_warn("%s", spec.warnings);
+	/* A new namespace (made only as root) is connected at start by
+	 * default: `ctr run --cni` fills it between create and start. */
+	spec.net_at_start = spec_net_at_start(&spec, drop);
 	/* The root's kind: the annotation over the `rootfs` setting. */
 	spec.root_virtiofs = (spec.ann_rootfs ? spec.ann_rootfs : SET.rootfs) ==
 			     SPEC_ROOTFS_VIRTIOFS;
@@ -407,33 +410,31 @@ static int load(const struct oci_cli *c, struct oci_state *st)
 }
 
 /*
- * SPEC_ANN_NETWORK "start" (`ctr run --cni`: containerd ran CNI on the
- * VMM process's namespace after create): join that namespace and
- * redirect the tap the shim made there to the interface found now
- * (netns_redirect(), as root: the VMM process gave up its privileges
- * when its VM started); the shim reads the same namespace for the
- * guest's NET records.  Only a loopback: the VM's NIC stays down.
+ * The VM's NIC waits on a bare tap (the shim left NETNS_AT_START_FILE:
+ * SPEC_ANN_NETWORK "start", or a new namespace by default; `ctr run
+ * --cni`: containerd ran CNI on the VMM process's namespace after
+ * create): join that namespace and redirect the tap to the interface
+ * found now (netns_redirect(), as root: the VMM process gave up its
+ * privileges when its VM started); the shim reads the same namespace for
+ * the guest's NET records.  Only a loopback (plain `ctr run`): the tap is
+ * set down and the guest init leaves the NIC down, with no address.
  * 0, or -1 with a reason in @err.
  */
 static int start_network(const struct oci_state *st, char *err, size_t errlen)
 {
 	static struct netns_plan plan;
-	json_error_t je;
-	json_t *ann = json_loads(st->annotations ? st->annotations : "{}", 0, &je);
-	bool at_start = false;
-	char path[64];
-	int ret = spec_parse_network_annotation(ann, &at_start, err, errlen);
+	char path[4200];
 
-	json_decref(ann);
-	if (ret || !at_start)
-		return ret;
+	snprintf(path, sizeof(path), "%s/" NETNS_AT_START_FILE, st->dir);
+	if (access(path, F_OK))
+		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)st->pid);
 	if (netns_enter(path, err, errlen) || netns_read(&plan, err, errlen))
 		return -1;
 	if (!plan.nic) {
 		oci_info("container %s: its network namespace has only a loopback at "
 			 "start: the VM's network device stays down", st->id);
-		return 0;
+		return netns_tap_down(err, errlen);
 	}
 	return netns_redirect(&plan, err, errlen);
 }

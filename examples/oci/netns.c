@@ -50,7 +50,9 @@ int netns_choose(const struct netns_if *ifs, unsigned int n,
 
 	memset(p, 0, sizeof(*p));
 	for (i = 0; i < n; i++) {
-		if (ifs[i].loopback)
+		/* NETNS_TAP: the VM's own, made at create when the namespace
+		 * is connected at start (netns_tap_open()); never a candidate. */
+		if (ifs[i].loopback || !strcmp(ifs[i].name, NETNS_TAP))
 			continue;
 		if (!pick && usable(&ifs[i])) {
 			pick = &ifs[i];
@@ -520,6 +522,29 @@ int netns_tap_open(unsigned int pairs, int *fds, char *err, size_t errlen)
 	for (unsigned int i = 0; i < pairs; i++)
 		close(fds[i]);
 	return -1;
+}
+
+int netns_tap_down(char *err, size_t errlen)
+{
+	int sk = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), ret = -1;
+	struct ifreq ifr;
+
+	memset(&ifr, 0, sizeof(ifr));
+	strcpy(ifr.ifr_name, NETNS_TAP);
+	if (sk < 0 || ioctl(sk, SIOCGIFFLAGS, &ifr)) {
+		errf_line(err, errlen, "tap %s: %s", NETNS_TAP, strerror(errno));
+		goto out;
+	}
+	ifr.ifr_flags = (short)(ifr.ifr_flags & ~IFF_UP);
+	if (ioctl(sk, SIOCSIFFLAGS, &ifr)) {
+		errf_line(err, errlen, "tap %s: down: %s", NETNS_TAP, strerror(errno));
+		goto out;
+	}
+	ret = 0;
+out:
+	if (sk >= 0)
+		close(sk);
+	return ret;
 }
 
 int netns_redirect(const struct netns_plan *p, char *err, size_t errlen)

@@ -29,6 +29,9 @@
 #define NETNS_MAX_ROUTES 32 /* through it; more: ignored */
 #define NETNS_MAX_IFS 64    /* interfaces looked at; more: ignored */
 #define NETNS_TAP "mvm-tap0" /* the VM's tap, in the container's netns */
+/* In the container's state directory: the shim made the VM's NIC on a
+ * bare NETNS_TAP at create, for `start` to connect (netns_redirect()). */
+#define NETNS_AT_START_FILE "net-at-start"
 
 struct netns_addr {
 	uint8_t family; /* 4 or 6 */
@@ -70,7 +73,8 @@ struct netns_plan {
 /*
  * Choose the interface the VM takes over among @n (in the namespace's
  * order): the first that is not a loopback and has an IPv4 or (non
- * link-local) IPv6 address.  None but loopbacks: no NIC (0, @p->nic
+ * link-local) IPv6 address.  NETNS_TAP (the VM's own tap, made before
+ * the namespace was read) is passed over, like a loopback.  None but loopbacks: no NIC (0, @p->nic
  * false: podman's --network none namespace).  Returns 0, or -1 with a
  * reason in @err: interfaces but none with an address, the chosen one
  * without an Ethernet (MAC) address or with an MTU outside 68..65535.
@@ -126,5 +130,10 @@ int netns_connect(const struct netns_plan *p, unsigned int pairs, int *fds,
  */
 int netns_tap_open(unsigned int pairs, int *fds, char *err, size_t errlen);
 int netns_redirect(const struct netns_plan *p, char *err, size_t errlen);
+/* The namespace holds nothing to redirect to at start (only a loopback:
+ * `ctr run` without --cni): NETNS_TAP is set down (the guest's frames go
+ * nowhere; its init leaves the NIC down, without a NET record).  As
+ * `minivmm-oci start` (root).  0, or -1 with a reason in @err. */
+int netns_tap_down(char *err, size_t errlen);
 
 #endif

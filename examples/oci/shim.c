@@ -67,6 +67,9 @@ struct shim {
 	struct netns_plan net; /* the VM's NIC (net.nic), netns.h */
 	int tap_fds[VMM_MAX_NET_PAIRS];
 	unsigned int ntaps;    /* open in tap_fds until vmm_start() */
+	/* The NIC is on a bare tap, connected at start (spec->net_at_start
+	 * and the tap made: NETNS_AT_START_FILE written) */
+	bool net_later;
 	struct virtiofsd vols[SPEC_MAX_VOLUMES]; /* volumes.c */
 	struct virtiofsd root_fs; /* the root over virtio-fs (volumes.c) */
 };
@@ -124,7 +127,7 @@ static int stats_vm(void *opaque, char **json)
 	if (!f)
 		return -errno;
 	stats_print(s->vm, s->p->spec->root_virtiofs ? 0 : 1,
-		    s->net.nic || s->p->spec->net_at_start ? 1 : 0, true, f);
+		    s->net.nic || s->net_later ? 1 : 0, true, f);
 	if (fclose(f)) {
 		free(*json);
 		*json = NULL;
@@ -165,7 +168,7 @@ static int drop_hook(void *opaque)
 }
 
 /* The NIC on the tap netns_connect() made, with the veth's MAC and MTU
- * (with SPEC_ANN_NETWORK "start": a random MAC, MTU 1500): one queue
+ * (connected at start: a random MAC, MTU 1500): one queue
  * pair per tap queue (per vCPU). */
 static int add_net(struct shim *s)
 {
@@ -175,7 +178,7 @@ static int add_net(struct shim *s)
 	};
 	int ret;
 
-	memcpy(nc.mac, s->p->spec->net_at_start ? s->net.find_mac : s->net.ifc.mac, 6);
+	memcpy(nc.mac, s->net_later ? s->net.find_mac : s->net.ifc.mac, 6);
 	ret = vmm_add_net(s->vm, &nc, NULL);
 	if (ret)
 		oci_err("the VM's network device: %s", strerror(-ret));
@@ -234,10 +237,12 @@ static int add_vsock(struct shim *s)
 }
 
 /*
- * The namespace as `minivmm-oci start` left it (SPEC_ANN_NETWORK
- * "start": it redirected the tap to the interface CNI made): read again
- * here (no privilege needed: netlink dumps, /proc/net) for the guest's
- * NET records, which find the NIC by the MAC it was made with.
+ * The namespace as `minivmm-oci start` left it (the NIC connected at
+ * start: it redirected the tap to the interface CNI made, or set the tap
+ * down when it found none): read again here (no privilege needed:
+ * netlink dumps, /proc/net) for the guest's NET records, which find the
+ * NIC by the MAC it was made with.  None (only a loopback): no record,
+ * the guest init leaves the NIC down, unconfigured.
  * Context: the shim's loop (shim_ctl's read_net), once, before CONFIG.
  */
 static void read_net_at_start(void *opaque)
@@ -259,20 +264,32 @@ static void read_net_at_start(void *opaque)
 	s->c.net = s->net.nic ? &s->net : NULL;
 }
 
+static void close_taps(struct shim *s)
+{
+	for (unsigned int i = 0; i < s->ntaps; i++)
+		close(s->tap_fds[i]);
+	s->ntaps = 0;
+}
+
 /*
  * Join the container's network namespace and connect the VM to it
  * (netns.h), while the process is still root with every capability
  * (setns, the tap, tc), before anything is given up.  No namespace path:
  * a new one, made here as runc does (containerd's CNI, `ctr run --cni`,
  * configures /proc/PID/ns/net of the process create reports: never the
- * host's), with no NIC.  With SPEC_ANN_NETWORK "start" the VM gets a NIC
- * on a bare tap in the namespace (a random local MAC); `minivmm-oci
- * start` redirects it to the interface found then (read_net_at_start()).
+ * host's).  Connected at start (spec->net_at_start: SPEC_ANN_NETWORK
+ * "start", or a new namespace by default) the VM gets a NIC on a bare tap
+ * in the namespace (a random local MAC) and NETNS_AT_START_FILE tells
+ * `minivmm-oci start` to redirect it to the interface found then
+ * (read_net_at_start()).  By default a tap that cannot be made (no
+ * /dev/net/tun, no tun module) leaves the VM without a NIC, with a
+ * warning; asked for by the annotation, it fails create.
  * Context: oci_shim_run(), one thread.
  */
 static int setup_net(struct shim *s, char *err, size_t errlen)
 {
 	const struct oci_spec *spec = s->p->spec;
+	char path[4200];
 	unsigned int pairs;
 
 	if (!spec->netns_path && s->p->drop && unshare(CLONE_NEWNET))
@@ -288,9 +305,19 @@ static int setup_net(struct shim *s, char *err, size_t errlen)
 		/* Unicast, locally administered. */
 		s->net.find_mac[0] = (uint8_t)((s->net.find_mac[0] & 0xfc) | 0x02);
 		s->net.ifc.mtu = 0;
-		if (netns_tap_open(pairs, s->tap_fds, err, errlen))
-			return -1;
+		if (netns_tap_open(pairs, s->tap_fds, err, errlen)) {
+			if (spec->net_mode == SPEC_NET_START)
+				return -1;
+			oci_warn("%s: the VM has no network device", err);
+			return 0;
+		}
 		s->ntaps = pairs;
+		snprintf(path, sizeof(path), "%s/" NETNS_AT_START_FILE, s->p->state_dir);
+		if (oci_file_write_atomic(path, "")) {
+			close_taps(s);
+			return errf_line(err, errlen, "%s: %s", path, strerror(errno));
+		}
+		s->net_later = true;
 		return 0;
 	}
 	if (!spec->netns_path)
@@ -308,13 +335,6 @@ static int setup_net(struct shim *s, char *err, size_t errlen)
 		return -1;
 	s->ntaps = pairs;
 	return 0;
-}
-
-static void close_taps(struct shim *s)
-{
-	for (unsigned int i = 0; i < s->ntaps; i++)
-		close(s->tap_fds[i]);
-	s->ntaps = 0;
 }
 
 static int build_vm(struct shim *s, int guest_ctl)
@@ -452,7 +472,7 @@ int oci_shim_run(const struct oci_shim_params *p)
 	}
 	shim_ctl_init(&s.c, p, sp[0], stop_vm, &s);
 	s.c.net = s.net.nic ? &s.net : NULL;
-	if (p->spec->net_at_start)
+	if (s.net_later)
 		s.c.read_net = read_net_at_start;
 	s.c.pause_vm = pause_vm;
 	s.c.stats_vm = stats_vm;

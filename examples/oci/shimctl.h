@@ -83,8 +83,8 @@ struct shim_ctl {
 	 * into CONFIG), or NULL: set by the shim after shim_ctl_init() */
 	const struct netns_plan *net;
 	/* Called (with opaque) once before CONFIG is sent, or NULL: the
-	 * shim reads the namespace then and sets net (SPEC_ANN_NETWORK
-	 * "start") */
+	 * shim reads the namespace then and sets net (the NIC connected
+	 * at start, spec.h SPEC_ANN_NETWORK) */
 	void (*read_net)(void *opaque);
 };
 

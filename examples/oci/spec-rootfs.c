@@ -113,22 +113,31 @@ int spec_parse_rootfs_annotation(json_t *ann, struct oci_spec *s, char *err, siz
 				 &s->ann_rootfs, err, len);
 }
 
-int spec_parse_network_annotation(json_t *ann, bool *at_start, char *err, size_t len)
+int spec_parse_network_annotation(json_t *ann, int *mode, char *err, size_t len)
 {
 	json_t *r = json_object_get(ann, SPEC_ANN_NETWORK);
 	const char *v = json_string_value(r);
 
-	*at_start = false;
+	*mode = SPEC_NET_DEFAULT;
 	if (!r)
 		return 0;
 	if (!v)
 		return errf_line(err, len, "annotation " SPEC_ANN_NETWORK " must be a string");
 	if (!strcmp(v, "start"))
-		*at_start = true;
-	else if (strcmp(v, "create"))
+		*mode = SPEC_NET_START;
+	else if (!strcmp(v, "create"))
+		*mode = SPEC_NET_CREATE;
+	else
 		return errf_line(err, len, "annotation " SPEC_ANN_NETWORK "=\"%.32s\": "
 				 "expected create or start", v);
 	return 0;
+}
+
+bool spec_net_at_start(const struct oci_spec *s, bool new_ns)
+{
+	if (s->net_mode != SPEC_NET_DEFAULT)
+		return s->net_mode == SPEC_NET_START;
+	return !s->netns_path && new_ns;
 }
 
 /* @m's source into @m->data: a regular file of at most SPEC_FILE_MAX. */

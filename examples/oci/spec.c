@@ -485,8 +485,8 @@ int spec_parse_resources(struct json_t *res, struct oci_spec *s, char *err, size
 }
 
 /*
- * The network: a new namespace (no path: the shim makes one; the VM has
- * no NIC, only the guest's lo, unless SPEC_ANN_NETWORK says "start"), or
+ * The network: a new namespace (no path: the shim makes one, and by
+ * default connects the VM to it at start, SPEC_ANN_NETWORK), or
  * one joined by path (podman's default network: the shim connects the VM
  * to it, netns.c).  No network namespace in the
  * list is the host's network, which a VM cannot share: refused.
@@ -655,7 +655,7 @@ int spec_load(const char *bundle, const char *path, struct oci_spec *s,
 	ann = json_object_get(root, "annotations");
 	if (json_is_object(ann) && (spec_parse_size_annotations(ann, s, err, errlen) ||
 				    spec_parse_rootfs_annotation(ann, s, err, errlen) ||
-				    spec_parse_network_annotation(ann, &s->net_at_start, err,
+				    spec_parse_network_annotation(ann, &s->net_mode, err,
 								  errlen)))
 		goto out;
 	s->annotations_json = json_is_object(ann) ? json_dumps(ann, JSON_COMPACT)

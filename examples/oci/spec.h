@@ -113,9 +113,12 @@ struct oci_spec {
 	 * copied into an ext4 image */
 	int ann_rootfs; /* enum spec_rootfs */
 	bool root_virtiofs;
-	/* SPEC_ANN_NETWORK "start": the VM's NIC is connected to the
-	 * network namespace at start, from what it holds then (ctr run
-	 * --cni fills a new namespace between create and start) */
+	/* SPEC_ANN_NETWORK as given (enum spec_net; SPEC_NET_DEFAULT: not
+	 * given), and what create chose (spec_net_at_start()): true, the
+	 * VM's NIC is connected to the network namespace at start, from
+	 * what it holds then (ctr run --cni fills a new namespace between
+	 * create and start) */
+	int net_mode;
 	bool net_at_start;
 };
 
@@ -162,15 +165,22 @@ int spec_make_mount_points(const struct oci_spec *s, char *err, size_t len);
 void spec_encode_file(const struct spec_mount *m, struct proto_buf *b);
 
 /* When the VM is connected to the container's network namespace:
- * "create" (the default: podman configures the namespace before create)
- * or "start" (`ctr run --cni`: containerd runs CNI on the VMM process's
- * new namespace after create; the VM then gets a NIC at create whose
- * tap is redirected to the namespace's interface at start, shim.c). */
+ * "create" (podman configures the namespace it names by path before
+ * create) or "start" (`ctr run --cni`: containerd runs CNI on the VMM
+ * process's new namespace after create; the VM then gets a NIC at create
+ * whose tap is redirected to the namespace's interface at start,
+ * shim.c).  Not given: "start" for a new namespace the runtime makes (no
+ * path), "create" for one joined by path (spec_net_at_start()). */
 #define SPEC_ANN_NETWORK "org.minivmm.network"
+enum spec_net { SPEC_NET_DEFAULT, SPEC_NET_CREATE, SPEC_NET_START };
 /* SPEC_ANN_NETWORK of the annotations object @ann (NULL: none) into
- * *@at_start.  0, or -1 with a reason in @err. */
-int spec_parse_network_annotation(struct json_t *ann, bool *at_start, char *err,
-				  size_t len);
+ * *@mode (enum spec_net).  0, or -1 with a reason in @err. */
+int spec_parse_network_annotation(struct json_t *ann, int *mode, char *err, size_t len);
+/* Whether the VM's NIC is connected at start: SPEC_NET_START, or the
+ * default with no namespace path when the runtime makes a new namespace
+ * (@new_ns: it runs as root; without, the VMM process stays in the
+ * caller's namespace and gets no NIC). */
+bool spec_net_at_start(const struct oci_spec *s, bool new_ns);
 
 /* Per-container VM size: vCPUs (1..SPEC_MAX_VCPUS) and guest RAM (MiB, or
  * with a suffix K, M, G, T; SPEC_MEM_MIN..1 TiB, rounded up to 2 MiB). */

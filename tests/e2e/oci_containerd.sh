@@ -3,9 +3,10 @@
 # busybox image with minivmm-oci as the runc binary of its runc v2 shim
 # (`ctr run --runc-binary`), inside the rig's L1 (tests/e2e/oci-rig.sh):
 # output, stderr, exit status 7, `ctr task exec` (status, stdio, stdin
-# checksum) and `ctr task kill` of a running task; `ctr run --cni` with
-# Debian's bridge plugin (the guest has CNI's address and MAC and fetches
-# 1 MiB from the L1); then
+# checksum) and `ctr task kill` of a running task (its NIC down, no
+# address: no CNI); `ctr run --cni`, no annotation, with Debian's bridge
+# plugin (the guest has CNI's address and MAC and fetches 1 MiB from the
+# L1); then
 # the runtime's own spec/run/list/pause/resume/events as a runc user types
 # them, and a guest OOM that stays in the guest; a
 # Kubernetes RuntimeClass handler for it that containerd's CRI loads.
@@ -42,6 +43,20 @@ P=(podman --root "$W/pstore" --runroot /run/oci-prun.$$ --storage-driver vfs
 "${CTR[@]}" images import "$W/bb-docker.tar" >/dev/null || e2e_fail "ctr images import"
 img=$("${CTR[@]}" images ls -q | grep -m1 bb) || e2e_fail "image not imported"
 
+# ctr asks for a new network namespace: by default the VM gets a NIC on a
+# tap there at create, connected at start (below: `ctr run --cni`); the
+# tap needs tun, the redirect the tc modules.  Without --cni the NIC
+# stays down, unconfigured (c3).
+[[ -n "${OCI_MODROOT:-}" && -d "$OCI_MODROOT" ]] || e2e_fail "OCI_MODROOT not set (run through oci-rig.sh)"
+for m in tun bridge veth sch_ingress cls_u32 act_mirred; do
+	modprobe -d "$OCI_MODROOT" "$m" 2>/dev/null || echo "note: modprobe $m failed"
+done
+ip link set lo up
+if [[ ! -e /dev/net/tun ]]; then
+	mkdir -p /dev/net
+	mknod /dev/net/tun c 10 200
+fi
+
 "${CTR[@]}" run --rm --snapshotter native --runc-binary "$OCI_RUNTIME" "$img" c1 \
 	sh -c 'echo out; echo err >&2; exit 7' >"$W/out1" 2>"$W/err1"
 rc=$?
@@ -71,6 +86,14 @@ rc=$?
 [[ $rc -eq 5 && "$(cat "$W/xo1")" == ex-out ]] && grep -qx ex-err "$W/xe1" &&
 	oci_ok "ctr task exec: exit status 5, stdout and stderr apart" ||
 	oci_bad "ctr task exec: rc $rc, out '$(head -c 200 "$W/xo1")', err '$(head -c 300 "$W/xe1")'"
+# Plain `ctr run` (no CNI): the guest has the NIC made at create, down,
+# and no address but lo's.
+"${CTR[@]}" task exec --exec-id e3 c3 sh -c 'ip -o link; ip -o addr' >"$W/xo3" 2>&1
+nic=$(grep -E '^[0-9]+: eth0: <' "$W/xo3" | grep -cvE '[<,]UP[,>]')
+addrs=$(grep -E ' inet6? ' "$W/xo3" | grep -vcE '^[0-9]+: lo ')
+[[ "$nic" == 1 && "$addrs" == 0 ]] &&
+	oci_ok "ctr run without --cni: guest eth0 down, no address but lo's" ||
+	oci_bad "ctr run without --cni: $(head -c 400 "$W/xo3")"
 want=$(md5sum <"$W/blob" | cut -d' ' -f1)
 got=$("${CTR[@]}" task exec --exec-id e2 c3 sh -c 'cat | md5sum' <"$W/blob" 2>"$W/xe2" | cut -d' ' -f1)
 [[ "$got" == "$want" ]] && oci_ok "ctr task exec: 1 MiB of stdin, md5 $got in the guest" ||
@@ -89,24 +112,15 @@ st=$("${CTR[@]}" task ls 2>/dev/null | awk '$1 == "c3" {print $3}')
 
 # `ctr run --cni` (issue 30): ctr asks for a new network namespace, runs
 # CNI on the task's /proc/PID/ns/net (the VMM process's, a namespace of
-# its own) after create, then starts it.  The annotation
-# org.minivmm.network=start gives the VM a NIC on a bare tap at create,
-# redirected at start to the veth Debian's bridge plugin made
+# its own) after create, then starts it.  No annotation: such a new
+# namespace gives the VM a NIC on a bare tap at create, redirected at
+# start to the veth Debian's bridge plugin made
 # (containernetworking-plugins, in /usr/lib/cni; ctr 1.6 reads only
 # /etc/cni/net.d and /opt/cni/bin: a link).  The guest's eth0 has the
 # address host-local gave and a default route via the bridge, and fetches
 # 1 MiB from busybox httpd on the L1 side, md5 compared; its MAC is the
 # veth's (the guest init gave the NIC, made with a random one, CNI's).
 # Addresses: 198.19.7.0/24, on a bridge inside the L1.
-[[ -n "${OCI_MODROOT:-}" && -d "$OCI_MODROOT" ]] || e2e_fail "OCI_MODROOT not set (run through oci-rig.sh)"
-for m in tun bridge veth sch_ingress cls_u32 act_mirred; do
-	modprobe -d "$OCI_MODROOT" "$m" 2>/dev/null || echo "note: modprobe $m failed"
-done
-ip link set lo up
-if [[ ! -e /dev/net/tun ]]; then
-	mkdir -p /dev/net
-	mknod /dev/net/tun c 10 200
-fi
 mkdir -p /etc/cni/net.d /opt/cni "$W/www"
 [[ -e /opt/cni/bin ]] || ln -s /usr/lib/cni /opt/cni/bin
 cni=/etc/cni/net.d/10-minivmm-ctr.conflist
@@ -135,7 +149,7 @@ trap 'kill $ctd $httpd 2>/dev/null; wait $ctd 2>/dev/null; rm -f "$cni"' EXIT
 done) &
 watch=$!
 t0=$SECONDS
-"${CTR[@]}" run --rm --cni --annotation org.minivmm.network=start --snapshotter native \
+"${CTR[@]}" run --rm --cni --snapshotter native \
 	--runc-binary "$OCI_RUNTIME" "$img" c4 sh -c '
 	ip -o addr show dev eth0; ip route; cat /sys/class/net/eth0/address
 	echo "md5 $(wget -q -O - http://198.19.7.1:18082/blob | md5sum)"' >"$W/out4" 2>"$W/err4"

@@ -23,7 +23,7 @@
 #    pid,comm` (ps run in the guest through exec); exec refused in a
 #    stopped container;
 #  - volumes (issue 30): -v DIR:/data read and written both ways (checksum),
-#    -v DIR:/ro:ro refuses writes, --annotation org.minivmm.vcpus=2 and
+#    a 1 GiB file read through it (md5), -v DIR:/ro:ro refuses writes, --annotation org.minivmm.vcpus=2 and
 #    org.minivmm.memory=384M size the VM, a bad annotation is refused;
 #  - the root over virtio-fs (issue 30): --annotation org.minivmm.rootfs=
 #    virtiofs; the container's writes (owner kept) are in `podman commit`'s
@@ -296,16 +296,32 @@ grep -q '^/dev/pts/0$' "$W/out5n" && grep -qx '33 77' "$W/out5n" && grep -q $'do
 #    -v DIR:/ro:ro refuses a write (on the host side too: virtiofsd's
 #    read-only bind); --annotation org.minivmm.vcpus=2 / memory=384M size
 #    the VM.  podman's config.json binds are shown (the shapes spec.c maps).
+#    A 1 GiB file the L1 made in the volume is read in the guest through
+#    virtio-fs, md5 compared (while the host measures virtiofsd): 1024
+#    blocks of 1 MiB, each a 16-byte counter and the same random rest, so
+#    a block out of place changes the sum; md5sum for its speed (the rig
+#    is nested under TCG); removed after.  Its cost is printed.
 t6=$SECONDS
 vol="$W/vol"
 mkdir -p "$vol" && head -c 300000 /dev/urandom >"$vol/in.bin"
+free=$(df -Pk "$vol" | awk 'NR == 2 {print $4}')
+[[ -n "$free" && $free -ge $((1536 * 1024)) ]] ||
+	e2e_fail "1 GiB volume file: only ${free:-?} kB free in $vol (df)"
+tb=$(date +%s%N)
+head -c $((1048576 - 16)) /dev/urandom >"$W/blk"
+bigsum=$(perl -e 'open(my $f, "<", $ARGV[0]) or die; binmode $f; read($f, my $b, 1048560) == 1048560 or die;
+	binmode STDOUT; printf("%016x%s", $_, $b) for 0 .. 1023' "$W/blk" |
+	tee "$vol/big.bin" | md5sum | cut -d' ' -f1)
+echo "  1 GiB volume file made, md5 $bigsum: $((($(date +%s%N) - tb) / 1000000)) ms"
 "${P[@]}" "${RT[@]}" run --name vols --network none -v "$vol:/data" -v "$vol:/ro:ro" \
 	--mount "type=bind,src=$vol,dst=/m" --annotation org.minivmm.vcpus=2 \
 	--annotation org.minivmm.memory=384M localhost/bb \
 	sh -c 'md5sum /data/in.bin; md5sum /data/in.bin >/data/out.md5
 	       echo x >/ro/nope 2>/dev/null && echo RO-WRITABLE; echo "nproc $(nproc)"
 	       sed -n "s/MemTotal: *\([0-9]*\) kB/mem \1/p" /proc/meminfo
-	       grep -E " /(data|ro) " /proc/mounts; echo from-guest >/data/out.txt; sleep 4' \
+	       grep -E " /(data|ro) " /proc/mounts; echo from-guest >/data/out.txt
+	       t=$(date +%s); md5sum /data/big.bin >/tmp/big.md5 & sleep 4; wait $!
+	       echo "big $(cat /tmp/big.md5) $(($(date +%s) - t)) s"' \
 	>"$W/out6" 2>"$W/err6" &
 vp=$!
 # The back ends' cost while the VM runs (three volumes: three virtiofsd,
@@ -321,6 +337,10 @@ jq -c '.mounts[] | select(.type == "bind")' \
 	"$("${P[@]}" inspect -f '{{.StaticDir}}' vols)/config.json" 2>&1 | sed 's/^/  podman: /'
 "${P[@]}" rm -f vols >/dev/null 2>&1
 sed 's/^/  guest: /' "$W/out6"
+rm -f "$vol/big.bin" "$W/blk"
+[[ $rc -eq 0 && ${#bigsum} -eq 32 ]] && grep -q "^big $bigsum  /data/big.bin " "$W/out6" &&
+	oci_ok "-v DIR:/data: a 1 GiB file the L1 made read in the guest, md5 $bigsum ($(sed -n 's/^big .* \([0-9]* s\)$/\1/p' "$W/out6") in the guest)" ||
+	oci_bad "-v DIR:/data 1 GiB file: rc $rc, host md5 '$bigsum', guest: $(grep '^big' "$W/out6")"
 want=$(md5sum <"$vol/in.bin" | cut -d' ' -f1)
 [[ $rc -eq 0 ]] && grep -q "^$want  /data/in.bin" "$W/out6" &&
 	[[ "$(cat "$vol/out.txt" 2>/dev/null)" == from-guest ]] &&
