@@ -19,8 +19,8 @@
 #   fs.png      speed relative to QEMU's virtio-fs, per workload
 #   fs-run.log  the rig's raw output
 #   --smoke  1 round, fio 2 s on 16 MiB, 100 files
-#   --quick  3 rounds, fio 2 s on 16 MiB, 200 files
-#   --full   3 rounds, fio 3 s on 32 MiB, 300 files (default)
+#   --quick  3 rounds, fio 2 s on 16 MiB, 300 files
+#   --full   3 rounds, fio 3 s on 32 MiB, 1000 files (default)
 #   --report remakes fs.json/.md/.png from fs-run.log, no run
 # FS_REUSE_LOG=FILE re-summarises an earlier run's log instead.  The sizes
 # are small for the nested TCG rig (one emulated L1 CPU for all three
@@ -36,8 +36,8 @@ mode=--full
 case $mode in
 -h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d'; exit 0 ;;
 --smoke) rounds=1 runtime=2 fsize=$((16 << 20)) files=100 ;;
---quick) rounds=3 runtime=2 fsize=$((16 << 20)) files=200 ;;
---full) rounds=3 runtime=3 fsize=$((32 << 20)) files=300 ;;
+--quick) rounds=3 runtime=2 fsize=$((16 << 20)) files=300 ;;
+--full) rounds=3 runtime=3 fsize=$((32 << 20)) files=1000 ;;
 --report) ;;
 *) bench_die "unknown mode $mode" ;;
 esac

@@ -6,7 +6,10 @@
 # bytes, tree.tar: this checkout's libvmm/ include/ devices/):
 #   mvfs   minivmm --fs tag=share,socket=S,queue-size=1024
 #   qemu   QEMU 7.2 -device vhost-user-fs-pci,queue-size=1024 (memfd RAM,
-#          share=on), -M pc, the same kernel, initrd and command line
+#          share=on), -M pc, the same kernel, initrd and command line;
+#          firmware qboot (SeaBIOS only makes the nested boot longer; it
+#          is out of the picture once Linux runs); the tools disk with
+#          file.locking=off (minivmm's guests hold it locked)
 #   mvblk  minivmm --disk: an ext4 image (mkfs.ext4 -d) of the same tree
 # Each virtio-fs guest has its own /usr/lib/qemu/virtiofsd (-o cache=CACHE,
 # default auto; --thread-pool-size=0, as minivmm's own path= shares: see
@@ -90,10 +93,10 @@ boot() {
 		cmd=("$qemu" -enable-kvm -cpu host -M pc -smp 1 -m 512M
 			-object memory-backend-memfd,id=mem,size=512M,share=on -numa node,memdev=mem
 			-nographic -nodefaults -no-user-config -serial stdio -no-reboot
-			-kernel "$kernel" -initrd "$initrd"
+			-bios /usr/share/qemu/qboot.rom -kernel "$kernel" -initrd "$initrd"
 			-chardev "socket,id=fs0,path=$dir/qemu.sock"
 			-device vhost-user-fs-pci,chardev=fs0,tag=share,queue-size=1024
-			-drive "file=$tools,if=none,id=tools,format=raw,readonly=on"
+			-drive "file=$tools,if=none,id=tools,format=raw,readonly=on,file.locking=off"
 			-device virtio-blk-pci,drive=tools,serial=tools
 			-append "console=ttyS0 reboot=k panic=-1 pci=conf1 i8042.noaux i8042.nopnp i8042.dumbkbd $append guest.mode=fs") ;;
 	esac
@@ -113,14 +116,31 @@ kvm_exits() {
 	done
 }
 
+# alive PID: the process runs (not a zombie: ours are reaped only at the
+# end); no fork.
+alive() {
+	local st
+	read -r _ _ st _ <"/proc/$1/stat" 2>/dev/null || return 1
+	[[ $st != Z ]]
+}
+
 # wait_for SIDE PATTERN SECONDS: reads the VM's console until a line
 # matching PATTERN (a glob), logging it; LINE is that line.  Reads the
 # VM's KVM exits at FSB-BEGIN (E0) and FSB-END (E1).  1 on timeout.
 LINE='' E0='' E1=''
 wait_for() {
-	local s=$1 end=$((SECONDS + $3)) line
+	local s=$1 end=$((SECONDS + $3)) line part=''
 	while ((SECONDS < end)); do
-		IFS= read -r -t $((end - SECONDS + 1)) -u "${fout[$s]}" line || continue
+		# Short reads, so that a VM that died (QEMU refusing an option,
+		# say) is noticed in seconds, not at the timeout.
+		# (A read that times out keeps what it got of a line: kept here.)
+		if ! IFS= read -r -t 5 -u "${fout[$s]}" line; then
+			part+=$line
+			alive "${pid[$s]}" && continue
+			LINE="the VM exited"
+			return 1
+		fi
+		line=$part$line part=''
 		line=${line%$'\r'}
 		printf '%s\n' "$line" >>"$dir/$s.log"
 		case $line in
@@ -203,8 +223,8 @@ for s in "${sides[@]}"; do
 	[[ -n ${up[$s]:-} ]] && printf 'quit 0\n' >&"${fin[$s]}"
 done
 for s in "${sides[@]}"; do
-	for _ in $(seq 600); do kill -0 "${pid[$s]}" 2>/dev/null || break; sleep 0.1; done
-	if kill -0 "${pid[$s]}" 2>/dev/null; then
+	for _ in $(seq 600); do alive "${pid[$s]}" || break; sleep 0.1; done
+	if alive "${pid[$s]}"; then
 		bench_log "$s still running 60 s after quit: killed"
 		kill -9 "${pid[$s]}"
 	fi
