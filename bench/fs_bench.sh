@@ -124,10 +124,17 @@ J() { jq -r "$BENCH_JQ_DEFS"'
 	echo "Per phase, medians: KVM exits of the VM (debugfs, all of it: timer ticks and console too)"
 	echo "and interrupts of the share's / disk's virtio device (guest /proc/interrupts):"
 	echo
-	echo "| workload | mvfs exits | qemu exits | mvblk exits | mvfs irqs | qemu irqs | mvblk irqs |"
-	echo "|---|---|---|---|---|---|---|"
-	J '["randread", "randwrite", "seqread", "seqwrite", "meta", "untar"][] as $w |
-		"| \($w) | \(med("mvfs"; $w; "kvm_exits") // "-") | \(med("qemu"; $w; "kvm_exits") // "-") | \(med("mvblk"; $w; "kvm_exits") // "-") | \(med("mvfs"; $w; "irqs") // "-") | \(med("qemu"; $w; "irqs") // "-") | \(med("mvblk"; $w; "irqs") // "-") |"'
+	echo "| workload | mvfs exits | qemu exits | mvblk exits | mvfs irqs | qemu irqs | mvblk irqs | exits per I/O mvfs / qemu / mvblk | irqs per I/O mvfs / qemu / mvblk |"
+	echo "|---|---|---|---|---|---|---|---|---|"
+	J 'def per(s; w; f): [$r[] | select(.side == s and .workload == w and .iops != null and .iops > 0 and .[f] != null) |
+			.[f] / (.iops * ($m.fio_runtime_s // 1))] | median | r(2) // "-";
+		["randread", "randwrite", "seqread", "seqwrite", "meta", "untar"][] as $w |
+		"| \($w) | \(med("mvfs"; $w; "kvm_exits") // "-") | \(med("qemu"; $w; "kvm_exits") // "-") | \(med("mvblk"; $w; "kvm_exits") // "-") | \(med("mvfs"; $w; "irqs") // "-") | \(med("qemu"; $w; "irqs") // "-") | \(med("mvblk"; $w; "irqs") // "-") | \(per("mvfs"; $w; "kvm_exits")) / \(per("qemu"; $w; "kvm_exits")) / \(per("mvblk"; $w; "kvm_exits")) | \(per("mvfs"; $w; "irqs")) / \(per("qemu"; $w; "irqs")) / \(per("mvblk"; $w; "irqs")) |"'
+	echo
+	echo "I/Os of a fio phase: its IOPS x its runtime.  Both virtio-fs columns have the same data"
+	echo "path: the guest's kick is a KVM ioeventfd that virtiofsd polls, its completion a KVM irqfd"
+	echo "that virtiofsd writes (no VMM thread in between, in minivmm or QEMU); the VMMs differ in"
+	echo "the virtual machine around it (firmware, platform devices, the vCPU's exits)."
 	echo
 	echo "Every phase:"
 	echo

@@ -120,7 +120,7 @@ kvm_exits() {
 # end); no fork.
 alive() {
 	local st
-	read -r _ _ st _ <"/proc/$1/stat" 2>/dev/null || return 1
+	{ read -r _ _ st _ <"/proc/$1/stat"; } 2>/dev/null || return 1
 	[[ $st != Z ]]
 }
 
