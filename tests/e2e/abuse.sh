@@ -98,8 +98,11 @@ while kill -0 "$pid" 2>/dev/null; do
 	hwm='' thr=''
 	# One read(2) of the whole file: bash's `read` seeks back after each
 	# line of a seekable file and /proc regenerates status at every read,
-	# so lines could shift (see user_drop.sh).
-	st=$(<"/proc/$pid/status") 2>/dev/null || break
+	# so lines could shift (see user_drop.sh).  cat, not $(<...): bash 5.2
+	# exits a `set -e` script when $(<FILE) cannot open FILE, whatever
+	# follows (`|| break` included): minivmm ending between kill -0 and
+	# this read failed a CI run.
+	st=$(cat "/proc/$pid/status" 2>/dev/null) || break
 	while read -r k v _; do
 		case $k in
 		VmHWM:) hwm=$v ;;
