@@ -137,7 +137,7 @@ bool spec_net_at_start(const struct oci_spec *s, bool new_ns)
 {
 	if (s->net_mode != SPEC_NET_DEFAULT)
 		return s->net_mode == SPEC_NET_START;
-	return !s->netns_path && new_ns;
+	return !s->netns_path && new_ns && !s->libpod;
 }
 
 /* @m's source into @m->data: a regular file of at most SPEC_FILE_MAX. */

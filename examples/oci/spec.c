@@ -658,6 +658,9 @@ int spec_load(const char *bundle, const char *path, struct oci_spec *s,
 				    spec_parse_network_annotation(ann, &s->net_mode, err,
 								  errlen)))
 		goto out;
+	s->libpod = json_is_object(ann) &&
+		    json_is_string(json_object_get(ann, SPEC_ANN_MANAGER)) &&
+		    !strcmp(json_string_value(json_object_get(ann, SPEC_ANN_MANAGER)), "libpod");
 	s->annotations_json = json_is_object(ann) ? json_dumps(ann, JSON_COMPACT)
 						  : strdup("{}");
 	if (!s->annotations_json) {

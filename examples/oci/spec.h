@@ -120,6 +120,8 @@ struct oci_spec {
 	 * create and start) */
 	int net_mode;
 	bool net_at_start;
+	/* The bundle is podman's (SPEC_ANN_MANAGER "libpod") */
+	bool libpod;
 };
 
 /* ---- spec-rootfs.c: the root file system's kind ---- */
@@ -170,8 +172,14 @@ void spec_encode_file(const struct spec_mount *m, struct proto_buf *b);
  * process's new namespace after create; the VM then gets a NIC at create
  * whose tap is redirected to the namespace's interface at start,
  * shim.c).  Not given: "start" for a new namespace the runtime makes (no
- * path), "create" for one joined by path (spec_net_at_start()). */
+ * path), "create" for one joined by path and for any namespace of a
+ * podman bundle (spec_net_at_start()). */
 #define SPEC_ANN_NETWORK "org.minivmm.network"
+/* Set by podman on every bundle.  podman makes, fills and names by path
+ * every namespace it networks; a new one it leaves to the runtime
+ * (--network none) stays empty, so a NIC waiting for start there would
+ * only be a dead eth0 in the guest, which runc's container lacks. */
+#define SPEC_ANN_MANAGER "io.container.manager"
 enum spec_net { SPEC_NET_DEFAULT, SPEC_NET_CREATE, SPEC_NET_START };
 /* SPEC_ANN_NETWORK of the annotations object @ann (NULL: none) into
  * *@mode (enum spec_net).  0, or -1 with a reason in @err. */
@@ -179,7 +187,7 @@ int spec_parse_network_annotation(struct json_t *ann, int *mode, char *err, size
 /* Whether the VM's NIC is connected at start: SPEC_NET_START, or the
  * default with no namespace path when the runtime makes a new namespace
  * (@new_ns: it runs as root; without, the VMM process stays in the
- * caller's namespace and gets no NIC). */
+ * caller's namespace and gets no NIC) for a bundle not podman's. */
 bool spec_net_at_start(const struct oci_spec *s, bool new_ns);
 
 /* Per-container VM size: vCPUs (1..SPEC_MAX_VCPUS) and guest RAM (MiB, or

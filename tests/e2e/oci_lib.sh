@@ -27,13 +27,15 @@ oci_setup() {
 	OCI_PASSED=0
 }
 
-# oci_check NAME CONDITION-STATUS MESSAGE: count a check.
+# oci_ok/oci_bad MESSAGE: count a check.  Each line says when (seconds since the script began): the rig's times are
+# the only clue to which step a slow run spent its time on.
 oci_ok() {
-	echo "ok: $*"
+	echo "ok: $* [${SECONDS}s]"
 	OCI_PASSED=$((OCI_PASSED + 1))
 }
+oci_step() { echo "  step: $* [${SECONDS}s]"; }
 oci_bad() {
-	echo "FAIL: $*"
+	echo "FAIL: $* [${SECONDS}s]"
 	OCI_FAILED=$((OCI_FAILED + 1))
 }
 

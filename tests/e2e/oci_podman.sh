@@ -3,7 +3,8 @@
 # inside the rig's L1 (run by tests/e2e/oci-rig.sh).  One L1 boot, several
 # containers (each its own microVM):
 #  - stdout and stderr separate and byte-exact (1 MiB of random bytes cat'ed
-#    out of the container), exit status 7;
+#    out of the container), exit status 7; --network none gives the guest
+#    only lo (no NIC);
 #  - stdin: a binary file through `podman run -i cat`, EOF reaches the guest,
 #    with the runtime registered by name in containers.conf [engine.runtimes];
 #  - cgroups: the VMM process in the container's cgroup with memory.max =
@@ -50,9 +51,11 @@ RT=(--runtime "$OCI_RUNTIME")
 "${P[@]}" import "$OCI_IMAGE_TAR" localhost/bb >/dev/null || e2e_fail "podman import"
 
 # 1. Streams and exit status: the blob on stdout, "err" on stderr, exit 7;
-#    a writable root by default.
+#    a writable root by default; --network none: only lo in the guest (a
+#    podman bundle's pathless namespace gives the VM no NIC).
 "${P[@]}" "${RT[@]}" run --rm --network none localhost/bb \
-	sh -c 'cat /blob; echo err >&2; touch /rootfs-is-writable || echo RO >&2; exit 7' \
+	sh -c 'cat /blob; echo err >&2; touch /rootfs-is-writable || echo RO >&2
+	       echo "netdevs $(ls /sys/class/net | tr "\n" " ")" >&2; exit 7' \
 	>"$W/out1" 2>"$W/err1"
 rc=$?
 [[ $rc -eq 7 ]] && oci_ok "exit status 7" || oci_bad "exit status $rc, expected 7"
@@ -60,6 +63,8 @@ cmp -s "$W/out1" "$W/blob" && oci_ok "stdout: 1 MiB byte-identical" ||
 	oci_bad "stdout differs from /blob ($(stat -c %s "$W/out1") bytes)"
 grep -qx err "$W/err1" && ! grep -q RO "$W/err1" && oci_ok "stderr separate, root writable" ||
 	oci_bad "stderr: $(head -c 300 "$W/err1")"
+grep -qx "netdevs lo " "$W/err1" && oci_ok "--network none: only lo in the guest" ||
+	oci_bad "--network none: $(grep netdevs "$W/err1")"
 
 # 2. stdin: 1 MiB of binary through `cat`, its EOF reaches the guest (the
 #    shell goes on after cat); the runtime by name from containers.conf.
@@ -81,12 +86,14 @@ cmp -s "$W/out3" "$W/blob" && grep -q EOF-SEEN "$W/err3" && [[ $rc -eq 0 ]] &&
 "${P[@]}" "${RT[@]}" run -d --name untrapped --network none localhost/bb \
 	sh -c 'echo main-wrote-this >/from-main; echo ready; exec sleep 100000' >/dev/null
 started_untrapped=$SECONDS
+oci_step "podman run -d: trapped and untrapped"
 for c in trapped untrapped; do
 	for _ in $(seq 600); do
 		"${P[@]}" logs "$c" 2>/dev/null | grep -q ready && break
 		sleep 0.5
 	done
 done
+oci_step "both ready"
 # The runtime's own view (podman inspect needs cgroups the L1 lacks).
 id=$("${P[@]}" ps -q --no-trunc --filter name=^trapped$)
 state=$("$OCI_RUNTIME" state "$id" 2>&1)
@@ -120,6 +127,7 @@ memmax=$(cat "$cgdir/memory.max" 2>/dev/null)
 others=$(for t in /proc/$pid/task/*; do sed -n 's/^0:://p' "$t/cgroup"; done | sort -u)
 "${P[@]}" stats --no-stream --format '{{.CPUPerc}} {{.MemUsage}}' trapped >"$W/stats" 2>&1
 read -r scpu smem _ <"$W/stats"
+oci_step "podman stats"
 [[ "$cgrel" == *"$id"* && "$others" == "$cgrel" && "$memmax" == $(((512 + 160) << 20)) ]] &&
 	[[ -n "$scpu" && "$scpu" != 0.00% && -n "$smem" && "$smem" != 0B ]] &&
 	oci_ok "cgroup: VMM pid $pid and its threads in $cgrel, memory.max $((memmax >> 20)) MiB; podman stats: $scpu, $smem" ||
@@ -226,6 +234,7 @@ mrc=$?
 #     with no tick lost or repeated and the guest's clock sane: it never
 #     goes back, and across the pause it moves by at most the pause (its
 #     kvmclock stops while paused) plus the loop's own slack.
+oci_step "podman update"
 ticks() { "${P[@]}" logs trapped 2>/dev/null | grep '^tick '; }
 last_tick() { ticks | tail -n 1 | cut -d' ' -f2; }
 "${P[@]}" pause trapped >"$W/pause.out" 2>&1 || oci_bad "podman pause: $(head -c 300 "$W/pause.out")"

@@ -90,6 +90,21 @@ START_TEST(test_annotation)
 	ck_assert_int_eq(s.net_mode, SPEC_NET_CREATE);
 	ck_assert(!spec_net_at_start(&s, true));
 	spec_free(&s);
+	/* podman's bundle (--network none): create by default, the
+	 * annotation still decides. */
+	ck_assert_int_eq(load("{\"io.container.manager\":\"libpod\"}", &s), 0);
+	ck_assert(s.libpod);
+	ck_assert_int_eq(s.net_mode, SPEC_NET_DEFAULT);
+	ck_assert(!spec_net_at_start(&s, true));
+	spec_free(&s);
+	ck_assert_int_eq(load("{\"io.container.manager\":\"libpod\","
+			      "\"org.minivmm.network\":\"start\"}", &s), 0);
+	ck_assert(spec_net_at_start(&s, true));
+	spec_free(&s);
+	ck_assert_int_eq(load("{\"io.container.manager\":\"cri-o\"}", &s), 0);
+	ck_assert(!s.libpod);
+	ck_assert(spec_net_at_start(&s, true));
+	spec_free(&s);
 	ck_assert_int_eq(load("{\"org.minivmm.network\":\"later\"}", &s), -1);
 	ck_assert_str_eq(err, "annotation org.minivmm.network=\"later\": expected create "
 			      "or start");
