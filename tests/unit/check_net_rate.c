@@ -84,7 +84,7 @@ static void rx_round(unsigned int n, uint8_t seed)
 		frame[3] = FLEN;
 		for (unsigned int j = 0; j < FLEN; j++)
 			frame[4 + j] = (uint8_t)(seed + i + j);
-		ck_assert_int_eq(send(R.peer, frame, sizeof(frame), MSG_NOSIGNAL), sizeof(frame));
+		ck_assert_int_eq(send(R.peer[0], frame, sizeof(frame), MSG_NOSIGNAL), sizeof(frame));
 	}
 	for (int t = 0; got < n && t < 20000; t++) {
 		if (fg_vq_get_used(&R.drv[NDR_RX], &id, &len) != 1) {
