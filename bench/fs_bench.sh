@@ -144,13 +144,9 @@ J() { jq -r "$BENCH_JQ_DEFS"'
 # Plot: speed relative to QEMU's virtio-fs (= 1), per measure.
 J 'measures[] as $x | select(speed("mvfs"; "qemu"; $x) != null) |
 	"\"\($x[2])\" \(speed("mvfs"; "qemu"; $x)) 1 \(speed("mvblk"; "qemu"; $x) // "NaN")"' >"$dat"
-bench_plot <<-EOF
-	set terminal pngcairo size 1000,500 noenhanced
-	set output "$out/fs.png"
+bench_plot 1000,500 "$out/fs.png" <<-EOF
 	set title "virtio-fs in the rig: speed relative to QEMU vhost-user-fs-pci (same virtiofsd), medians; > 1 is faster"
-	set style data histograms
-	set style histogram clustered gap 1
-	set style fill solid 0.8 border -1
+	$BENCH_GP_BARS
 	set logscale y 2
 	set grid ytics
 	set xtics rotate by -25

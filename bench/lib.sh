@@ -108,12 +108,22 @@ bench_rig_results() {
 	bench_stamp "$records" "$2" "$date" "$3"
 }
 
-# bench_plot: runs gnuplot on the script on stdin, if gnuplot is there and
-# the plot has data ($dat not empty), else nothing.
+# bench_plot SIZE PNG: the plot PNG (pngcairo, SIZE "W,H") of the gnuplot
+# script on stdin, if gnuplot is there and the plot has data ($dat not
+# empty), else nothing.
 bench_plot() {
 	command -v gnuplot >/dev/null && [[ -s $dat ]] || return 0
-	gnuplot
+	{
+		printf 'set terminal pngcairo size %s noenhanced\nset output "%s"\n' "$1" "$2"
+		cat
+	} | gnuplot
 }
+
+# The style of the benches' clustered bar charts, for bench_plot's script.
+# shellcheck disable=SC2034 # used by the sourcing scripts
+BENCH_GP_BARS='set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1'
 
 # bench_rig_end SUMMARY RC: SUMMARY (the .md) to stderr, then exit RC (the
 # rig run's status, logged when not 0).

@@ -101,13 +101,9 @@ sides='["minivmm-off", "minivmm-on", "qemu-off", "qemu-on"]'
 # Plot: medians per side: TCP both ways (Mbit/s), UDP kpackets/s, p50 RTT.
 J "(${sides}[] as \$s | select(n(\$s) > 0) |
 	\"\\(\$s) \\(med(\$s; \"tcp_rx\"; .gbps * 1000) // 0) \\(med(\$s; \"tcp_tx\"; .gbps * 1000) // 0) \\((med(\$s; \"udp_tx\"; .pps) // 0) / 1000) \\(med(\$s; \"rr\"; .rtt_p50_us) // 0)\")" >"$dat"
-bench_plot <<-EOF
-	set terminal pngcairo size 1200,450 noenhanced
-	set output "$out/net.png"
+bench_plot 1200,450 "$out/net.png" <<-EOF
 	set multiplot layout 1,3 title "virtio-net in the rig: minivmm vs QEMU 7.2, vhost off/on, medians"
-	set style data histograms
-	set style histogram clustered gap 1
-	set style fill solid 0.8 border -1
+	$BENCH_GP_BARS
 	set yrange [0:*]
 	set grid ytics
 	set xtics rotate by -30

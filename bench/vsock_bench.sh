@@ -92,13 +92,9 @@ J() { jq -r "$BENCH_JQ_DEFS"'
 # Plot: medians per side, throughput both ways (left axis), p50 RTT (right).
 J '(["hybrid", "vhost"][] as $s | select(n($s) > 0) |
 	"\($s) \(med($s; .to_guest_mibs) // 0) \(med($s; .from_guest_mibs) // 0) \(med($s; .rtt_p50_us) // 0)")' >"$dat"
-bench_plot <<-EOF
-	set terminal pngcairo size 900,450 noenhanced
-	set output "$out/vsock.png"
+bench_plot 900,450 "$out/vsock.png" <<-EOF
 	set multiplot layout 1,2 title "vsock in the rig: hybrid (minivmm userspace) vs vhost=on (kernel), medians"
-	set style data histograms
-	set style histogram clustered gap 1
-	set style fill solid 0.8 border -1
+	$BENCH_GP_BARS
 	set yrange [0:*]
 	set grid ytics
 	set title "throughput (MiB/s, higher is better)"
