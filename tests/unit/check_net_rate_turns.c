@@ -16,6 +16,7 @@
  */
 #include <check.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "net/net-rate.h"
 #include "net_dev_rig.h"
