@@ -187,3 +187,44 @@ bench_debugfs() {
 	[[ -d /sys/kernel/debug/kvm ]] && have_debugfs=1
 	return 0
 }
+
+# The KVM-free device benchmarks' mode (devbench.sh and the rate-limit
+# ones): bench_quick_mode [ARG]: MODE from ARG: --smoke, --quick (the
+# default) or --full; anything else: usage, exit 2.
+bench_quick_mode() {
+	MODE=quick
+	case "${1:-}" in
+	--quick | "") MODE=quick ;;
+	--smoke) MODE=smoke ;;
+	--full) MODE=full ;;
+	*) echo "usage: $0 [--smoke|--quick|--full]" >&2; exit 2 ;;
+	esac
+}
+
+# The KVM-free rate-limit benchmarks (ratelimit_bench.sh: disks through
+# devbench, net_ratelimit_bench.sh: NICs through netbench).
+# bench_rate_setup NAME BIN_VAR TARGET [MODE_ARG]: MODE from MODE_ARG
+# (bench_quick_mode); SECS and REPS for it (RATE_SECONDS, RATE_REPS override); ROOT (the
+# checkout), RES ($BENCH_OUT, default bench/results; made), BIN ($BIN_VAR,
+# default build/bench/TARGET), tmp (a scratch directory removed at exit),
+# rec (its records file) and MIB.  Exits 1, with NAME's message, where BIN
+# or jq is missing.
+bench_rate_setup() {
+	local name=$1 bin_var=$2 target=$3
+	bench_quick_mode "${4:-}"
+	ROOT=$(cd "$(dirname "$0")/.." && pwd)
+	RES=${BENCH_OUT:-$ROOT/bench/results}
+	BIN=${!bin_var:-$ROOT/build/bench/$target}
+	case $MODE in
+	smoke) SECS=${RATE_SECONDS:-0.5}; REPS=${RATE_REPS:-1} ;;
+	quick) SECS=${RATE_SECONDS:-3}; REPS=${RATE_REPS:-3} ;;
+	full) SECS=${RATE_SECONDS:-10}; REPS=${RATE_REPS:-5} ;;
+	esac
+	[[ -x $BIN ]] || { echo "$name: no $BIN (cmake --build build --target $target)" >&2; exit 1; }
+	command -v jq >/dev/null || { echo "$name: jq not found" >&2; exit 1; }
+	mkdir -p "$RES"
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	rec=$tmp/records.jsonl
+	MIB=$((1 << 20))
+}
