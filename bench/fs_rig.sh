@@ -160,6 +160,7 @@ fail_side() { # SIDE WHAT
 	bench_emit "$(jq -cn --arg s "$1" --arg w "$2" '{bench:"fs_error", side:$s, what:$w}')"
 }
 
+# shellcheck disable=SC2016 # the last argument is a jq filter
 bench_emit_machine fs_machine --arg qemu "$("$qemu" --version | head -1)" \
 	--arg vfsd "$("$vfsd" --version 2>&1 | head -1)" --arg cache "$cache" \
 	--argjson rounds "$rounds" --argjson runtime "$runtime" --argjson fsize "$fsize" \

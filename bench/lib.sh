@@ -209,6 +209,7 @@ bench_quick_mode() {
 # default build/bench/TARGET), tmp (a scratch directory removed at exit),
 # rec (its records file) and MIB.  Exits 1, with NAME's message, where BIN
 # or jq is missing.
+# shellcheck disable=SC2034 # SECS, REPS, rec, MIB: for the sourcing script
 bench_rate_setup() {
 	local name=$1 bin_var=$2 target=$3
 	bench_quick_mode "${4:-}"

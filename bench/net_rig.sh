@@ -93,6 +93,7 @@ for s in "${sides[@]}"; do
 	}
 	bench_log "$s up after $((($(bench_now_ns) - t0) / 1000000)) ms: $(tr -d '\r' <"$dir/$s.log" | grep -o 'NETBENCH-READY.*')"
 done
+# shellcheck disable=SC2016 # the last argument is a jq filter
 bench_emit_machine net_machine --argjson rounds "$rounds" \
 	--argjson secs "$secs" --argjson vcpus "$n" --arg qemu "$("$qemu" --version | head -1)" \
 	--arg iperf3 "$(iperf3 --version | head -1)" \

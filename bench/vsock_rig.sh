@@ -35,6 +35,7 @@ boot hybrid "cid=3,socket=$dir/v.sock"
 target[hybrid]=unix:$dir/v.sock
 boot vhost "cid=4,vhost=on"
 target[vhost]=vsock:4
+# shellcheck disable=SC2016 # the last argument is a jq filter
 bench_emit_machine vsock_machine --argjson rounds "$rounds" \
 	--argjson bytes "$bytes" --argjson pings "$pings" \
 	'{guest_vcpus:1, rounds:$rounds, bytes:$bytes, pings:$pings}'
