@@ -95,9 +95,9 @@ bench_in_rig() {
 
 # bench_rig_results LOG MODE JSON: after a rig run: LOG's progress lines
 # (bench: and rig:) to stderr, its records (bench_records) stamped
-# (bench_stamp) into JSON.  Sets date (the stamp's) and dat (an empty
-# scratch file for the plot's data), and records (the records' scratch
-# file); both are removed at exit.
+# (bench_stamp) into JSON.  Sets date (the stamp's), dat (an empty
+# scratch file for the plot's data) and records (the records' scratch
+# file); the two files are removed at exit.
 bench_rig_results() {
 	grep -v '^BENCH-JSON ' "$1" | grep -E '^bench:|rig:' >&2 || true
 	records=$(mktemp)
@@ -167,6 +167,7 @@ bench_emit_machine() {
 		--argjson cpus "$(nproc)" --arg kernel "$(uname -r)" "${@:1:$#-1}" \
 		'{bench:$bench, l1_cpu:$cpu, l1_cpus:$cpus, l1_kernel:$kernel} + '"${!#}")"
 }
+
 # jq definitions used by the summaries.
 # shellcheck disable=SC2034 # used by the sourcing scripts
 BENCH_JQ_DEFS='
@@ -204,11 +205,11 @@ bench_quick_mode() {
 # The KVM-free rate-limit benchmarks (ratelimit_bench.sh: disks through
 # devbench, net_ratelimit_bench.sh: NICs through netbench).
 # bench_rate_setup NAME BIN_VAR TARGET [MODE_ARG]: MODE from MODE_ARG
-# (bench_quick_mode); SECS and REPS for it (RATE_SECONDS, RATE_REPS override); ROOT (the
-# checkout), RES ($BENCH_OUT, default bench/results; made), BIN ($BIN_VAR,
-# default build/bench/TARGET), tmp (a scratch directory removed at exit),
-# rec (its records file) and MIB.  Exits 1, with NAME's message, where BIN
-# or jq is missing.
+# (bench_quick_mode); SECS and REPS for it (RATE_SECONDS, RATE_REPS
+# override); ROOT (the checkout), RES ($BENCH_OUT, default bench/results;
+# made), BIN ($BIN_VAR, default build/bench/TARGET), tmp (a scratch
+# directory removed at exit), rec (its records file) and MIB.  Exits 1,
+# with NAME's message, where BIN or jq is missing.
 # shellcheck disable=SC2034 # SECS, REPS, rec, MIB: for the sourcing script
 bench_rate_setup() {
 	local name=$1 bin_var=$2 target=$3
