@@ -172,3 +172,71 @@ void ndr_peer_read(struct net_dev_rig *r, uint8_t *buf, size_t len)
 	}
 	ck_assert_uint_eq(n, len);
 }
+
+uint64_t ndr_throttled(struct net_dev_rig *r, bool tx)
+{
+	uint64_t n, ns;
+
+	ratelimit_stats(virtio_net_ratelimit(r->dev, tx), &n, &ns);
+	return n;
+}
+
+void ndr_tx_numbered(struct net_dev_rig *r, unsigned int n, uint32_t flen)
+{
+	for (unsigned int i = 0; i < n; i++)
+		ndr_post_tx(r, flen, (uint8_t)i);
+	fg_vq_publish(&r->drv[NDR_TX]);
+	ndr_kick(r, NDR_TX);
+}
+
+void ndr_peer_expect_numbered(struct net_dev_rig *r, unsigned int n, uint32_t flen)
+{
+	uint8_t frame[4 + NDR_MAX_FLEN];
+
+	ck_assert_uint_le(flen, NDR_MAX_FLEN);
+	for (unsigned int i = 0; i < n; i++) {
+		ndr_peer_read(r, frame, 4 + flen);
+		ck_assert_uint_eq((uint32_t)frame[2] << 8 | frame[3], flen);
+		for (unsigned int j = 0; j < flen; j++)
+			ck_assert_uint_eq(frame[4 + j], (uint8_t)(i + j));
+	}
+}
+
+void ndr_rx_post(struct net_dev_rig *r, unsigned int n, uint64_t *gpa, int *head)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		struct fg_buf buf;
+
+		gpa[i] = fg_alloc(&r->g, 2048, 8);
+		buf = (struct fg_buf){ gpa[i], 2048, true };
+		head[i] = fg_vq_add(&r->drv[NDR_RX], &buf, 1, false);
+		ck_assert_int_ge(head[i], 0);
+	}
+	fg_vq_publish(&r->drv[NDR_RX]);
+	ndr_kick(r, NDR_RX);
+}
+
+void ndr_rx_expect(struct net_dev_rig *r, unsigned int n, const uint64_t *gpa,
+		   const int *head, uint32_t flen, uint8_t seed, unsigned int step)
+{
+	uint32_t id, len;
+	unsigned int got = 0;
+
+	for (int t = 0; got < n && t < 20000; t++) {
+		const uint8_t *b;
+
+		if (fg_vq_get_used(&r->drv[NDR_RX], &id, &len) != 1) {
+			usleep(500);
+			continue;
+		}
+		/* In order: the i-th chain posted holds frame i, after the
+		 * header. */
+		ck_assert_int_eq((int)id, head[got]);
+		ck_assert_uint_eq(len, HDR + flen);
+		b = fg_ptr(&r->g, gpa[got], HDR + flen);
+		for (unsigned int j = 0; j < flen; j++)
+			ck_assert_uint_eq(b[HDR + j], (uint8_t)(seed + got * step + j));
+		got++;
+	}
+	ck_assert_uint_eq(got, n);
+}

@@ -13,6 +13,7 @@
 #ifndef VMM_TESTS_NET_DEV_RIG_H
 #define VMM_TESTS_NET_DEV_RIG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "fake_guest.h"
@@ -62,5 +63,23 @@ void ndr_post_tx(struct net_dev_rig *r, uint32_t len, uint8_t seed);
 unsigned int ndr_tx_used(struct net_dev_rig *r);
 /* Read exactly @len bytes from pair 0's peer end, waiting (bounded, asserts). */
 void ndr_peer_read(struct net_dev_rig *r, uint8_t *buf, size_t len);
+/* Waits the limiter of pair 0's TX (@tx) or RX side has counted. */
+uint64_t ndr_throttled(struct net_dev_rig *r, bool tx);
+
+/* Numbered frames, byte j of frame i = @seed + i * @step + j (uint8_t),
+ * @flen <= NDR_MAX_FLEN bytes each, all on pair 0: */
+#define NDR_MAX_FLEN 2000
+/* TX: post @n chains (seed 0, step 1), publish them and kick once. */
+void ndr_tx_numbered(struct net_dev_rig *r, unsigned int n, uint32_t flen);
+/* Read @n stream frames from the peer's end, asserting each one's length
+ * (the prefix) and bytes: what ndr_tx_numbered() posted, in order. */
+void ndr_peer_expect_numbered(struct net_dev_rig *r, unsigned int n, uint32_t flen);
+/* RX: post @n buffers of 2048 bytes (their addresses into @gpa, the
+ * chains' heads into @head), publish them and kick. */
+void ndr_rx_post(struct net_dev_rig *r, unsigned int n, uint64_t *gpa, int *head);
+/* Wait (bounded) for the @n buffers ndr_rx_post() posted, asserting that
+ * they come back in order, each holding the header and frame i. */
+void ndr_rx_expect(struct net_dev_rig *r, unsigned int n, const uint64_t *gpa,
+		   const int *head, uint32_t flen, uint8_t seed, unsigned int step);
 
 #endif

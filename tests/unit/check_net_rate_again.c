@@ -16,8 +16,6 @@
  * Counts, no timings; every frame arrives intact and in order.
  */
 #include <check.h>
-#include <linux/virtio_net.h>
-#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -26,7 +24,6 @@
 #define QSIZE 256
 #define NF 240 /* frames each way: 15 rounds of 16 */
 #define FLEN 60
-#define HDR sizeof(struct virtio_net_hdr_v1)
 
 static struct net_dev_rig R;
 
@@ -42,31 +39,13 @@ static void teardown(void)
 	ndr_teardown(&R);
 }
 
-static uint64_t throttled(bool tx)
-{
-	uint64_t n, ns;
-
-	ratelimit_stats(virtio_net_ratelimit(R.dev, tx), &n, &ns);
-	return n;
-}
-
 START_TEST(tx_served_again_at_once)
 {
-	uint8_t frame[4 + FLEN];
-
-	for (unsigned int i = 0; i < NF; i++)
-		ndr_post_tx(&R, FLEN, (uint8_t)i);
-	fg_vq_publish(&R.drv[NDR_TX]);
 	/* One kick for all: no other event wakes the I/O thread. */
-	ndr_kick(&R, NDR_TX);
-	for (unsigned int i = 0; i < NF; i++) {
-		ndr_peer_read(&R, frame, sizeof(frame));
-		ck_assert_uint_eq((uint32_t)frame[2] << 8 | frame[3], FLEN);
-		for (unsigned int j = 0; j < FLEN; j++)
-			ck_assert_uint_eq(frame[4 + j], (uint8_t)(i + j));
-	}
+	ndr_tx_numbered(&R, NF, FLEN);
+	ndr_peer_expect_numbered(&R, NF, FLEN);
 	/* The limiter set the pace: it ran dry and made the queue wait. */
-	ck_assert_uint_gt(throttled(true), 0);
+	ck_assert_uint_gt(ndr_throttled(&R, true), 0);
 }
 END_TEST
 
@@ -75,8 +54,6 @@ START_TEST(rx_served_again_at_once)
 	static uint8_t frames[NF * (4 + FLEN)];
 	uint64_t gpa[NF];
 	int head[NF];
-	uint32_t id, len;
-	unsigned int got = 0;
 
 	/* Every frame in the socket first, in one send: the device reads
 	 * them all in one go (its buffer holds 64 KiB) and then finds no
@@ -91,33 +68,9 @@ START_TEST(rx_served_again_at_once)
 	}
 	ck_assert_int_eq(send(R.peer[0], frames, sizeof(frames), MSG_NOSIGNAL), sizeof(frames));
 	usleep(20000);
-	for (unsigned int i = 0; i < NF; i++) {
-		struct fg_buf buf;
-
-		gpa[i] = fg_alloc(&R.g, 2048, 8);
-		buf = (struct fg_buf){ gpa[i], 2048, true };
-		head[i] = fg_vq_add(&R.drv[NDR_RX], &buf, 1, false);
-		ck_assert_int_ge(head[i], 0);
-	}
-	fg_vq_publish(&R.drv[NDR_RX]);
-	ndr_kick(&R, NDR_RX);
-	for (int t = 0; got < NF && t < 20000; t++) {
-		if (fg_vq_get_used(&R.drv[NDR_RX], &id, &len) != 1) {
-			usleep(500);
-			continue;
-		}
-		ck_assert_int_eq((int)id, head[got]);
-		ck_assert_uint_eq(len, HDR + FLEN);
-		{
-			const uint8_t *b = fg_ptr(&R.g, gpa[got], HDR + FLEN);
-
-			for (unsigned int j = 0; j < FLEN; j++)
-				ck_assert_uint_eq(b[HDR + j], (uint8_t)(got * 3 + j));
-		}
-		got++;
-	}
-	ck_assert_uint_eq(got, NF);
-	ck_assert_uint_gt(throttled(false), 0);
+	ndr_rx_post(&R, NF, gpa, head);
+	ndr_rx_expect(&R, NF, gpa, head, FLEN, 0, 3);
+	ck_assert_uint_gt(ndr_throttled(&R, false), 0);
 }
 END_TEST
 
