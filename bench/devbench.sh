@@ -23,14 +23,9 @@
 #   a page-cached file; /dev/shm for tmpfs), DEVBENCH_SECONDS, DEVBENCH_REPS.
 # Timings are reported, never asserted (shared 2-core machine).
 set -euo pipefail
-
-MODE=quick
-case "${1:-}" in
---quick | "") MODE=quick ;;
---smoke) MODE=smoke ;;
---full) MODE=full ;;
-*) echo "usage: $0 [--smoke|--quick|--full]" >&2; exit 2 ;;
-esac
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_quick_mode "$@"
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build-devbench

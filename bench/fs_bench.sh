@@ -34,7 +34,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 mode=--full
 [[ ${1:-} == --* ]] && { mode=$1; shift; }
 case $mode in
--h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d'; exit 0 ;;
+-h | --help) bench_help; exit 0 ;;
 --smoke) rounds=1 runtime=2 fsize=$((16 << 20)) files=100 ;;
 --quick) rounds=3 runtime=2 fsize=$((16 << 20)) files=300 ;;
 --full) rounds=3 runtime=3 fsize=$((32 << 20)) files=1000 ;;
@@ -59,20 +59,11 @@ else
 	mapfile -t guest < <("${mk[@]}" --print-paths)
 	tools=$("$here/../tests/rig/mktools.sh")
 	bench_log "virtio-fs: minivmm vs QEMU vhost-user-fs-pci vs ext4 on virtio-blk ($mode: $rounds rounds, fio ${runtime} s on $((fsize >> 20)) MiB, $files files, cache=${FS_CACHE:-auto}) through the rig"
-	set +e
-	E2E_RIG_TIMEOUT=$((900 + rounds * 300)) "$here/../tests/e2e/in-rig.sh" \
-		"$here/fs_rig.sh" "$build/minivmm" "${guest[0]}" "${guest[1]}" "$tools" \
-		"$rounds" "$runtime" "$fsize" "$files" "${FS_CACHE:-auto}" >"$log" 2>&1
-	rc=$?
-	set -e
+	bench_in_rig "$log" $((900 + rounds * 300)) "$here/fs_rig.sh" \
+		"$build/minivmm" "${guest[0]}" "${guest[1]}" "$tools" \
+		"$rounds" "$runtime" "$fsize" "$files" "${FS_CACHE:-auto}" || rc=$?
 fi
-grep -v '^BENCH-JSON ' "$log" | grep -E '^bench:|rig:' >&2 || true
-records=$(mktemp)
-dat=$(mktemp)
-trap 'rm -f "$records" "$dat"' EXIT
-bench_records "$log" >"$records"
-date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-bench_stamp "$records" "$mode" "$date" "$out/fs.json"
+bench_rig_results "$log" "$mode" "$out/fs.json"
 
 # The measures: workload, field, label, unit, higher is better, scale.
 J() { jq -r "$BENCH_JQ_DEFS"'
@@ -97,7 +88,7 @@ J() { jq -r "$BENCH_JQ_DEFS"'
 	def v(s; m): med(s; m[0]; m[1]) | if . == null then "-" else (. / m[5] | r(1)) end;
 	'"$1" "$out/fs.json"; }
 {
-	echo "# virtio-fs: minivmm vs QEMU vhost-user-fs-pci (same virtiofsd), and ext4 on virtio-blk ($mode, $date, $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown))"
+	echo "# virtio-fs: minivmm vs QEMU vhost-user-fs-pci (same virtiofsd), and ext4 on virtio-blk ($mode, $date, $(bench_commit))"
 	echo
 	J '"Three guests booted at once in one rig L1 (nested KVM under TCG, \($m.l1_cpus // "?") L1 CPU: \($m.l1_cpu // "?"), kernel \($m.l1_kernel // "?")), \($m.guest_vcpus // "?") vCPU and \($m.guest_mem_mib // "?") MiB each, memfd RAM, the same guest kernel, initramfs and payload (tests/guest/fs-bench):",
 		"",
@@ -153,22 +144,14 @@ J() { jq -r "$BENCH_JQ_DEFS"'
 # Plot: speed relative to QEMU's virtio-fs (= 1), per measure.
 J 'measures[] as $x | select(speed("mvfs"; "qemu"; $x) != null) |
 	"\"\($x[2])\" \(speed("mvfs"; "qemu"; $x)) 1 \(speed("mvblk"; "qemu"; $x) // "NaN")"' >"$dat"
-if command -v gnuplot >/dev/null && [[ -s $dat ]]; then
-	gnuplot <<-EOF
-		set terminal pngcairo size 1000,500 noenhanced
-		set output "$out/fs.png"
-		set title "virtio-fs in the rig: speed relative to QEMU vhost-user-fs-pci (same virtiofsd), medians; > 1 is faster"
-		set style data histograms
-		set style histogram clustered gap 1
-		set style fill solid 0.8 border -1
-		set logscale y 2
-		set grid ytics
-		set xtics rotate by -25
-		set key top left
-		set ylabel "speed / QEMU virtio-fs"
-		plot "$dat" using 2:xtic(1) title "minivmm --fs", "" using 3 title "QEMU vhost-user-fs-pci", "" using 4 title "minivmm --disk ext4"
-	EOF
-fi
-cat "$out/fs.md" >&2
-[[ $rc -eq 0 ]] || bench_log "the rig run exited $rc"
-exit $rc
+bench_plot 1000,500 "$out/fs.png" <<-EOF
+	set title "virtio-fs in the rig: speed relative to QEMU vhost-user-fs-pci (same virtiofsd), medians; > 1 is faster"
+	$BENCH_GP_BARS
+	set logscale y 2
+	set grid ytics
+	set xtics rotate by -25
+	set key top left
+	set ylabel "speed / QEMU virtio-fs"
+	plot "$dat" using 2:xtic(1) title "minivmm --fs", "" using 3 title "QEMU vhost-user-fs-pci", "" using 4 title "minivmm --disk ext4"
+EOF
+bench_rig_end "$out/fs.md" "$rc"

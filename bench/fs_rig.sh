@@ -29,18 +29,16 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 vmm=$1 kernel=$2 initrd=$3 tools=$4
 rounds=${5:-3} runtime=${6:-4} fsize=${7:-33554432} files=${8:-500} cache=${9:-auto}
-[[ -w /dev/kvm ]] || { echo "no /dev/kvm"; exit 77; }
+bench_need_kvm
 vfsd=/usr/lib/qemu/virtiofsd
 [[ -x $vfsd ]] || bench_die "$vfsd missing (qemu-system-common)"
 qemu=$(command -v qemu-system-x86_64) || bench_die "qemu-system-x86_64 missing"
 sides=(mvfs qemu mvblk)
 workloads=(randread randwrite seqread seqwrite meta untar)
-dir=$(mktemp -d "${RIG_SCRATCH:-/var/tmp}/fsb.XXXXXX")
+dir=$(bench_scratch fsb)
 declare -A pid vpid fin fout t_start
 cleanup() {
-	local p
-	for p in "${pid[@]}" "${vpid[@]}"; do kill -9 "$p" 2>/dev/null; done
-	wait 2>/dev/null
+	bench_kill_all -9 "${pid[@]}" "${vpid[@]}"
 	rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -162,15 +160,14 @@ fail_side() { # SIDE WHAT
 	bench_emit "$(jq -cn --arg s "$1" --arg w "$2" '{bench:"fs_error", side:$s, what:$w}')"
 }
 
-bench_emit "$(jq -cn --arg cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)" \
-	--argjson cpus "$(nproc)" --arg kernel "$(uname -r)" --arg qemu "$("$qemu" --version | head -1)" \
+# shellcheck disable=SC2016 # the last argument is a jq filter
+bench_emit_machine fs_machine --arg qemu "$("$qemu" --version | head -1)" \
 	--arg vfsd "$("$vfsd" --version 2>&1 | head -1)" --arg cache "$cache" \
 	--argjson rounds "$rounds" --argjson runtime "$runtime" --argjson fsize "$fsize" \
 	--argjson files "$files" --argjson tf "$tree_files" --argjson tb "$tree_bytes" \
-	'{bench:"fs_machine", l1_cpu:$cpu, l1_cpus:$cpus, l1_kernel:$kernel, qemu_version:$qemu,
-	  virtiofsd_version:$vfsd, cache:$cache, guest_vcpus:1, guest_mem_mib:512, rounds:$rounds,
-	  fio_runtime_s:$runtime, fio_file_bytes:$fsize, meta_files:$files,
-	  tree_files:$tf, tree_tar_bytes:$tb, queue_size:1024}')"
+	'{qemu_version:$qemu, virtiofsd_version:$vfsd, cache:$cache, guest_vcpus:1,
+	  guest_mem_mib:512, rounds:$rounds, fio_runtime_s:$runtime, fio_file_bytes:$fsize,
+	  meta_files:$files, tree_files:$tf, tree_tar_bytes:$tb, queue_size:1024}'
 
 rc=0
 for s in "${sides[@]}"; do boot "$s"; done

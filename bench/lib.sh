@@ -62,11 +62,112 @@ bench_now_ns() {
 # array into OUT, each record with DATE, the run mode (MODE without its
 # dashes) and the source tree's commit added.
 bench_stamp() {
-	local commit
-	commit=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --short HEAD 2>/dev/null || echo unknown)
-	jq -s --arg date "$3" --arg mode "${2#--}" --arg commit "$commit" \
+	jq -s --arg date "$3" --arg mode "${2#--}" --arg commit "$(bench_commit)" \
 		'map(. + {date:$date, run_mode:$mode, git_commit:$commit})' "$1" >"$4"
 }
+
+# bench_commit: the source tree's commit (short), or "unknown".
+bench_commit() {
+	git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --short HEAD 2>/dev/null || echo unknown
+}
+
+# bench_help: a bench script's --help, its head comment (from line 2 to
+# the line before `set -e...`).
+bench_help() {
+	sed -n '2,/^set -e/p' "$0" | sed '$d'
+}
+
+# The two halves of a rig benchmark: bench/X_bench.sh, on the host, runs
+# bench/X_rig.sh inside the rig's L1 (bench_in_rig), which prints
+# BENCH-JSON records (bench_emit, bench_emit_machine); X_bench.sh then
+# stamps them (bench_rig_results), writes its summary and plot
+# (bench_plot) and ends with bench_rig_end.
+
+# bench_in_rig LOG TIMEOUT RIG_SCRIPT ARGS...: RIG_SCRIPT ARGS... in the
+# rig's L1 (tests/e2e/in-rig.sh, E2E_RIG_TIMEOUT=TIMEOUT seconds), its
+# output into LOG; returns its exit status.
+bench_in_rig() {
+	local log=$1 timeout=$2
+	shift 2
+	E2E_RIG_TIMEOUT=$timeout "$(dirname "${BASH_SOURCE[0]}")/../tests/e2e/in-rig.sh" \
+		"$@" >"$log" 2>&1
+}
+
+# bench_rig_results LOG MODE JSON: after a rig run: LOG's progress lines
+# (bench: and rig:) to stderr, its records (bench_records) stamped
+# (bench_stamp) into JSON.  Sets date (the stamp's), dat (an empty
+# scratch file for the plot's data) and records (the records' scratch
+# file); the two files are removed at exit.
+bench_rig_results() {
+	grep -v '^BENCH-JSON ' "$1" | grep -E '^bench:|rig:' >&2 || true
+	records=$(mktemp)
+	dat=$(mktemp)
+	trap 'rm -f "$records" "$dat"' EXIT
+	bench_records "$1" >"$records"
+	date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+	bench_stamp "$records" "$2" "$date" "$3"
+}
+
+# bench_plot SIZE PNG: the plot PNG (pngcairo, SIZE "W,H") of the gnuplot
+# script on stdin, if gnuplot is there and the plot has data ($dat not
+# empty), else nothing.
+bench_plot() {
+	command -v gnuplot >/dev/null && [[ -s $dat ]] || return 0
+	{
+		printf 'set terminal pngcairo size %s noenhanced\nset output "%s"\n' "$1" "$2"
+		cat
+	} | gnuplot
+}
+
+# The style of the benches' clustered bar charts, for bench_plot's script.
+# shellcheck disable=SC2034 # used by the sourcing scripts
+BENCH_GP_BARS='set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1'
+
+# bench_rig_end SUMMARY RC: SUMMARY (the .md) to stderr, then exit RC (the
+# rig run's status, logged when not 0).
+bench_rig_end() {
+	cat "$1" >&2
+	[[ $2 -eq 0 ]] || bench_log "the rig run exited $2"
+	exit "$2"
+}
+
+# In the L1 (X_rig.sh):
+
+# bench_need_kvm: exits 77 (skip) where there is no /dev/kvm to use.
+bench_need_kvm() {
+	[[ -w /dev/kvm ]] || { echo "no /dev/kvm"; exit 77; }
+}
+
+# bench_scratch NAME: a new scratch directory NAME.XXXXXX on $RIG_SCRATCH
+# (default /var/tmp).
+bench_scratch() {
+	mktemp -d "${RIG_SCRATCH:-/var/tmp}/$1.XXXXXX"
+}
+
+# bench_kill_all [-SIG] PID...: sends each PID SIG (default TERM), ignoring
+# those gone, and waits for the shell's children.
+bench_kill_all() {
+	local sig=-TERM p
+	[[ ${1:-} == -* ]] && { sig=$1; shift; }
+	for p in "$@"; do kill "$sig" "$p" 2>/dev/null; done
+	wait 2>/dev/null
+}
+
+# bench_emit_machine BENCH [JQ_ARGS...] FIELDS: the record of the L1
+# (bench BENCH): l1_cpu (its CPU model), l1_cpus, l1_kernel, then FIELDS
+# (a jq object; JQ_ARGS, --arg/--argjson NAME VALUE, bind its variables;
+# $bench, $cpu, $cpus and $kernel are taken).
+bench_emit_machine() {
+	local bench=$1
+	shift
+	bench_emit "$(jq -cn --arg bench "$bench" \
+		--arg cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)" \
+		--argjson cpus "$(nproc)" --arg kernel "$(uname -r)" "${@:1:$#-1}" \
+		'{bench:$bench, l1_cpu:$cpu, l1_cpus:$cpus, l1_kernel:$kernel} + '"${!#}")"
+}
+
 # jq definitions used by the summaries.
 # shellcheck disable=SC2034 # used by the sourcing scripts
 BENCH_JQ_DEFS='
@@ -86,4 +187,46 @@ bench_debugfs() {
 	have_debugfs=0
 	[[ -d /sys/kernel/debug/kvm ]] && have_debugfs=1
 	return 0
+}
+
+# The KVM-free device benchmarks' mode (devbench.sh and the rate-limit
+# ones): bench_quick_mode [ARG]: MODE from ARG: --smoke, --quick (the
+# default) or --full; anything else: usage, exit 2.
+bench_quick_mode() {
+	MODE=quick
+	case "${1:-}" in
+	--quick | "") MODE=quick ;;
+	--smoke) MODE=smoke ;;
+	--full) MODE=full ;;
+	*) echo "usage: $0 [--smoke|--quick|--full]" >&2; exit 2 ;;
+	esac
+}
+
+# The KVM-free rate-limit benchmarks (ratelimit_bench.sh: disks through
+# devbench, net_ratelimit_bench.sh: NICs through netbench).
+# bench_rate_setup NAME BIN_VAR TARGET [MODE_ARG]: MODE from MODE_ARG
+# (bench_quick_mode); SECS and REPS for it (RATE_SECONDS, RATE_REPS
+# override); ROOT (the checkout), RES ($BENCH_OUT, default bench/results;
+# made), BIN ($BIN_VAR, default build/bench/TARGET), tmp (a scratch
+# directory removed at exit), rec (its records file) and MIB.  Exits 1,
+# with NAME's message, where BIN or jq is missing.
+# shellcheck disable=SC2034 # SECS, REPS, rec, MIB: for the sourcing script
+bench_rate_setup() {
+	local name=$1 bin_var=$2 target=$3
+	bench_quick_mode "${4:-}"
+	ROOT=$(cd "$(dirname "$0")/.." && pwd)
+	RES=${BENCH_OUT:-$ROOT/bench/results}
+	BIN=${!bin_var:-$ROOT/build/bench/$target}
+	case $MODE in
+	smoke) SECS=${RATE_SECONDS:-0.5}; REPS=${RATE_REPS:-1} ;;
+	quick) SECS=${RATE_SECONDS:-3}; REPS=${RATE_REPS:-3} ;;
+	full) SECS=${RATE_SECONDS:-10}; REPS=${RATE_REPS:-5} ;;
+	esac
+	[[ -x $BIN ]] || { echo "$name: no $BIN (cmake --build build --target $target)" >&2; exit 1; }
+	command -v jq >/dev/null || { echo "$name: jq not found" >&2; exit 1; }
+	mkdir -p "$RES"
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	rec=$tmp/records.jsonl
+	MIB=$((1 << 20))
 }

@@ -29,7 +29,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 mode=--full
 [[ ${1:-} == --* ]] && { mode=$1; shift; }
 case $mode in
--h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d'; exit 0 ;;
+-h | --help) bench_help; exit 0 ;;
 --smoke) rounds=1 secs=2 vcpus=2 ;;
 --quick) rounds=3 secs=3 vcpus=2 ;;
 --full) rounds=3 secs=5 vcpus=4 ;;
@@ -58,20 +58,11 @@ else
 	mapfile -t guest < <("$here/../tests/rig/mkguest.sh" --print-paths)
 	"$here/../tests/rig/mkguest.sh" --quiet
 	bench_log "net: minivmm vs QEMU, vhost off/on ($mode: $rounds rounds, $secs s a test, $vcpus vCPUs) through the rig"
-	set +e
-	E2E_RIG_TIMEOUT=$((900 + rounds * secs * 4 * 10)) "$here/../tests/e2e/in-rig.sh" \
-		"$here/net_rig.sh" "$build/minivmm" "${guest[0]}" "${guest[1]}" "$tools" \
-		"$rounds" "$secs" "$vcpus" >"$log" 2>&1
-	rc=$?
-	set -e
+	bench_in_rig "$log" $((900 + rounds * secs * 4 * 10)) "$here/net_rig.sh" \
+		"$build/minivmm" "${guest[0]}" "${guest[1]}" "$tools" \
+		"$rounds" "$secs" "$vcpus" || rc=$?
 fi
-grep -v '^BENCH-JSON ' "$log" | grep -E '^bench:|rig:' >&2 || true
-records=$(mktemp)
-dat=$(mktemp)
-trap 'rm -f "$records" "$dat"' EXIT
-bench_records "$log" >"$records"
-date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-bench_stamp "$records" "$mode" "$date" "$out/net.json"
+bench_rig_results "$log" "$mode" "$out/net.json"
 
 J() { jq -r "$BENCH_JQ_DEFS"'
 	[.[] | select(.bench == "net")] as $r |
@@ -82,7 +73,7 @@ J() { jq -r "$BENCH_JQ_DEFS"'
 	'"$1" "$out/net.json"; }
 sides='["minivmm-off", "minivmm-on", "qemu-off", "qemu-on"]'
 {
-	echo "# virtio-net: minivmm vs QEMU 7.2 virtio-net-pci, vhost off and on ($mode, $date, $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown))"
+	echo "# virtio-net: minivmm vs QEMU 7.2 virtio-net-pci, vhost off and on ($mode, $date, $(bench_commit))"
 	echo
 	J '([.[] | select(.bench == "net_machine")][0] // {}) as $m |
 		"Four guests booted at once in one rig L1 (nested KVM under TCG, \($m.l1_cpus // "?") L1 CPU: \($m.l1_cpu // "?"), kernel \($m.l1_kernel // "?"); \($m.qemu_version // "?"); \($m.iperf3_version // "?")), \($m.guest_vcpus // "?") vCPUs, 512 MiB and one NIC each with \($m.queue_pairs // "?") queue pairs on its own multi-queue tap; rounds alternated minivmm-off, minivmm-on, qemu-off, qemu-on; \($m.rounds // "?") rounds of \($m.secs // "?") s per iperf3 test.  Medians over the rounds (n); absolute figures are the emulation'\''s (every guest and the L1 share one emulated CPU), compare side by side."'
@@ -110,28 +101,20 @@ sides='["minivmm-off", "minivmm-on", "qemu-off", "qemu-on"]'
 # Plot: medians per side: TCP both ways (Mbit/s), UDP kpackets/s, p50 RTT.
 J "(${sides}[] as \$s | select(n(\$s) > 0) |
 	\"\\(\$s) \\(med(\$s; \"tcp_rx\"; .gbps * 1000) // 0) \\(med(\$s; \"tcp_tx\"; .gbps * 1000) // 0) \\((med(\$s; \"udp_tx\"; .pps) // 0) / 1000) \\(med(\$s; \"rr\"; .rtt_p50_us) // 0)\")" >"$dat"
-if command -v gnuplot >/dev/null && [[ -s $dat ]]; then
-	gnuplot <<-EOF
-		set terminal pngcairo size 1200,450 noenhanced
-		set output "$out/net.png"
-		set multiplot layout 1,3 title "virtio-net in the rig: minivmm vs QEMU 7.2, vhost off/on, medians"
-		set style data histograms
-		set style histogram clustered gap 1
-		set style fill solid 0.8 border -1
-		set yrange [0:*]
-		set grid ytics
-		set xtics rotate by -30
-		set title "TCP (Mbit/s, higher is better)"
-		set key top left
-		plot "$dat" using 2:xtic(1) title "to guest", "" using 3 title "from guest"
-		set key off
-		set title "UDP 64 B from guest (kpackets/s)"
-		plot "$dat" using 4:xtic(1)
-		set title "echo round trip p50 (us, lower is better)"
-		plot "$dat" using 5:xtic(1)
-		unset multiplot
-	EOF
-fi
-cat "$out/net.md" >&2
-[[ $rc -eq 0 ]] || bench_log "the rig run exited $rc"
-exit $rc
+bench_plot 1200,450 "$out/net.png" <<-EOF
+	set multiplot layout 1,3 title "virtio-net in the rig: minivmm vs QEMU 7.2, vhost off/on, medians"
+	$BENCH_GP_BARS
+	set yrange [0:*]
+	set grid ytics
+	set xtics rotate by -30
+	set title "TCP (Mbit/s, higher is better)"
+	set key top left
+	plot "$dat" using 2:xtic(1) title "to guest", "" using 3 title "from guest"
+	set key off
+	set title "UDP 64 B from guest (kpackets/s)"
+	plot "$dat" using 4:xtic(1)
+	set title "echo round trip p50 (us, lower is better)"
+	plot "$dat" using 5:xtic(1)
+	unset multiplot
+EOF
+bench_rig_end "$out/net.md" "$rc"

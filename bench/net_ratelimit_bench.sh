@@ -30,28 +30,11 @@
 # are reported, never asserted.
 set -euo pipefail
 
-MODE=quick
-case "${1:-}" in
---quick | "") MODE=quick ;;
---smoke) MODE=smoke ;;
---full) MODE=full ;;
-*) echo "usage: $0 [--smoke|--quick|--full]" >&2; exit 2 ;;
-esac
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-RES=${BENCH_OUT:-$ROOT/bench/results}
-BIN=${NETBENCH_BIN:-$ROOT/build/bench/netbench}
-case $MODE in
-smoke) SECS=${RATE_SECONDS:-0.5}; REPS=${RATE_REPS:-1}; WARM=${RATE_WARMUP:-0.3} ;;
-quick) SECS=${RATE_SECONDS:-3}; REPS=${RATE_REPS:-3}; WARM=${RATE_WARMUP:-2} ;;
-full) SECS=${RATE_SECONDS:-10}; REPS=${RATE_REPS:-5}; WARM=${RATE_WARMUP:-2} ;;
-esac
-[[ -x $BIN ]] || { echo "net_ratelimit_bench: no $BIN (cmake --build build --target netbench)" >&2; exit 1; }
-command -v jq >/dev/null || { echo "net_ratelimit_bench: jq not found" >&2; exit 1; }
-mkdir -p "$RES"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-rec=$tmp/records.jsonl
-MIB=$((1 << 20))
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_rate_setup net_ratelimit_bench NETBENCH_BIN netbench "$@"
+WARM=${RATE_WARMUP:-2}
+[[ $MODE == smoke ]] && WARM=${RATE_WARMUP:-0.3}
 
 run() { # run DIR KIND CONFIGURED PAIRS FRAME-LEN REP NETBENCH-ARGS...
 	local dir=$1 kind=$2 conf=$3 pairs=$4 flen=$5 rep=$6

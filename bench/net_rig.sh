@@ -30,17 +30,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
 . "$here/lib.sh"
 vmm=$1 kernel=$2 initrd=$3 tools_src=$4 rounds=${5:-3} secs=${6:-5} n=${7:-2}
-[[ -w /dev/kvm ]] || { echo "no /dev/kvm"; exit 77; }
+bench_need_kvm
 [[ -c /dev/vhost-net ]] || bench_die "no /dev/vhost-net in the L1"
 qemu=$(command -v qemu-system-x86_64) || bench_die "qemu-system-x86_64 missing"
 command -v iperf3 >/dev/null || bench_die "iperf3 missing (scripts/deps.sh)"
-dir=$(mktemp -d "${RIG_SCRATCH:-/var/tmp}/netb.XXXXXX")
+dir=$(bench_scratch netb)
 sides=(minivmm-off minivmm-on qemu-off qemu-on)
 declare -A pid k
 cleanup() {
-	local p
-	for p in "${pid[@]}"; do kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
+	bench_kill_all "${pid[@]}"
 	for s in "${sides[@]}"; do ip link del "nbt${k[$s]}" 2>/dev/null; done
 	rm -rf "$dir"
 }
@@ -95,12 +93,12 @@ for s in "${sides[@]}"; do
 	}
 	bench_log "$s up after $((($(bench_now_ns) - t0) / 1000000)) ms: $(tr -d '\r' <"$dir/$s.log" | grep -o 'NETBENCH-READY.*')"
 done
-bench_emit "$(jq -cn --arg cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)" \
-	--argjson cpus "$(nproc)" --arg kernel "$(uname -r)" --argjson rounds "$rounds" \
+# shellcheck disable=SC2016 # the last argument is a jq filter
+bench_emit_machine net_machine --argjson rounds "$rounds" \
 	--argjson secs "$secs" --argjson vcpus "$n" --arg qemu "$("$qemu" --version | head -1)" \
 	--arg iperf3 "$(iperf3 --version | head -1)" \
-	'{bench:"net_machine", l1_cpu:$cpu, l1_cpus:$cpus, l1_kernel:$kernel, qemu_version:$qemu,
-	  iperf3_version:$iperf3, guest_vcpus:$vcpus, queue_pairs:$vcpus, rounds:$rounds, secs:$secs}')"
+	'{qemu_version:$qemu, iperf3_version:$iperf3, guest_vcpus:$vcpus, queue_pairs:$vcpus,
+	  rounds:$rounds, secs:$secs}'
 
 # cpu_ticks SIDE: CPU clock ticks of the VMM process (all its threads) and
 # of its vhost-<pid> kernel threads.

@@ -26,28 +26,9 @@
 # RATE_REPS.  Timings are reported, never asserted.
 set -euo pipefail
 
-MODE=quick
-case "${1:-}" in
---quick | "") MODE=quick ;;
---smoke) MODE=smoke ;;
---full) MODE=full ;;
-*) echo "usage: $0 [--smoke|--quick|--full]" >&2; exit 2 ;;
-esac
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-RES=${BENCH_OUT:-$ROOT/bench/results}
-BIN=${DEVBENCH_BIN:-$ROOT/build/bench/devbench}
-case $MODE in
-smoke) SECS=${RATE_SECONDS:-0.5}; REPS=${RATE_REPS:-1} ;;
-quick) SECS=${RATE_SECONDS:-3}; REPS=${RATE_REPS:-3} ;;
-full) SECS=${RATE_SECONDS:-10}; REPS=${RATE_REPS:-5} ;;
-esac
-[[ -x $BIN ]] || { echo "ratelimit_bench: no $BIN (cmake --build build --target devbench)" >&2; exit 1; }
-command -v jq >/dev/null || { echo "ratelimit_bench: jq not found" >&2; exit 1; }
-mkdir -p "$RES"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-rec=$tmp/records.jsonl
-MIB=$((1 << 20))
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+bench_rate_setup ratelimit_bench DEVBENCH_BIN devbench "$@"
 
 run() { # run KIND CONFIGURED QUEUES DEVBENCH-ARGS...
 	local kind=$1 conf=$2 queues=$3 rep

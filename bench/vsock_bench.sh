@@ -25,7 +25,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 mode=--full
 [[ ${1:-} == --* ]] && { mode=$1; shift; }
 case $mode in
--h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d'; exit 0 ;;
+-h | --help) bench_help; exit 0 ;;
 --smoke) rounds=1 bytes=$((4 << 20)) pings=100 ;;
 --quick) rounds=3 bytes=$((16 << 20)) pings=500 ;;
 --full) rounds=5 bytes=$((64 << 20)) pings=1000 ;;
@@ -48,20 +48,11 @@ else
 	"${mk[@]}" --quiet
 	mapfile -t guest < <("${mk[@]}" --print-paths)
 	bench_log "vsock: hybrid vs vhost=on ($mode: $rounds rounds, $bytes bytes, $pings round trips) through the rig"
-	set +e
-	E2E_RIG_TIMEOUT=$((600 + rounds * 120)) "$here/../tests/e2e/in-rig.sh" \
-		"$here/vsock_rig.sh" "$build/minivmm" "$build/bench/vsockperf" \
-		"${guest[0]}" "${guest[1]}" "$rounds" "$bytes" "$pings" >"$log" 2>&1
-	rc=$?
-	set -e
+	bench_in_rig "$log" $((600 + rounds * 120)) "$here/vsock_rig.sh" \
+		"$build/minivmm" "$build/bench/vsockperf" \
+		"${guest[0]}" "${guest[1]}" "$rounds" "$bytes" "$pings" || rc=$?
 fi
-grep -v '^BENCH-JSON ' "$log" | grep -E '^bench:|rig:' >&2 || true
-records=$(mktemp)
-dat=$(mktemp)
-trap 'rm -f "$records" "$dat"' EXIT
-bench_records "$log" >"$records"
-date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-bench_stamp "$records" "$mode" "$date" "$out/vsock.json"
+bench_rig_results "$log" "$mode" "$out/vsock.json"
 
 J() { jq -r "$BENCH_JQ_DEFS"'
 	[.[] | select(.bench == "vsock")] as $r |
@@ -70,7 +61,7 @@ J() { jq -r "$BENCH_JQ_DEFS"'
 	def ratio(a; b): if a == null or b == null or b == 0 then null else a / b end;
 	'"$1" "$out/vsock.json"; }
 {
-	echo "# vsock: hybrid Unix-socket host side vs vhost=on ($mode, $date, $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown))"
+	echo "# vsock: hybrid Unix-socket host side vs vhost=on ($mode, $date, $(bench_commit))"
 	echo
 	J '([.[] | select(.bench == "vsock_machine")][0] // {}) as $m |
 		"Both guests booted at once in one rig L1 (nested KVM under TCG, \($m.l1_cpus // "?") L1 CPU: \($m.l1_cpu // "?"), kernel \($m.l1_kernel // "?")), 1 vCPU and 256 MiB each; rounds alternated hybrid, vhost, ...; \($m.rounds // "?") rounds of \(($m.bytes // 0) / 1048576) MiB each way and \($m.pings // "?") one-byte round trips (16 more unmeasured first), timed by the L1 host side (tests/guest/vsockperf.c).  Medians over the rounds (n); absolute figures are the emulation'\''s, compare side by side."'
@@ -101,25 +92,17 @@ J() { jq -r "$BENCH_JQ_DEFS"'
 # Plot: medians per side, throughput both ways (left axis), p50 RTT (right).
 J '(["hybrid", "vhost"][] as $s | select(n($s) > 0) |
 	"\($s) \(med($s; .to_guest_mibs) // 0) \(med($s; .from_guest_mibs) // 0) \(med($s; .rtt_p50_us) // 0)")' >"$dat"
-if command -v gnuplot >/dev/null && [[ -s $dat ]]; then
-	gnuplot <<-EOF
-		set terminal pngcairo size 900,450 noenhanced
-		set output "$out/vsock.png"
-		set multiplot layout 1,2 title "vsock in the rig: hybrid (minivmm userspace) vs vhost=on (kernel), medians"
-		set style data histograms
-		set style histogram clustered gap 1
-		set style fill solid 0.8 border -1
-		set yrange [0:*]
-		set grid ytics
-		set title "throughput (MiB/s, higher is better)"
-		set key top left
-		plot "$dat" using 2:xtic(1) title "host -> guest", "" using 3 title "guest -> host"
-		set title "1-byte round trip p50 (us, lower is better)"
-		set key off
-		plot "$dat" using 4:xtic(1) title "p50"
-		unset multiplot
-	EOF
-fi
-cat "$out/vsock.md" >&2
-[[ $rc -eq 0 ]] || bench_log "the rig run exited $rc"
-exit $rc
+bench_plot 900,450 "$out/vsock.png" <<-EOF
+	set multiplot layout 1,2 title "vsock in the rig: hybrid (minivmm userspace) vs vhost=on (kernel), medians"
+	$BENCH_GP_BARS
+	set yrange [0:*]
+	set grid ytics
+	set title "throughput (MiB/s, higher is better)"
+	set key top left
+	plot "$dat" using 2:xtic(1) title "host -> guest", "" using 3 title "guest -> host"
+	set title "1-byte round trip p50 (us, lower is better)"
+	set key off
+	plot "$dat" using 4:xtic(1) title "p50"
+	unset multiplot
+EOF
+bench_rig_end "$out/vsock.md" "$rc"

@@ -17,14 +17,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
 . "$here/lib.sh"
 vmm=$1 perf=$2 kernel=$3 initrd=$4 rounds=${5:-3} bytes=${6:-67108864} pings=${7:-1000}
-[[ -w /dev/kvm ]] || { echo "no /dev/kvm"; exit 77; }
+bench_need_kvm
 [[ -c /dev/vhost-vsock ]] || bench_die "no /dev/vhost-vsock in the L1 (tests/rig/mkl1.sh)"
-dir=$(mktemp -d "${RIG_SCRATCH:-/var/tmp}/vsockb.XXXXXX")
+dir=$(bench_scratch vsockb)
 declare -A pid target
 cleanup() {
-	local p
-	for p in "${pid[@]}"; do kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
+	bench_kill_all "${pid[@]}"
 	rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -37,11 +35,10 @@ boot hybrid "cid=3,socket=$dir/v.sock"
 target[hybrid]=unix:$dir/v.sock
 boot vhost "cid=4,vhost=on"
 target[vhost]=vsock:4
-bench_emit "$(jq -cn --arg cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)" \
-	--argjson cpus "$(nproc)" --arg kernel "$(uname -r)" --argjson rounds "$rounds" \
+# shellcheck disable=SC2016 # the last argument is a jq filter
+bench_emit_machine vsock_machine --argjson rounds "$rounds" \
 	--argjson bytes "$bytes" --argjson pings "$pings" \
-	'{bench:"vsock_machine", l1_cpu:$cpu, l1_cpus:$cpus, l1_kernel:$kernel,
-	  guest_vcpus:1, rounds:$rounds, bytes:$bytes, pings:$pings}')"
+	'{guest_vcpus:1, rounds:$rounds, bytes:$bytes, pings:$pings}'
 rc=0
 for r in $(seq "$rounds"); do
 	for side in hybrid vhost; do
