@@ -1,7 +1,7 @@
 #!/bin/sh
 # net_vsock.sh MINIVMM KERNEL INITRD VSOCKT (arm64, in the arm64 rig's L1)
-# virtio-net and the hybrid virtio-vsock on arm64 as on x86 (issues 28
-# and 29), one L2 boot each, seccomp on (the default):
+# virtio-net and virtio-vsock (hybrid and vhost=on) on arm64 as on x86
+# (issues 28 and 29), one L2 boot each, seccomp on (the default):
 #  - --net tap=mvt0 at 4 vCPUs: minivmm makes the multi-queue tap (the
 #    L1's busybox has no `ip tuntap`), L1 gives it 198.18.0.1/24 once it
 #    appears; the guest (payload net-mq, as in tests/e2e/net_mq.sh) checks
@@ -12,11 +12,17 @@
 #  - --vsock cid=3,socket=PATH: CONNS connections each way at once (the
 #    host's through PATH with "CONNECT 5000", the guest's to host port 6000
 #    served at PATH_6000), BYTES each way each, hashed on both ends
-#    (tests/guest/vsockt.c), and the device's statistics.
+#    (tests/guest/vsockt.c), and the device's statistics;
+#  - --vsock cid=3,vhost=on: the same device on the L1 kernel's vhost-vsock
+#    (module vhost_vsock, tests/rig/mkl1.sh), the host side vsockt on the
+#    L1's AF_VSOCK itself (VSOCKT_CID=3), VCONNS connections each way at
+#    once, VBYTES each way each, hashed.
+# Both vsock guests report their device's interrupts (tests/guest/vsock):
+# the rx and tx vectors must be LPIs (ITS-MSI) that fired.
 . "$(dirname "$0")/lib.sh"
 e2e_require_kvm
 vmm=$1 kernel=$2 initrd=$3 tool=$4
-n=4 mb=2 flows=4 conns=8 bytes=262144
+n=4 mb=2 flows=4 conns=8 bytes=262144 vconns=4 vbytes=1048576
 dir=$(e2e_tmpdir)
 pids=
 trap 'kill $pids 2>/dev/null; rm -rf "$dir"' EXIT
@@ -98,5 +104,43 @@ want=$((2 * conns * bytes))
 [ "$(val bytes_to_guest)" = $want ] || e2e_fail "vsock: bytes_to_guest $(val bytes_to_guest), want $want"
 [ "$(val bytes_from_guest)" = $want ] || e2e_fail "vsock: bytes_from_guest $(val bytes_from_guest), want $want"
 [ "$(val bad_packets)" = 0 ] || e2e_fail "vsock: bad packets $(val bad_packets)"
+# its_irqs WHAT LOG: the guest's rx and tx vectors are LPIs that fired.
+its_irqs() {
+	for q in rx tx; do
+		grep -q "VSOCK-IRQ virtio[0-9]*-$q count=[1-9][0-9]* chip=ITS-MSI" "$2" ||
+			e2e_fail "$1: no $q interrupt through the ITS: $(grep VSOCK-IRQ "$2" | tr '\n' ' ')"
+	done
+	echo "$1 interrupts: $(grep VSOCK-IRQ "$2" | tr '\n' ' ')"
+}
+its_irqs vsock "$dir/vlog"
+
+# ---- virtio-vsock, vhost=on (the L1 kernel's vhost-vsock)
+[ -c /dev/vhost-vsock ] || e2e_fail "vhost=on: no /dev/vhost-vsock in the L1 (tests/rig/mkl1.sh)"
+"$tool" serve-vsock 6000 $vconns >"$dir/vserve.log" 2>&1 &
+spid=$!
+VSOCKT_CID=3 "$tool" connect-vsock 5000 $vconns $vbytes >"$dir/vconnect.log" 2>&1 &
+cpid=$!
+e2e_run_vmm "$dir/hlog" "$vmm" -v --smp 2 --mem 512M --kernel "$kernel" \
+	--initrd "$initrd" --vsock "cid=3,vhost=on" --stats-json \
+	--append "quiet guest.run=vsock guest.conns=$vconns guest.bytes=$vbytes"
+src=0 crc=0
+wait $spid || src=$?
+wait $cpid || crc=$?
+cat "$dir/vserve.log" "$dir/vconnect.log"
+grep -q "vsock: guest CID 3, host side /dev/vhost-vsock" "$dir/hlog" ||
+	e2e_fail "vhost=on: no vhost-vsock device"
+grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/hlog" || e2e_fail "vhost=on: the guest payload failed"
+[ "$E2E_RC" -eq 0 ] || e2e_fail "vhost=on: minivmm exited $E2E_RC"
+[ $src -eq 0 ] && [ $crc -eq 0 ] || e2e_fail "vhost=on: host side failed (serve $src, connect $crc)"
+grep -q "VSOCKT serve-vsock: $vconns connections, $vbytes bytes each way, ok" "$dir/vserve.log" ||
+	e2e_fail "vhost=on: host echo server: not every connection"
+grep -q "VSOCKT connect-vsock: $vconns connections, $vbytes bytes each way, ok" "$dir/vconnect.log" ||
+	e2e_fail "vhost=on: host connections: not every one"
+stats=$(grep -o '"vsock":{[^}]*}' "$dir/hlog" | tail -n1)
+echo "vhost=on stats (the kernel's work: 0): $stats"
+[ "$(val bad_packets)" = 0 ] || e2e_fail "vhost=on: statistics $stats"
+its_irqs "vhost=on" "$dir/hlog"
 echo "PASS: arm64 virtio-net: $n pairs, ping, $mb MiB each way md5-equal, traffic on several pairs;" \
-	"vsock: $conns + $conns connections, $bytes bytes each way each, hashed; exit 0 twice"
+	"vsock: $conns + $conns connections, $bytes bytes each way each, hashed;" \
+	"vhost=on: $vconns + $vconns connections, $vbytes bytes each way each, hashed;" \
+	"rx and tx LPIs through the ITS; exit 0 three times"
