@@ -47,7 +47,8 @@ SUDO=()
 
 # The :arm64 packages (build-arm64.sh's libraries) and the arm64 rig's
 # `apt-get download`s (linux-image-arm64, busybox-static, bash-static,
-# libfdt: downloaded and unpacked, never installed) need the foreign
+# libfdt, fio and qemu-system-common's virtiofsd with their libraries:
+# downloaded and unpacked, never installed) need the foreign
 # architecture; tests/rig/fetch-kernel.sh and scripts/arm64-sysroot.sh
 # need package lists even when every package above is already installed.
 updated=0

@@ -18,6 +18,7 @@ scripts/deps.sh
 tests/rig/mkguest.sh --quiet
 tests/rig/mktools.sh --quiet
 RIG_ARCH=arm64 tests/rig/mkguest.sh --quiet
+RIG_ARCH=arm64 tests/rig/fetch-virtiofsd.sh >/dev/null # e2e/arm64_net_vsock
 
 phase "builds: plain and ASan+UBSan"
 cmake -S . -B build -DVMM_WERROR=ON -DVMM_ARM64_TESTS="$PWD/build-arm64/tests/e2e/arm64" >/dev/null

@@ -3,18 +3,18 @@
 #
 # Builds the rig's L1 initramfs: busybox-static, /init = tests/rig/l1-init,
 # and the modules L1 needs (virtio_pci, 9p over virtio, overlay, virtio_blk,
-# ext4, kvm_amd with their dependencies; TCG emulates SVM, not VMX) from the
-# kernel that fetch-kernel.sh cached.  Cached by content in
-# CACHE/l1/KEY/initrd.cpio.gz (KEY hashes the kernel version, the modules,
-# l1-init, the rig scripts and busybox; the entry is created atomically and
-# never rewritten, see tests/rig/README "Cache").  Prints the initrd path
-# (unless --quiet); --print-path prints it for the current inputs without
-# building (the kernel must have been fetched).
+# ext4, kvm_amd, tun, vhost_net, vhost_vsock with their dependencies; TCG
+# emulates SVM, not VMX) from the kernel that fetch-kernel.sh cached.
+# Cached by content in CACHE/l1/KEY/initrd.cpio.gz (KEY hashes the kernel
+# version, the modules, l1-init, the rig scripts and busybox; the entry is
+# created atomically and never rewritten, see tests/rig/README "Cache").
+# Prints the initrd path (unless --quiet); --print-path prints it for the
+# current inputs without building (the kernel must have been fetched).
 #
 # RIG_ARCH=arm64: the arm64 L1's initramfs in CACHE/arm64/l1/KEY/: static
 # aarch64 busybox and bash (/bin/bash runs the command script), the same
-# l1-init, modules virtio_pci 9pnet_virtio 9p overlay virtio_blk ext4 (KVM
-# is built into Debian's arm64 kernel).
+# l1-init, modules virtio_pci 9pnet_virtio 9p overlay virtio_blk ext4 tun
+# vhost_vsock (KVM is built into Debian's arm64 kernel).
 set -euo pipefail
 # shellcheck source=tests/rig/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -37,8 +37,8 @@ else
 fi
 # virtio-net vhost=on (e2e/net_vhost): /dev/vhost-net.
 [[ $RIG_ARCH == arm64 ]] || modules+=(vhost_net)
-# virtio-vsock vhost=on (e2e/vsock): /dev/vhost-vsock.
-[[ $RIG_ARCH == arm64 ]] || modules+=(vhost_vsock)
+# virtio-vsock vhost=on (e2e/vsock, e2e/arm64_net_vsock): /dev/vhost-vsock.
+modules+=(vhost_vsock)
 
 rig_need_tools
 if [[ $print_only == 1 ]]; then

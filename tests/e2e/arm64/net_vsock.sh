@@ -1,7 +1,8 @@
 #!/bin/sh
-# net_vsock.sh MINIVMM KERNEL INITRD VSOCKT (arm64, in the arm64 rig's L1)
-# virtio-net and the hybrid virtio-vsock on arm64 as on x86 (issues 28
-# and 29), one L2 boot each, seccomp on (the default):
+# net_vsock.sh MINIVMM KERNEL INITRD VSOCKT VFSROOT (arm64, in the arm64
+# rig's L1)
+# virtio-net, virtio-vsock (hybrid and vhost=on) and virtio-fs on arm64 as
+# on x86 (issues 28 and 29), three L2 boots, seccomp on (the default):
 #  - --net tap=mvt0 at 4 vCPUs: minivmm makes the multi-queue tap (the
 #    L1's busybox has no `ip tuntap`), L1 gives it 198.18.0.1/24 once it
 #    appears; the guest (payload net-mq, as in tests/e2e/net_mq.sh) checks
@@ -12,14 +13,34 @@
 #  - --vsock cid=3,socket=PATH: CONNS connections each way at once (the
 #    host's through PATH with "CONNECT 5000", the guest's to host port 6000
 #    served at PATH_6000), BYTES each way each, hashed on both ends
-#    (tests/guest/vsockt.c), and the device's statistics.
+#    (tests/guest/vsockt.c), and the device's statistics;
+#  - --vsock cid=3,vhost=on: the same device on the L1 kernel's vhost-vsock
+#    (module vhost_vsock, tests/rig/mkl1.sh), the host side vsockt on the
+#    L1's AF_VSOCK itself (VSOCKT_CID=3), VCONNS connections each way at
+#    once, VBYTES each way each, hashed; in the same boot, virtio-fs:
+#    --fs tag=share,socket=PATH on Debian's arm64 virtiofsd (VFSROOT: its
+#    library closure, tests/rig/fetch-virtiofsd.sh, run through its own
+#    ld-linux-aarch64.so.1), the guest (payload vsock-fs) reads a file made
+#    here (sha256 compared) and writes one read back here (sha256).
+# Both vsock guests report their device's interrupts (tests/guest/vsock):
+# the rx and tx vectors must be LPIs (ITS-MSI) that fired.
 . "$(dirname "$0")/lib.sh"
 e2e_require_kvm
-vmm=$1 kernel=$2 initrd=$3 tool=$4
-n=4 mb=2 flows=4 conns=8 bytes=262144
+vmm=$1 kernel=$2 initrd=$3 tool=$4 vfsroot=$5
+n=4 mb=2 flows=4 conns=8 bytes=262144 vconns=4 vbytes=1048576 fskib=1024
 dir=$(e2e_tmpdir)
 pids=
 trap 'kill $pids 2>/dev/null; rm -rf "$dir"' EXIT
+# host_done LOG: once the VM has ended, the host side's status (src, crc).
+# A guest whose payload did not succeed (or never ran) can leave a host
+# server waiting for connections for good: the host side is stopped then,
+# so the test fails at once instead of at the rig's timeout.
+host_done() {
+	grep -q "MINIVMM-PAYLOAD-EXIT=0" "$1" || kill $spid $cpid 2>/dev/null
+	src=0 crc=0
+	wait $spid || src=$?
+	wait $cpid || crc=$?
+}
 
 # ---- virtio-net
 mkdir "$dir/www"
@@ -79,9 +100,7 @@ cpid=$!
 e2e_run_vmm "$dir/vlog" "$vmm" --smp 2 --mem 512M --kernel "$kernel" \
 	--initrd "$initrd" --vsock "cid=3,socket=$sock" --stats-json \
 	--append "quiet guest.run=vsock guest.conns=$conns guest.bytes=$bytes"
-src=0 crc=0
-wait $spid || src=$?
-wait $cpid || crc=$?
+host_done "$dir/vlog"
 cat "$dir/serve.log" "$dir/connect.log"
 grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/vlog" || e2e_fail "vsock: the guest payload failed"
 [ "$E2E_RC" -eq 0 ] || e2e_fail "vsock: minivmm exited $E2E_RC"
@@ -98,5 +117,69 @@ want=$((2 * conns * bytes))
 [ "$(val bytes_to_guest)" = $want ] || e2e_fail "vsock: bytes_to_guest $(val bytes_to_guest), want $want"
 [ "$(val bytes_from_guest)" = $want ] || e2e_fail "vsock: bytes_from_guest $(val bytes_from_guest), want $want"
 [ "$(val bad_packets)" = 0 ] || e2e_fail "vsock: bad packets $(val bad_packets)"
+# its_irqs WHAT LOG: the guest's rx and tx vectors are LPIs that fired.
+its_irqs() {
+	for q in rx tx; do
+		grep -q "VSOCK-IRQ virtio[0-9]*-$q count=[1-9][0-9]* chip=ITS-MSI" "$2" ||
+			e2e_fail "$1: no $q interrupt through the ITS: $(grep VSOCK-IRQ "$2" | tr '\n' ' ')"
+	done
+	echo "$1 interrupts: $(grep VSOCK-IRQ "$2" | tr '\n' ' ')"
+}
+its_irqs vsock "$dir/vlog"
+
+# ---- virtio-vsock, vhost=on (the L1 kernel's vhost-vsock), and virtio-fs
+[ -c /dev/vhost-vsock ] || e2e_fail "vhost=on: no /dev/vhost-vsock in the L1 (tests/rig/mkl1.sh)"
+vr=$vfsroot/root
+share=$dir/share
+mkdir "$share"
+dd if=/dev/urandom of="$share/host.bin" bs=1024 count=$fskib 2>/dev/null
+sha256sum <"$share/host.bin" | cut -d' ' -f1 >"$share/host.sha256"
+# --thread-pool-size=0: as minivmm's own path= shares (README, virtio-fs).
+# sandbox=chroot: the default sandbox=namespace pivot_roots into the share,
+# which fails with EINVAL ("pivot_root(., .): Invalid argument", once the
+# VMM connects) where / is the initramfs's rootfs, as in this L1.
+"$vr/lib/ld-linux-aarch64.so.1" --library-path "$vr/lib/aarch64-linux-gnu:$vr/usr/lib/aarch64-linux-gnu" \
+	"$vr/usr/lib/qemu/virtiofsd" --socket-path="$dir/vfs.sock" -o source="$share" \
+	-o sandbox=chroot -o cache=auto --thread-pool-size=0 2>"$dir/vfsd.log" &
+vpid=$!
+pids="$pids $vpid"
+i=0
+while [ ! -S "$dir/vfs.sock" ] && [ $i -lt 300 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+[ -S "$dir/vfs.sock" ] || { cat "$dir/vfsd.log"; e2e_fail "fs: virtiofsd did not start"; }
+"$tool" serve-vsock 6000 $vconns >"$dir/vserve.log" 2>&1 &
+spid=$!
+VSOCKT_CID=3 "$tool" connect-vsock 5000 $vconns $vbytes >"$dir/vconnect.log" 2>&1 &
+cpid=$!
+e2e_run_vmm "$dir/hlog" "$vmm" -v --smp 2 --mem 512M --kernel "$kernel" \
+	--initrd "$initrd" --vsock "cid=3,vhost=on" --fs "tag=share,socket=$dir/vfs.sock" \
+	--stats-json --append "quiet guest.run=vsock-fs guest.conns=$vconns guest.bytes=$vbytes guest.fs_kib=$fskib"
+host_done "$dir/hlog"
+cat "$dir/vserve.log" "$dir/vconnect.log"
+echo "virtiofsd's messages:"
+cat "$dir/vfsd.log"
+grep -q "VIRTIOFS host.bin: $((fskib * 1024)) bytes, sha256 equal" "$dir/hlog" ||
+	e2e_fail "fs: the guest did not read host.bin intact"
+want=$(sed -n 's/.*VIRTIOFS guest.bin sha256=\([0-9a-f]*\).*/\1/p' "$dir/hlog" | head -n1)
+got=$(sha256sum <"$share/guest.bin" | cut -d' ' -f1)
+[ -n "$want" ] && [ "$got" = "$want" ] || e2e_fail "fs: guest.bin: sha256 $got here, $want in the guest"
+echo "fs: $fskib KiB each way through virtiofsd, sha256 equal"
+grep -q "vsock: guest CID 3, host side /dev/vhost-vsock" "$dir/hlog" ||
+	e2e_fail "vhost=on: no vhost-vsock device"
+grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/hlog" || e2e_fail "vhost=on: the guest payload failed"
+[ "$E2E_RC" -eq 0 ] || e2e_fail "vhost=on: minivmm exited $E2E_RC"
+[ $src -eq 0 ] && [ $crc -eq 0 ] || e2e_fail "vhost=on: host side failed (serve $src, connect $crc)"
+grep -q "VSOCKT serve-vsock: $vconns connections, $vbytes bytes each way, ok" "$dir/vserve.log" ||
+	e2e_fail "vhost=on: host echo server: not every connection"
+grep -q "VSOCKT connect-vsock: $vconns connections, $vbytes bytes each way, ok" "$dir/vconnect.log" ||
+	e2e_fail "vhost=on: host connections: not every one"
+stats=$(grep -o '"vsock":{[^}]*}' "$dir/hlog" | tail -n1)
+echo "vhost=on stats (the kernel's work: 0): $stats"
+[ "$(val bad_packets)" = 0 ] || e2e_fail "vhost=on: statistics $stats"
+its_irqs "vhost=on" "$dir/hlog"
 echo "PASS: arm64 virtio-net: $n pairs, ping, $mb MiB each way md5-equal, traffic on several pairs;" \
-	"vsock: $conns + $conns connections, $bytes bytes each way each, hashed; exit 0 twice"
+	"vsock: $conns + $conns connections, $bytes bytes each way each, hashed;" \
+	"vhost=on: $vconns + $vconns connections, $vbytes bytes each way each, hashed;" \
+	"rx and tx LPIs through the ITS; virtio-fs: $fskib KiB each way, sha256 equal; exit 0 three times"
