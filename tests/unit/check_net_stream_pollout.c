@@ -9,6 +9,10 @@
  * Counts (the thread's wake-ups), no timings.
  */
 #include <check.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -38,6 +42,63 @@ static uint64_t wakeups(void)
 	return st.loops;
 }
 
+/* The state letter (R, S, ...) of this process's thread named @comm. */
+static char thread_state(const char *comm)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	char path[300], buf[256], st = '?';
+
+	ck_assert_ptr_nonnull(d);
+	while (st == '?' && (e = readdir(d))) {
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		/* "tid (comm) S ...": comm has no ')' here. */
+		if (fgets(buf, sizeof(buf), f)) {
+			char *l = strchr(buf, '('), *r = strrchr(buf, ')');
+
+			if (l && r && r[1] == ' ' && (size_t)(r - l - 1) == strlen(comm) &&
+			    !strncmp(l + 1, comm, strlen(comm)))
+				st = r[2];
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return st;
+}
+
+/*
+ * Until the device is blocked on the full socket: its I/O thread asleep,
+ * with neither its wake-ups nor the used chains moving across a sample.
+ * Asleep, not just unchanged: a thread that a loaded machine keeps off
+ * its CPU changes nothing for a while but is not waiting (a 50 ms pause
+ * alone failed once in ten runs at load 7-12).  At most ~20 s.
+ */
+static unsigned int wait_blocked(void)
+{
+	for (int i = 0; i < 1000; i++) {
+		unsigned int used = ndr_tx_used(&R);
+		uint64_t loops = wakeups();
+
+		if (thread_state("vmm-io0") == 'S') {
+			usleep(20000);
+			if (thread_state("vmm-io0") == 'S' && wakeups() == loops &&
+			    ndr_tx_used(&R) == used)
+				return used;
+		} else {
+			usleep(20000);
+		}
+	}
+	ck_abort_msg("the device never blocked on the full socket");
+	return 0;
+}
+
 START_TEST(full_socket_sleeps_until_writable)
 {
 	static uint8_t got[NF * (4 + FLEN)];
@@ -49,10 +110,7 @@ START_TEST(full_socket_sleeps_until_writable)
 	fg_vq_publish(&R.drv[NDR_TX]);
 	ndr_kick(&R, NDR_TX);
 	/* The device fills the socket and stops taking chains. */
-	do {
-		before_used = ndr_tx_used(&R);
-		usleep(50000);
-	} while (ndr_tx_used(&R) != before_used);
+	before_used = wait_blocked();
 	ck_assert_uint_lt(before_used, NF);
 	/* Blocked for a while: the thread is not woken (it was, every 1 ms
 	 * of this, before TX waited for POLLOUT). */
