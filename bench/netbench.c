@@ -22,9 +22,10 @@
  * socketpair in place of the tap (no tap ioctls: no offloads, no queue
  * steering); as on a tap, TX has no POLLOUT watch and nothing but kicks
  * and its own rounds wake the I/O thread for TX.  A tap takes every frame
- * at once; the socket holds a few messages only (net.unix.max_dgram_qlen)
- * and refuses the rest, which the tap path drops and counts ("drops"), so
- * tx counts the frames the device took off the ring, sent or dropped.
+ * at once; the socket holds what its send buffer takes (a few hundred
+ * small messages) and refuses the rest, which the tap path drops and
+ * counts ("drops"), so tx counts the frames the device took off the
+ * ring, sent or dropped.
  *
  * The guest side is a simulated Linux driver on guest RAM (a memfd), one
  * thread per pair for the direction measured:
@@ -670,8 +671,8 @@ static void pair_count(unsigned int i, uint64_t *frames, uint64_t *bytes)
 {
 	if (C.tx && C.tap) {
 		/* What the device took off the ring: a tap takes every frame
-		 * at once, the socket standing in for it refuses some (its
-		 * queue holds net.unix.max_dgram_qlen messages): "drops". */
+		 * at once, the socket standing in for it refuses what its
+		 * send buffer cannot hold: "drops". */
 		*frames = LOAD(P[i].tx.frames);
 		*bytes = *frames * C.frame_len;
 	} else if (C.tx) {
