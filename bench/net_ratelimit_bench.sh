@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# net_ratelimit_bench.sh [--smoke|--quick|--full] - NIC rate limits,
+# net_ratelimit_bench.sh [--smoke|--quick|--full|--help] - NIC rate limits,
 # achieved vs configured, and fairness across queue pairs, without KVM.
 #
 # netbench (bench/netbench.c: libvmm's real virtio-net, virtio-pci
@@ -16,14 +16,18 @@
 #   - fairness: 4 pairs on 4 I/O threads, every one busy, sharing
 #     4000 frames/s (60 bytes) and 50 MiB/s (1514 bytes), and the same
 #     4 pairs on one I/O thread sharing 4000 frames/s (fair_ops_1t):
-#     each pair's share of the frames.
+#     each pair's share of the frames;
+#   - unlimited (no limit set), 60-byte frames: one pair, four pairs on
+#     four I/O threads, four pairs on one (unlimited_1t): what the NIC
+#     moves at most here, and each pair's share.
 # Rounds alternate (every point once, then again).  Bursts are the
 # default (one second's worth); the warm-up (2 s) drains the first
 # bucket, so the window measures the refill rate.
 #
 # Output: $BENCH_OUT (default bench/results)/net_ratelimit.json (one record
 # per run), net_ratelimit.md (medians, error vs configured, within +-5%
-# or not, per-pair shares), net_ratelimit.png (gnuplot, if installed); the
+# or not, per-pair shares; the unlimited points in a table of their own),
+# net_ratelimit.png (gnuplot, if installed); the
 # table also goes into ratelimit.md under "## NICs" (replaced on each
 # run; ratelimit_bench.sh keeps it).  Environment: NETBENCH_BIN (default
 # build/bench/netbench), RATE_SECONDS, RATE_REPS, RATE_WARMUP.  Timings
@@ -32,6 +36,9 @@ set -euo pipefail
 
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
+case "${1:-}" in
+-h | --help) sed -n '4,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+esac
 bench_rate_setup net_ratelimit_bench NETBENCH_BIN netbench "$@"
 WARM=${RATE_WARMUP:-2}
 [[ $MODE == smoke ]] && WARM=${RATE_WARMUP:-0.3}
@@ -57,6 +64,9 @@ for ((rep = 0; rep < REPS; rep++)); do
 		run $dir fair_ops 4000 4 60 $rep --rate-ops 4000
 		run $dir fair_bw $((50 * MIB)) 4 1514 $rep --rate-bw $((50 * MIB))
 		run $dir fair_ops_1t 4000 4 60 $rep --rate-ops 4000 --iothreads 1
+		run $dir unlimited 0 1 60 $rep
+		run $dir unlimited 0 4 60 $rep
+		run $dir unlimited_1t 0 4 60 $rep --iothreads 1
 	done
 done
 
@@ -72,7 +82,7 @@ jq -r '
 	def r2: . * 100 | round / 100 | . + 0; # no "-0"
 	"| dir | point | pairs | I/O threads | frame | configured | achieved (median) | rounds (min..max) | error | within +-5% | throttled waits | per-pair share of frames (min..max) |",
 	"|---|---|---|---|---|---|---|---|---|---|---|---|",
-	(group_by([.dir, .kind, .configured])[] |
+	(map(select(.configured > 0)) | group_by([.dir, .kind, .configured])[] |
 	 (map(.achieved) | median) as $a | .[0] as $r |
 	 (($a - $r.configured) / $r.configured * 100) as $err |
 	 (map(.pair_frames | add as $t | map(. / $t) | min) | median) as $smin |
@@ -85,6 +95,20 @@ jq -r '
 	 "\(map(.rate_throttled) | median) | " +
 	 "\($smin * 1000 | round / 10)%..\($smax * 1000 | round / 10)% |")
 ' "$RES/net_ratelimit.json" >"$tmp/table.md"
+jq -r '
+	def median: sort | if length % 2 == 1 then .[length / 2 | floor]
+		else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+	def r1: . * 10 | round / 10 | . + 0;
+	"| dir | pairs | I/O threads | frame | frames/s (median) | rounds (min..max) | per-pair share of frames (min..max) |",
+	"|---|---|---|---|---|---|---|",
+	(map(select(.configured == 0)) | group_by([.dir, .pairs, .iothreads])[] |
+	 .[0] as $r |
+	 (map(.pair_frames | add as $t | map(. / $t) | min) | median) as $smin |
+	 (map(.pair_frames | add as $t | map(. / $t) | max) | median) as $smax |
+	 "| \($r.dir) | \($r.pairs) | \($r.iothreads) | \($r.frame_len) B | " +
+	 "\(map(.fps) | median | r1) | \(map(.fps) | min | r1)..\(map(.fps) | max | r1) | " +
+	 "\($smin * 1000 | round / 10)%..\($smax * 1000 | round / 10)% |")
+' "$RES/net_ratelimit.json" >"$tmp/unlimited.md"
 {
 	echo "## NICs: achieved vs configured ($MODE: ${SECS} s x $REPS alternated rounds, $(date -u +%F))"
 	echo
@@ -95,6 +119,10 @@ jq -r '
 	echo "machine, no KVM."
 	echo
 	cat "$tmp/table.md"
+	echo
+	echo "Unlimited (no limit set; what the NIC moves at most on this host):"
+	echo
+	cat "$tmp/unlimited.md"
 } >"$RES/net_ratelimit.md"
 cat "$RES/net_ratelimit.md"
 # Into ratelimit.md, after the disks' table (an earlier NIC section replaced).

@@ -6,7 +6,7 @@
  *   netbench --dir tx|rx [--pairs N] [--iothreads T] [--frame-len L] [--seconds S]
  *            [--warmup S] [--queue-size N] [--event-idx 0|1] [--rep N]
  *            [--rate-bw B/s] [--rate-bw-burst B] [--rate-ops N/s]
- *            [--rate-ops-burst N]
+ *            [--rate-ops-burst N] [--backend stream|tap]
  *
  * What runs is libvmm's real virtio-net (devices/net/virtio-net.c) with its
  * limits set (the same ratelimit_cfg vmm_set_net_rate_limit() sets), on
@@ -16,7 +16,16 @@
  * KVM is the unit tests' fake (tests/harness/fake_vpci.h), so a queue's
  * kick is the eventfd KVM would signal and its interrupt the irqfd.  The
  * back end is the `stream` one (passt's framing) on one socketpair per
- * pair, the bench playing the peer on the other end.
+ * pair, the bench playing the peer on the other end.  --backend tap: the
+ * tap back end's data path instead (net_tap_backend's readv/writev with
+ * the 12-byte virtio-net header, one message a frame), on a SOCK_SEQPACKET
+ * socketpair in place of the tap (no tap ioctls: no offloads, no queue
+ * steering); as on a tap, TX has no POLLOUT watch and nothing but kicks
+ * and its own rounds wake the I/O thread for TX.  A tap takes every frame
+ * at once; the socket holds what its send buffer takes (a few hundred
+ * small messages) and refuses the rest, which the tap path drops and
+ * counts ("drops"), so tx counts the frames the device took off the
+ * ring, sent or dropped.
  *
  * The guest side is a simulated Linux driver on guest RAM (a memfd), one
  * thread per pair for the direction measured:
@@ -116,6 +125,7 @@ static struct {
 	int event_idx;
 	double seconds, warmup;
 	struct ratelimit_cfg rate;
+	bool tap; /* --backend tap */
 } C = {
 	.pairs = 1, .queue_size = 256, .frame_len = MAX_FRAME, .event_idx = 1,
 	.seconds = 3, .warmup = 1.5,
@@ -369,6 +379,70 @@ static void *peer_reader(void *arg)
 	return NULL;
 }
 
+/* tx, --backend tap: one message a frame, the virtio-net header first. */
+#define PEER_BATCH 64u
+static void *peer_reader_tap(void *arg)
+{
+	struct pair *pp = arg;
+	uint8_t *buf = malloc((size_t)PEER_BATCH * BUF_LEN);
+	struct mmsghdr m[PEER_BATCH];
+	struct iovec iov[PEER_BATCH];
+
+	if (!buf)
+		return NULL;
+	for (unsigned int i = 0; i < PEER_BATCH; i++) {
+		iov[i] = (struct iovec){ buf + (size_t)i * BUF_LEN, BUF_LEN };
+		m[i].msg_hdr = (struct msghdr){ .msg_iov = &iov[i], .msg_iovlen = 1 };
+	}
+	while (!LOAD(stop_flag)) {
+		struct pollfd p = { .fd = pp->peer_fd, .events = POLLIN };
+		int n;
+
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		n = recvmmsg(pp->peer_fd, m, PEER_BATCH, MSG_DONTWAIT, NULL);
+		for (int i = 0; i < n; i++) {
+			uint32_t len = m[i].msg_len - HDR;
+
+			if (m[i].msg_len < HDR || len != C.frame_len)
+				ADD(pp->peer_errors, 1);
+			ADD(pp->peer_frames, 1);
+			ADD(pp->peer_bytes, len);
+		}
+	}
+	free(buf);
+	return NULL;
+}
+
+/* rx, --backend tap: messages of a zero virtio-net header (no offload)
+ * and a frame, sent as fast as the socket takes them. */
+static void *peer_writer_tap(void *arg)
+{
+	struct pair *pp = arg;
+	uint8_t *buf = calloc(PEER_BATCH, HDR + C.frame_len);
+	struct mmsghdr m[PEER_BATCH];
+	struct iovec iov[PEER_BATCH];
+
+	if (!buf)
+		return NULL;
+	for (unsigned int i = 0; i < PEER_BATCH; i++) {
+		uint8_t *f = buf + (size_t)i * (HDR + C.frame_len);
+
+		put_frame(f + HDR, C.frame_len, i + pp->index);
+		iov[i] = (struct iovec){ f, HDR + C.frame_len };
+		m[i].msg_hdr = (struct msghdr){ .msg_iov = &iov[i], .msg_iovlen = 1 };
+	}
+	while (!LOAD(stop_flag)) {
+		struct pollfd p = { .fd = pp->peer_fd, .events = POLLOUT };
+
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		(void)sendmmsg(pp->peer_fd, m, PEER_BATCH, MSG_DONTWAIT | MSG_NOSIGNAL);
+	}
+	free(buf);
+	return NULL;
+}
+
 /* rx: write frames as fast as the socket takes them (a buffer of whole
  * frames sent round and round). */
 static void *peer_writer(void *arg)
@@ -458,6 +532,9 @@ static int pairs_set(unsigned int pairs)
 	return b[4] == VIRTIO_NET_OK ? 0 : -EIO;
 }
 
+/* --backend tap: the tap's data path without its ioctls (set at start). */
+static struct net_backend tap_like;
+
 static int setup(void)
 {
 	unsigned int nq, ctrl_index = 2 * C.pairs;
@@ -481,10 +558,17 @@ static int setup(void)
 			if ((ret = iothread_start(io[i])))
 				return ret;
 		}
-		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
-			return -errno;
-		if ((ret = nstream_adopt(sv[0])))
-			return ret;
+		if (C.tap) {
+			/* Non-blocking, as minivmm opens a tap. */
+			if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK |
+						SOCK_CLOEXEC, 0, sv))
+				return -errno;
+		} else {
+			if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+				return -errno;
+			if ((ret = nstream_adopt(sv[0])))
+				return ret;
+		}
 		fds[i] = sv[0];
 		P[i].peer_fd = sv[1];
 		P[i].index = i;
@@ -494,7 +578,7 @@ static int setup(void)
 			.net = { .max_pairs = (uint16_t)C.pairs,
 				 .mac = { 0x52, 0x54, 0, 0, 0, 2 } },
 			.fds = fds,
-			.backend = &net_stream_backend,
+			.backend = C.tap ? &tap_like : &net_stream_backend,
 			.queue_size = (uint16_t)C.queue_size,
 			.iothreads = io,
 			.nr_iothreads = nr_io,
@@ -581,16 +665,37 @@ static void teardown(void)
 }
 
 /* What the window counts for pair @i: frames and bytes that left the NIC
- * (tx: the peer's count) or reached the guest (rx: the driver's). */
+ * (tx: the peer's count; --backend tap: the device's, see below) or
+ * reached the guest (rx: the driver's). */
 static void pair_count(unsigned int i, uint64_t *frames, uint64_t *bytes)
 {
-	if (C.tx) {
+	if (C.tx && C.tap) {
+		/* What the device took off the ring: a tap takes every frame
+		 * at once, the socket standing in for it refuses what its
+		 * send buffer cannot hold: "drops". */
+		*frames = LOAD(P[i].tx.frames);
+		*bytes = *frames * C.frame_len;
+	} else if (C.tx) {
 		*frames = LOAD(P[i].peer_frames);
 		*bytes = LOAD(P[i].peer_bytes);
 	} else {
 		*frames = LOAD(P[i].rx.frames);
 		*bytes = LOAD(P[i].rx.bytes);
 	}
+}
+
+/* The I/O threads' rounds so far (all of them). */
+static uint64_t io_loops(void)
+{
+	uint64_t n = 0;
+
+	for (unsigned int i = 0; i < nr_io; i++) {
+		struct iothread_stats st;
+
+		iothread_get_stats(io[i], &st);
+		n += st.loops;
+	}
+	return n;
 }
 
 static void usage(void)
@@ -600,7 +705,8 @@ static void usage(void)
 		"       [--seconds S]\n"
 		"       [--warmup S] [--queue-size N] [--event-idx 0|1] [--rep N]\n"
 		"       [--rate-bw B/s] [--rate-bw-burst B] [--rate-ops N/s]\n"
-		"       [--rate-ops-burst N]   (the NIC's rate limits, each direction)\n");
+		"       [--rate-ops-burst N]   (the NIC's rate limits, each direction)\n"
+		"       [--backend stream|tap] (tap: its data path on a seqpacket socketpair)\n");
 	exit(2);
 }
 
@@ -613,11 +719,11 @@ int main(int argc, char **argv)
 		{ "event-idx", 1, 0, 'e' },   { "rep", 1, 0, 'r' },
 		{ "rate-bw", 1, 0, 'B' },     { "rate-bw-burst", 1, 0, 'b' },
 		{ "rate-ops", 1, 0, 'O' },    { "rate-ops-burst", 1, 0, 'o' },
-		{ "iothreads", 1, 0, 'i' },
+		{ "iothreads", 1, 0, 'i' },   { "backend", 1, 0, 'k' },
 		{ 0, 0, 0, 0 },
 	};
 	uint64_t f0[MAXP] = { 0 }, b0[MAXP] = { 0 }, f1[MAXP] = { 0 }, b1[MAXP] = { 0 };
-	uint64_t thr0 = 0, thr1 = 0, ns0 = 0, ns1 = 0;
+	uint64_t thr0 = 0, thr1 = 0, ns0 = 0, ns1 = 0, loops0 = 0, loops1 = 0;
 	uint64_t frames = 0, bytes = 0, kicks = 0, irqs = 0, errors = 0, drops = 0;
 	const char *dir = NULL;
 	double t0 = 0, t1 = 0, secs;
@@ -638,6 +744,11 @@ int main(int argc, char **argv)
 		case 'b': C.rate.bw.burst = strtoull(optarg, NULL, 0); break;
 		case 'O': C.rate.ops.rate = strtoull(optarg, NULL, 0); break;
 		case 'o': C.rate.ops.burst = strtoull(optarg, NULL, 0); break;
+		case 'k':
+			if (strcmp(optarg, "stream") && strcmp(optarg, "tap"))
+				usage();
+			C.tap = !strcmp(optarg, "tap");
+			break;
 		default: usage();
 		}
 	}
@@ -651,6 +762,10 @@ int main(int argc, char **argv)
 		C.iothreads = C.pairs;
 	C.tx = !strcmp(dir, "tx");
 	signal(SIGPIPE, SIG_IGN);
+	tap_like = net_tap_backend;
+	tap_like.set_features = NULL; /* TUNSETOFFLOAD: a tap's */
+	tap_like.steer = NULL;	      /* TUNSETQUEUE: a tap's */
+	tap_like.offloads = false;
 
 	ret = setup();
 	if (ret) {
@@ -663,7 +778,9 @@ int main(int argc, char **argv)
 		ret = -pthread_create(&pp->drv, NULL, drv_thread, C.tx ? &pp->tx : &pp->rx);
 		pp->drv_started = !ret;
 		if (!ret) {
-			ret = -pthread_create(&pp->peer, NULL, C.tx ? peer_reader : peer_writer, pp);
+			ret = -pthread_create(&pp->peer, NULL,
+					      C.tx ? (C.tap ? peer_reader_tap : peer_reader) :
+						     (C.tap ? peer_writer_tap : peer_writer), pp);
 			pp->peer_started = !ret;
 		}
 		if (ret) {
@@ -677,10 +794,12 @@ int main(int argc, char **argv)
 		ratelimit_stats(virtio_net_ratelimit(dev, C.tx), &thr0, &ns0);
 		for (unsigned int i = 0; i < C.pairs; i++)
 			pair_count(i, &f0[i], &b0[i]);
+		loops0 = io_loops();
 		t0 = now();
 		usleep((useconds_t)(C.seconds * 1e6));
 		for (unsigned int i = 0; i < C.pairs; i++)
 			pair_count(i, &f1[i], &b1[i]);
+		loops1 = io_loops();
 		t1 = now();
 		ratelimit_stats(virtio_net_ratelimit(dev, C.tx), &thr1, &ns1);
 		for (unsigned int i = 0; i < C.pairs; i++) {
@@ -711,20 +830,21 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	secs = t1 - t0;
-	printf("{\"bench\": \"netrate\", \"target\": \"libvmm\", \"backend\": \"stream\", "
+	printf("{\"bench\": \"netrate\", \"target\": \"libvmm\", \"backend\": \"%s\", "
 	       "\"dir\": \"%s\", \"pairs\": %u, \"iothreads\": %u, \"frame_len\": %u, "
 	       "\"queue_size\": %u, \"event_idx\": %s, \"rep\": %u, \"seconds\": %.3f, "
 	       "\"rate_bw\": %llu, \"rate_ops\": %llu, \"frames\": %llu, \"bytes\": %llu, "
 	       "\"fps\": %.1f, \"bps\": %.1f, \"rate_throttled\": %llu, "
 	       "\"rate_wait_ms\": %.1f, \"kicks\": %llu, \"irqs\": %llu, "
-	       "\"drops\": %llu, \"errors\": %llu, \"pair_frames\": [",
-	       C.tx ? "tx" : "rx", C.pairs, nr_io, C.frame_len, C.queue_size,
+	       "\"drops\": %llu, \"errors\": %llu, \"io_rounds\": %llu, \"pair_frames\": [",
+	       C.tap ? "tap" : "stream", C.tx ? "tx" : "rx", C.pairs, nr_io, C.frame_len, C.queue_size,
 	       C.event_idx ? "true" : "false", C.rep, secs,
 	       (unsigned long long)C.rate.bw.rate, (unsigned long long)C.rate.ops.rate,
 	       (unsigned long long)frames, (unsigned long long)bytes, frames / secs,
 	       bytes / secs, (unsigned long long)(thr1 - thr0), (ns1 - ns0) / 1e6,
 	       (unsigned long long)kicks, (unsigned long long)irqs,
-	       (unsigned long long)drops, (unsigned long long)errors);
+	       (unsigned long long)drops, (unsigned long long)errors,
+	       (unsigned long long)(loops1 - loops0));
 	for (unsigned int i = 0; i < C.pairs; i++)
 		printf("%s%llu", i ? ", " : "", (unsigned long long)(f1[i] - f0[i]));
 	printf("], \"pair_bytes\": [");

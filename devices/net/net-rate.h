@@ -50,12 +50,13 @@ void net_rate_charge(struct ratelimit *rl, struct net_rate_queue *nq,
 /*
  * A limited round moved its whole budget and frames are left: serve @sq
  * again at its next turn (at once if the limiter has credit), on the
- * queue's timed wait, instead of VQS_RETRY.  VQS_RETRY waits for the I/O
- * thread's next round, up to IOTHREAD_RETRY_NS (1 ms) when nothing else
- * wakes it: NET_RATE_BUDGET frames a millisecond, a ceiling under the
- * limit (bench/net_ratelimit_bench.sh measured 18.9 MiB/s of 1514-byte
- * frames for 50 MiB/s).  Returns false when @rl is unlimited (the caller
- * returns VQS_RETRY: its round had the full budget).
+ * queue's timed wait.  (Before the queues could yield (VQS_YIELD), this
+ * replaced VQS_RETRY, which waits for the I/O thread's next round, up to
+ * IOTHREAD_RETRY_NS (1 ms) when nothing else wakes it: NET_RATE_BUDGET
+ * frames a millisecond, a ceiling under the limit: bench/
+ * net_ratelimit_bench.sh measured 18.9 MiB/s of 1514-byte frames for
+ * 50 MiB/s.)  Returns false when @rl is unlimited (the caller returns
+ * VQS_YIELD: its round had the full budget).
  */
 bool net_rate_again(struct vqs_queue *sq, struct ratelimit *rl,
 		    struct net_rate_queue *nq);

@@ -17,7 +17,8 @@
 #include "ratelimit.h"
 
 /* Packets (RX) or chains (TX) one process() call moves before the I/O
- * thread serves its other queues (the rest: VQS_RETRY, next round). */
+ * thread serves its other queues (the rest: VQS_YIELD, at the next round,
+ * which does not sleep). */
 #define NET_BUDGET 256u
 
 struct net_queue {
@@ -117,10 +118,17 @@ static void tx_writable(void *opaque)
 	}
 }
 
-/* Interrupt now if pushing made it due (once per process() call). */
-static int pushed_result(struct vqs_queue *sq, bool pushed, bool more)
+/*
+ * Interrupt now if pushing made it due (once per process() call).  @more:
+ * work left that is ready (the budget ran out): VQS_YIELD, served again
+ * after the thread's other queues without a sleep.  @wait: work left
+ * that waits for the back end's file to take more, with no wake-up to
+ * say when (its POLLOUT is not watched): VQS_RETRY.
+ */
+static int pushed_result(struct vqs_queue *sq, bool pushed, bool more,
+			 bool wait)
 {
-	int r = more ? VQS_RETRY : 0;
+	int r = more ? VQS_YIELD : wait ? VQS_RETRY : 0;
 
 	if (pushed && virtq_should_notify(vqs_virtq(sq)))
 		r |= VQS_NOTIFY;
@@ -174,10 +182,11 @@ static int rx_process(struct virtio_net *d, struct net_queue *q)
 	 * the kernel drops past it) until the driver kicks with more. */
 	q->starved = r == VNET_RX_NO_BUFS;
 	/* A limited round that used its budget: again at the queue's next
-	 * turn (net_rate_again()), not a retry round later. */
+	 * turn (net_rate_again()); unlimited, after the thread's other
+	 * queues (VQS_YIELD). */
 	more = r == VNET_RX_BUDGET &&
 	       !net_rate_again(q->sq, &d->rl_rx, &q->rate);
-	return pushed_result(q->sq, pushed, more);
+	return pushed_result(q->sq, pushed, more, false);
 }
 
 /*
@@ -213,7 +222,7 @@ static int tx_process(struct virtio_net *d, struct net_queue *q)
 	struct vnet_pair_stats *st = &d->stats[q->pair];
 	uint64_t bytes = st->tx_bytes, frames = st->tx_packets;
 	unsigned int budget = NET_BUDGET;
-	bool more;
+	bool more, full;
 	int r;
 
 	/* Throttled: the chains stay in the ring until the tokens are back. */
@@ -229,18 +238,21 @@ static int tx_process(struct virtio_net *d, struct net_queue *q)
 	/* The file is full: its POLLOUT wake-up serves the queue again, not
 	 * a retry every round (each a wake-up of this thread).  A wake-up
 	 * that comes after the failed send is one more CQE for this thread,
-	 * handled after this call, so none is missed. */
-	if (more && q->out_watching && d->be->blocked_since &&
-	    d->be->blocked_since(d->priv[q->pair])) {
-		q->out_waiting = true;
+	 * handled after this call, so none is missed.  Not watched: a retry
+	 * each round (VQS_RETRY, which may sleep: the file is not ready). */
+	full = more && d->be->blocked_since &&
+	       d->be->blocked_since(d->priv[q->pair]);
+	if (full) {
+		q->out_waiting = q->out_watching;
 		more = false;
 	}
 	/* A limited round that used its budget: again at the queue's next
-	 * turn (net_rate_again()). */
+	 * turn (net_rate_again()); unlimited, after the thread's other
+	 * queues (VQS_YIELD). */
 	if (more && (unsigned int)r == budget && budget < NET_BUDGET &&
 	    net_rate_again(q->sq, &d->rl_tx, &q->rate))
 		more = false;
-	return pushed_result(q->sq, r > 0, more);
+	return pushed_result(q->sq, r > 0, more, full && !q->out_watching);
 }
 
 static int ctrl_process(struct virtio_net *d, struct net_queue *q)
@@ -254,7 +266,7 @@ static int ctrl_process(struct virtio_net *d, struct net_queue *q)
 	 * only to the enabled pairs' files. */
 	for (unsigned int p = 0; changed && p < d->n.max_pairs; p++)
 		pair_steer(d, p);
-	return pushed_result(q->sq, r > 0, false);
+	return pushed_result(q->sq, r > 0, false, false);
 }
 
 /* Context: the queue's I/O thread. */

@@ -21,8 +21,11 @@ struct vqs_queue {
 	 * destroy: see queue_attach(). */
 	struct iothread_file kick_file;
 	struct iothread_hook hook;
-	/* Work left that no kick or completion will bring back (VQS_RETRY):
-	 * served again at the next round. */
+	/* Work left that no kick or completion will bring back: served
+	 * again at the next round (VQS_RETRY: iothread_defer_next(); or
+	 * VQS_YIELD: iothread_yield(), a round that does not sleep) or at
+	 * a time (vqs_retry_at()).  One hook, so queued once: the earliest
+	 * of them serves it. */
 	struct iothread_hook retry;
 	struct iothread_poller poller;
 	/* An attach or detach posted to the queue's I/O thread: a device's
@@ -83,7 +86,10 @@ static void queue_process(struct vqs_queue *q)
 		virtio_queue_needs_reset(q->vq, why);
 		return;
 	}
-	if (r & VQS_RETRY)
+	/* Ready work first: a yield is never later than a retry. */
+	if (r & VQS_YIELD)
+		iothread_yield(q->io, &q->retry);
+	else if (r & VQS_RETRY)
 		iothread_defer_next(q->io, &q->retry);
 	if (r & VQS_NOTIFY)
 		queue_interrupt(q);
@@ -174,8 +180,8 @@ void vqs_kick(struct vqs_queue *q)
 
 void vqs_retry_at(struct vqs_queue *q, uint64_t when_ns)
 {
-	/* The same hook as VQS_RETRY's: whichever comes first serves it
-	 * (a hook is queued once). */
+	/* The same hook as VQS_RETRY's and VQS_YIELD's: whichever comes
+	 * first serves it (a hook is queued once). */
 	if (q->attached)
 		iothread_defer_at(q->io, &q->retry, when_ns);
 }

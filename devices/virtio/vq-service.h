@@ -17,6 +17,10 @@
  *  - once per batch of completions (vqs_pushed()) the service asks
  *    virtq_should_notify() (EVENT_IDX, NO_INTERRUPT) and interrupts the
  *    driver at most once;
+ *  - a call that used its budget with more ready (VQS_YIELD) is served
+ *    again at the next round, after the thread's other queues, without
+ *    sleeping; one that waits for a resource (VQS_RETRY) at the next
+ *    round, which may sleep;
  *  - a malformed ring (process() returns -EPROTO) sets NEEDS_RESET through
  *    the transport; the queue is not served again until it is reset;
  *  - per-queue counters: kicks, doorbells, interrupts, suppressed.
@@ -42,7 +46,14 @@ struct vqs_queue;
 			 yes: interrupt the driver now */
 #define VQS_RETRY  2u /* work left that waits for a resource no kick or
 			 completion will signal (the engine's ring was
-			 full): process again at the end of the next round */
+			 full): process again at the end of the next round,
+			 whose wait may sleep (1 ms at most) */
+#define VQS_YIELD  4u /* work left that is ready now: the call used its
+			 budget and lets the thread's other queues have a
+			 turn.  Process again at the end of the next round,
+			 which does not sleep: it serves the kicks and
+			 completions ready by then first.  Wins over
+			 VQS_RETRY when both are set. */
 
 /*
  * What a device tells the service.  Every callback gets the device pointer

@@ -40,12 +40,14 @@ struct iothread {
 	pthread_cond_t call_cond;
 	struct iothread_call *calls;
 
-	/* Owned by the I/O thread.  A hook is on at most one of the three
-	 * lists (its queued flag): hooks run at the end of this round;
-	 * retry at the end of the next one (iothread_defer_next()), which
-	 * moves them to retry_due when it starts. */
+	/* Owned by the I/O thread.  A hook is on at most one of the lists
+	 * (its queued flag): hooks run at the end of this round; retry at
+	 * the end of the next one (iothread_defer_next()), which moves them
+	 * to retry_due when it starts; yield likewise (iothread_yield(),
+	 * moved to yield_due), and a round with yields due does not block. */
 	struct iothread_hook *hooks;
 	struct iothread_hook *retry, *retry_due;
+	struct iothread_hook *yield, *yield_due;
 	/* iothread_defer_at(): due at their ->when (a short list: one hook
 	 * per throttled queue of this thread). */
 	struct iothread_hook *timed;
@@ -86,6 +88,8 @@ void iothread_get_stats(struct iothread *io, struct iothread_stats *st)
 	st->poll_hits = __atomic_load_n(&io->st.poll_hits, __ATOMIC_RELAXED);
 	st->sched_switches = __atomic_load_n(&io->st.sched_switches,
 					     __ATOMIC_RELAXED);
+	st->waits = __atomic_load_n(&io->st.waits, __ATOMIC_RELAXED);
+	st->yields = __atomic_load_n(&io->st.yields, __ATOMIC_RELAXED);
 	st->file_updates = __atomic_load_n(&io->ring.file_updates, __ATOMIC_RELAXED);
 	st->files = __atomic_load_n(&io->ring.files_held, __ATOMIC_RELAXED);
 	st->files_max = io->ring.fixed_files ? io->ring.nr_files : 0;
@@ -289,8 +293,23 @@ static bool hook_unlink(struct iothread_hook **list, struct iothread_hook *h)
 void iothread_undefer(struct iothread *io, struct iothread_hook *h)
 {
 	if (h->queued && !hook_unlink(&io->hooks, h) &&
-	    !hook_unlink(&io->retry, h) && !hook_unlink(&io->retry_due, h))
+	    !hook_unlink(&io->retry, h) && !hook_unlink(&io->retry_due, h) &&
+	    !hook_unlink(&io->yield, h) && !hook_unlink(&io->yield_due, h))
 		hook_unlink(&io->timed, h);
+}
+
+void iothread_yield(struct iothread *io, struct iothread_hook *h)
+{
+	/* Queued for a later round (a retry, a time): the work is ready
+	 * now, so the earlier, non-blocking round takes it.  Queued for
+	 * this round's end (hooks, retry_due), or yielded already: it runs
+	 * no later than a yield would. */
+	if (h->queued && !hook_unlink(&io->retry, h) &&
+	    !hook_unlink(&io->timed, h))
+		return;
+	h->queued = true;
+	h->next = io->yield;
+	io->yield = h;
 }
 
 void iothread_fail_sqes(struct iothread *io, unsigned int after, unsigned int n)
@@ -345,7 +364,8 @@ static void iothread_run_timed(struct iothread *io)
 	}
 }
 
-static void iothread_run_hooks(struct iothread *io)
+/* End-of-batch hooks, until none is left (one a hook queues runs too). */
+static void iothread_run_batch_hooks(struct iothread *io)
 {
 	while (io->hooks) {
 		struct iothread_hook *h = io->hooks;
@@ -354,6 +374,11 @@ static void iothread_run_hooks(struct iothread *io)
 		h->queued = false;
 		h->fn(h->opaque);
 	}
+}
+
+static void iothread_run_hooks(struct iothread *io)
+{
+	iothread_run_batch_hooks(io);
 	/* Retries due this round, one pass: a hook that defers itself
 	 * again lands on io->retry, for the next round. */
 	while (io->retry_due) {
@@ -363,7 +388,22 @@ static void iothread_run_hooks(struct iothread *io)
 		h->queued = false;
 		h->fn(h->opaque);
 	}
+	/* Yields, one pass, after the completions this round collected
+	 * (other queues' kicks) and the hooks they queued.  One that
+	 * yields again lands on io->yield, for the next round. */
+	while (io->yield_due) {
+		struct iothread_hook *h = io->yield_due;
+
+		io->yield_due = h->next;
+		h->queued = false;
+		STAT_INC(io, yields, 1);
+		h->fn(h->opaque);
+	}
 	iothread_run_timed(io);
+	/* Hooks those queued (a queue served by a retry, a yield or a time
+	 * pushed used entries: its end-of-batch interrupt decision): this
+	 * round, not after the next wake-up, which may be a long sleep. */
+	iothread_run_batch_hooks(io);
 }
 
 /*
@@ -418,12 +458,15 @@ static int iothread_wait_retry(struct iothread *io, uint64_t ns)
 	return ret;
 }
 
-/* How long this round may sleep: IOTHREAD_RETRY_NS with a retry due,
- * until the earliest timed hook, or UINT64_MAX (until a CQE). */
+/* How long this round may sleep: not at all with a yield due,
+ * IOTHREAD_RETRY_NS with a retry due, until the earliest timed hook, or
+ * UINT64_MAX (until a CQE). */
 static uint64_t iothread_sleep_ns(struct iothread *io)
 {
 	uint64_t ns = io->retry_due ? IOTHREAD_RETRY_NS : UINT64_MAX, now;
 
+	if (io->yield_due)
+		return 0;
 	if (!io->timed)
 		return ns;
 	now = now_ns();
@@ -432,25 +475,48 @@ static uint64_t iothread_sleep_ns(struct iothread *io)
 	return ns;
 }
 
+/* Move every hook of @from onto @to (the order reversed: LIFO pushes
+ * become FIFO runs). */
+static void hooks_move(struct iothread_hook **from, struct iothread_hook **to)
+{
+	while (*from) {
+		struct iothread_hook *h = *from;
+
+		*from = h->next;
+		h->next = *to;
+		*to = h;
+	}
+}
+
 /* One wait + dispatch round; @wait: block for at least one CQE (for at
  * most IOTHREAD_RETRY_NS when a retry is due, until the earliest timed
- * hook's time when one is queued). */
+ * hook's time when one is queued; not at all when a yield is due). */
 static void iothread_round(struct iothread *io, bool wait)
 {
 	uint64_t sleep_ns;
 	int ret;
 
-	/* Retries deferred before this round run at its end. */
-	while (io->retry) {
-		struct iothread_hook *h = io->retry;
-
-		io->retry = h->next;
-		h->next = io->retry_due;
-		io->retry_due = h;
-	}
+	/* Retries and yields deferred before this round run at its end. */
+	hooks_move(&io->retry, &io->retry_due);
+	hooks_move(&io->yield, &io->yield_due);
 	sleep_ns = wait ? iothread_sleep_ns(io) : 0;
+	if (sleep_ns)
+		STAT_INC(io, waits, 1);
 	if (sleep_ns && sleep_ns != UINT64_MAX)
 		ret = iothread_wait_retry(io, sleep_ns);
+	else if (io->yield_due)
+		/*
+		 * Yielded work is ready: do not sleep, but enter the kernel
+		 * (GETEVENTS, no minimum) so that completions still in
+		 * task_work are posted now (COOP_TASKRUN defers them until
+		 * this task enters the kernel) and the other queues' kicks
+		 * are served before the yielded hooks.  A bare submit with
+		 * nothing queued makes no system call: behind hooks that
+		 * make none either (a queue whose work is all in guest
+		 * memory) a kick would wait for the next interrupt of this
+		 * CPU (a timer tick) to be posted.
+		 */
+		ret = io_uring_submit_and_get_events(&io->ring.uring);
 	else
 		ret = io_uring_submit_and_wait(&io->ring.uring, sleep_ns ? 1 : 0);
 
@@ -585,7 +651,9 @@ static void *iothread_main(void *arg)
 	if (io->batch || io->adaptive)
 		iothread_set_policy(io, true);
 	while (!io->stop) {
-		bool work = iothread_busy_poll(io);
+		/* A yield is work ready: its round does not block, so no
+		 * polling window before it. */
+		bool work = io->yield || iothread_busy_poll(io);
 
 		STAT_INC(io, loops, 1);
 		iothread_round(io, !work);

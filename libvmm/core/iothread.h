@@ -8,8 +8,10 @@
  * SQE carries a struct iothread_cb pointer as user_data; the loop calls
  * cb->fn for each CQE, runs the end-of-batch hooks (devices signal their
  * irqfds there, once per batch), submits what handlers queued in one
- * io_uring_submit and sleeps.  Optionally it busy-polls registered pollers
- * for a bounded time before sleeping.
+ * io_uring_submit and sleeps -- unless a hook yielded (iothread_yield()):
+ * then the next round only collects the completions ready by then.
+ * Optionally it busy-polls registered pollers for a bounded time before
+ * sleeping.
  *
  * The core knows nothing of devices: they register callbacks.  State owned
  * by a thread is changed from other threads only through a call run on
@@ -90,6 +92,9 @@ struct iothread_stats {
 	uint64_t poll_hits;	/* busy-poll rounds that found work */
 	uint64_t file_updates;	/* IORING_REGISTER_FILES_UPDATE calls */
 	uint64_t sched_switches; /* adaptive policy changes */
+	uint64_t waits;		/* rounds whose wait could block (for a CQE,
+				   or bounded by a retry or a timed hook) */
+	uint64_t yields;	/* yielded hooks run (iothread_yield()) */
 	uint32_t files;		/* registered files held now */
 	uint32_t files_max;	/* slots in the table (0: no registered files) */
 };
@@ -173,11 +178,24 @@ struct io_uring_sqe *iothread_get_sqe(struct iothread *io, struct iothread_cb *c
 void iothread_defer(struct iothread *io, struct iothread_hook *h);
 /*
  * Queue @h to run once at the end of the next round, which sleeps
- * IOTHREAD_RETRY_NS (1 ms) at most: for work that could not be queued now
- * (the ring refused an SQE) and that no completion will bring back.  A
- * hook that defers itself again runs once per round, never in a loop.
+ * IOTHREAD_RETRY_NS (1 ms) at most: for work that waits for a resource
+ * (the ring refused an SQE) that no completion will signal.  A hook that
+ * defers itself again runs once per round, never in a loop.  Not for
+ * work that is ready now: see iothread_yield().
  */
 void iothread_defer_next(struct iothread *io, struct iothread_hook *h);
+/*
+ * Queue @h to run once at the end of the next round, whose wait does not
+ * block: that round takes the completions ready by then (other queues'
+ * kicks), runs their callbacks and this round's hooks, then @h.  For
+ * work that is ready but gives the thread's other work a turn first (a
+ * queue that used its budget for one call); a hook that yields again
+ * runs once per round, so yielding hooks take turns with each other and
+ * with completions.  Already queued on a later list (iothread_defer_next(),
+ * iothread_defer_at()): moved here; queued to run this round, or yielded
+ * already: left as it is.
+ */
+void iothread_yield(struct iothread *io, struct iothread_hook *h);
 /*
  * Queue @h to run once at the end of the first round that ends at or
  * after @when_ns (CLOCK_MONOTONIC): the thread's wait for completions is

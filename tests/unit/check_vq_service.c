@@ -5,7 +5,8 @@
  * its queues -- each queue served on the I/O thread it asked for, kicks
  * counted and served, one interrupt per batch, a broken ring latched into
  * NEEDS_RESET until the queue is reset, work left waiting retried without
- * a kick, a failed start undone on every queue, and a queue the device
+ * a kick, work left ready (budget used) served again without a kick and
+ * without a wait in between, a failed start undone on every queue, and a queue the device
  * fills (ops->fills) kept from steering the adaptive I/O-thread policy.
  * The transport is a stub
  * (struct virtio_transport_ops) that counts notifications and resets.
@@ -33,12 +34,17 @@ struct tdev {
 	/* Behaviour, set by the test. */
 	int process_ret;	/* returned by process() (after serving) */
 	unsigned int retry_left; /* process() says VQS_RETRY this many times */
+	unsigned int yield_left; /* then VQS_YIELD this many times */
 	int fail_attach_q;	/* attach() of this queue fails; -1: none */
 	/* Recorded (atomics: written on I/O threads). */
 	unsigned int processed[NQ];
 	unsigned int served[NQ];	/* chains popped and pushed */
 	unsigned int attached[NQ], detached[NQ], quiesced[NQ];
 	char thread[NQ][16];		/* name of the thread that served */
+	/* The serving thread's stats.waits at the first VQS_YIELD and at
+	 * the call that served after the yields. */
+	uint64_t waits_at_yield, waits_at_serve;
+	bool yielded;
 };
 
 struct tq {
@@ -85,6 +91,22 @@ static int d_process(void *dev, struct vqs_queue *q)
 	if (__atomic_load_n(&d->retry_left, __ATOMIC_SEQ_CST)) {
 		__atomic_sub_fetch(&d->retry_left, 1, __ATOMIC_SEQ_CST);
 		return VQS_RETRY; /* serves nothing this round */
+	}
+	if (__atomic_load_n(&d->yield_left, __ATOMIC_SEQ_CST)) {
+		struct iothread_stats st;
+
+		iothread_get_stats(vqs_iothread(q), &st);
+		if (!d->yielded)
+			d->waits_at_yield = st.waits;
+		d->yielded = true;
+		__atomic_sub_fetch(&d->yield_left, 1, __ATOMIC_SEQ_CST);
+		return VQS_YIELD; /* "used its budget": serves nothing */
+	}
+	if (d->yielded && !d->waits_at_serve) {
+		struct iothread_stats st;
+
+		iothread_get_stats(vqs_iothread(q), &st);
+		d->waits_at_serve = st.waits + 1; /* + 1: set */
 	}
 	while (virtq_pop(vq, &c) > 0) {
 		virtq_push(vq, c.head, 0);
@@ -306,6 +328,26 @@ START_TEST(retry_without_kick)
 }
 END_TEST
 
+/* Budget used, more ready (VQS_YIELD): served again without a kick, and
+ * without the rounds in between waiting (a retry's round may sleep 1 ms);
+ * what that round pushed is signalled in the same round. */
+START_TEST(yield_without_kick_or_wait)
+{
+	struct virtio_queue *qs = queues();
+
+	ck_assert_int_eq(vqs_start(S, qs, NQ), 0);
+	D.yield_left = 3;
+	add_and_kick(0, &qs[0]);
+	ck_assert(wait_for(&D.served[0], 1));
+	ck_assert_uint_eq(D.yield_left, 0);
+	ck_assert_uint_ge(D.processed[0], 1 + 4); /* the attach's, then 4 */
+	ck_assert(D.waits_at_serve);
+	ck_assert_uint_eq(D.waits_at_serve - 1, D.waits_at_yield);
+	ck_assert(wait_for(&notifies[0], 1));
+	vqs_stop(S);
+}
+END_TEST
+
 START_TEST(failed_start_undone)
 {
 	struct virtio_queue *qs = queues();
@@ -409,6 +451,7 @@ int main(void)
 	tcase_add_test(tc, queues_on_their_threads);
 	tcase_add_test(tc, broken_ring_latched_until_reset);
 	tcase_add_test(tc, retry_without_kick);
+	tcase_add_test(tc, yield_without_kick_or_wait);
 	tcase_add_test(tc, failed_start_undone);
 	tcase_add_test(tc, one_queue_at_a_time);
 	tcase_add_test(tc, refills_do_not_steer_the_policy);
