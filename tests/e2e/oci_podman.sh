@@ -87,11 +87,18 @@ cmp -s "$W/out3" "$W/blob" && grep -q EOF-SEEN "$W/err3" && [[ $rc -eq 0 ]] &&
 	sh -c 'echo main-wrote-this >/from-main; echo ready; exec sleep 100000' >/dev/null
 started_untrapped=$SECONDS
 oci_step "podman run -d: trapped and untrapped"
+# logs_have NAME TEXT: the container's log holds TEXT.  Read whole, not
+# through `| grep -q`: under pipefail grep's early exit makes a long log's
+# `podman logs` die of SIGPIPE and the pipeline fail with the text there
+# (the ticker's log: this wait then ran its 600 rounds, ~16 minutes of a
+# CI run, before it went on).
+logs_have() { [[ "$("${P[@]}" logs "$1" 2>/dev/null)" == *"$2"* ]]; }
 for c in trapped untrapped; do
 	for _ in $(seq 600); do
-		"${P[@]}" logs "$c" 2>/dev/null | grep -q ready && break
+		logs_have "$c" ready && break
 		sleep 0.5
 	done
+	logs_have "$c" ready || oci_bad "podman run -d: $c never said ready"
 done
 oci_step "both ready"
 # The runtime's own view (podman inspect needs cgroups the L1 lacks).
@@ -254,7 +261,7 @@ jump=$(ticks | awk -v n="$n2" '$2 == n { a = $3 } $2 == n + 1 { b = $3 } END { p
 t0=$SECONDS
 "${P[@]}" stop -t 60 trapped >/dev/null
 rc=$("${P[@]}" inspect -f '{{.State.ExitCode}}' trapped)
-[[ $rc -eq 143 ]] && "${P[@]}" logs trapped | grep -q got-term &&
+[[ $rc -eq 143 ]] && logs_have trapped got-term &&
 	oci_ok "podman stop (trapped SIGTERM): 143 after $((SECONDS - t0)) s" ||
 	oci_bad "trapped: exit $rc, logs: $("${P[@]}" logs trapped 2>&1 | head -c 200)"
 t0=$SECONDS
