@@ -2,14 +2,18 @@
 # bench/vsock_bench.sh [--smoke|--quick|--full] BUILD_DIR
 #
 # vsock (issue 29): minivmm's hybrid Unix-socket host side (the userspace
-# device on the I/O threads) vs vhost=on (the kernel's vhost-vsock), side
-# by side in ONE rig L1 (bench/vsock_rig.sh through tests/e2e/in-rig.sh):
-# two guests booted at once, the rounds alternated hybrid, vhost, hybrid,
-# vhost, ...; each round from the L1: BYTES host -> guest, BYTES guest ->
-# host (MiB/s), and one-byte round trips (p50/p99 us), tests/guest/
-# vsockperf.c on both ends.  Writes to $BENCH_OUT (default bench/results):
+# device on the I/O threads) vs minivmm's vhost=on (the kernel's
+# vhost-vsock) vs QEMU 7.2's vhost-vsock-pci (the same kernel vhost-vsock
+# under QEMU), side by side in ONE rig L1 (bench/vsock_rig.sh through
+# tests/e2e/in-rig.sh): three guests booted at once (the same kernel and
+# initrd), measured once each one answers, the rounds alternated hybrid,
+# vhost, qemu, hybrid, ...; each round from the L1: BYTES host -> guest,
+# BYTES guest -> host (MiB/s), and one-byte round trips (p50/p99 us),
+# tests/guest/vsockperf.c on both ends (vhost and qemu through AF_VSOCK).
+# Writes to $BENCH_OUT (default bench/results):
 #   vsock.json     the records (+ date, run_mode, git commit)
-#   vsock.md       medians per side, the ratios hybrid/vhost, the target
+#   vsock.md       medians per side, the ratios hybrid/vhost, vhost/QEMU
+#                  and hybrid/QEMU, the target
 #   vsock.png      throughput both ways and p50 RTT, side by side
 #   vsock-run.log  the rig's raw output
 #   --smoke  1 round, 4 MiB, 100 round trips
@@ -17,7 +21,7 @@
 #   --full   5 rounds, 64 MiB, 1000 round trips (default)
 # VSOCK_REUSE_LOG=FILE re-summarises an earlier run's log instead.
 # Timings are reported, never asserted.  BUILD_DIR must hold minivmm and
-# bench/vsockperf (the default targets).
+# bench/vsockperf (the default targets); the rig's L1 has QEMU.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
@@ -47,8 +51,8 @@ else
 	mk=("$here/../tests/rig/mkguest.sh" --variant vsock --module vmw_vsock_virtio_transport)
 	"${mk[@]}" --quiet
 	mapfile -t guest < <("${mk[@]}" --print-paths)
-	bench_log "vsock: hybrid vs vhost=on ($mode: $rounds rounds, $bytes bytes, $pings round trips) through the rig"
-	bench_in_rig "$log" $((600 + rounds * 120)) "$here/vsock_rig.sh" \
+	bench_log "vsock: hybrid vs vhost=on vs QEMU vhost-vsock-pci ($mode: $rounds rounds, $bytes bytes, $pings round trips) through the rig"
+	bench_in_rig "$log" $((900 + rounds * 180)) "$here/vsock_rig.sh" \
 		"$build/minivmm" "$build/bench/vsockperf" \
 		"${guest[0]}" "${guest[1]}" "$rounds" "$bytes" "$pings" || rc=$?
 fi
@@ -59,41 +63,46 @@ J() { jq -r "$BENCH_JQ_DEFS"'
 	def med(s; f): [$r[] | select(.side == s) | f] | median;
 	def n(s): [$r[] | select(.side == s)] | length;
 	def ratio(a; b): if a == null or b == null or b == 0 then null else a / b end;
+	def rat(a; b; f): ratio(med(a; f); med(b; f)) | r(2) // "n/a";
+	def ratios(a; b): "throughput to guest \(rat(a; b; .to_guest_mibs)), from guest \(rat(a; b; .from_guest_mibs)); RTT p50 \(rat(a; b; .rtt_p50_us)), p99 \(rat(a; b; .rtt_p99_us))";
 	'"$1" "$out/vsock.json"; }
+sides='["hybrid", "vhost", "qemu"]'
 {
-	echo "# vsock: hybrid Unix-socket host side vs vhost=on ($mode, $date, $(bench_commit))"
+	echo "# vsock: minivmm hybrid Unix-socket host side vs minivmm vhost=on vs QEMU vhost-vsock-pci ($mode, $date, $(bench_commit))"
 	echo
-	J '([.[] | select(.bench == "vsock_machine")][0] // {}) as $m |
-		"Both guests booted at once in one rig L1 (nested KVM under TCG, \($m.l1_cpus // "?") L1 CPU: \($m.l1_cpu // "?"), kernel \($m.l1_kernel // "?")), 1 vCPU and 256 MiB each; rounds alternated hybrid, vhost, ...; \($m.rounds // "?") rounds of \(($m.bytes // 0) / 1048576) MiB each way and \($m.pings // "?") one-byte round trips (16 more unmeasured first), timed by the L1 host side (tests/guest/vsockperf.c).  Medians over the rounds (n); absolute figures are the emulation'\''s, compare side by side."'
+	J '([.[] | select(.bench == "vsock_machine")][0] // {}) as $m | ($m.sides // ["hybrid", "vhost"]) as $s |
+		"\($s | length) guests booted at once in one rig L1 (nested KVM under TCG, \($m.l1_cpus // "?") L1 CPU: \($m.l1_cpu // "?"), kernel \($m.l1_kernel // "?")\(if $m.qemu_version then "; \($m.qemu_version)" else "" end)), the same guest kernel and initrd, 1 vCPU and 256 MiB each: hybrid (minivmm --vsock cid=3,socket=PATH), vhost (minivmm --vsock cid=4,vhost=on)\(if ($s | index("qemu")) then ", qemu (qemu-system-x86_64 -M pc -device vhost-vsock-pci,guest-cid=5)" else "" end); rounds alternated \($s | join(", ")), ...; \($m.rounds // "?") rounds of \(($m.bytes // 0) / 1048576) MiB each way and \($m.pings // "?") one-byte round trips (16 more unmeasured first), timed by the L1 host side (tests/guest/vsockperf.c; the Unix socket for hybrid, AF_VSOCK for \($s - ["hybrid"] | join(" and "))).  Medians over the rounds (n); absolute figures are the emulation'\''s, compare side by side."'
 	echo
 	echo "| side | n | to guest MiB/s | from guest MiB/s | RTT p50 us | RTT p99 us |"
 	echo "|---|---|---|---|---|---|"
-	J '(["hybrid", "vhost"][] as $s | select(n($s) > 0) |
+	J '('"$sides"'[] as $s | select(n($s) > 0) |
 		"| \($s) | \(n($s)) | \(med($s; .to_guest_mibs) | r(2)) | \(med($s; .from_guest_mibs) | r(2)) | \(med($s; .rtt_p50_us) | r(1)) | \(med($s; .rtt_p99_us) | r(1)) |")'
 	echo
 	echo "| round | side | to guest MiB/s | from guest MiB/s | RTT p50 us | RTT p99 us |"
 	echo "|---|---|---|---|---|---|"
-	J '($r | sort_by(.round)[] |
+	J '('"$sides"' as $o | $r | sort_by(.round, (.side as $x | $o | index($x)))[] |
 		"| \(.round) | \(.side) | \(.to_guest_mibs) | \(.from_guest_mibs) | \(.rtt_p50_us) | \(.rtt_p99_us) |")'
 	echo
-	J '"Ratios hybrid / vhost (medians): throughput to guest \(ratio(med("hybrid"; .to_guest_mibs); med("vhost"; .to_guest_mibs)) | r(2)), from guest \(ratio(med("hybrid"; .from_guest_mibs); med("vhost"; .from_guest_mibs)) | r(2)); RTT p50 \(ratio(med("hybrid"; .rtt_p50_us); med("vhost"; .rtt_p50_us)) | r(2)), p99 \(ratio(med("hybrid"; .rtt_p99_us); med("vhost"; .rtt_p99_us)) | r(2)) (RTT: lower is better).",
+	J '"Ratios of the medians (RTT: lower is better):",
+		"",
+		"- hybrid / vhost: \(ratios("hybrid"; "vhost"))",
+		"- vhost / QEMU: \(ratios("vhost"; "qemu"))",
+		"- hybrid / QEMU: \(ratios("hybrid"; "qemu"))",
 		"",
 		"Target (issue 29): hybrid >= 0.7x vhost throughput: to guest \(if ratio(med("hybrid"; .to_guest_mibs); med("vhost"; .to_guest_mibs)) == null then "no data" elif ratio(med("hybrid"; .to_guest_mibs); med("vhost"; .to_guest_mibs)) >= 0.7 then "met" else "MISSED" end), from guest \(if ratio(med("hybrid"; .from_guest_mibs); med("vhost"; .from_guest_mibs)) == null then "no data" elif ratio(med("hybrid"; .from_guest_mibs); med("vhost"; .from_guest_mibs)) >= 0.7 then "met" else "MISSED" end).",
 		"",
-		"Failed runs: \([.[] | select(.bench == "vsock_error")] | if length == 0 then "none" else map("\(.side) round \(.round)") | join(", ") end)."'
+		"Failed runs: \([.[] | select(.bench == "vsock_error")] | if length == 0 then "none" else map("\(.side) \(if .round == 0 then "(never answered)" else "round \(.round)" end)") | join(", ") end)."'
 	echo
-	echo "QEMU's vhost-vsock-pci is not a column: QEMU is in the L1 (e2e/vhost_user_qemu),"
-	echo "but a QEMU guest boot there is slow (bench/vhost_bench.sh budgets about 5"
-	echo "minutes per QEMU boot in the rig), more than this whole benchmark, and its"
-	echo "data path is the same kernel vhost-vsock as the vhost column's (only the"
-	echo "VMM's wiring of the queues' eventfds differs)."
+	echo "vhost and qemu move the packets with the same kernel vhost-vsock; what"
+	echo "differs is the VMM around it (minivmm's or QEMU's virtio-pci and the"
+	echo "wiring of the queues' eventfds)."
 } >"$out/vsock.md"
 
 # Plot: medians per side, throughput both ways (left axis), p50 RTT (right).
-J '(["hybrid", "vhost"][] as $s | select(n($s) > 0) |
+J '('"$sides"'[] as $s | select(n($s) > 0) |
 	"\($s) \(med($s; .to_guest_mibs) // 0) \(med($s; .from_guest_mibs) // 0) \(med($s; .rtt_p50_us) // 0)")' >"$dat"
-bench_plot 900,450 "$out/vsock.png" <<-EOF
-	set multiplot layout 1,2 title "vsock in the rig: hybrid (minivmm userspace) vs vhost=on (kernel), medians"
+bench_plot 1000,450 "$out/vsock.png" <<-EOF
+	set multiplot layout 1,2 title "vsock in the rig: minivmm hybrid (userspace) vs minivmm vhost=on vs QEMU vhost-vsock-pci, medians"
 	$BENCH_GP_BARS
 	set yrange [0:*]
 	set grid ytics
