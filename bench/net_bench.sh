@@ -27,7 +27,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
 . "$here/lib.sh"
 mode=--full
-[[ ${1:-} == --* ]] && { mode=$1; shift; }
+[[ ${1:-} == --* || ${1:-} == -h ]] && { mode=$1; shift; }
 case $mode in
 -h | --help) bench_help; exit 0 ;;
 --smoke) rounds=1 secs=2 vcpus=2 ;;

@@ -86,7 +86,8 @@ struct iothread_poller {
 };
 
 struct iothread_stats {
-	uint64_t loops;		/* wake-ups */
+	uint64_t loops;		/* rounds: wake-ups, and rounds that do not
+				   sleep (a yield, a busy poll that found work) */
 	uint64_t cqes;
 	uint64_t submits;	/* io_uring_submit calls */
 	uint64_t poll_hits;	/* busy-poll rounds that found work */
