@@ -600,6 +600,7 @@ int spec_load(const char *bundle, const char *path, struct oci_spec *s,
 	char file[PATH_MAX], *rp = NULL;
 	json_error_t je;
 	json_t *root, *r, *ann;
+	const char *manager;
 	int ret = -1;
 
 	memset(s, 0, sizeof(*s));
@@ -658,9 +659,10 @@ int spec_load(const char *bundle, const char *path, struct oci_spec *s,
 				    spec_parse_network_annotation(ann, &s->net_mode, err,
 								  errlen)))
 		goto out;
-	s->libpod = json_is_object(ann) &&
-		    json_is_string(json_object_get(ann, SPEC_ANN_MANAGER)) &&
-		    !strcmp(json_string_value(json_object_get(ann, SPEC_ANN_MANAGER)), "libpod");
+	/* json_object_get(): NULL unless an object; json_string_value():
+	 * NULL unless a string. */
+	manager = json_string_value(json_object_get(ann, SPEC_ANN_MANAGER));
+	s->libpod = manager && !strcmp(manager, "libpod");
 	s->annotations_json = json_is_object(ann) ? json_dumps(ann, JSON_COMPACT)
 						  : strdup("{}");
 	if (!s->annotations_json) {

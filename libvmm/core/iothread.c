@@ -334,6 +334,25 @@ void iothread_remove_poller(struct iothread *io, struct iothread_poller *p)
 	}
 }
 
+/*
+ * Run the hooks on *@list, each taken off it before its call: one that
+ * queues itself again lands on the list that asks for (for io->hooks,
+ * this one: run too, before this returns).  @count, when given, counts
+ * the calls (a statistic of the thread's, STAT_INC's way).
+ */
+static void hooks_run(struct iothread_hook **list, uint64_t *count)
+{
+	while (*list) {
+		struct iothread_hook *h = *list;
+
+		*list = h->next;
+		h->queued = false;
+		if (count)
+			__atomic_store_n(count, *count + 1, __ATOMIC_RELAXED);
+		h->fn(h->opaque);
+	}
+}
+
 /* Timed hooks that are due, one pass: those are taken off first, so a
  * hook that defers itself again waits for its new time. */
 static void iothread_run_timed(struct iothread *io)
@@ -355,55 +374,25 @@ static void iothread_run_timed(struct iothread *io)
 			pp = &h->next;
 		}
 	}
-	while (due) {
-		struct iothread_hook *h = due;
-
-		due = h->next;
-		h->queued = false;
-		h->fn(h->opaque);
-	}
-}
-
-/* End-of-batch hooks, until none is left (one a hook queues runs too). */
-static void iothread_run_batch_hooks(struct iothread *io)
-{
-	while (io->hooks) {
-		struct iothread_hook *h = io->hooks;
-
-		io->hooks = h->next;
-		h->queued = false;
-		h->fn(h->opaque);
-	}
+	hooks_run(&due, NULL);
 }
 
 static void iothread_run_hooks(struct iothread *io)
 {
-	iothread_run_batch_hooks(io);
+	/* End-of-batch hooks, until none is left. */
+	hooks_run(&io->hooks, NULL);
 	/* Retries due this round, one pass: a hook that defers itself
 	 * again lands on io->retry, for the next round. */
-	while (io->retry_due) {
-		struct iothread_hook *h = io->retry_due;
-
-		io->retry_due = h->next;
-		h->queued = false;
-		h->fn(h->opaque);
-	}
+	hooks_run(&io->retry_due, NULL);
 	/* Yields, one pass, after the completions this round collected
 	 * (other queues' kicks) and the hooks they queued.  One that
 	 * yields again lands on io->yield, for the next round. */
-	while (io->yield_due) {
-		struct iothread_hook *h = io->yield_due;
-
-		io->yield_due = h->next;
-		h->queued = false;
-		STAT_INC(io, yields, 1);
-		h->fn(h->opaque);
-	}
+	hooks_run(&io->yield_due, &io->st.yields);
 	iothread_run_timed(io);
 	/* Hooks those queued (a queue served by a retry, a yield or a time
 	 * pushed used entries: its end-of-batch interrupt decision): this
 	 * round, not after the next wake-up, which may be a long sleep. */
-	iothread_run_batch_hooks(io);
+	hooks_run(&io->hooks, NULL);
 }
 
 /*
