@@ -102,13 +102,19 @@ e2e_run_vmm "$dir/vlog" "$vmm" --smp 2 --mem 512M --kernel "$kernel" \
 	--append "quiet guest.run=vsock guest.conns=$conns guest.bytes=$bytes"
 host_done "$dir/vlog"
 cat "$dir/serve.log" "$dir/connect.log"
-grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/vlog" || e2e_fail "vsock: the guest payload failed"
-[ "$E2E_RC" -eq 0 ] || e2e_fail "vsock: minivmm exited $E2E_RC"
-[ $src -eq 0 ] && [ $crc -eq 0 ] || e2e_fail "vsock: host side failed (serve $src, connect $crc)"
-grep -q "VSOCKT serve-unix: $conns connections, $bytes bytes each way, ok" "$dir/serve.log" ||
-	e2e_fail "vsock: host echo server: not every connection"
-grep -q "VSOCKT connect-unix: $conns connections, $bytes bytes each way, ok" "$dir/connect.log" ||
-	e2e_fail "vsock: host connections: not every one"
+# vsock_ok WHAT LOG KIND CONNS BYTES SERVE-LOG CONNECT-LOG: the guest's
+# payload and minivmm ended 0, and the host side (vsockt serve-KIND and
+# connect-KIND, statuses $src and $crc) moved every connection's bytes.
+vsock_ok() {
+	grep -q "MINIVMM-PAYLOAD-EXIT=0" "$2" || e2e_fail "$1: the guest payload failed"
+	[ "$E2E_RC" -eq 0 ] || e2e_fail "$1: minivmm exited $E2E_RC"
+	[ $src -eq 0 ] && [ $crc -eq 0 ] || e2e_fail "$1: host side failed (serve $src, connect $crc)"
+	grep -q "VSOCKT serve-$3: $4 connections, $5 bytes each way, ok" "$6" ||
+		e2e_fail "$1: host echo server: not every connection"
+	grep -q "VSOCKT connect-$3: $4 connections, $5 bytes each way, ok" "$7" ||
+		e2e_fail "$1: host connections: not every one"
+}
+vsock_ok vsock "$dir/vlog" unix $conns $bytes "$dir/serve.log" "$dir/connect.log"
 stats=$(grep -o '"vsock":{[^}]*}' "$dir/vlog" | tail -n1)
 val() { echo "$stats" | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"; }
 want=$((2 * conns * bytes))
@@ -168,13 +174,7 @@ got=$(sha256sum <"$share/guest.bin" | cut -d' ' -f1)
 echo "fs: $fskib KiB each way through virtiofsd, sha256 equal"
 grep -q "vsock: guest CID 3, host side /dev/vhost-vsock" "$dir/hlog" ||
 	e2e_fail "vhost=on: no vhost-vsock device"
-grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/hlog" || e2e_fail "vhost=on: the guest payload failed"
-[ "$E2E_RC" -eq 0 ] || e2e_fail "vhost=on: minivmm exited $E2E_RC"
-[ $src -eq 0 ] && [ $crc -eq 0 ] || e2e_fail "vhost=on: host side failed (serve $src, connect $crc)"
-grep -q "VSOCKT serve-vsock: $vconns connections, $vbytes bytes each way, ok" "$dir/vserve.log" ||
-	e2e_fail "vhost=on: host echo server: not every connection"
-grep -q "VSOCKT connect-vsock: $vconns connections, $vbytes bytes each way, ok" "$dir/vconnect.log" ||
-	e2e_fail "vhost=on: host connections: not every one"
+vsock_ok vhost=on "$dir/hlog" vsock $vconns $vbytes "$dir/vserve.log" "$dir/vconnect.log"
 stats=$(grep -o '"vsock":{[^}]*}' "$dir/hlog" | tail -n1)
 echo "vhost=on stats (the kernel's work: 0): $stats"
 [ "$(val bad_packets)" = 0 ] || e2e_fail "vhost=on: statistics $stats"
