@@ -10,6 +10,8 @@
 #   scripts/fuzz.sh --long SECONDS   SECONDS per target, for real campaigns
 #   scripts/fuzz.sh ... -- TARGET..  only these targets (e.g. fuzz_cli)
 #   scripts/fuzz.sh --jobs N ...     N targets at a time (default: nproc)
+#   scripts/fuzz.sh --build-only     build build-fuzz/ and stop (scripts/test.sh
+#                                    builds it at nice 19 beside the tests)
 #
 # Every input runs under a 5 s timeout with leak detection, with
 # tests/fuzz/<target>.dict as libFuzzer's dictionary if there is one.  The
@@ -25,6 +27,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 secs=20
+build_only=0
 # Each target is one single-threaded process: as many at a time as CPUs.
 par=$(nproc)
 while [[ $# -gt 0 ]]; do
@@ -33,8 +36,9 @@ while [[ $# -gt 0 ]]; do
 	--smoke) secs=10; shift ;;
 	--long) secs=${2:?--long needs SECONDS}; shift 2 ;;
 	--jobs) par=${2:?--jobs needs N}; shift 2 ;;
+	--build-only) build_only=1; shift ;;
 	--) shift; break ;;
-	*) echo "usage: $0 [--quick|--smoke|--long SECONDS] [--jobs N] [-- TARGET...]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--quick|--smoke|--long SECONDS|--build-only] [--jobs N] [-- TARGET...]" >&2; exit 2 ;;
 	esac
 done
 [[ $par =~ ^[1-9][0-9]*$ ]] || { echo "fuzz.sh: --jobs wants a positive number" >&2; exit 2; }
@@ -75,6 +79,7 @@ CC=clang cmake -S . -B build-fuzz -DVMM_FUZZ=ON -DVMM_WERROR=OFF \
 # this is where CI checks that it does.  The unit tests are not in it
 # (tests/CMakeLists.txt): instrumented, they were over half its CPU time.
 cmake --build build-fuzz -j"$(nproc)"
+[[ $build_only -eq 0 ]] || exit 0
 
 mkdir -p build-fuzz/crashes
 # run_target T: one campaign; its exit status lands in build-fuzz/T.log.rc.
