@@ -17,6 +17,7 @@
 #include <linux/virtio_ring.h>
 
 #include "pci/msix.h"
+#include "test_clock.h"
 
 #define DRV_FEATURES                                                        \
 	((1ull << VIRTIO_F_VERSION_1) | (1ull << VIRTIO_RING_F_EVENT_IDX) |    \
@@ -25,14 +26,6 @@
 	 (1ull << VIRTIO_BLK_F_FLUSH) | (1ull << VIRTIO_BLK_F_CONFIG_WCE))
 #define RING_FEATURES \
 	((1ull << VIRTIO_RING_F_EVENT_IDX) | (1ull << VIRTIO_RING_F_INDIRECT_DESC))
-
-double br_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 uint8_t br_pat(uint64_t off)
 {
@@ -241,7 +234,7 @@ unsigned int br_wait_used(struct br *r, unsigned int q, uint32_t *ids,
 			  uint32_t *lens, unsigned int n, unsigned int timeout_ms)
 {
 	struct br_q *d = &r->q[q];
-	double deadline = br_now_ms() + timeout_ms;
+	double deadline = test_now_ms_f() + timeout_ms;
 	unsigned int got = 0;
 
 	for (;;) {
@@ -256,7 +249,7 @@ unsigned int br_wait_used(struct br *r, unsigned int q, uint32_t *ids,
 				lens[got] = len;
 			got++;
 		}
-		if (got == n || br_now_ms() >= deadline)
+		if (got == n || test_now_ms_f() >= deadline)
 			return got;
 		if (poll(&p, 1, 5) == 1)
 			(void)eventfd_read(d->call_fd, &v);
@@ -266,10 +259,10 @@ unsigned int br_wait_used(struct br *r, unsigned int q, uint32_t *ids,
 int br_wait_popped(struct br *r, unsigned int q, unsigned int timeout_ms)
 {
 	struct br_q *d = &r->q[q];
-	double deadline = br_now_ms() + timeout_ms;
+	double deadline = test_now_ms_f() + timeout_ms;
 
 	while (fg_vq_avail_event(&d->vq) != d->vq.avail_idx) {
-		if (br_now_ms() >= deadline)
+		if (test_now_ms_f() >= deadline)
 			return -ETIMEDOUT;
 		usleep(100);
 	}

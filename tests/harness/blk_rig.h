@@ -85,7 +85,5 @@ unsigned int br_wait_used(struct br *r, unsigned int q, uint32_t *ids,
 /* Wait until the device has popped every request published on @q (its
  * avail_event reached the avail index).  0, or -ETIMEDOUT. */
 int br_wait_popped(struct br *r, unsigned int q, unsigned int timeout_ms);
-/* Milliseconds on CLOCK_MONOTONIC. */
-double br_now_ms(void);
 
 #endif

@@ -10,21 +10,14 @@
 #include <unistd.h>
 
 #include "vu_front.h"
+#include "test_clock.h"
 
 #define BIT(n) (1ull << (n))
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 int vuf_connect(struct vuf *f, const char *path, unsigned int timeout_ms)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	double end = now_ms() + timeout_ms;
+	double end = test_now_ms_f() + timeout_ms;
 
 	memset(f, 0, sizeof(*f));
 	f->sock = -1;
@@ -44,7 +37,7 @@ int vuf_connect(struct vuf *f, const char *path, unsigned int timeout_ms)
 		close(f->sock);
 		f->sock = -1;
 		/* Not there yet, or busy with the previous front end. */
-		if (now_ms() > end)
+		if (test_now_ms_f() > end)
 			return -e;
 		usleep(20000);
 	}
@@ -195,12 +188,12 @@ int vuf_set(struct vuf *f, uint32_t req, const void *payload, uint32_t size,
 
 bool vuf_peer_closed(struct vuf *f, unsigned int timeout_ms)
 {
-	double end = now_ms() + timeout_ms;
+	double end = test_now_ms_f() + timeout_ms;
 
 	for (;;) {
 		struct pollfd p = { .fd = f->sock, .events = POLLIN };
 		char junk[256];
-		double left = end - now_ms();
+		double left = end - test_now_ms_f();
 		ssize_t n;
 
 		if (left <= 0 || poll(&p, 1, (int)left + 1) <= 0)

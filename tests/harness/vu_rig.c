@@ -20,20 +20,13 @@
 #include <linux/virtio_blk.h>
 #include <linux/virtio_config.h>
 #include <linux/virtio_ring.h>
+#include "test_clock.h"
 
 #define BIT(n) (1ull << (n))
 
 uint8_t vr_pat(uint64_t off)
 {
 	return (uint8_t)(off ^ (off >> 9) * 29 ^ (off >> 16) ^ 0xa5);
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 static int make_image(const char *path, uint64_t size)
@@ -412,7 +405,7 @@ void vr_kick(struct vr *r, unsigned int q)
 unsigned int vr_wait_used(struct vr *r, unsigned int q, unsigned int n,
 			  uint32_t *ids, unsigned int timeout_ms)
 {
-	double end = now_ms() + timeout_ms;
+	double end = test_now_ms_f() + timeout_ms;
 	unsigned int got = 0;
 
 	while (got < n) {
@@ -425,7 +418,7 @@ unsigned int vr_wait_used(struct vr *r, unsigned int q, unsigned int n,
 				ids[got] = id;
 			got++;
 		}
-		if (got >= n || now_ms() > end)
+		if (got >= n || test_now_ms_f() > end)
 			break;
 		/* The interrupt; a short poll too, in case EVENT_IDX
 		 * suppressed it (the used ring is checked again). */

@@ -37,6 +37,7 @@
 #include "blk/vblk.h"
 #include "blk_rig.h"
 #include "fake_guest.h"
+#include "test_clock.h"
 
 #define WAIT_MS 10000
 #define SECTOR 512u
@@ -274,7 +275,7 @@ static void *sink_main(void *arg)
 {
 	struct sink *s = arg;
 	static char buf[1 << 20];
-	double t0 = br_now_ms();
+	double t0 = test_now_ms_f();
 
 	while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
 		struct pollfd p = { .fd = pipe_rd, .events = POLLIN };
@@ -283,7 +284,7 @@ static void *sink_main(void *arg)
 
 		if (s->rate) {
 			double due = t0 + (double)done * 1e3 / (double)s->rate;
-			double now = br_now_ms();
+			double now = test_now_ms_f();
 
 			if (due > now) {
 				usleep((useconds_t)((due - now) * 1e3));
@@ -450,12 +451,12 @@ static double timed_case(unsigned int n, unsigned int nseg, uint32_t seglen,
 	/* Popped: in flight (or refused at parse). */
 	ck_assert_int_eq(br_wait_popped(&R, 0, WAIT_MS), 0);
 	usleep(50 * 1000);
-	t0 = br_now_ms();
+	t0 = test_now_ms_f();
 	if (stop)
 		vpci_quiesce(R.v.t);
 	else
 		br_reset(&R);
-	dt = br_now_ms() - t0;
+	dt = test_now_ms_f() - t0;
 	*ok = collect(reqs, n);
 	*sunk = sink_stop(&s);
 	/* What was acknowledged went through the backend. */

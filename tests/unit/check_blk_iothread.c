@@ -45,6 +45,7 @@
 #include "virtio/virtio-pci.h"
 
 #include "fake_vpci.h"
+#include "test_clock.h"
 
 #define RAM_SIZE (32ull << 20)
 #define QSIZE 128
@@ -91,14 +92,6 @@ static struct {
 	struct virtio_blk *dev;
 	struct drvq q[NQ];
 } R;
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* Image content before any write. */
 static uint8_t pat(uint64_t off)
@@ -316,10 +309,10 @@ static int read_loops(void *opaque)
 static void settle(struct iothread *io)
 {
 	int first = iothread_call_sync(io, read_loops, io);
-	uint64_t deadline = now_ms() + WAIT_MS;
+	uint64_t deadline = test_now_ms() + WAIT_MS;
 
 	while (iothread_call_sync(io, read_loops, io) == first)
-		ck_assert_msg(now_ms() < deadline, "I/O thread stuck in one round");
+		ck_assert_msg(test_now_ms() < deadline, "I/O thread stuck in one round");
 }
 
 static void settle_all(void)
@@ -437,7 +430,7 @@ static void wait_irq(unsigned int q)
 static void wait_used(unsigned int q, struct used_ent *ents, unsigned int n)
 {
 	struct drvq *d = &R.q[q];
-	uint64_t deadline = now_ms() + WAIT_MS;
+	uint64_t deadline = test_now_ms() + WAIT_MS;
 	unsigned int got = 0;
 
 	for (;;) {
@@ -450,7 +443,7 @@ static void wait_used(unsigned int q, struct used_ent *ents, unsigned int n)
 		}
 		if (got == n)
 			break;
-		ck_assert_msg(now_ms() < deadline, "queue %u: %u of %u completions",
+		ck_assert_msg(test_now_ms() < deadline, "queue %u: %u of %u completions",
 			      q, got, n);
 		if (d->call_fd >= 0) {
 			struct pollfd p = { .fd = d->call_fd, .events = POLLIN };
@@ -751,10 +744,10 @@ static void check_comes_back(const struct rig_opts *o)
  */
 static void wait_popped(unsigned int q, uint16_t n)
 {
-	uint64_t deadline = now_ms() + WAIT_MS;
+	uint64_t deadline = test_now_ms() + WAIT_MS;
 
 	while (fg_vq_avail_event(&R.q[q].vq) != n) {
-		ck_assert_msg(now_ms() < deadline,
+		ck_assert_msg(test_now_ms() < deadline,
 			      "queue %u: requests never popped", q);
 		usleep(100);
 	}
@@ -924,9 +917,9 @@ START_TEST(malformed_chain_needs_reset)
 	 * and so have moved avail_event on already -- no kick is then wanted,
 	 * and NEEDS_RESET below is the proof that the chain was seen. */
 	publish(BAD);
-	deadline = now_ms() + WAIT_MS;
+	deadline = test_now_ms() + WAIT_MS;
 	while (!(status_rd() & VIRTIO_CONFIG_S_NEEDS_RESET)) {
-		ck_assert_msg(now_ms() < deadline, "NEEDS_RESET never set");
+		ck_assert_msg(test_now_ms() < deadline, "NEEDS_RESET never set");
 		usleep(100);
 	}
 	ck_assert(status_rd() & VIRTIO_CONFIG_S_DRIVER_OK);
@@ -937,7 +930,7 @@ START_TEST(malformed_chain_needs_reset)
 	 * after which ISR must be set (a CI run on the arm64 kernel read
 	 * ISR in between, 2026-12-01). */
 	while (fv_kvm_get(R.v.kvm, &R.v.kvm->msi_calls) < 1) {
-		ck_assert_msg(now_ms() < deadline, "no config interrupt after NEEDS_RESET");
+		ck_assert_msg(test_now_ms() < deadline, "no config interrupt after NEEDS_RESET");
 		usleep(100);
 	}
 	ck_assert_uint_eq(mr(R.v.isr, 1) & VIRTIO_PCI_ISR_CONFIG, VIRTIO_PCI_ISR_CONFIG);

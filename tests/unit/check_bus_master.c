@@ -30,6 +30,7 @@
 #include "pci/msix.h"
 #include "pci/pci.h"
 #include "virtio/virtio-pci.h"
+#include "test_clock.h"
 
 #define TQ 2
 #define TQSIZE 16
@@ -377,8 +378,8 @@ START_TEST(blk_parked_request_survives_master_off)
 	iothread_call_sync(br_queue_io(&R, 0), jam, &R);
 	req = add_read(&R, 8);
 	br_kick(&R, 0);
-	for (double t0 = br_now_ms(); !iothread_call_sync(br_queue_io(&R, 0), parked, &R);)
-		ck_assert_msg(br_now_ms() - t0 < WAIT_MS, "the request was never parked");
+	for (double t0 = test_now_ms_f(); !iothread_call_sync(br_queue_io(&R, 0), parked, &R);)
+		ck_assert_msg(test_now_ms_f() - t0 < WAIT_MS, "the request was never parked");
 	iothread_call_sync(br_queue_io(&R, 0), unjam_master_off, &R);
 	ck_assert_uint_eq(fg_vq_used_idx(&R.q[0].vq), 0);
 	fv_cfg_wr(&R.v, PCI_CFG_COMMAND, CMD_ON, 2);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "blk_rig.h"
+#include "test_clock.h"
 
 #define WAIT_MS 10000.0
 
@@ -50,10 +51,10 @@ static int nop(void *opaque)
  * finished the rounds that got it there (its counters are final). */
 static void wait_used_idx(struct br *r, uint16_t n)
 {
-	double deadline = br_now_ms() + WAIT_MS;
+	double deadline = test_now_ms_f() + WAIT_MS;
 
 	while (fg_vq_used_idx(&r->q[0].vq) != n) {
-		ck_assert_msg(br_now_ms() < deadline, "used index %u, want %u",
+		ck_assert_msg(test_now_ms_f() < deadline, "used index %u, want %u",
 			      fg_vq_used_idx(&r->q[0].vq), n);
 		usleep(100);
 	}

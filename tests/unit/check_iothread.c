@@ -20,19 +20,12 @@
 #include <unistd.h>
 
 #include "iothread.h"
+#include "test_clock.h"
 
 #define RING_ENTRIES 32
 #define WAIT_MS 10000
 
 static struct iothread *io;
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void setup(void)
 {
@@ -59,18 +52,18 @@ static int read_loops(void *opaque)
 static void settle(struct iothread *t)
 {
 	int first = iothread_call_sync(t, read_loops, t);
-	uint64_t deadline = now_ms() + WAIT_MS;
+	uint64_t deadline = test_now_ms() + WAIT_MS;
 
 	while (iothread_call_sync(t, read_loops, t) == first)
-		ck_assert_msg(now_ms() < deadline, "I/O thread stuck in one round");
+		ck_assert_msg(test_now_ms() < deadline, "I/O thread stuck in one round");
 }
 
 static void wait_for(const unsigned int *counter, unsigned int want)
 {
-	uint64_t deadline = now_ms() + WAIT_MS;
+	uint64_t deadline = test_now_ms() + WAIT_MS;
 
 	while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) < want) {
-		ck_assert_msg(now_ms() < deadline, "waited for %u, have %u", want,
+		ck_assert_msg(test_now_ms() < deadline, "waited for %u, have %u", want,
 			      __atomic_load_n(counter, __ATOMIC_ACQUIRE));
 		usleep(200);
 	}
@@ -193,11 +186,11 @@ struct rendezvous {
 static int meet(void *opaque)
 {
 	struct rendezvous *r = opaque;
-	uint64_t deadline = now_ms() + WAIT_MS;
+	uint64_t deadline = test_now_ms() + WAIT_MS;
 
 	__atomic_add_fetch(&r->arrived, 1, __ATOMIC_ACQ_REL);
 	while (__atomic_load_n(&r->arrived, __ATOMIC_ACQUIRE) < r->want) {
-		if (now_ms() > deadline)
+		if (test_now_ms() > deadline)
 			return -ETIMEDOUT;
 		sched_yield();
 	}

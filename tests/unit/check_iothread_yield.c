@@ -23,20 +23,13 @@
 #include <unistd.h>
 
 #include "iothread.h"
+#include "test_clock.h"
 
 #define RING_ENTRIES 32
 #define WAIT_MS 10000
 #define N 100
 
 static struct iothread *io;
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void setup(void)
 {
@@ -52,10 +45,10 @@ static void teardown(void)
 
 static void wait_for(const unsigned int *counter, unsigned int want)
 {
-	uint64_t deadline = now_ms() + WAIT_MS;
+	uint64_t deadline = test_now_ms() + WAIT_MS;
 
 	while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) < want) {
-		ck_assert_msg(now_ms() < deadline, "waited for %u, have %u", want,
+		ck_assert_msg(test_now_ms() < deadline, "waited for %u, have %u", want,
 			      __atomic_load_n(counter, __ATOMIC_ACQUIRE));
 		usleep(200);
 	}
@@ -74,10 +67,10 @@ static int read_loops(void *opaque)
 static void settle(void)
 {
 	int first = iothread_call_sync(io, read_loops, NULL);
-	uint64_t deadline = now_ms() + WAIT_MS;
+	uint64_t deadline = test_now_ms() + WAIT_MS;
 
 	while (iothread_call_sync(io, read_loops, NULL) == first)
-		ck_assert_msg(now_ms() < deadline, "I/O thread stuck in one round");
+		ck_assert_msg(test_now_ms() < deadline, "I/O thread stuck in one round");
 }
 
 /* A hook that queues itself again (yield or retry) until it ran @left

@@ -39,17 +39,10 @@
 #include "vmm/vmm.h"
 
 #include "fake_vpci.h"
+#include "test_clock.h"
 
 #define SECTOR 512u
 #define WAIT_MS 10000
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static int uring_register(int ring_fd, unsigned int op, void *arg,
 			  unsigned int n)
@@ -430,7 +423,7 @@ static void one_read(unsigned int q, uint64_t sector)
 {
 	uint64_t data = fg_alloc(&D.g, 4096, 4096);
 	struct fg_buf b = { data, 4096, true };
-	uint64_t deadline = now_ms() + WAIT_MS;
+	uint64_t deadline = test_now_ms() + WAIT_MS;
 	struct fg_blk_req r;
 	uint32_t id, len;
 	const uint8_t *p;
@@ -441,7 +434,7 @@ static void one_read(unsigned int q, uint64_t sector)
 	if (fg_vq_publish(&D.vq[q]))
 		ck_assert_int_eq(eventfd_write(D.kick[q], 1), 0);
 	while (!fg_vq_get_used(&D.vq[q], &id, &len)) {
-		ck_assert_msg(now_ms() < deadline, "queue %u: no completion", q);
+		ck_assert_msg(test_now_ms() < deadline, "queue %u: no completion", q);
 		usleep(200);
 	}
 	ck_assert_uint_eq(id, (uint32_t)r.head);

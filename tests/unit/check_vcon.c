@@ -34,6 +34,7 @@
 #include "fake_guest.h"
 #include "fake_vpci.h"
 #include "pci/msix.h"
+#include "test_clock.h"
 
 #define RAM_SIZE (16ull << 20)
 #define QSIZE 64
@@ -60,14 +61,6 @@ static struct {
 	bool out_sock; /* port 0's output is a socket, not a pipe */
 	int out_w_dup; /* our copy of the write end the device got */
 } R;
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void kick(unsigned int q)
 {
@@ -96,11 +89,11 @@ static void rx_fill(unsigned int q, unsigned int n, uint32_t len)
 /* Wait for one used entry on @q: returns its length, its data in @buf. */
 static uint32_t used_wait(unsigned int q, void *buf, uint32_t cap)
 {
-	uint64_t deadline = now_ms() + WAIT_MS;
+	uint64_t deadline = test_now_ms() + WAIT_MS;
 	uint32_t id, len;
 
 	while (!fg_vq_get_used(&R.q[q].vq, &id, &len)) {
-		ck_assert_msg(now_ms() < deadline, "no used entry on queue %u", q);
+		ck_assert_msg(test_now_ms() < deadline, "no used entry on queue %u", q);
 		usleep(1000);
 	}
 	if (buf) {
@@ -401,9 +394,9 @@ START_TEST(test_malformed_chain)
 
 	ck_assert_int_ge(fg_vq_add(&R.q[1].vq, &b, 1, false), 0);
 	kick(1);
-	for (uint64_t deadline = now_ms() + WAIT_MS;
+	for (uint64_t deadline = test_now_ms() + WAIT_MS;
 	     !(fv_status(&R.v) & VIRTIO_CONFIG_S_NEEDS_RESET);)
-		ck_assert_msg(now_ms() < deadline, "no NEEDS_RESET");
+		ck_assert_msg(test_now_ms() < deadline, "no NEEDS_RESET");
 	/* The other ports still work. */
 	tx_send(5, "ok", 2, true);
 	{
@@ -443,19 +436,19 @@ static void *quiesce_thread(void *arg)
  * @limit_ms.  Returns how long it took. */
 static uint64_t stop_within(uint64_t limit_ms)
 {
-	uint64_t t0 = now_ms();
+	uint64_t t0 = test_now_ms();
 	bool done = false;
 	pthread_t th;
 
 	ck_assert_int_eq(pthread_create(&th, NULL, quiesce_thread, &done), 0);
 	while (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
-		ck_assert_msg(now_ms() - t0 < limit_ms,
+		ck_assert_msg(test_now_ms() - t0 < limit_ms,
 			      "the device stop still waits for the reader after %llu ms",
-			      (unsigned long long)(now_ms() - t0));
+			      (unsigned long long)(test_now_ms() - t0));
 		usleep(5000);
 	}
 	pthread_join(th, NULL);
-	return now_ms() - t0;
+	return test_now_ms() - t0;
 }
 
 /* minivmm-oci's case: the guest queues (without a kick) more than a socket
@@ -491,7 +484,7 @@ START_TEST(test_stop_bounded_pipe_stalled)
 	enum { LEN = 1 << 20 };
 	uint8_t *data = malloc(LEN);
 	struct vcon_port_stats st;
-	uint64_t deadline = now_ms() + WAIT_MS;
+	uint64_t deadline = test_now_ms() + WAIT_MS;
 	int avail = 0;
 
 	ck_assert_ptr_nonnull(data);
@@ -500,7 +493,7 @@ START_TEST(test_stop_bounded_pipe_stalled)
 	/* The thread filled the pipe (64 KiB) and waits for room. */
 	do {
 		ck_assert_int_eq(ioctl(R.out_r, FIONREAD, &avail), 0);
-		ck_assert_msg(now_ms() < deadline, "the port thread wrote %d bytes", avail);
+		ck_assert_msg(test_now_ms() < deadline, "the port thread wrote %d bytes", avail);
 		usleep(1000);
 	} while (avail < 65536);
 	stop_within(5000);

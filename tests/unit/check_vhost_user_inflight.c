@@ -51,6 +51,7 @@
 #include "iothread.h"
 #include "vhost-user/vu-backend.h"
 #include "vu_rig.h"
+#include "test_clock.h"
 
 #define BIT(n) (1ull << (n))
 #define NQ 2
@@ -74,14 +75,6 @@ static uint64_t region_bytes(unsigned int qs)
 
 	ck_assert_uint_eq(dpdk, lvu);
 	return dpdk;
-}
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 /* ---- the front end: what QEMU keeps across back ends -------------------- */
@@ -213,7 +206,7 @@ static void fe_kick(struct fe *e, unsigned int q)
 static unsigned int fe_wait_used(struct fe *e, unsigned int q, unsigned int n,
 				 uint32_t *ids, unsigned int ms)
 {
-	double end = now_ms() + ms;
+	double end = test_now_ms_f() + ms;
 	unsigned int got = 0;
 
 	while (got < n) {
@@ -226,7 +219,7 @@ static unsigned int fe_wait_used(struct fe *e, unsigned int q, unsigned int n,
 				ids[got] = id;
 			got++;
 		}
-		if (got >= n || now_ms() > end)
+		if (got >= n || test_now_ms_f() > end)
 			break;
 		if (poll(&p, 1, 20) > 0 && read(e->call[q], &v, sizeof(v)) < 0)
 			continue;
@@ -518,7 +511,7 @@ START_TEST(restart_resubmits)
 	ck_assert_uint_eq(id, (uint32_t)getid.head);
 	ck_assert_uint_eq(fg_blk_status(&e.g, &getid), VIRTIO_BLK_S_OK);
 	/* The back end pops them all: each recorded in flight, in pop order. */
-	end = now_ms() + 10000;
+	end = test_now_ms_f() + 10000;
 	do {
 		all = true;
 		for (unsigned int q = 0; q < NQ; q++)
@@ -527,7 +520,7 @@ START_TEST(restart_resubmits)
 						       __ATOMIC_ACQUIRE) == 1;
 		if (!all)
 			usleep(1000);
-	} while (!all && now_ms() < end);
+	} while (!all && test_now_ms_f() < end);
 	ck_assert_msg(all, "the writes were not all recorded in flight");
 	for (unsigned int q = 0; q < NQ; q++)
 		for (unsigned int i = 0; i < nw[q]; i++)

@@ -30,6 +30,7 @@
 #include "vsock/virtio-vsock.h"
 #include "vsock/vsock-host.h"
 #include "vsock/vsock-proto.h"
+#include "test_clock.h"
 
 #define RAM_SIZE (16ull << 20)
 #define QSIZE 64
@@ -46,14 +47,6 @@ static struct {
 	uint64_t gpa[QSIZE];
 	char dir[64], path[96];
 } R;
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void kick(unsigned int q)
 {
@@ -79,11 +72,11 @@ static void rx_fill(unsigned int n)
 /* The next packet on rx: header (host order) and payload. */
 static void rx_wait(struct vsock_hdr *h, void *data, size_t cap)
 {
-	uint64_t deadline = now_ms() + WAIT_MS;
+	uint64_t deadline = test_now_ms() + WAIT_MS;
 	uint32_t id, len;
 
 	while (!fg_vq_get_used(&R.q[VSOCK_QUEUE_RX], &id, &len)) {
-		ck_assert_msg(now_ms() < deadline, "no packet on rx");
+		ck_assert_msg(test_now_ms() < deadline, "no packet on rx");
 		usleep(1000);
 	}
 	ck_assert_uint_ge(len, sizeof(*h));
@@ -277,12 +270,12 @@ END_TEST
 
 START_TEST(test_malformed_tx_ring)
 {
-	uint64_t deadline = now_ms() + WAIT_MS;
+	uint64_t deadline = test_now_ms() + WAIT_MS;
 
 	fg_vq_set_avail_idx(&R.q[VSOCK_QUEUE_TX], (uint16_t)(QSIZE + 9));
 	ck_assert_int_eq(write(R.kick_fd[VSOCK_QUEUE_TX], &(uint64_t){ 1 }, 8), 8);
 	while (!(fv_status(&R.v) & VIRTIO_CONFIG_S_NEEDS_RESET)) {
-		ck_assert_msg(now_ms() < deadline, "no NEEDS_RESET");
+		ck_assert_msg(test_now_ms() < deadline, "no NEEDS_RESET");
 		usleep(1000);
 	}
 }
