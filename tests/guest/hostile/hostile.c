@@ -73,7 +73,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/io.h>
+#if defined(__x86_64__)
+#include <sys/io.h> /* ioperm, outl: -S and -x are x86 port I/O */
+#endif
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -1811,6 +1813,7 @@ static void phase_sanity(struct dev *d)
 #define CON_CHAIN 16u	 /* pages per chain */
 #define CON_FRAME 512u	 /* bytes per ERROR frame: 8 per page */
 
+#if defined(__x86_64__)
 /* -S: @bytes to COM1's data register with `rep outsb`, a page at a time. */
 static void serial_flood(size_t bytes)
 {
@@ -1832,6 +1835,13 @@ static void serial_flood(size_t bytes)
 	}
 	printf("ABUSE serial bytes=%zu seconds=%.1f\n", done, now() - t0);
 }
+#else
+static void serial_flood(size_t bytes)
+{
+	(void)bytes;
+	die("-S: COM1 port I/O exists on x86 only");
+}
+#endif
 
 /* The first virtio-console function (vendor 0x1af4, device 0x1043). */
 static void find_console(char *bdf, size_t len)
@@ -1943,10 +1953,15 @@ static void console_flood(struct dev *d, unsigned long frames, unsigned int unki
 
 static void exit_port(uint32_t status)
 {
+#if defined(__x86_64__)
 	if (ioperm(0xf4, 4, 1))
 		die("ioperm(0xf4): %s", strerror(errno));
 	outl(status, 0xf4);
 	die("still running after the exit port write");
+#else
+	(void)status;
+	die("-x: the exit port exists on x86 only");
+#endif
 }
 
 static bool want(const char *name)
