@@ -10,15 +10,8 @@
 set -euo pipefail
 out=${1:?OUT_DIR}
 r=$out/results.json
-fails=0
-check() { # DESCRIPTION JQ-EXPRESSION (true when fine)
-	if jq -e "$2" "$r" >/dev/null; then
-		echo "ok: $1"
-	else
-		echo "FAIL: $1" >&2
-		fails=$((fails + 1))
-	fi
-}
+# shellcheck source=bench/check_lib.sh
+. "$(dirname "$0")/check_lib.sh"
 [[ -s $r ]] || { echo "FAIL: no $r" >&2; exit 1; }
 check "results.json is an array with a date and machine on every record" \
 	'type == "array" and length > 0 and all(.[]; .date and .machine and .run_mode == "smoke")'
@@ -92,10 +85,6 @@ check "vhost: minivmm-blkd under QEMU, q1 and qn at QD 32: reads, guest interrup
 for f in summary.md wiring_time.png wiring_ioctls.png guest_iops.png guest_notifications.png \
 	devbench.md devbench_rps.png oci.md oci_image.png vhost.md vhost_iops.png oci_ops.md \
 	oci_ops.png; do
-	if [[ -s $out/$f ]]; then echo "ok: $f rendered"; else
-		echo "FAIL: $out/$f missing or empty" >&2
-		fails=$((fails + 1))
-	fi
+	check_file "$f rendered" "$out/$f"
 done
-((fails == 0)) || { echo "check_smoke: $fails check(s) failed" >&2; exit 1; }
-echo "check_smoke: all checks passed"
+check_end check_smoke

@@ -10,15 +10,8 @@
 set -euo pipefail
 out=${1:?OUT_DIR}
 r=$out/vsock.json
-fails=0
-check() { # DESCRIPTION JQ-EXPRESSION (true when fine)
-	if jq -e "$2" "$r" >/dev/null; then
-		echo "ok: $1"
-	else
-		echo "FAIL: $1" >&2
-		fails=$((fails + 1))
-	fi
-}
+# shellcheck source=bench/check_lib.sh
+. "$(dirname "$0")/check_lib.sh"
 [[ -s $r ]] || { echo "FAIL: no $r" >&2; exit 1; }
 check "records are smoke records with a date" \
 	'type == "array" and length > 0 and all(.[]; .date and .run_mode == "smoke")'
@@ -31,11 +24,11 @@ for side in hybrid vhost qemu; do
 		     .to_guest_mibs > 0 and .from_guest_mibs > 0 and .rtt_n == \$p and .rtt_p50_us > 0)"
 done
 check "no failed run" '[.[] | select(.bench == "vsock_error")] | length == 0'
-grep -q 'Target (issue 29): hybrid >= 0.7x vhost throughput' "$out/vsock.md" && echo "ok: vsock.md" ||
-	{ echo "FAIL: vsock.md has no target line" >&2; fails=$((fails + 1)); }
-if command -v gnuplot >/dev/null; then
-	[[ -s $out/vsock.png ]] && echo "ok: vsock.png" ||
-		{ echo "FAIL: no vsock.png" >&2; fails=$((fails + 1)); }
+if grep -q 'Target (issue 29): hybrid >= 0.7x vhost throughput' "$out/vsock.md"; then
+	echo "ok: vsock.md has the target line"
+else
+	echo "FAIL: vsock.md has no target line" >&2
+	fails=$((fails + 1))
 fi
-[[ $fails -eq 0 ]] || { echo "check_vsock_smoke: $fails check(s) failed" >&2; exit 1; }
-echo "check_vsock_smoke: all checks passed"
+command -v gnuplot >/dev/null && check_file "vsock.png rendered" "$out/vsock.png"
+check_end check_vsock_smoke
