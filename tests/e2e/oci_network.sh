@@ -131,4 +131,90 @@ rc=$?
 	oci_ok "--network host refused after $((SECONDS - t0)) s: $(grep -m1 "host's network" "$W/out3")" ||
 	oci_bad "--network host: rc $rc: $(cat "$W/out3")"
 
+# 3. Rootless podman: an unprivileged user (uid 1500, subordinate ids
+#    from /etc/subuid and /etc/subgid, newuidmap/newgidmap: Debian's uidmap)
+#    runs a container under minivmm-oci with rootless podman's default
+#    network, slirp4netns (podman 4.3 has no pasta): its tap0 in the
+#    container's namespace takes the tc redirect a veth takes.  The
+#    container fetches the 1 MiB blob from busybox httpd above through
+#    198.18.0.1, an address of the L1's lo (slirp4netns connects from the
+#    L1's own stack: nothing routed out of the L1), md5 compared; `podman
+#    stop` ends it and `podman rm` removes it (and the runtime's state
+#    directory, $XDG_RUNTIME_DIR/minivmm-oci/ID).  The user is added to
+#    the L1's throw-away root only (RIG_IN_L1), never to a real host.
+#    /dev/kvm 0666 is what Debian's udev rule gives it; the kernel refuses
+#    a user namespace to a chrooted process, and the L1 runs tests in a
+#    chroot: every podman call starts with it undone (unchroot.py).
+if [[ "${RIG_IN_L1:-}" != 1 ]]; then
+	echo "note: rootless section skipped: it adds a user, only in the rig's throw-away L1"
+else
+	t_rl=$SECONDS
+	for b in newuidmap newgidmap slirp4netns; do
+		command -v "$b" >/dev/null || oci_bad "rootless: $b not installed (uidmap, slirp4netns: scripts/deps.sh)"
+	done
+	RU=1500 RH=$W/rlhome
+	useradd -M -d "$RH" -u $RU -s /bin/sh mvmrl
+	grep -q '^mvmrl:' /etc/subuid || echo "mvmrl:200000:65536" >>/etc/subuid
+	grep -q '^mvmrl:' /etc/subgid || echo "mvmrl:200000:65536" >>/etc/subgid
+	mkdir -p "$RH" /run/user/$RU
+	chown $RU:$RU "$RH" /run/user/$RU
+	chmod 0700 /run/user/$RU
+	chmod 0666 /dev/kvm /dev/net/tun
+	# The runtime (in the user's namespace, as its "root") reads the
+	# kernel, the initrd and the image from wherever the build put them:
+	# their directories traversable in this throw-away root; it writes
+	# its console logs and timings there too.
+	for f in "$OCI_RUNTIME" "$OCI_KERNEL" "$OCI_INITRD" "$OCI_IMAGE_TAR"; do
+		d=$(dirname "$(readlink -f "$f")")
+		while [[ "$d" != / ]]; do
+			chmod o+x "$d"
+			d=$(dirname "$d")
+		done
+	done
+	chmod 1777 "$W/console"
+	chmod 0666 /tmp/oci-timings.json 2>/dev/null
+	ip addr add 198.18.0.1/32 dev lo
+	asrl() {
+		unshare --mount -- "$(dirname "$0")/unchroot.py" \
+			setpriv --reuid=$RU --regid=$RU --init-groups \
+			env -i HOME="$RH" USER=mvmrl LOGNAME=mvmrl XDG_RUNTIME_DIR=/run/user/$RU \
+			PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"
+	}
+	RP=(podman --root "$RH/store" --runroot "/run/user/$RU/prun" --storage-driver vfs
+		--cgroup-manager cgroupfs --events-backend file)
+	asrl "${RP[@]}" import "$OCI_IMAGE_TAR" localhost/bb >/dev/null 2>"$W/rlerr" ||
+		oci_bad "rootless podman import: $(cat "$W/rlerr")"
+	oci_step "rootless: user, image ready"
+	t0=$SECONDS
+	asrl "${RP[@]}" "${RT[@]}" run -d --name rl1 localhost/bb sh -c '
+		ip -o addr show; ip route
+		echo "md5 $(wget -q -O - http://198.18.0.1:18081/blob | md5sum)"; echo fetched
+		trap "exit 0" TERM; sleep 600 & wait' >"$W/rlid" 2>"$W/rlerr" ||
+		oci_bad "rootless podman run -d: $(cat "$W/rlerr")"
+	rid=$(cat "$W/rlid")
+	for _ in $(seq 300); do
+		asrl "${RP[@]}" logs rl1 2>/dev/null | grep -q fetched && break
+		sleep 0.5
+	done
+	asrl "${RP[@]}" logs rl1 >"$W/rlout" 2>&1
+	cat "$W/rlout"
+	got=$(sed -n 's/^md5 \([0-9a-f]*\).*/\1/p' "$W/rlout")
+	[[ "$got" == "$sum" ]] && grep -q "tap0 *inet 10\.0\.2\.100/24" "$W/rlout" &&
+		oci_ok "rootless podman (uid $RU, slirp4netns): the VM's tap0 10.0.2.100 fetched 1 MiB from 198.18.0.1, md5 $got ($((SECONDS - t0)) s from run -d)" ||
+		oci_bad "rootless fetch: md5 '$got' want $sum: $(head -c 600 "$W/rlout")"
+	# What podman put in config.json for the cgroup (rootless cgroupfs).
+	echo "rootless config.json: $(grep -o '"cgroupsPath":"[^"]*"' "$RH"/store/vfs-containers/"$rid"/userdata/config.json 2>/dev/null || echo no cgroupsPath)"
+	t0=$SECONDS
+	asrl "${RP[@]}" stop -t 10 rl1 >/dev/null 2>"$W/rlerr"
+	state=$(asrl "${RP[@]}" inspect -f '{{.State.Status}} {{.State.ExitCode}}' rl1 2>&1)
+	[[ "$state" == exited* ]] && oci_ok "rootless podman stop: exited (status ${state#* }) after $((SECONDS - t0)) s" ||
+		oci_bad "rootless podman stop: state '$state' $(cat "$W/rlerr")"
+	asrl "${RP[@]}" rm rl1 >/dev/null 2>"$W/rlerr"
+	left=$(asrl "${RP[@]}" ps -a -q 2>&1)
+	[[ -z "$left" && ! -e /run/user/$RU/minivmm-oci/$rid ]] &&
+		oci_ok "rootless podman rm: no container left, no state in /run/user/$RU/minivmm-oci" ||
+		oci_bad "rootless podman rm: left '$left' $(ls /run/user/$RU/minivmm-oci 2>&1) $(cat "$W/rlerr")"
+	echo "rootless section took $((SECONDS - t_rl)) s"
+fi
+
 oci_finish
