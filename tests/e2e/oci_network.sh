@@ -15,8 +15,12 @@
 #    that page by the first's IP and resolves l1host.test through the
 #    resolv.conf podman wrote (--dns: tests/e2e/dns_answer.py on the
 #    bridge's L1 address); `podman stop` ends the first;
-#  - `--network host` refused with the runtime's one-line reason, no VM.
-# Addresses: podman's 10.88.0.0/16, inside the L1 only.
+#  - `--network host` refused with the runtime's one-line reason, no VM;
+#  - rootless podman (an unprivileged user, slirp4netns): a container
+#    fetches the 1 MiB from 198.18.0.1 (the L1's lo), md5 compared;
+#    `podman stop` and `podman rm` (section 3).
+# Addresses: podman's 10.88.0.0/16 and 198.18.0.1, inside the L1 only
+# (slirp4netns's 10.0.2.0/24 is inside the container's namespace).
 set -uo pipefail
 . "$(dirname "$0")/oci_lib.sh"
 oci_setup
@@ -189,7 +193,7 @@ else
 	# output is read from conmon's log file, not through podman logs.
 	t0=$SECONDS
 	asrl "${RP[@]}" "${RT[@]}" run -d --name rl1 localhost/bb sh -c '
-		ip -o addr show; ip route
+		ip -o addr show; ip route; echo "mtu $(cat /sys/class/net/tap0/mtu)"
 		echo "md5 $(wget -q -O - http://198.18.0.1:18081/blob | md5sum)"; echo fetched
 		trap "echo got-TERM; exit 0" TERM; sleep 600 & wait' >"$W/rlid" 2>"$W/rlerr" ||
 		oci_bad "rootless podman run -d: $(cat "$W/rlerr")"
@@ -203,7 +207,7 @@ else
 	cat "$W/rlout"
 	got=$(sed -n 's/^md5 \([0-9a-f]*\).*/\1/p' "$W/rlout")
 	[[ "$got" == "$sum" ]] && grep -q "tap0 *inet 10\.0\.2\.100/24" "$W/rlout" &&
-		oci_ok "rootless podman (uid $RU, slirp4netns): the VM's tap0 10.0.2.100 fetched 1 MiB from 198.18.0.1, md5 $got ($((SECONDS - t0)) s from run -d)" ||
+		oci_ok "rootless podman (uid $RU, slirp4netns): the VM's tap0 10.0.2.100 ($(grep -m1 '^mtu ' "$W/rlout")) fetched 1 MiB from 198.18.0.1, md5 $got ($((SECONDS - t0)) s from run -d)" ||
 		oci_bad "rootless fetch: md5 '$got' want $sum: $(head -c 600 "$W/rlout") $(cat "$W/rlerr")"
 	# What podman put in config.json for the cgroup (rootless cgroupfs).
 	echo "rootless config.json: $(grep -o '"cgroupsPath":"[^"]*"' "$RH/store/vfs-containers/$rid/userdata/config.json" 2>/dev/null || echo no cgroupsPath)"
