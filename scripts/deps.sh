@@ -38,6 +38,10 @@ PKGS=(
 	# minivmm-oci on podman's default network (tc is iproute2's):
 	# tests/e2e/oci_network.sh, CNI's bridge plugins and iptables
 	containernetworking-plugins iptables
+	# rootless podman there (tests/e2e/oci_network.sh section 3): the
+	# subordinate id maps' newuidmap/newgidmap and podman 4.3's rootless
+	# network
+	uidmap slirp4netns
 	passt # tests/e2e/net_stream.sh: minivmm --net stream= to an unprivileged passt
 	iperf3 # bench/net_bench.sh: in the L1 and (its tools disk) in the guest
 )

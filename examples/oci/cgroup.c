@@ -144,8 +144,14 @@ static int make_dirs(const char *root, const char *dir, char *err, size_t errlen
 			put(p, "cgroup.subtree_control", "+memory +cpu +cpuset +pids");
 			*slash = '/';
 		}
-		if (mkdir(p, 0755) && errno != EEXIST)
-			return errf(err, errlen, "cgroup %s: %s", p, strerror(errno));
+		if (mkdir(p, 0755) && errno != EEXIST) {
+			int e = errno;
+
+			errf(err, errlen, "cgroup %s: %s", p, strerror(e));
+			/* Kept for the caller: rootless passes over EACCES. */
+			errno = e;
+			return -1;
+		}
 		if (end)
 			return 0;
 		*s = '/';
@@ -258,8 +264,11 @@ int oci_cgroup_setup(const char *root, const struct oci_spec *spec, bool systemd
 		l.cpu_period = spec->cpu_period ? spec->cpu_period : 100000;
 	}
 	if (oci_cgroup_create(root, dir, &l, err, errlen)) {
+		int e = errno;
+
 		oci_cgroup_remove(dir);
 		dir[0] = 0;
+		errno = e;
 		return -1;
 	}
 	return 0;

@@ -65,6 +65,9 @@ struct oci_spec;
  * OCI_VMM_MEM_OVERHEAD, cpu.max from the CPU quota and the cpuset.
  * pids.limit is not applied on the host: it counts the guest's processes,
  * which the host never sees (and would cap the VMM's own threads).
+ * Returns 0, or -1 with @err; a directory that could not be made leaves
+ * mkdir's errno in errno (rootless create passes over EACCES/EPERM/EROFS:
+ * rootless.h).
  */
 int oci_cgroup_setup(const char *root, const struct oci_spec *spec, bool systemd,
 		     uint64_t guest_mem, char *dir, size_t len, char *err, size_t errlen);

@@ -29,6 +29,7 @@
 #include "manage.h"
 #include "netns.h"
 #include "oci.h"
+#include "rootless.h"
 #include "spec.h"
 #include "vmm/vmm.h"
 
@@ -262,8 +263,15 @@ static int cmd_create(const struct oci_cli *c)
 	if (drop && oci_cgroup_setup(OCI_CGROUP_ROOT, &spec, c->systemd_cgroup,
 				     spec_guest_memory(&spec, SET.mem_default), cgdir,
 				     sizeof(cgdir), err, sizeof(err))) {
-		oci_err("%s", err);
-		goto err_dir;
+		/* Rootless podman with cgroupfs names a cgroup in a tree the
+		 * user was not delegated: as crun, run without one. */
+		if (!oci_rootless_cgroup_skip(oci_rootless(), errno)) {
+			oci_err("%s", err);
+			goto err_dir;
+		}
+		oci_warn("%s: rootless, the container runs without a cgroup of its own "
+			 "(its VM's size still bounds its memory)", err);
+		cgdir[0] = 0;
 	}
 	snprintf(img, sizeof(img), "%s/cgroup", dir);
 	if (cgdir[0] && oci_file_write_atomic(img, cgdir)) {
@@ -623,6 +631,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	oci_log_init(c.log, !strcmp(c.log_format, "json"));
+	/* Rootless (podman's user namespace), the default state directory
+	 * is the user's, as runc's and crun's: podman passes no --root but
+	 * gives every runtime call its XDG_RUNTIME_DIR. */
+	if (c.root == (const char *)OCI_DEFAULT_ROOT) {
+		static char root[PATH_MAX];
+
+		c.root = oci_rootless_state_root(oci_rootless(), getenv("XDG_RUNTIME_DIR"),
+						 root, sizeof(root));
+	}
 	switch (c.cmd) {
 	case OCI_CMD_HELP:
 		oci_cli_usage(stdout);

@@ -15,8 +15,12 @@
 #    that page by the first's IP and resolves l1host.test through the
 #    resolv.conf podman wrote (--dns: tests/e2e/dns_answer.py on the
 #    bridge's L1 address); `podman stop` ends the first;
-#  - `--network host` refused with the runtime's one-line reason, no VM.
-# Addresses: podman's 10.88.0.0/16, inside the L1 only.
+#  - `--network host` refused with the runtime's one-line reason, no VM;
+#  - rootless podman (an unprivileged user, slirp4netns): a container
+#    fetches the 1 MiB from 198.18.0.1 (the L1's lo), md5 compared;
+#    `podman stop` and `podman rm` (section 3).
+# Addresses: podman's 10.88.0.0/16 and 198.18.0.1, inside the L1 only
+# (slirp4netns's 10.0.2.0/24 is inside the container's namespace).
 set -uo pipefail
 . "$(dirname "$0")/oci_lib.sh"
 oci_setup
@@ -130,5 +134,96 @@ rc=$?
 [[ $rc -ne 0 ]] && grep -q "the host's network .* is not supported by minivmm-oci" "$W/out3" &&
 	oci_ok "--network host refused after $((SECONDS - t0)) s: $(grep -m1 "host's network" "$W/out3")" ||
 	oci_bad "--network host: rc $rc: $(cat "$W/out3")"
+
+# 3. Rootless podman: an unprivileged user (uid 1500, subordinate ids
+#    from /etc/subuid and /etc/subgid, newuidmap/newgidmap: Debian's uidmap)
+#    runs a container under minivmm-oci with rootless podman's default
+#    network, slirp4netns (podman 4.3 has no pasta): its tap0 in the
+#    container's namespace takes the tc redirect a veth takes.  The
+#    container fetches the 1 MiB blob from busybox httpd above through
+#    198.18.0.1, an address of the L1's lo (slirp4netns connects from the
+#    L1's own stack: nothing routed out of the L1), md5 compared; `podman
+#    stop` ends it and `podman rm` removes it (and the runtime's state
+#    directory, $XDG_RUNTIME_DIR/minivmm-oci/ID).  The user is added to
+#    the L1's throw-away root only (RIG_IN_L1), never to a real host.
+#    /dev/kvm 0666 is what Debian's udev rule gives it; the kernel refuses
+#    a user namespace to a chrooted process, and the L1 runs tests in a
+#    chroot: every podman call starts with it undone (unchroot.py).
+if [[ "${RIG_IN_L1:-}" != 1 ]]; then
+	echo "note: rootless section skipped: it adds a user, only in the rig's throw-away L1"
+else
+	t_rl=$SECONDS
+	for b in newuidmap newgidmap slirp4netns; do
+		command -v "$b" >/dev/null || oci_bad "rootless: $b not installed (uidmap, slirp4netns: scripts/deps.sh)"
+	done
+	RU=1500 RH=$W/rlhome
+	useradd -M -d "$RH" -u $RU -s /bin/sh mvmrl
+	grep -q '^mvmrl:' /etc/subuid || echo "mvmrl:200000:65536" >>/etc/subuid
+	grep -q '^mvmrl:' /etc/subgid || echo "mvmrl:200000:65536" >>/etc/subgid
+	mkdir -p "$RH" /run/user/$RU
+	chown $RU:$RU "$RH" /run/user/$RU
+	chmod 0700 /run/user/$RU
+	chmod 0666 /dev/kvm /dev/net/tun
+	# The runtime (in the user's namespace, as its "root") reads the
+	# kernel, the initrd and the image from wherever the build put them:
+	# their directories traversable in this throw-away root; it writes
+	# its console logs and timings there too.
+	for f in "$OCI_RUNTIME" "$OCI_KERNEL" "$OCI_INITRD" "$OCI_IMAGE_TAR"; do
+		d=$(dirname "$(readlink -f "$f")")
+		while [[ "$d" != / ]]; do
+			chmod o+x "$d"
+			d=$(dirname "$d")
+		done
+	done
+	chmod 1777 "$W/console"
+	chmod 0666 /tmp/oci-timings.json 2>/dev/null
+	ip addr add 198.18.0.1/32 dev lo
+	asrl() {
+		unshare --mount -- "$(dirname "$0")/unchroot.py" \
+			setpriv --reuid=$RU --regid=$RU --init-groups \
+			env -i HOME="$RH" USER=mvmrl LOGNAME=mvmrl XDG_RUNTIME_DIR=/run/user/$RU \
+			PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"
+	}
+	RP=(podman --root "$RH/store" --runroot "/run/user/$RU/prun" --storage-driver vfs
+		--cgroup-manager cgroupfs --events-backend file)
+	asrl "${RP[@]}" import "$OCI_IMAGE_TAR" localhost/bb >/dev/null 2>"$W/rlerr" ||
+		oci_bad "rootless podman import: $(cat "$W/rlerr")"
+	oci_step "rootless: user, image ready"
+	# Few podman calls (each costs seconds in the L1): the container's
+	# output is read from conmon's log file, not through podman logs.
+	t0=$SECONDS
+	asrl "${RP[@]}" "${RT[@]}" run -d --name rl1 localhost/bb sh -c '
+		ip -o addr show; ip route; echo "mtu $(cat /sys/class/net/tap0/mtu)"
+		echo "md5 $(wget -q -O - http://198.18.0.1:18081/blob | md5sum)"; echo fetched
+		trap "echo got-TERM; exit 0" TERM; sleep 600 & wait' >"$W/rlid" 2>"$W/rlerr" ||
+		oci_bad "rootless podman run -d: $(cat "$W/rlerr")"
+	rid=$(cat "$W/rlid")
+	rlog=$RH/store/vfs-containers/$rid/userdata/ctr.log
+	for _ in $(seq 600); do
+		grep -q fetched "$rlog" 2>/dev/null && break
+		sleep 0.2
+	done
+	sed 's/^[^ ]* [^ ]* [^ ]* //' "$rlog" >"$W/rlout" 2>&1
+	cat "$W/rlout"
+	got=$(sed -n 's/^md5 \([0-9a-f]*\).*/\1/p' "$W/rlout")
+	[[ "$got" == "$sum" ]] && grep -q "tap0 *inet 10\.0\.2\.100/24" "$W/rlout" &&
+		oci_ok "rootless podman (uid $RU, slirp4netns): the VM's tap0 10.0.2.100 ($(grep -m1 '^mtu ' "$W/rlout")) fetched 1 MiB from 198.18.0.1, md5 $got ($((SECONDS - t0)) s from run -d)" ||
+		oci_bad "rootless fetch: md5 '$got' want $sum: $(head -c 600 "$W/rlout") $(cat "$W/rlerr")"
+	# What podman put in config.json for the cgroup (rootless cgroupfs).
+	echo "rootless config.json: $(grep -o '"cgroupsPath":"[^"]*"' "$RH/store/vfs-containers/$rid/userdata/config.json" 2>/dev/null || echo no cgroupsPath)"
+	t0=$SECONDS
+	asrl "${RP[@]}" stop -t 30 rl1 >/dev/null 2>"$W/rlerr"
+	rc=$?
+	[[ $rc -eq 0 ]] && grep -q got-TERM "$rlog" &&
+		oci_ok "rootless podman stop: the container took TERM and exited, $((SECONDS - t0)) s" ||
+		oci_bad "rootless podman stop: rc $rc $(cat "$W/rlerr") $(tail -n 3 "$rlog")"
+	t0=$SECONDS
+	asrl "${RP[@]}" rm rl1 >/dev/null 2>"$W/rlerr"
+	rc=$?
+	[[ $rc -eq 0 && ! -e "$RH/store/vfs-containers/$rid" && ! -e /run/user/$RU/minivmm-oci/$rid ]] &&
+		oci_ok "rootless podman rm: the container's storage and the runtime's state in /run/user/$RU/minivmm-oci gone, $((SECONDS - t0)) s" ||
+		oci_bad "rootless podman rm: rc $rc $(ls /run/user/$RU/minivmm-oci 2>&1) $(cat "$W/rlerr")"
+	echo "rootless section took $((SECONDS - t_rl)) s"
+fi
 
 oci_finish

@@ -9,7 +9,8 @@
  *  - create's setup: nothing without a cgroupsPath, a warning and nothing
  *    without a cgroup v2 hierarchy, otherwise the directory made with
  *    memory.max = guest RAM + the VMM's overhead, cpu.max from the quota,
- *    the cpuset, and no pids.max;
+ *    the cpuset, and no pids.max; a directory that cannot be made keeps
+ *    mkdir's errno for the caller;
  *  - join writes the pid to cgroup.procs; remove is quiet for a directory
  *    that is gone; the path create recorded is read back only when it is
  *    below the hierarchy.
@@ -136,6 +137,18 @@ START_TEST(test_setup)
 	ck_assert_int_eq(oci_cgroup_setup(R, &spec, false, 256 << 20, dir, sizeof(dir), err,
 					  sizeof(err)), -1);
 	ck_assert_ptr_nonnull(strstr(err, "memory.max"));
+	ck_assert_str_eq(dir, "");
+	/* A directory that cannot be made leaves mkdir's errno for the
+	 * caller (rootless create passes over EACCES): here a file is in
+	 * the way (ENOTDIR; root, which these tests may run as, passes any
+	 * mode bits). */
+	touch(R, "file");
+	spec.cgroups_path = (char *)"/file/c1";
+	errno = 0;
+	ck_assert_int_eq(oci_cgroup_setup(R, &spec, false, 256 << 20, dir, sizeof(dir), err,
+					  sizeof(err)), -1);
+	ck_assert_int_eq(errno, ENOTDIR);
+	ck_assert_ptr_nonnull(strstr(err, "file/c1"));
 	ck_assert_str_eq(dir, "");
 
 	/* The limits, into a directory that has the files. */
