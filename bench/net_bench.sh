@@ -23,7 +23,9 @@
 # NET_SIDES="minivmm-off ..." runs only those sides (default minivmm-off
 # minivmm-on qemu-off qemu-on); the side minivmm-base is NET_BASE_VMM (an
 # earlier minivmm build) with vhost=off, for a before / after comparison
-# alternated in one L1.
+# alternated in one L1, and minivmm-alt NET_ALT_VMM the same;
+# NET_TESTS="tcp_tx ..." runs only those tests (tcp_rx tcp_tx tcp_rxN
+# udp_tx rr).
 # Timings are reported, never asserted.  Needs iperf3 and
 # qemu-system-x86_64 (scripts/deps.sh); BUILD_DIR must hold minivmm.
 set -euo pipefail
@@ -65,7 +67,7 @@ else
 	bench_in_rig "$log" $((900 + rounds * secs * 4 * 10)) "$here/net_rig.sh" \
 		"$build/minivmm" "${guest[0]}" "${guest[1]}" "$tools" \
 		"$rounds" "$secs" "$vcpus" "${NET_SIDES:-minivmm-off minivmm-on qemu-off qemu-on}" \
-		"${NET_BASE_VMM:-}" || rc=$?
+		"${NET_BASE_VMM:-}" "${NET_ALT_VMM:-}" "${NET_TESTS:-tcp_rx tcp_tx tcp_rxN udp_tx rr}" || rc=$?
 fi
 bench_rig_results "$log" "$mode" "$out/net.json"
 
@@ -76,7 +78,7 @@ J() { jq -r "$BENCH_JQ_DEFS"'
 	def ratio(a; b): if a == null or b == null or b == 0 then null else a / b end;
 	def verdict(x; ok): if x == null then "no data" elif ok then "met" else "MISSED" end;
 	'"$1" "$out/net.json"; }
-sides='["minivmm-off", "minivmm-base", "minivmm-on", "qemu-off", "qemu-on"]'
+sides='["minivmm-off", "minivmm-base", "minivmm-alt", "minivmm-on", "qemu-off", "qemu-on"]'
 {
 	echo "# virtio-net: minivmm vs QEMU 7.2 virtio-net-pci, vhost off and on ($mode, $date, $(bench_commit))"
 	echo

@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench/net_rig.sh MINIVMM KERNEL INITRD TOOLS ROUNDS SECS VCPUS [SIDES
-# [BASE_VMM]]: inside the rig's L1 (bench/net_bench.sh runs it through
-# tests/e2e/in-rig.sh).
+# [BASE_VMM [ALT_VMM [TESTS]]]]: inside the rig's L1 (bench/net_bench.sh
+# runs it through tests/e2e/in-rig.sh).
 # Boots four guests side by side, VCPUS vCPUs and 512 MiB each, one NIC
 # each on its own multi-queue tap (one queue pair per vCPU) and subnet
 # (198.18.K.0/24: the L1 is .1, the guest .2), running iperf3's server
@@ -13,7 +13,9 @@
 #   qemu-on      the same with vhost=on
 #   minivmm-base BASE_VMM (another minivmm build) as minivmm-off: a before /
 #                after comparison in the same L1, alternated
-# SIDES: the sides to run, space-separated (default the first four).
+#   minivmm-alt  ALT_VMM, the same (a third build)
+# SIDES: the sides to run, space-separated (default the first four);
+# TESTS: the tests (default all five: tcp_rx tcp_tx tcp_rxN udp_tx rr).
 # then ROUNDS rounds alternating them; each round and guest, from the L1:
 #   tcp_rx  iperf3 TCP, 1 stream, L1 -> guest, SECS s (Gbit/s)
 #   tcp_tx  the same reversed (-R), guest -> L1
@@ -36,7 +38,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
 . "$here/lib.sh"
 vmm=$1 kernel=$2 initrd=$3 tools_src=$4 rounds=${5:-3} secs=${6:-5} n=${7:-2}
-base_vmm=${9:-}
+base_vmm=${9:-} alt_vmm=${10:-} tests=${11:-tcp_rx tcp_tx tcp_rxN udp_tx rr}
 bench_need_kvm
 [[ -c /dev/vhost-net ]] || bench_die "no /dev/vhost-net in the L1"
 qemu=$(command -v qemu-system-x86_64) || bench_die "qemu-system-x86_64 missing"
@@ -47,6 +49,7 @@ for s in "${sides[@]}"; do
 	case $s in
 	minivmm-off | minivmm-on | qemu-off | qemu-on) ;;
 	minivmm-base) [[ -x $base_vmm ]] || bench_die "minivmm-base needs BASE_VMM" ;;
+	minivmm-alt) [[ -x $alt_vmm ]] || bench_die "minivmm-alt needs ALT_VMM" ;;
 	*) bench_die "unknown side $s" ;;
 	esac
 done
@@ -76,6 +79,7 @@ boot() { # SIDE
 	minivmm-*)
 		local v=$vmm vh=${s#minivmm-}
 		[[ $s == minivmm-base ]] && v=$base_vmm vh=off
+		[[ $s == minivmm-alt ]] && v=$alt_vmm vh=off
 		"$v" --smp "$n" --mem 512M --kernel "$kernel" --initrd "$initrd" \
 			--net "tap=$t,mac=$mac,vhost=$vh" \
 			--disk "path=$tools,ro=on,serial=tools" --api-socket "$dir/$s.api" \
@@ -198,11 +202,16 @@ rr() {
 }
 for r in $(seq "$rounds"); do
 	for s in "${sides[@]}"; do
-		one "$s" "$r" tcp_rx
-		one "$s" "$r" tcp_tx -R
-		one "$s" "$r" tcp_rxN -P "$n"
-		one "$s" "$r" udp_tx -R -u -l 64 -b 0
-		rr "$s" "$r"
+		for t in $tests; do
+			case $t in
+			tcp_rx) one "$s" "$r" tcp_rx ;;
+			tcp_tx) one "$s" "$r" tcp_tx -R ;;
+			tcp_rxN) one "$s" "$r" tcp_rxN -P "$n" ;;
+			udp_tx) one "$s" "$r" udp_tx -R -u -l 64 -b 0 ;;
+			rr) rr "$s" "$r" ;;
+			*) bench_die "unknown test $t" ;;
+			esac
+		done
 	done
 done
 for s in "${sides[@]}"; do
