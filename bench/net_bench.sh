@@ -25,7 +25,8 @@
 # earlier minivmm build) with vhost=off, for a before / after comparison
 # alternated in one L1, and minivmm-alt NET_ALT_VMM the same;
 # NET_TESTS="tcp_tx ..." runs only those tests (tcp_rx tcp_tx tcp_rxN
-# udp_tx rr).
+# udp_tx rr); NET_GUEST_APPEND="..." adds to every guest's kernel command
+# line (a diagnosis: virtio_net.napi_tx=0).
 # Timings are reported, never asserted.  Needs iperf3 and
 # qemu-system-x86_64 (scripts/deps.sh); BUILD_DIR must hold minivmm.
 set -euo pipefail
@@ -67,7 +68,8 @@ else
 	bench_in_rig "$log" $((900 + rounds * secs * 4 * 10)) "$here/net_rig.sh" \
 		"$build/minivmm" "${guest[0]}" "${guest[1]}" "$tools" \
 		"$rounds" "$secs" "$vcpus" "${NET_SIDES:-minivmm-off minivmm-on qemu-off qemu-on}" \
-		"${NET_BASE_VMM:-}" "${NET_ALT_VMM:-}" "${NET_TESTS:-tcp_rx tcp_tx tcp_rxN udp_tx rr}" || rc=$?
+		"${NET_BASE_VMM:-}" "${NET_ALT_VMM:-}" "${NET_TESTS:-tcp_rx tcp_tx tcp_rxN udp_tx rr}" \
+		"${NET_GUEST_APPEND:-}" || rc=$?
 fi
 bench_rig_results "$log" "$mode" "$out/net.json"
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench/net_rig.sh MINIVMM KERNEL INITRD TOOLS ROUNDS SECS VCPUS [SIDES
-# [BASE_VMM [ALT_VMM [TESTS]]]]: inside the rig's L1 (bench/net_bench.sh
-# runs it through tests/e2e/in-rig.sh).
+# [BASE_VMM [ALT_VMM [TESTS [APPEND]]]]]: inside the rig's L1
+# (bench/net_bench.sh runs it through tests/e2e/in-rig.sh).
 # Boots four guests side by side, VCPUS vCPUs and 512 MiB each, one NIC
 # each on its own multi-queue tap (one queue pair per vCPU) and subnet
 # (198.18.K.0/24: the L1 is .1, the guest .2), running iperf3's server
@@ -15,7 +15,9 @@
 #                after comparison in the same L1, alternated
 #   minivmm-alt  ALT_VMM, the same (a third build)
 # SIDES: the sides to run, space-separated (default the first four);
-# TESTS: the tests (default all five: tcp_rx tcp_tx tcp_rxN udp_tx rr).
+# TESTS: the tests (default all five: tcp_rx tcp_tx tcp_rxN udp_tx rr);
+# APPEND: more for every guest's kernel command line (a diagnosis, e.g.
+# virtio_net.napi_tx=0).
 # then ROUNDS rounds alternating them; each round and guest, from the L1:
 #   tcp_rx  iperf3 TCP, 1 stream, L1 -> guest, SECS s (Gbit/s)
 #   tcp_tx  the same reversed (-R), guest -> L1
@@ -39,6 +41,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 vmm=$1 kernel=$2 initrd=$3 tools_src=$4 rounds=${5:-3} secs=${6:-5} n=${7:-2}
 base_vmm=${9:-} alt_vmm=${10:-} tests=${11:-tcp_rx tcp_tx tcp_rxN udp_tx rr}
+extra=${12:-}
 bench_need_kvm
 [[ -c /dev/vhost-net ]] || bench_die "no /dev/vhost-net in the L1"
 qemu=$(command -v qemu-system-x86_64) || bench_die "qemu-system-x86_64 missing"
@@ -69,7 +72,7 @@ for s in "${sides[@]}"; do
 	ip addr add "198.18.$i.1/24" dev "nbt$i"
 	ip link set "nbt$i" up
 done
-append() { echo "console=ttyS0 reboot=k panic=-1 quiet guest.run=net-bench guest.ip=198.18.$1.2"; }
+append() { echo "console=ttyS0 reboot=k panic=-1 quiet guest.run=net-bench guest.ip=198.18.$1.2${extra:+ $extra}"; }
 boot() { # SIDE
 	local s=$1 t=nbt${k[$1]} mac tools=$dir/$1.tools
 	mac=$(printf '52:54:00:12:34:%02x' "${k[$1]}")
