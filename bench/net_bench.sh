@@ -20,6 +20,13 @@
 #   --quick  3 rounds, 3 s, 2 vCPUs
 #   --full   3 rounds, 5 s, 4 vCPUs (default)
 # NET_REUSE_LOG=FILE re-summarises an earlier run's log instead.
+# NET_SIDES="minivmm-off ..." runs only those sides (default minivmm-off
+# minivmm-on qemu-off qemu-on); the side minivmm-base is NET_BASE_VMM (an
+# earlier minivmm build) with vhost=off, for a before / after comparison
+# alternated in one L1, and minivmm-alt NET_ALT_VMM the same;
+# NET_TESTS="tcp_tx ..." runs only those tests (tcp_rx tcp_tx tcp_rxN
+# udp_tx rr); NET_GUEST_APPEND="..." adds to every guest's kernel command
+# line (a diagnosis: virtio_net.napi_tx=0).
 # Timings are reported, never asserted.  Needs iperf3 and
 # qemu-system-x86_64 (scripts/deps.sh); BUILD_DIR must hold minivmm.
 set -euo pipefail
@@ -60,7 +67,9 @@ else
 	bench_log "net: minivmm vs QEMU, vhost off/on ($mode: $rounds rounds, $secs s a test, $vcpus vCPUs) through the rig"
 	bench_in_rig "$log" $((900 + rounds * secs * 4 * 10)) "$here/net_rig.sh" \
 		"$build/minivmm" "${guest[0]}" "${guest[1]}" "$tools" \
-		"$rounds" "$secs" "$vcpus" || rc=$?
+		"$rounds" "$secs" "$vcpus" "${NET_SIDES:-minivmm-off minivmm-on qemu-off qemu-on}" \
+		"${NET_BASE_VMM:-}" "${NET_ALT_VMM:-}" "${NET_TESTS:-tcp_rx tcp_tx tcp_rxN udp_tx rr}" \
+		"${NET_GUEST_APPEND:-}" || rc=$?
 fi
 bench_rig_results "$log" "$mode" "$out/net.json"
 
@@ -71,7 +80,7 @@ J() { jq -r "$BENCH_JQ_DEFS"'
 	def ratio(a; b): if a == null or b == null or b == 0 then null else a / b end;
 	def verdict(x; ok): if x == null then "no data" elif ok then "met" else "MISSED" end;
 	'"$1" "$out/net.json"; }
-sides='["minivmm-off", "minivmm-on", "qemu-off", "qemu-on"]'
+sides='["minivmm-off", "minivmm-base", "minivmm-alt", "minivmm-on", "qemu-off", "qemu-on"]'
 {
 	echo "# virtio-net: minivmm vs QEMU 7.2 virtio-net-pci, vhost off and on ($mode, $date, $(bench_commit))"
 	echo
@@ -87,6 +96,13 @@ sides='["minivmm-off", "minivmm-on", "qemu-off", "qemu-on"]'
 	echo "|---|---|---|---|---|---|---|---|---|"
 	J '($r | sort_by(.round, .side, .test)[] |
 		"| \(.round) | \(.side) | \(.test) | \(if .gbps then .gbps * 1000 | r(1) else "" end) | \(.pps // "" | if type == "number" then r(0) else . end) | \(.rtt_p50_us // "") | \(.rtt_p99_us // "") | \(.vmm_cpu_ms // "") | \(.notifications_per_packet // "" | if type == "number" then r(3) else . end) |")'
+	echo
+	echo "Notifications by part (minivmm vhost=off; per packet, packets counted both ways: RX = to the guest, TX = from it):"
+	echo
+	echo "| round | side | test | RX kicks | TX kicks | RX interrupts | TX interrupts | RX packets | TX packets |"
+	echo "|---|---|---|---|---|---|---|---|---|"
+	J '($r | map(select(.rx_kicks != null)) | sort_by(.round, .side, .test)[] | .packets_seen as $p |
+		"| \(.round) | \(.side) | \(.test) | \(.rx_kicks / $p | r(3)) | \(.tx_kicks / $p | r(3)) | \(.rx_interrupts / $p | r(3)) | \(.tx_interrupts / $p | r(3)) | \(.rx_packets) | \(.tx_packets) |")'
 	echo
 	J 'def q(t; f): ratio(med("minivmm-off"; t; f); med("qemu-off"; t; f));
 	   def v(t; f): ratio(med("minivmm-on"; t; f); med("qemu-on"; t; f));

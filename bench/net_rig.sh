@@ -1,6 +1,7 @@
 #!/bin/bash
-# bench/net_rig.sh MINIVMM KERNEL INITRD TOOLS ROUNDS SECS VCPUS: inside the
-# rig's L1 (bench/net_bench.sh runs it through tests/e2e/in-rig.sh).
+# bench/net_rig.sh MINIVMM KERNEL INITRD TOOLS ROUNDS SECS VCPUS [SIDES
+# [BASE_VMM [ALT_VMM [TESTS [APPEND]]]]]: inside the rig's L1
+# (bench/net_bench.sh runs it through tests/e2e/in-rig.sh).
 # Boots four guests side by side, VCPUS vCPUs and 512 MiB each, one NIC
 # each on its own multi-queue tap (one queue pair per vCPU) and subnet
 # (198.18.K.0/24: the L1 is .1, the guest .2), running iperf3's server
@@ -10,6 +11,13 @@
 #   qemu-off     QEMU 7.2 -netdev tap,vhost=off,queues=VCPUS
 #                -device virtio-net-pci,mq=on
 #   qemu-on      the same with vhost=on
+#   minivmm-base BASE_VMM (another minivmm build) as minivmm-off: a before /
+#                after comparison in the same L1, alternated
+#   minivmm-alt  ALT_VMM, the same (a third build)
+# SIDES: the sides to run, space-separated (default the first four);
+# TESTS: the tests (default all five: tcp_rx tcp_tx tcp_rxN udp_tx rr);
+# APPEND: more for every guest's kernel command line (a diagnosis, e.g.
+# virtio_net.napi_tx=0).
 # then ROUNDS rounds alternating them; each round and guest, from the L1:
 #   tcp_rx  iperf3 TCP, 1 stream, L1 -> guest, SECS s (Gbit/s)
 #   tcp_tx  the same reversed (-R), guest -> L1
@@ -20,7 +28,9 @@
 #           ping -A): p50/p99 us
 # and the VMM's host CPU (its process, plus its vhost-<pid> kernel
 # threads) per GB moved in the TCP runs; for minivmm with vhost=off the
-# NIC's kicks + interrupts per packet (API socket stats around each run).
+# NIC's kicks + interrupts per packet (API socket stats around each run),
+# and the parts: kicks and interrupts of the RX and TX queues, packets
+# each way.
 # The three idle guests wait in accept() while one is measured.  Prints
 # BENCH-JSON records (bench "net", one per guest, round and test; "net_
 # machine" once); a failed test is a record of bench "net_error".
@@ -30,12 +40,22 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
 . "$here/lib.sh"
 vmm=$1 kernel=$2 initrd=$3 tools_src=$4 rounds=${5:-3} secs=${6:-5} n=${7:-2}
+base_vmm=${9:-} alt_vmm=${10:-} tests=${11:-tcp_rx tcp_tx tcp_rxN udp_tx rr}
+extra=${12:-}
 bench_need_kvm
 [[ -c /dev/vhost-net ]] || bench_die "no /dev/vhost-net in the L1"
 qemu=$(command -v qemu-system-x86_64) || bench_die "qemu-system-x86_64 missing"
 command -v iperf3 >/dev/null || bench_die "iperf3 missing (scripts/deps.sh)"
 dir=$(bench_scratch netb)
-sides=(minivmm-off minivmm-on qemu-off qemu-on)
+read -r -a sides <<<"${8:-minivmm-off minivmm-on qemu-off qemu-on}"
+for s in "${sides[@]}"; do
+	case $s in
+	minivmm-off | minivmm-on | qemu-off | qemu-on) ;;
+	minivmm-base) [[ -x $base_vmm ]] || bench_die "minivmm-base needs BASE_VMM" ;;
+	minivmm-alt) [[ -x $alt_vmm ]] || bench_die "minivmm-alt needs ALT_VMM" ;;
+	*) bench_die "unknown side $s" ;;
+	esac
+done
 declare -A pid k
 cleanup() {
 	bench_kill_all "${pid[@]}"
@@ -52,7 +72,7 @@ for s in "${sides[@]}"; do
 	ip addr add "198.18.$i.1/24" dev "nbt$i"
 	ip link set "nbt$i" up
 done
-append() { echo "console=ttyS0 reboot=k panic=-1 quiet guest.run=net-bench guest.ip=198.18.$1.2"; }
+append() { echo "console=ttyS0 reboot=k panic=-1 quiet guest.run=net-bench guest.ip=198.18.$1.2${extra:+ $extra}"; }
 boot() { # SIDE
 	local s=$1 t=nbt${k[$1]} mac tools=$dir/$1.tools
 	mac=$(printf '52:54:00:12:34:%02x' "${k[$1]}")
@@ -60,8 +80,11 @@ boot() { # SIDE
 	cp "$tools_src" "$tools"
 	case $s in
 	minivmm-*)
-		"$vmm" --smp "$n" --mem 512M --kernel "$kernel" --initrd "$initrd" \
-			--net "tap=$t,mac=$mac,vhost=${s#minivmm-}" \
+		local v=$vmm vh=${s#minivmm-}
+		[[ $s == minivmm-base ]] && v=$base_vmm vh=off
+		[[ $s == minivmm-alt ]] && v=$alt_vmm vh=off
+		"$v" --smp "$n" --mem 512M --kernel "$kernel" --initrd "$initrd" \
+			--net "tap=$t,mac=$mac,vhost=$vh" \
 			--disk "path=$tools,ro=on,serial=tools" --api-socket "$dir/$s.api" \
 			--append "$(append "${k[$s]}")" </dev/null >"$dir/$s.log" 2>&1 &
 		;;
@@ -113,30 +136,36 @@ cpu_ticks() {
 	done
 	echo "$sum"
 }
-# notes SIDE: kicks + interrupts and packets of minivmm's NIC so far
-# ("K P"); "0 0" without an API socket (QEMU).
+# notes SIDE: minivmm's NIC so far, summed over its pairs: RX kicks, TX
+# kicks, RX interrupts, TX interrupts, RX packets, TX packets; zeros
+# without an API socket (QEMU).
 notes() {
-	[[ $1 == minivmm-* ]] || { echo "0 0"; return; }
+	local z="0 0 0 0 0 0"
+	[[ $1 == minivmm-* ]] || { echo "$z"; return; }
 	"$vmm" --api "$dir/$1.api" stats 2>/dev/null | jq -r '[.stats.nets[0].pairs[]] |
-		"\(map(.rx_kicks + .tx_kicks + .rx_interrupts + .tx_interrupts) | add)
-		 \(map(.rx_packets + .tx_packets) | add)"' 2>/dev/null | tr '\n' ' ' || echo "0 0"
+		["rx_kicks", "tx_kicks", "rx_interrupts", "tx_interrupts", "rx_packets",
+		 "tx_packets"] as $f | [$f[] as $k | map(.[$k]) | add | tostring] | join(" ")' \
+		2>/dev/null | grep . || echo "$z"
 }
 hz=$(getconf CLK_TCK)
 rc=0
 # one SIDE ROUND TEST ARGS...: one iperf3 run, one record.
 one() {
-	local s=$1 r=$2 test=$3 out c0 c1 nk0 np0 nk1 np1 rec
+	local s=$1 r=$2 test=$3 out c0 c1 n0 n1 d rec
 	shift 3
 	c0=$(cpu_ticks "$s")
-	read -r nk0 np0 <<<"$(notes "$s")"
+	read -r -a n0 <<<"$(notes "$s")"
 	out=$(timeout $((secs + 60)) iperf3 -c "198.18.${k[$s]}.2" -t "$secs" -J "$@" 2>&1)
 	c1=$(cpu_ticks "$s")
-	read -r nk1 np1 <<<"$(notes "$s")"
+	read -r -a n1 <<<"$(notes "$s")"
+	# The six counters' deltas over the run, as a JSON array.
+	d=$(IFS=,; jq -cn --argjson a "[${n0[*]}]" --argjson b "[${n1[*]}]" \
+		'[range(6) as $i | $b[$i] - $a[$i]]')
 	rec=$(jq -c --arg s "$s" --argjson r "$r" --arg t "$test" \
-		--argjson cpu "$(((c1 - c0) * 1000 / hz))" \
-		--argjson nk "$((nk1 - nk0))" --argjson np "$((np1 - np0))" '
+		--argjson cpu "$(((c1 - c0) * 1000 / hz))" --argjson d "$d" '
 		select(.end.sum_received or .end.sum) |
 		(.end.sum_received // .end.sum) as $e |
+		($d[0] + $d[1] + $d[2] + $d[3]) as $nk | ($d[4] + $d[5]) as $np |
 		{bench:"net", side:$s, round:$r, test:$t, seconds:$e.seconds,
 		 bytes:$e.bytes, gbps:($e.bits_per_second / 1e9), vmm_cpu_ms:$cpu,
 		 cpu_s_per_gb:(if $e.bytes > 0 then ($cpu / 1000) / ($e.bytes / 1e9) else null end)} +
@@ -145,7 +174,9 @@ one() {
 			 pps:((.end.sum.packets - .end.sum.lost_packets) / .end.sum.seconds),
 			 lost:.end.sum.lost_packets}
 		 else {} end) +
-		(if $np > 0 then {notifications_per_packet:($nk / $np), packets_seen:$np} else {} end)' \
+		(if $np > 0 then {notifications_per_packet:($nk / $np), packets_seen:$np,
+			rx_kicks:$d[0], tx_kicks:$d[1], rx_interrupts:$d[2],
+			tx_interrupts:$d[3], rx_packets:$d[4], tx_packets:$d[5]} else {} end)' \
 		<<<"$out" 2>/dev/null)
 	if [[ -z $rec ]]; then
 		bench_log "$s round $r $test: $(head -c 400 <<<"$out")"
@@ -174,11 +205,16 @@ rr() {
 }
 for r in $(seq "$rounds"); do
 	for s in "${sides[@]}"; do
-		one "$s" "$r" tcp_rx
-		one "$s" "$r" tcp_tx -R
-		one "$s" "$r" tcp_rxN -P "$n"
-		one "$s" "$r" udp_tx -R -u -l 64 -b 0
-		rr "$s" "$r"
+		for t in $tests; do
+			case $t in
+			tcp_rx) one "$s" "$r" tcp_rx ;;
+			tcp_tx) one "$s" "$r" tcp_tx -R ;;
+			tcp_rxN) one "$s" "$r" tcp_rxN -P "$n" ;;
+			udp_tx) one "$s" "$r" udp_tx -R -u -l 64 -b 0 ;;
+			rr) rr "$s" "$r" ;;
+			*) bench_die "unknown test $t" ;;
+			esac
+		done
 	done
 done
 for s in "${sides[@]}"; do

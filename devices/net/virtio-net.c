@@ -160,11 +160,23 @@ static void link_check(struct virtio_net *d, unsigned int p)
 		d->link_changed(d->link_opaque);
 }
 
+/*
+ * Kicks on an RX queue say "buffers added", and the device needs that
+ * only when it ran out of them: it reads frames when its back end's file
+ * says so, and takes whatever buffers the ring holds then.  So an RX
+ * queue's kicks stay off (virtq_disable_notify(): EVENT_IDX's avail_event
+ * out of the driver's window, else NO_NOTIFY) except while it starves.
+ * Before, every pop asked for a kick at the next entry the driver added,
+ * so a refill that caught up with the device kicked whether or not it
+ * starved, and a refill racing with the device's own reads too (Linux
+ * refills at the end of each NAPI poll).
+ */
 static int rx_process(struct virtio_net *d, struct net_queue *q)
 {
 	bool mrg = d->n.features & (1ull << VIRTIO_NET_F_MRG_RXBUF);
 	struct vnet_pair_stats *st = &d->stats[q->pair];
-	unsigned int pushed, budget = NET_BUDGET;
+	struct virtq *vq = vqs_virtq(q->sq);
+	unsigned int pushed, again, budget = NET_BUDGET;
 	uint64_t bytes = st->rx_bytes, frames = st->rx_packets;
 	bool more;
 	int r;
@@ -172,8 +184,23 @@ static int rx_process(struct virtio_net *d, struct net_queue *q)
 	/* Throttled: the frames stay in the tap until the tokens are back. */
 	if (net_rate_wait(q->sq, &d->rl_rx, &q->rate, &budget))
 		return 0;
-	r = d->be->rx(d->priv[q->pair], d->fds[q->pair], q->rx, vqs_virtq(q->sq),
-		      mrg, vnet_rx_max_frame(&d->n), budget, st, &pushed);
+	virtq_disable_notify(vq);
+	r = d->be->rx(d->priv[q->pair], d->fds[q->pair], q->rx, vq, mrg,
+		      vnet_rx_max_frame(&d->n), budget, st, &pushed);
+	if (r == VNET_RX_NO_BUFS) {
+		/* Starved: a kick when the driver adds buffers, and one more
+		 * look, with kicks on: buffers added before the driver could
+		 * see them on would bring no kick.  The pop that finds the
+		 * ring short stores avail_event and then re-reads avail->idx
+		 * (the barrier in virtq_pop()), so either this look sees them
+		 * or the driver kicks. */
+		virtq_enable_notify(vq);
+		r = d->be->rx(d->priv[q->pair], d->fds[q->pair], q->rx, vq, mrg,
+			      vnet_rx_max_frame(&d->n), budget - pushed, st, &again);
+		pushed += again;
+		if (r != VNET_RX_NO_BUFS)
+			virtq_disable_notify(vq);
+	}
 	net_rate_charge(&d->rl_rx, &q->rate, st->rx_bytes - bytes, st->rx_packets - frames);
 	link_check(d, q->pair);
 	if (r < 0)
@@ -217,19 +244,47 @@ static void tx_stall_check(struct virtio_net *d, struct net_queue *q)
 		    (unsigned long long)((now - since) / 1000000000ull));
 }
 
+/*
+ * Kicks on a TX queue are off while the device works through the ring
+ * and on again only once it found the ring empty, with one more look
+ * after (virtq_enable_notify()): the driver adds frames while the device
+ * sends the ones before (a write to a tap runs the host's stack, the
+ * longest part of a frame's way), and those need no kick, the loop pops
+ * them.  Before, every pop asked for a kick at the next entry, so each
+ * frame the driver added while the device sent the last one it had
+ * kicked.  vhost-net's handle_tx() does the same.  Left off when the
+ * device stops with work left (budget, a full file, the rate limit):
+ * what serves it next is not a kick.
+ */
 static int tx_process(struct virtio_net *d, struct net_queue *q)
 {
 	struct vnet_pair_stats *st = &d->stats[q->pair];
+	struct virtq *vq = vqs_virtq(q->sq);
 	uint64_t bytes = st->tx_bytes, frames = st->tx_packets;
-	unsigned int budget = NET_BUDGET;
+	unsigned int budget = NET_BUDGET, done = 0;
 	bool more, full;
 	int r;
 
 	/* Throttled: the chains stay in the ring until the tokens are back. */
 	if (net_rate_wait(q->sq, &d->rl_tx, &q->rate, &budget))
 		return 0;
-	r = d->be->tx(d->priv[q->pair], d->fds[q->pair], vqs_virtq(q->sq),
-		      q->chain, budget, st, &more);
+	virtq_disable_notify(vq);
+	for (;;) {
+		r = d->be->tx(d->priv[q->pair], d->fds[q->pair], vq, q->chain,
+			      budget - done, st, &more);
+		if (r < 0)
+			break;
+		done += (unsigned int)r;
+		/* Stopped with chains left (budget, a full file), or the ring
+		 * found empty and still empty with kicks on: done. */
+		if (more || !virtq_enable_notify(vq))
+			break;
+		virtq_disable_notify(vq);
+		if (done == budget) {
+			more = true; /* added meanwhile, past the budget */
+			break;
+		}
+	}
 	net_rate_charge(&d->rl_tx, &q->rate, st->tx_bytes - bytes, st->tx_packets - frames);
 	link_check(d, q->pair);
 	tx_stall_check(d, q);
@@ -249,10 +304,10 @@ static int tx_process(struct virtio_net *d, struct net_queue *q)
 	/* A limited round that used its budget: again at the queue's next
 	 * turn (net_rate_again()); unlimited, after the thread's other
 	 * queues (VQS_YIELD). */
-	if (more && (unsigned int)r == budget && budget < NET_BUDGET &&
+	if (more && done == budget && budget < NET_BUDGET &&
 	    net_rate_again(q->sq, &d->rl_tx, &q->rate))
 		more = false;
-	return pushed_result(q->sq, r > 0, more, full && !q->out_watching);
+	return pushed_result(q->sq, done > 0, more, full && !q->out_watching);
 }
 
 static int ctrl_process(struct virtio_net *d, struct net_queue *q)

@@ -88,6 +88,8 @@ void ndr_setup(struct net_dev_rig *r, const struct ndr_params *p)
 	}
 	if (pairs > 1)
 		features |= (1ull << VIRTIO_NET_F_CTRL_VQ) | (1ull << VIRTIO_NET_F_MQ);
+	if (p->event_idx)
+		features |= 1ull << VIRTIO_RING_F_EVENT_IDX;
 	ck_assert_int_eq(fg_init(&r->g, 8ull << 20), 0);
 	ck_assert_int_eq(iothread_create(0, 64, &r->io), 0);
 	ck_assert_int_eq(iothread_start(r->io), 0);
@@ -98,7 +100,8 @@ void ndr_setup(struct net_dev_rig *r, const struct ndr_params *p)
 	for (unsigned int i = 0; i < r->vd.num_queues; i++) {
 		struct virtio_queue *q = &r->qs[i];
 
-		ck_assert_int_eq(fg_vq_init(&r->g, &r->drv[i], p->queue_size, 0), 0);
+		ck_assert_int_eq(fg_vq_init(&r->g, &r->drv[i], p->queue_size,
+					    features & (1ull << VIRTIO_RING_F_EVENT_IDX)), 0);
 		ck_assert_int_eq(fg_vq_attach(&r->drv[i], &q->vq), 0);
 		q->t_ops = &t_ops;
 		q->index = i;

@@ -7,7 +7,8 @@
  * socketpair; the test drives the rings as the driver and plays the peer
  * (passt) on the other ends.  One pair: VERSION_1 alone is negotiated.
  * More: CTRL_VQ and MQ too, and every pair is enabled (VQ_PAIRS_SET on
- * the control queue) before the test runs.  For check_net_rate,
+ * the control queue) before the test runs; EVENT_IDX when asked.  For
+ * check_net_kicks, check_net_rate,
  * check_net_rate_again, check_net_rate_turns, check_net_stream_pollout.
  */
 #ifndef VMM_TESTS_NET_DEV_RIG_H
@@ -47,6 +48,7 @@ struct ndr_params {
 	const struct ratelimit_cfg *rate; /* NULL: unlimited */
 	int sndbuf;			  /* > 0: SO_SNDBUF of the device's ends
 					   * and SO_RCVBUF of the peers' */
+	bool event_idx;			  /* VIRTIO_RING_F_EVENT_IDX too */
 };
 
 /* Set up and start the device (asserts: call from a Check fixture). */
