@@ -22,6 +22,8 @@
 #   --quick  3 rounds, fio 2 s on 16 MiB, 300 files
 #   --full   3 rounds, fio 3 s on 32 MiB, 1000 files (default)
 #   --report remakes fs.json/.md/.png from fs-run.log, no run
+# FS_FILES=N overrides the metadata run's file count (the size is
+# 10,000: `FS_FILES=10000 bench/fs_bench.sh --smoke` is one round of it).
 # FS_REUSE_LOG=FILE re-summarises an earlier run's log instead.  The sizes
 # are small for the nested TCG rig (one emulated L1 CPU for all three
 # guests, both virtiofsd and the host side): a --full run holds the rig
@@ -41,6 +43,8 @@ case $mode in
 --report) ;;
 *) bench_die "unknown mode $mode" ;;
 esac
+files=${FS_FILES:-${files:-}}
+[[ -z $files || $files =~ ^[1-9][0-9]*$ ]] || bench_die "FS_FILES wants a positive number"
 out=${BENCH_OUT:-$here/results}
 mkdir -p "$out"
 log=$out/fs-run.log
@@ -59,7 +63,7 @@ else
 	mapfile -t guest < <("${mk[@]}" --print-paths)
 	tools=$("$here/../tests/rig/mktools.sh")
 	bench_log "virtio-fs: minivmm vs QEMU vhost-user-fs-pci vs ext4 on virtio-blk ($mode: $rounds rounds, fio ${runtime} s on $((fsize >> 20)) MiB, $files files, cache=${FS_CACHE:-auto}) through the rig"
-	bench_in_rig "$log" $((900 + rounds * 300)) "$here/fs_rig.sh" \
+	bench_in_rig "$log" $((900 + rounds * (300 + files / 10))) "$here/fs_rig.sh" \
 		"$build/minivmm" "${guest[0]}" "${guest[1]}" "$tools" \
 		"$rounds" "$runtime" "$fsize" "$files" "${FS_CACHE:-auto}" || rc=$?
 fi
