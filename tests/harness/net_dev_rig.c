@@ -205,7 +205,7 @@ void ndr_peer_expect_numbered(struct net_dev_rig *r, unsigned int n, uint32_t fl
 	}
 }
 
-void ndr_rx_post(struct net_dev_rig *r, unsigned int n, uint64_t *gpa, int *head)
+void ndr_rx_add(struct net_dev_rig *r, unsigned int n, uint64_t *gpa, int *head)
 {
 	for (unsigned int i = 0; i < n; i++) {
 		struct fg_buf buf;
@@ -215,8 +215,30 @@ void ndr_rx_post(struct net_dev_rig *r, unsigned int n, uint64_t *gpa, int *head
 		head[i] = fg_vq_add(&r->drv[NDR_RX], &buf, 1, false);
 		ck_assert_int_ge(head[i], 0);
 	}
+}
+
+void ndr_rx_post(struct net_dev_rig *r, unsigned int n, uint64_t *gpa, int *head)
+{
+	ndr_rx_add(r, n, gpa, head);
 	fg_vq_publish(&r->drv[NDR_RX]);
 	ndr_kick(r, NDR_RX);
+}
+
+void ndr_peer_send_numbered(struct net_dev_rig *r, unsigned int n, uint32_t flen,
+			    uint8_t seed)
+{
+	uint8_t f[4 + NDR_MAX_FLEN];
+
+	ck_assert_uint_le(flen, NDR_MAX_FLEN);
+	f[0] = (uint8_t)(flen >> 24);
+	f[1] = (uint8_t)(flen >> 16);
+	f[2] = (uint8_t)(flen >> 8);
+	f[3] = (uint8_t)flen;
+	for (unsigned int i = 0; i < n; i++) {
+		for (uint32_t j = 0; j < flen; j++)
+			f[4 + j] = (uint8_t)(seed + i + j);
+		ck_assert_int_eq(send(r->peer[0], f, 4 + flen, MSG_NOSIGNAL), (ssize_t)(4 + flen));
+	}
 }
 
 void ndr_rx_expect(struct net_dev_rig *r, unsigned int n, const uint64_t *gpa,

@@ -76,9 +76,16 @@ void ndr_tx_numbered(struct net_dev_rig *r, unsigned int n, uint32_t flen);
 /* Read @n stream frames from the peer's end, asserting each one's length
  * (the prefix) and bytes: what ndr_tx_numbered() posted, in order. */
 void ndr_peer_expect_numbered(struct net_dev_rig *r, unsigned int n, uint32_t flen);
-/* RX: post @n buffers of 2048 bytes (their addresses into @gpa, the
- * chains' heads into @head), publish them and kick. */
+/* RX: add @n buffers of 2048 bytes (their addresses into @gpa, the
+ * chains' heads into @head), not yet published. */
+void ndr_rx_add(struct net_dev_rig *r, unsigned int n, uint64_t *gpa, int *head);
+/* The same, then publish them and kick. */
 void ndr_rx_post(struct net_dev_rig *r, unsigned int n, uint64_t *gpa, int *head);
+/* The peer sends @n stream frames of @flen <= NDR_MAX_FLEN bytes on pair
+ * 0, one send() each, byte j of frame i = @seed + i + j (step 1 for
+ * ndr_rx_expect()). */
+void ndr_peer_send_numbered(struct net_dev_rig *r, unsigned int n, uint32_t flen,
+			    uint8_t seed);
 /* Wait (bounded) for the @n buffers ndr_rx_post() posted, asserting that
  * they come back in order, each holding the header and frame i. */
 void ndr_rx_expect(struct net_dev_rig *r, unsigned int n, const uint64_t *gpa,

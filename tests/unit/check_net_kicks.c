@@ -58,34 +58,6 @@ static void wait_kicks_on(unsigned int q, bool event_idx)
 	ck_assert_msg(t < 20000, "queue %u never asked for a kick", q);
 }
 
-/* @n RX buffers of 2048 bytes, added (not published). */
-static void rx_add(unsigned int n, uint64_t *gpa, int *head)
-{
-	for (unsigned int i = 0; i < n; i++) {
-		struct fg_buf b;
-
-		gpa[i] = fg_alloc(&R.g, 2048, 8);
-		b = (struct fg_buf){ gpa[i], 2048, true };
-		head[i] = fg_vq_add(&R.drv[NDR_RX], &b, 1, false);
-		ck_assert_int_ge(head[i], 0);
-	}
-}
-
-/* The peer sends @n frames of FLEN bytes, byte j of frame i = @seed + i + j. */
-static void peer_send(unsigned int n, uint8_t seed)
-{
-	uint8_t f[4 + FLEN];
-
-	for (unsigned int i = 0; i < n; i++) {
-		f[0] = f[1] = 0;
-		f[2] = FLEN >> 8;
-		f[3] = FLEN & 0xff;
-		for (unsigned int j = 0; j < FLEN; j++)
-			f[4 + j] = (uint8_t)(seed + i + j);
-		ck_assert_int_eq(send(R.peer[0], f, sizeof(f), MSG_NOSIGNAL), sizeof(f));
-	}
-}
-
 START_TEST(rx_kicks_only_when_starved)
 {
 	bool ei = _i;
@@ -94,16 +66,16 @@ START_TEST(rx_kicks_only_when_starved)
 	unsigned int refill_kicks = 0;
 
 	ndr_setup(&R, &(struct ndr_params){ .queue_size = 64, .event_idx = ei });
-	rx_add(NB, gpa, head);
+	ndr_rx_add(&R, NB, gpa, head);
 	(void)publish_kick(NDR_RX);
 	/* Each cycle the device fills every buffer the ring holds and then
 	 * finds the socket empty: it does not starve, so the refill (Linux
 	 * refills at the end of a NAPI poll) needs no kick; the frames that
 	 * come next find the buffers by themselves. */
 	for (unsigned int c = 0; c < CYCLES; c++) {
-		peer_send(NB, (uint8_t)(c * NB));
+		ndr_peer_send_numbered(&R, NB, FLEN, (uint8_t)(c * NB));
 		ndr_rx_expect(&R, NB, gpa, head, FLEN, (uint8_t)(c * NB), 1);
-		rx_add(NB, gpa, head);
+		ndr_rx_add(&R, NB, gpa, head);
 		refill_kicks += publish_kick(NDR_RX);
 	}
 	ck_assert_msg(refill_kicks == 0,
@@ -113,10 +85,10 @@ START_TEST(rx_kicks_only_when_starved)
 	 * asks for a kick; the refill kicks (unless the device's last look
 	 * after turning kicks on already found the buffer: no kick due
 	 * then), and the frame arrives either way. */
-	peer_send(NB + 1, 100);
+	ndr_peer_send_numbered(&R, NB + 1, FLEN, 100);
 	ndr_rx_expect(&R, NB, gpa, head, FLEN, 100, 1);
 	wait_kicks_on(NDR_RX, ei);
-	rx_add(1, gpa, head);
+	ndr_rx_add(&R, 1, gpa, head);
 	(void)publish_kick(NDR_RX);
 	ndr_rx_expect(&R, 1, gpa, head, FLEN, 100 + NB, 1);
 	ndr_teardown(&R);

@@ -43,16 +43,9 @@ static void rx_round(unsigned int n, uint8_t seed)
 {
 	uint64_t gpa[NF];
 	int head[NF];
-	uint8_t frame[4 + FLEN];
 
 	ndr_rx_post(&R, n, gpa, head);
-	for (unsigned int i = 0; i < n; i++) {
-		frame[0] = frame[1] = frame[2] = 0;
-		frame[3] = FLEN;
-		for (unsigned int j = 0; j < FLEN; j++)
-			frame[4 + j] = (uint8_t)(seed + i + j);
-		ck_assert_int_eq(send(R.peer[0], frame, sizeof(frame), MSG_NOSIGNAL), sizeof(frame));
-	}
+	ndr_peer_send_numbered(&R, n, FLEN, seed);
 	ndr_rx_expect(&R, n, gpa, head, FLEN, seed, 1);
 }
 
