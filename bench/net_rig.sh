@@ -56,6 +56,13 @@ for s in "${sides[@]}"; do
 	*) bench_die "unknown side $s" ;;
 	esac
 done
+# The tests too, before four guests boot for them.
+for t in $tests; do
+	case $t in
+	tcp_rx | tcp_tx | tcp_rxN | udp_tx | rr) ;;
+	*) bench_die "unknown test $t" ;;
+	esac
+done
 declare -A pid k
 cleanup() {
 	bench_kill_all "${pid[@]}"
@@ -212,7 +219,6 @@ for r in $(seq "$rounds"); do
 			tcp_rxN) one "$s" "$r" tcp_rxN -P "$n" ;;
 			udp_tx) one "$s" "$r" udp_tx -R -u -l 64 -b 0 ;;
 			rr) rr "$s" "$r" ;;
-			*) bench_die "unknown test $t" ;;
 			esac
 		done
 	done
