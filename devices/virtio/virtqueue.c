@@ -204,6 +204,18 @@ unsigned int virtq_avail_count(struct virtq *vq)
 	return n;
 }
 
+unsigned int virtq_in_service(const struct virtq *vq)
+{
+	/* Every pop is pushed back once (or unpopped), so the two indices
+	 * differ by the chains in service; a ring resumed from a back end
+	 * whose used->idx ran ahead of its last_avail_idx is clamped. */
+	unsigned int n = (uint16_t)(vq->last_avail_idx - vq->used_idx);
+
+	if (!vq->ready)
+		return 0;
+	return n > vq->size ? vq->size : n;
+}
+
 /* Read descriptor @i of @table once, so later checks see a stable copy. */
 static void read_desc(const struct virtq_desc_raw *table, unsigned int i,
 		      struct virtq_desc_raw *out)

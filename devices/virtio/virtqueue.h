@@ -99,6 +99,11 @@ void virtq_reset(struct virtq *vq);
 
 /* Number of chains the driver has made available and we have not popped. */
 unsigned int virtq_avail_count(struct virtq *vq);
+/*
+ * Number of chains popped and not yet pushed back (in service), at most
+ * the queue size.  Context: the queue's owner (the fields are its own).
+ */
+unsigned int virtq_in_service(const struct virtq *vq);
 
 /*
  * Pop the next available chain into @chain.  Tracked (virtq_inflight_attach()):

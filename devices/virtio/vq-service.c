@@ -117,10 +117,17 @@ static void queue_kick(void *opaque)
 	INC(q->kicks);
 	if (read(q->vq->kick_fd, &n, sizeof(n)) == (ssize_t)sizeof(n))
 		__atomic_store_n(&q->doorbells, q->doorbells + n, __ATOMIC_RELAXED);
-	/* What this wake found, for the adaptive I/O-thread policy (a
-	 * guest's bogus avail index only steers the thread's policy). */
+	/* How deep the queue is at this wake, for the adaptive I/O-thread
+	 * policy: the requests waiting and those in service.  Not the
+	 * waiting alone: a thread that serves each kick at once (SCHED_OTHER)
+	 * under a deep queue finds one request waiting per kick, as under a
+	 * shallow one, and with EVENT_IDX the kick that ends an idle spell
+	 * is the first request after it; the ones in service tell them
+	 * apart.  (A guest's bogus avail index only steers the thread's
+	 * policy.) */
 	if (q->attached && !q->broken && !q->fills)
-		iothread_note_wake(q->io, virtq_avail_count(&q->vq->vq));
+		iothread_note_wake(q->io, virtq_avail_count(&q->vq->vq) +
+						  virtq_in_service(&q->vq->vq));
 	queue_process(q);
 }
 

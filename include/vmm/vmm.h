@@ -1135,10 +1135,10 @@ enum vmm_iothread_sched {
  * CPU (often the vCPU that kicked), so where they share CPUs requests are
  * served in batches, with fewer kicks and interrupts.  NORMAL: lower
  * latency for shallow queues on shared CPUs.  ADAPTIVE: each I/O thread
- * starts as BATCH, turns NORMAL after 16 kicks in a row found at most one
- * request waiting, and BATCH again as soon as one finds two or more (or
- * for a short probe every 32..256 kicks): one sched_setscheduler() per
- * change, none per request.
+ * starts as BATCH, turns NORMAL after 16 kicks in a row found its queue at
+ * most one request deep (waiting or in service), and BATCH again as soon
+ * as one finds it deeper (or for a short probe every 32..256 kicks): one
+ * sched_setscheduler() per change, none per request.
  *
  * Context: configuration.
  * Returns: 0 or

@@ -2,7 +2,8 @@
 /*
  * The adaptive I/O-thread policy's decision (vmm_set_iothread_sched(),
  * VMM_IOTHREAD_SCHED_ADAPTIVE): a pure state machine fed, per I/O thread,
- * with how many requests each wake-up by a kick found waiting, answering
+ * with how deep its queue was at each wake-up by a kick (requests waiting
+ * plus those in service: the queue service's count), answering
  * whether the thread should now run as SCHED_BATCH or SCHED_OTHER.
  *
  * Why: where vCPUs and I/O threads share a CPU, SCHED_BATCH lets the
@@ -10,7 +11,8 @@
  * few kicks and interrupts; but a lone request then waits for the vCPU to
  * idle.  SCHED_OTHER serves a lone request at once but, under a deep
  * queue, preempts the vCPU at every kick, so every wake finds one request
- * -- the same signal as a shallow queue.  Hence:
+ * waiting -- the same signal as a shallow queue, hence the requests in
+ * service count too.  Then:
  *
  *  - BATCH, wakes find batches (>= 2 requests): stay.
  *  - BATCH, IOSA_LONELY consecutive wakes find <= 1: the queue is shallow;
@@ -48,7 +50,7 @@ struct iosched_adapt {
 void iosched_adapt_init(struct iosched_adapt *a);
 
 /*
- * One wake-up by a kick that found @found requests waiting.  Returns true
+ * One wake-up by a kick that found the queue @found requests deep.  Returns true
  * if the policy changed (a->batch is the new one).  Context: the owning
  * I/O thread (or a unit test).
  */

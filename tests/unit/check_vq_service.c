@@ -7,7 +7,9 @@
  * NEEDS_RESET until the queue is reset, work left waiting retried without
  * a kick, work left ready (budget used) served again without a kick and
  * without a wait in between, a failed start undone on every queue, and a queue the device
- * fills (ops->fills) kept from steering the adaptive I/O-thread policy.
+ * fills (ops->fills) kept from steering the adaptive I/O-thread policy,
+ * and the requests in service counted with the waiting ones in the depth
+ * a kick reports to that policy.
  * The transport is a stub
  * (struct virtio_transport_ops) that counts notifications and resets.
  */
@@ -34,6 +36,7 @@ struct tdev {
 	/* Behaviour, set by the test. */
 	int process_ret;	/* returned by process() (after serving) */
 	unsigned int retry_left; /* process() says VQS_RETRY this many times */
+	bool hold;		/* process() pops, keeps the chains in service */
 	unsigned int yield_left; /* then VQS_YIELD this many times */
 	int fail_attach_q;	/* attach() of this queue fails; -1: none */
 	/* Recorded (atomics: written on I/O threads). */
@@ -109,6 +112,10 @@ static int d_process(void *dev, struct vqs_queue *q)
 		d->waits_at_serve = st.waits + 1; /* + 1: set */
 	}
 	while (virtq_pop(vq, &c) > 0) {
+		if (__atomic_load_n(&d->hold, __ATOMIC_SEQ_CST)) {
+			__atomic_add_fetch(&d->served[i], 1, __ATOMIC_SEQ_CST);
+			continue; /* in service until the queue stops */
+		}
 		virtq_push(vq, c.head, 0);
 		pushed = true;
 		__atomic_add_fetch(&d->served[i], 1, __ATOMIC_SEQ_CST);
@@ -440,6 +447,38 @@ START_TEST(refills_do_not_steer_the_policy)
 }
 END_TEST
 
+/* Thread 0 turned SCHED_OTHER by lone requests on queue 0; then requests
+ * that stay in service (as a disk's in flight at a deep queue depth): each
+ * kick finds one waiting, but the second finds another in service, a
+ * depth of two: back to SCHED_BATCH.  Counting only the waiting ones, a
+ * thread that serves every kick at once would never see the deep queue. */
+START_TEST(requests_in_service_count_as_depth)
+{
+	struct virtio_queue *qs = queues();
+	struct iothread_stats st;
+	unsigned int served = 0;
+
+	ck_assert_int_eq(vqs_start(S, qs, NQ), 0);
+	for (unsigned int k = 0; k < 18; k++) {
+		add_and_kick(0, &qs[0]);
+		ck_assert(wait_for(&D.served[0], ++served));
+		reap(0);
+	}
+	iothread_get_stats(IO[0], &st);
+	ck_assert_uint_eq(st.sched_switches, 1);
+	__atomic_store_n(&D.hold, true, __ATOMIC_SEQ_CST);
+	add_and_kick(0, &qs[0]);
+	ck_assert(wait_for(&D.served[0], ++served));
+	iothread_get_stats(IO[0], &st);
+	ck_assert_uint_eq(st.sched_switches, 1); /* a depth of one */
+	add_and_kick(0, &qs[0]);
+	ck_assert(wait_for(&D.served[0], ++served));
+	iothread_get_stats(IO[0], &st);
+	ck_assert_uint_eq(st.sched_switches, 2);
+	vqs_stop(S);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("vq_service");
@@ -455,6 +494,7 @@ int main(void)
 	tcase_add_test(tc, failed_start_undone);
 	tcase_add_test(tc, one_queue_at_a_time);
 	tcase_add_test(tc, refills_do_not_steer_the_policy);
+	tcase_add_test(tc, requests_in_service_count_as_depth);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
