@@ -24,6 +24,8 @@
 # minivmm-on qemu-off qemu-on); the side minivmm-base is NET_BASE_VMM (an
 # earlier minivmm build) with vhost=off, for a before / after comparison
 # alternated in one L1, and minivmm-alt NET_ALT_VMM the same;
+# minivmm-normal and minivmm-adaptive are minivmm-off with --io-sched
+# normal / adaptive (minivmm-off: the default, batch);
 # NET_TESTS="tcp_tx ..." runs only those tests (tcp_rx tcp_tx tcp_rxN
 # udp_tx rr); NET_GUEST_APPEND="..." adds to every guest's kernel command
 # line (a diagnosis: virtio_net.napi_tx=0).
@@ -80,12 +82,12 @@ J() { jq -r "$BENCH_JQ_DEFS"'
 	def ratio(a; b): if a == null or b == null or b == 0 then null else a / b end;
 	def verdict(x; ok): if x == null then "no data" elif ok then "met" else "MISSED" end;
 	'"$1" "$out/net.json"; }
-sides='["minivmm-off", "minivmm-base", "minivmm-alt", "minivmm-on", "qemu-off", "qemu-on"]'
+sides='["minivmm-off", "minivmm-base", "minivmm-alt", "minivmm-normal", "minivmm-adaptive", "minivmm-on", "qemu-off", "qemu-on"]'
 {
 	echo "# virtio-net: minivmm vs QEMU 7.2 virtio-net-pci, vhost off and on ($mode, $date, $(bench_commit))"
 	echo
 	J '([.[] | select(.bench == "net_machine")][0] // {}) as $m |
-		"Four guests booted at once in one rig L1 (nested KVM under TCG, \($m.l1_cpus // "?") L1 CPU: \($m.l1_cpu // "?"), kernel \($m.l1_kernel // "?"); \($m.qemu_version // "?"); \($m.iperf3_version // "?")), \($m.guest_vcpus // "?") vCPUs, 512 MiB and one NIC each with \($m.queue_pairs // "?") queue pairs on its own multi-queue tap; rounds alternated minivmm-off, minivmm-on, qemu-off, qemu-on; \($m.rounds // "?") rounds of \($m.secs // "?") s per iperf3 test.  Medians over the rounds (n); absolute figures are the emulation'\''s (every guest and the L1 share one emulated CPU), compare side by side."'
+		"One guest per side, booted at once in one rig L1 (nested KVM under TCG, \($m.l1_cpus // "?") L1 CPU: \($m.l1_cpu // "?"), kernel \($m.l1_kernel // "?"); \($m.qemu_version // "?"); \($m.iperf3_version // "?")), \($m.guest_vcpus // "?") vCPUs, 512 MiB and one NIC each with \($m.queue_pairs // "?") queue pairs on its own multi-queue tap; rounds alternated over the sides in the table below; \($m.rounds // "?") rounds of \($m.secs // "?") s per iperf3 test.  Medians over the rounds (n); absolute figures are the emulation'\''s (every guest and the L1 share one emulated CPU), compare side by side."'
 	echo
 	echo "| side | n | TCP to guest Mbit/s | TCP from guest Mbit/s | TCP to guest, 1 stream/vCPU, Mbit/s | UDP 64 B from guest, packets/s | echo RTT p50 us | p99 us | VMM CPU s/GB (TCP) | notifications/packet |"
 	echo "|---|---|---|---|---|---|---|---|---|---|"
@@ -110,6 +112,10 @@ sides='["minivmm-off", "minivmm-base", "minivmm-alt", "minivmm-on", "qemu-off", 
 		"Ratios minivmm / QEMU (medians), vhost=off: TCP to guest \(q("tcp_rx"; .gbps) | r(2)), from guest \(q("tcp_tx"; .gbps) | r(2)), 1 stream/vCPU \(q("tcp_rxN"; .gbps) | r(2)), UDP packets/s \(q("udp_tx"; .pps) | r(2)), RTT p50 \(q("rr"; .rtt_p50_us) | r(2)) (lower is better); vhost=on: TCP to guest \(v("tcp_rx"; .gbps) | r(2)), from guest \(v("tcp_tx"; .gbps) | r(2)), 1 stream/vCPU \(v("tcp_rxN"; .gbps) | r(2)), UDP \(v("udp_tx"; .pps) | r(2)), RTT p50 \(v("rr"; .rtt_p50_us) | r(2)).",
 		"",
 		"Targets (issue 28): vhost=off >= 1.0x QEMU vhost=off: TCP to guest \(verdict(q("tcp_rx"; .gbps); q("tcp_rx"; .gbps) >= 1.0)), from guest \(verdict(q("tcp_tx"; .gbps); q("tcp_tx"; .gbps) >= 1.0)); vhost=on within 10% of QEMU vhost=on: to guest \(verdict(v("tcp_rx"; .gbps); v("tcp_rx"; .gbps) >= 0.9)), from guest \(verdict(v("tcp_tx"; .gbps); v("tcp_tx"; .gbps) >= 0.9)); <= 0.1 notifications per packet under load (minivmm vhost=off, TCP): \(npp | r(3)) (\(verdict(npp; npp <= 0.1))); N pairs >= 1.3x one pair with N streams: not measurable here (every vCPU and I/O thread shares the L1'\''s one CPU).",
+		"",
+		"I/O-thread policy (issue 28 item 7; sides run: \([$r[] | .side] | unique | map(select(. == "minivmm-normal" or . == "minivmm-adaptive")) | if length == 0 then "none" else join(", ") end)): " +
+		([["minivmm-off", "batch"], ["minivmm-normal", "normal"], ["minivmm-adaptive", "adaptive"]][] as [$s, $p] | select(n($s) > 0) |
+		 "\($p): echo p50 / QEMU vhost=off \(ratio(med($s; "rr"; .rtt_p50_us); med("qemu-off"; "rr"; .rtt_p50_us)) | r(2)) (target <= 1.0), TCP to guest / batch \(ratio(med($s; "tcp_rx"; .gbps); med("minivmm-off"; "tcp_rx"; .gbps)) | r(2)), from guest / batch \(ratio(med($s; "tcp_tx"; .gbps); med("minivmm-off"; "tcp_tx"; .gbps)) | r(2)), UDP / batch \(ratio(med($s; "udp_tx"; .pps); med("minivmm-off"; "udp_tx"; .pps)) | r(2)) (target >= 0.95)") + ".",
 		"",
 		"Failed tests: \([.[] | select(.bench == "net_error")] | if length == 0 then "none" else map("\(.side) round \(.round) \(.test)") | join(", ") end)."'
 } >"$out/net.md"

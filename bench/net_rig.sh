@@ -14,6 +14,9 @@
 #   minivmm-base BASE_VMM (another minivmm build) as minivmm-off: a before /
 #                after comparison in the same L1, alternated
 #   minivmm-alt  ALT_VMM, the same (a third build)
+#   minivmm-normal, minivmm-adaptive  minivmm-off with --io-sched normal
+#                or adaptive (the I/O-thread policy; minivmm-off runs the
+#                default, batch)
 # SIDES: the sides to run, space-separated (default the first four);
 # TESTS: the tests (default all five: tcp_rx tcp_tx tcp_rxN udp_tx rr);
 # APPEND: more for every guest's kernel command line (a diagnosis, e.g.
@@ -50,7 +53,7 @@ dir=$(bench_scratch netb)
 read -r -a sides <<<"${8:-minivmm-off minivmm-on qemu-off qemu-on}"
 for s in "${sides[@]}"; do
 	case $s in
-	minivmm-off | minivmm-on | qemu-off | qemu-on) ;;
+	minivmm-off | minivmm-on | minivmm-normal | minivmm-adaptive | qemu-off | qemu-on) ;;
 	minivmm-base) [[ -x $base_vmm ]] || bench_die "minivmm-base needs BASE_VMM" ;;
 	minivmm-alt) [[ -x $alt_vmm ]] || bench_die "minivmm-alt needs ALT_VMM" ;;
 	*) bench_die "unknown side $s" ;;
@@ -87,10 +90,11 @@ boot() { # SIDE
 	cp "$tools_src" "$tools"
 	case $s in
 	minivmm-*)
-		local v=$vmm vh=${s#minivmm-}
+		local v=$vmm vh=${s#minivmm-} sched=()
 		[[ $s == minivmm-base ]] && v=$base_vmm vh=off
 		[[ $s == minivmm-alt ]] && v=$alt_vmm vh=off
-		"$v" --smp "$n" --mem 512M --kernel "$kernel" --initrd "$initrd" \
+		[[ $s == minivmm-normal || $s == minivmm-adaptive ]] && sched=(--io-sched "$vh") vh=off
+		"$v" --smp "$n" --mem 512M --kernel "$kernel" --initrd "$initrd" "${sched[@]}" \
 			--net "tap=$t,mac=$mac,vhost=$vh" \
 			--disk "path=$tools,ro=on,serial=tools" --api-socket "$dir/$s.api" \
 			--append "$(append "${k[$s]}")" </dev/null >"$dir/$s.log" 2>&1 &
