@@ -417,6 +417,30 @@ static void add_n_and_kick(unsigned int i, struct virtio_queue *vq, unsigned int
 	ck_assert_int_eq(write(vq->kick_fd, &one, sizeof(one)), sizeof(one));
 }
 
+/* Policy changes of I/O thread 0 so far. */
+static uint64_t switches0(void)
+{
+	struct iothread_stats st;
+
+	iothread_get_stats(IO[0], &st);
+	return st.sched_switches;
+}
+
+/* 18 lone requests on queue 0, each served before the next: thread 0
+ * turns SCHED_OTHER (one switch).  Returns the requests served. */
+static unsigned int lone_requests_on_queue0(struct virtio_queue *qs)
+{
+	unsigned int served = 0;
+
+	for (unsigned int k = 0; k < 18; k++) {
+		add_and_kick(0, &qs[0]);
+		ck_assert(wait_for(&D.served[0], ++served));
+		reap(0);
+	}
+	ck_assert_uint_eq(switches0(), 1);
+	return served;
+}
+
 /* Thread 0 serves queue 0 (requests) and queue 1 (filled by the device).
  * Lone requests on queue 0 turn the adaptive thread SCHED_OTHER (one
  * switch); a whole refill on queue 1 leaves it so; a batch of requests on
@@ -424,25 +448,16 @@ static void add_n_and_kick(unsigned int i, struct virtio_queue *vq, unsigned int
 START_TEST(refills_do_not_steer_the_policy)
 {
 	struct virtio_queue *qs = queues();
-	struct iothread_stats st;
-	unsigned int served = 0;
+	unsigned int served;
 
 	ck_assert_int_eq(vqs_start(S, qs, NQ), 0);
-	for (unsigned int k = 0; k < 18; k++) {
-		add_and_kick(0, &qs[0]);
-		ck_assert(wait_for(&D.served[0], ++served));
-		reap(0);
-	}
-	iothread_get_stats(IO[0], &st);
-	ck_assert_uint_eq(st.sched_switches, 1);
+	served = lone_requests_on_queue0(qs);
 	add_n_and_kick(1, &qs[1], 8);
 	ck_assert(wait_for(&D.served[1], 8));
-	iothread_get_stats(IO[0], &st);
-	ck_assert_uint_eq(st.sched_switches, 1);
+	ck_assert_uint_eq(switches0(), 1);
 	add_n_and_kick(0, &qs[0], 8);
 	ck_assert(wait_for(&D.served[0], served + 8));
-	iothread_get_stats(IO[0], &st);
-	ck_assert_uint_eq(st.sched_switches, 2);
+	ck_assert_uint_eq(switches0(), 2);
 	vqs_stop(S);
 }
 END_TEST
@@ -455,26 +470,17 @@ END_TEST
 START_TEST(requests_in_service_count_as_depth)
 {
 	struct virtio_queue *qs = queues();
-	struct iothread_stats st;
-	unsigned int served = 0;
+	unsigned int served;
 
 	ck_assert_int_eq(vqs_start(S, qs, NQ), 0);
-	for (unsigned int k = 0; k < 18; k++) {
-		add_and_kick(0, &qs[0]);
-		ck_assert(wait_for(&D.served[0], ++served));
-		reap(0);
-	}
-	iothread_get_stats(IO[0], &st);
-	ck_assert_uint_eq(st.sched_switches, 1);
+	served = lone_requests_on_queue0(qs);
 	__atomic_store_n(&D.hold, true, __ATOMIC_SEQ_CST);
 	add_and_kick(0, &qs[0]);
 	ck_assert(wait_for(&D.served[0], ++served));
-	iothread_get_stats(IO[0], &st);
-	ck_assert_uint_eq(st.sched_switches, 1); /* a depth of one */
+	ck_assert_uint_eq(switches0(), 1); /* a depth of one */
 	add_and_kick(0, &qs[0]);
 	ck_assert(wait_for(&D.served[0], ++served));
-	iothread_get_stats(IO[0], &st);
-	ck_assert_uint_eq(st.sched_switches, 2);
+	ck_assert_uint_eq(switches0(), 2);
 	vqs_stop(S);
 }
 END_TEST
