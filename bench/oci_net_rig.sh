@@ -66,13 +66,13 @@ mkfifo "$W/tick"
 exec 7<>"$W/tick"
 nap() { read -r -t "$1" -u 7 _; }
 GW=10.88.0.1 HPORT=18090
-# RF: podman's flags for runtime $1 (runc needs the ulimits in the L1,
-# as in bench/oci_rig_bench.sh).
+# RG, RF: podman's global and `run` flags for runtime $1 (runc needs the
+# ulimits in the L1, as in bench/oci_rig_bench.sh).
 rtflags() {
 	if [[ $1 == runc ]]; then
-		RF=(--runtime runc --ulimit nofile=20000:20000 --ulimit nproc=32768:32768)
+		RG=(--runtime runc) RF=(--ulimit nofile=20000:20000 --ulimit nproc=32768:32768)
 	else
-		RF=(--runtime "$OCI_RUNTIME")
+		RG=(--runtime "$OCI_RUNTIME") RF=()
 	fi
 }
 # find_vmm: VP = the pid of the VMM process (comm minivmm-oci, more than
@@ -163,7 +163,7 @@ http() {
 	rtflags "$rt"
 	rm -f "$W/cid"
 	t0=$(bench_now_ns)
-	"${P[@]}" "${RF[@]}" run -d --name "$name" --cidfile "$W/cid" -p "$HPORT:80" localhost/bb \
+	"${P[@]}" "${RG[@]}" run "${RF[@]}" -d --name "$name" --cidfile "$W/cid" -p "$HPORT:80" localhost/bb \
 		sh -c "mkdir -p /www && echo $page >/www/index.html && exec httpd -f -p 80 -h /www" \
 		>/dev/null 2>"$W/err"
 	local rc=$?
@@ -214,7 +214,7 @@ tcp() {
 	sampler "$s1" "$s2" "$([[ $rt == minivmm-oci ]] && echo 1 || echo 0)" >"$W/samples" &
 	smp=$!
 	t0=$(bench_now_ns)
-	timeout $((4 * secs + 400)) "${P[@]}" "${RF[@]}" run --rm --name "$name" --cidfile "$W/cid" \
+	timeout $((4 * secs + 400)) "${P[@]}" "${RG[@]}" run "${RF[@]}" --rm --name "$name" --cidfile "$W/cid" \
 		localhost/bbnet sh -c "echo GUEST-CPUS \$(nproc)
 			echo IPERF-BEGIN up; iperf3 -c $GW -p 15201 -t $secs -i 0 -J; echo IPERF-END up
 			echo IPERF-BEGIN down; iperf3 -c $GW -p 15202 -t $secs -i 0 -J -R; echo IPERF-END down" \
@@ -267,7 +267,7 @@ bench_emit_machine oci_net_machine --arg iperf3 "$(iperf3 --version | head -1)" 
 # A first container on the default network makes the bridge and its
 # firewall chains: out of the rounds (runc, the cheaper one).
 rtflags runc
-"${P[@]}" "${RF[@]}" run --rm localhost/bb true >/dev/null 2>"$W/err" ||
+"${P[@]}" "${RG[@]}" run "${RF[@]}" --rm localhost/bb true >/dev/null 2>"$W/err" ||
 	bench_log "warm-up container failed: $(tail -3 "$W/err")"
 ip -4 -o addr show dev cni-podman0 2>/dev/null | grep -q " $GW/" ||
 	bench_die "no $GW on cni-podman0 after the warm-up: $(ip -o addr 2>&1 | head -c 600)"
