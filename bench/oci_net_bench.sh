@@ -172,11 +172,15 @@ row() { # TSV line -> | label | m | r | ratio | n |
 	echo "from its /proc/stat sampled every 0.2 s; \"guest\" is time in the L2 guest,"
 	echo "user excludes it; VMM: the minivmm-oci process outside / inside the guest):"
 	echo
-	echo "| runtime | direction | Mbit/s | L1 busy | L1 user | L1 sys | L1 irq+softirq | L1 guest | VMM user | VMM sys | VMM guest | iperf3 server | iperf3 client (its own) |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+	echo "| runtime | direction | Mbit/s | L1 CPU s per Gbit | L1 busy | L1 user | L1 sys | L1 irq+softirq | L1 guest | VMM user | VMM sys | VMM guest | iperf3 server | iperf3 client (its own) |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 	J '[.[] | select(.bench == "oci_net_tcp")] | group_by(.runtime, .direction)[] |
-		def m(f): (map(f) | median | r(0)) as $v | if $v == null then "-" else ($v | tostring) end;
-		"| \(.[0].runtime) | \(.[0].direction | sub("_"; " "; "g")) | \(m(.mbps)) | \(m(.l1_busy_pct)) | \(m(.l1_user_pct)) | \(m(.l1_sys_pct)) | \(m(.l1_softirq_pct)) | \(m(.l1_guest_pct)) | \(m(.vmm_user_pct)) | \(m(.vmm_sys_pct)) | \(m(.vmm_guest_pct)) | \(m(.server_cpu_pct)) | \(m(.client_cpu_pct)) |"'
+		def m(f; n): (map(f) | median | r(n)) as $v | if $v == null then "-" else ($v | tostring) end;
+		def m(f): m(f; 0);
+		"| \(.[0].runtime) | \(.[0].direction | sub("_"; " "; "g")) | \(m(.mbps)) | \(m(if .l1_busy_pct and .window_mbps > 0 then .l1_busy_pct * 10 / .window_mbps else null end; 1)) | \(m(.l1_busy_pct)) | \(m(.l1_user_pct)) | \(m(.l1_sys_pct)) | \(m(.l1_softirq_pct)) | \(m(.l1_guest_pct)) | \(m(.vmm_user_pct)) | \(m(.vmm_sys_pct)) | \(m(.vmm_guest_pct)) | \(m(.server_cpu_pct)) | \(m(.client_cpu_pct)) |"'
+	echo
+	echo "L1 CPU s per Gbit: the L1's busy share over the bridge's bytes in the"
+	echo "same window (what one Gbit of TCP cost the one emulated CPU)."
 	echo
 	echo "minivmm-oci's VMM process at the first HTTP answer (boot included; medians):"
 	J '[.[] | select(.bench == "oci_net_http" and .runtime == "minivmm-oci")] |

@@ -138,6 +138,8 @@ window() {
 			dt = (v[b, 1] - v[a, 1]) / 1e6
 			T = dt * hz / 100
 			for (i = 2; i <= 18; i++) d[i] = v[b, i] - v[a, i]
+			# A one-off server may be gone (0) by the end of the window.
+			for (k = a; k <= b; k++) if (v[k, sc] - v[a, sc] > d[sc]) d[sc] = v[k, sc] - v[a, sc]
 			# /proc/stat: user nice system idle iowait irq softirq steal guest
 			# (user includes guest); the VMM: utime includes guest_time.
 			printf "{\"window_s\":%.2f,\"window_mbps\":%.1f,\"l1_busy_pct\":%.1f,\"l1_guest_pct\":%.1f,\"l1_user_pct\":%.1f,\"l1_sys_pct\":%.1f,\"l1_softirq_pct\":%.1f,\"server_cpu_pct\":%.1f", \
