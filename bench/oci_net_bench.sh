@@ -177,10 +177,11 @@ row() { # TSV line -> | label | m | r | ratio | n |
 	J '[.[] | select(.bench == "oci_net_tcp")] | group_by(.runtime, .direction)[] |
 		def m(f; n): (map(f) | median | r(n)) as $v | if $v == null then "-" else ($v | tostring) end;
 		def m(f): m(f; 0);
-		"| \(.[0].runtime) | \(.[0].direction | sub("_"; " "; "g")) | \(m(.mbps)) | \(m(if .l1_busy_pct and .window_mbps > 0 then .l1_busy_pct * 10 / .window_mbps else null end; 1)) | \(m(.l1_busy_pct)) | \(m(.l1_user_pct)) | \(m(.l1_sys_pct)) | \(m(.l1_softirq_pct)) | \(m(.l1_guest_pct)) | \(m(.vmm_user_pct)) | \(m(.vmm_sys_pct)) | \(m(.vmm_guest_pct)) | \(m(.server_cpu_pct)) | \(m(.client_cpu_pct)) |"'
+		"| \(.[0].runtime) | \(.[0].direction | sub("_"; " "; "g")) | \(m(.mbps)) | \(m(if .l1_busy_pct and .window_mbps > 0 then .l1_busy_pct * 10 / .window_mbps else null end; 1)) | \(m(.l1_busy_pct)) | \(m(.l1_user_pct)) | \(m(.l1_sys_pct)) | \(m(.l1_softirq_pct)) | \(m(.l1_guest_pct)) | \(m(if .vmm_user_pct then [.vmm_user_pct, 0] | max else null end)) | \(m(.vmm_sys_pct)) | \(m(.vmm_guest_pct)) | \(m(.server_cpu_pct)) | \(m(.client_cpu_pct)) |"'
 	echo
 	echo "L1 CPU s per Gbit: the L1's busy share over the bridge's bytes in the"
-	echo "same window (what one Gbit of TCP cost the one emulated CPU)."
+	echo "same window (what one Gbit of TCP cost the one emulated CPU).  VMM user is"
+	echo "utime - guest_time, floored at 0 (the kernel scales utime, not guest_time)."
 	echo
 	echo "minivmm-oci's VMM process at the first HTTP answer (boot included; medians):"
 	J '[.[] | select(.bench == "oci_net_http" and .runtime == "minivmm-oci")] |

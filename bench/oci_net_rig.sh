@@ -145,9 +145,13 @@ window() {
 			printf "{\"window_s\":%.2f,\"window_mbps\":%.1f,\"l1_busy_pct\":%.1f,\"l1_guest_pct\":%.1f,\"l1_user_pct\":%.1f,\"l1_sys_pct\":%.1f,\"l1_softirq_pct\":%.1f,\"server_cpu_pct\":%.1f", \
 				dt, d[bc] * 8 / dt / 1e6, (d[2] + d[3] + d[4] + d[7] + d[8] + d[9]) / T, d[10] / T,
 				(d[2] + d[3] - d[10]) / T, d[4] / T, (d[7] + d[8]) / T, d[sc] / T
+			# utime and stime are scaled to the task runtime, guest_time is
+			# not: their difference may come out a little below 0.
+			u = d[16] - d[18]
+			if (u < 0) u = 0
 			if (v[b, 16] > 0 && v[a, 16] > 0)
 				printf ",\"vmm_user_pct\":%.1f,\"vmm_sys_pct\":%.1f,\"vmm_guest_pct\":%.1f", \
-					(d[16] - d[18]) / T, d[17] / T, d[18] / T
+					u / T, d[17] / T, d[18] / T
 			print "}"
 		}' "$1"
 }
