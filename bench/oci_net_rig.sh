@@ -16,8 +16,9 @@
 #    container), Mbit/s from the client's JSON.  While they run, a sampler
 #    (shell builtins only, every 0.2 s) reads the L1's /proc/stat, the
 #    servers' CPU and, for minivmm-oci, the VMM process's user, system and
-#    guest time: each test's window is where its server's CPU grows, and
-#    the record carries where the L1's one CPU went in it.
+#    guest time and its VM's KVM exits (debugfs): each test's window is
+#    where the bridge moves its bytes, and the record carries where the
+#    L1's one CPU went in it.
 #  - minivmm-oci's timing records per container: create's wall time and
 #    CPU (the runtime itself + mkfs.ext4/debugfs, getrusage), delete.
 # Prints BENCH-JSON records.  Addresses: podman's 10.88.0.0/16, inside the
@@ -55,6 +56,9 @@ if [[ ! -e /dev/net/tun ]]; then
 	mknod /dev/net/tun c 10 200
 fi
 mkdir -p /run/netns
+bench_debugfs
+# shellcheck disable=SC2154 # set by bench_debugfs
+[[ $have_debugfs == 1 ]] || bench_log "no KVM debugfs: no exit counts"
 P=(podman --root "$W/pstore" --runroot /run/ocin-prun.$$ --storage-driver vfs
 	--cgroup-manager cgroupfs --events-backend file)
 "${P[@]}" import "$OCI_IMAGE_TAR" localhost/bb >/dev/null || bench_die "podman import bb"
@@ -89,6 +93,18 @@ find_vmm() {
 	done
 	return 1
 }
+# kvm_stats PID: KX, KI, KH = KVM's exits, interrupt injections and halt
+# exits of the VM of process PID so far (debugfs, summed over its vCPUs;
+# no fork), 0 0 0 if unknown.
+kvm_stats() {
+	local d
+	KX=0 KI=0 KH=0
+	for d in /sys/kernel/debug/kvm/"$1"-*; do
+		{ read -r KX <"$d/exits" && read -r KI <"$d/irq_injections" &&
+			read -r KH <"$d/halt_exits"; } 2>/dev/null
+		return 0
+	done
+}
 # pstat PID: PU, PS, PG = utime (guest time included), stime and
 # guest_time of PID in ticks; 0 0 0 (and status 1) if it is gone.
 pstat() {
@@ -99,8 +115,9 @@ pstat() {
 }
 # Every 0.2 s until killed: "t_us user nice system idle iowait irq softirq
 # steal guest guest_nice s1_ticks s2_ticks br_rx br_tx vmm_utime vmm_stime
-# vmm_guest": the L1's /proc/stat, the CPU of servers S1 and S2, the
-# bridge's byte counters and the VMM's times (0 for runc or before it
+# vmm_guest kvm_exits kvm_irq_injections kvm_halt_exits": the L1's
+# /proc/stat, the CPU of servers S1 and S2, the bridge's byte counters,
+# the VMM's times and its VM's KVM counters (0 for runc or before it
 # runs).
 sampler() {
 	local s1=$1 s2=$2 want=$3 cpu a b rx tx br=/sys/class/net/cni-podman0/statistics
@@ -113,9 +130,9 @@ sampler() {
 		a=$((PU + PS))
 		pstat "$s2"
 		b=$((PU + PS))
-		PU=0 PS=0 PG=0
-		[[ -n $VP ]] && pstat "$VP"
-		echo "${EPOCHREALTIME/./} ${cpu#cpu } $a $b $rx $tx $PU $PS $PG"
+		PU=0 PS=0 PG=0 KX=0 KI=0 KH=0
+		[[ -n $VP ]] && pstat "$VP" && kvm_stats "$VP"
+		echo "${EPOCHREALTIME/./} ${cpu#cpu } $a $b $rx $tx $PU $PS $PG $KX $KI $KH"
 		nap 0.2
 	done
 }
@@ -124,10 +141,11 @@ sampler() {
 # bytes): from the sample before the first 0.2 s in which the bridge moved
 # over 100 KB that way to the last such sample; percentages of one CPU.
 # Columns: 1 t_us, 2-11 /proc/stat's cpu fields, 12-13 the servers' ticks,
-# 14-15 the bridge's rx and tx bytes, 16-18 the VMM's utime stime guest.
+# 14-15 the bridge's rx and tx bytes, 16-18 the VMM's utime stime guest,
+# 19-21 its VM's exits, interrupt injections, halt exits.
 window() {
 	awk -v dir="$2" -v hz="$hz" '
-		{ n++; for (i = 1; i <= 18; i++) v[n, i] = $i }
+		{ n++; for (i = 1; i <= 21; i++) v[n, i] = $i }
 		END {
 			bc = dir == "up" ? 14 : 15; sc = dir == "up" ? 12 : 13
 			first = 0; last = 0
@@ -137,7 +155,7 @@ window() {
 			a = first - 1; b = last
 			dt = (v[b, 1] - v[a, 1]) / 1e6
 			T = dt * hz / 100
-			for (i = 2; i <= 18; i++) d[i] = v[b, i] - v[a, i]
+			for (i = 2; i <= 21; i++) d[i] = v[b, i] - v[a, i]
 			# A one-off server may be gone (0) by the end of the window.
 			for (k = a; k <= b; k++) if (v[k, sc] - v[a, sc] > d[sc]) d[sc] = v[k, sc] - v[a, sc]
 			# /proc/stat: user nice system idle iowait irq softirq steal guest
@@ -152,6 +170,9 @@ window() {
 			if (v[b, 16] > 0 && v[a, 16] > 0)
 				printf ",\"vmm_user_pct\":%.1f,\"vmm_sys_pct\":%.1f,\"vmm_guest_pct\":%.1f", \
 					u / T, d[17] / T, d[18] / T
+			if (v[b, 19] > 0 && v[a, 19] > 0 && d[bc] > 0)
+				printf ",\"kvm_exits_per_s\":%.0f,\"kvm_exits_per_mb\":%.1f,\"kvm_irqs_per_mb\":%.1f,\"kvm_halts_per_s\":%.0f", \
+					d[19] / dt, d[19] / (d[bc] / 1e6), d[20] / (d[bc] / 1e6), d[21] / dt
 			print "}"
 		}' "$1"
 }
