@@ -187,7 +187,7 @@ row() { # TSV line -> | label | m | r | ratio | n |
 		"minivmm-oci'"'"'s VM, \(.[0].direction | sub("_"; " "; "g")) (KVM debugfs, summed over its vCPUs; medians): \(map(.kvm_exits_per_s) | median | r(0)) exits/s, \(map(.kvm_exits_per_mb) | median | r(0)) exits and \(map(.kvm_irqs_per_mb) | median | r(0)) interrupt injections per MB moved, \(map(.kvm_halts_per_s) | median | r(0)) halt exits/s.\n"'
 	echo "minivmm-oci's VMM process at the first HTTP answer (boot included; medians):"
 	J '[.[] | select(.bench == "oci_net_http" and .runtime == "minivmm-oci")] |
-		"user \(map(.vmm_user_ms) | median | r(0)) ms, system \(map(.vmm_sys_ms) | median | r(0)) ms, in the guest \(map(.vmm_guest_ms) | median | r(0)) ms; delete \(map(.delete_ms) | median | r(1)) ms."'
+		"user \(map(.vmm_user_ms | if . and . < 0 then 0 else . end) | median | r(0)) ms (utime - guest_time, floored at 0), system \(map(.vmm_sys_ms) | median | r(0)) ms, in the guest \(map(.vmm_guest_ms) | median | r(0)) ms; delete \(map(.delete_ms) | median | r(1)) ms."'
 	echo
 	echo "Every round:"
 	echo
