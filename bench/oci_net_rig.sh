@@ -26,6 +26,8 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
+# shellcheck source=tests/e2e/oci_netprep.sh
+. "$here/../tests/e2e/oci_netprep.sh"
 rounds=${1:-3} secs=${2:-5} netimg=${3:?NET_IMAGE_TAR}
 bench_need_kvm
 [[ -n ${OCI_MODROOT:-} && -d $OCI_MODROOT ]] || bench_die "OCI_MODROOT not set (run through tests/e2e/oci-rig.sh)"
@@ -43,19 +45,8 @@ if [[ ! -e /sys/fs/cgroup/cgroup.controllers ]]; then
 	mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null || bench_log "cannot mount cgroup2"
 fi
 # CNI's bridge, portmap and firewall plugins, and the runtime's tc
-# redirect (tests/e2e/oci_network.sh loads the same list).
-for m in tun bridge veth br_netfilter nf_conntrack nf_nat nf_tables nft_compat \
-	nft_chain_nat nft_nat nft_masq nft_ct nft_fib_inet nft_reject_inet xt_MASQUERADE \
-	xt_comment xt_mark xt_conntrack xt_addrtype xt_multiport xt_nat xt_tcpudp \
-	sch_ingress cls_u32 act_mirred; do
-	modprobe -d "$OCI_MODROOT" "$m" 2>/dev/null || bench_log "modprobe $m failed"
-done
-ip link set lo up
-if [[ ! -e /dev/net/tun ]]; then
-	mkdir -p /dev/net
-	mknod /dev/net/tun c 10 200
-fi
-mkdir -p /run/netns
+# redirect, as tests/e2e/oci_network.sh.
+oci_net_prepare
 bench_debugfs
 # shellcheck disable=SC2154 # set by bench_debugfs
 [[ $have_debugfs == 1 ]] || bench_log "no KVM debugfs: no exit counts"

@@ -12,6 +12,7 @@
 # Kubernetes RuntimeClass handler for it that containerd's CRI loads.
 set -uo pipefail
 . "$(dirname "$0")/oci_lib.sh"
+. "$(dirname "$0")/oci_netprep.sh"
 oci_setup
 
 sock=/run/oci-ctd.$$/containerd.sock
@@ -48,14 +49,7 @@ img=$("${CTR[@]}" images ls -q | grep -m1 bb) || e2e_fail "image not imported"
 # tap needs tun, the redirect the tc modules.  Without --cni the NIC
 # stays down, unconfigured (c3).
 [[ -n "${OCI_MODROOT:-}" && -d "$OCI_MODROOT" ]] || e2e_fail "OCI_MODROOT not set (run through oci-rig.sh)"
-for m in tun bridge veth sch_ingress cls_u32 act_mirred; do
-	modprobe -d "$OCI_MODROOT" "$m" 2>/dev/null || echo "note: modprobe $m failed"
-done
-ip link set lo up
-if [[ ! -e /dev/net/tun ]]; then
-	mkdir -p /dev/net
-	mknod /dev/net/tun c 10 200
-fi
+oci_net_prepare tun bridge veth sch_ingress cls_u32 act_mirred
 
 "${CTR[@]}" run --rm --snapshotter native --runc-binary "$OCI_RUNTIME" "$img" c1 \
 	sh -c 'echo out; echo err >&2; exit 7' >"$W/out1" 2>"$W/err1"

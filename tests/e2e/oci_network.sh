@@ -23,21 +23,11 @@
 # (slirp4netns's 10.0.2.0/24 is inside the container's namespace).
 set -uo pipefail
 . "$(dirname "$0")/oci_lib.sh"
+. "$(dirname "$0")/oci_netprep.sh"
 oci_setup
 
 [[ -n "${OCI_MODROOT:-}" && -d "$OCI_MODROOT" ]] || e2e_fail "OCI_MODROOT not set (run through oci-rig.sh)"
-for m in tun bridge veth br_netfilter nf_conntrack nf_nat nf_tables nft_compat \
-	nft_chain_nat nft_nat nft_masq nft_ct nft_fib_inet nft_reject_inet xt_MASQUERADE \
-	xt_comment xt_mark xt_conntrack xt_addrtype xt_multiport xt_nat xt_tcpudp \
-	sch_ingress cls_u32 act_mirred; do
-	modprobe -d "$OCI_MODROOT" "$m" 2>/dev/null || echo "note: modprobe $m failed"
-done
-ip link set lo up
-if [[ ! -e /dev/net/tun ]]; then
-	mkdir -p /dev/net
-	mknod /dev/net/tun c 10 200
-fi
-mkdir -p /run/netns
+oci_net_prepare
 
 P=(podman --root "$W/pstore" --runroot /run/oci-prun.$$ --storage-driver vfs
 	--cgroup-manager cgroupfs --events-backend file)
