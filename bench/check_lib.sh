@@ -1,9 +1,10 @@
 # bench/check_lib.sh: sourced by the smoke checkers (check_smoke.sh,
-# check_vsock_smoke.sh).  They read a results file with jq and count the
+# check_vsock_smoke.sh, check_net_smoke.sh).  They read a results file with jq and count the
 # checks that fail; none of them looks at a timing beyond "was measured".
 #   r=FILE           the JSON array the checks read
 #   check DESC JQ    "ok: DESC" when JQ is true on $r, else "FAIL: DESC"
 #   check_file DESC PATH   a file that must exist and not be empty
+#   check_line DESC ERE PATH  a line of PATH that must match ERE
 #   check_end NAME   exit 1 with the count when any check failed
 fails=0
 check() {
@@ -17,6 +18,12 @@ check() {
 check_file() {
 	if [[ -s $2 ]]; then echo "ok: $1"; else
 		echo "FAIL: $1 ($2 missing or empty)" >&2
+		fails=$((fails + 1))
+	fi
+}
+check_line() {
+	if grep -Eq "$2" "$3"; then echo "ok: $1"; else
+		echo "FAIL: $1 (no line matching '$2' in $3)" >&2
 		fails=$((fails + 1))
 	fi
 }

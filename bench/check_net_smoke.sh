@@ -30,11 +30,6 @@ check "minivmm-off: kicks, interrupts and packets counted (API socket stats)" \
 	'[.[] | select(.bench == "net" and .side == "minivmm-off" and (.test | startswith("tcp")))] |
 	 length >= 3 and all(.[]; .packets_seen > 0 and .notifications_per_packet != null)'
 check "no failed test" '[.[] | select(.bench == "net_error")] | length == 0'
-if grep -q '^Targets (issue 28): vhost=off >= 1.0x QEMU' "$out/net.md"; then
-	echo "ok: net.md has the targets line"
-else
-	echo "FAIL: net.md has no targets line" >&2
-	fails=$((fails + 1))
-fi
+check_line "net.md has the targets line" '^Targets \(issue 28\): vhost=off >= 1\.0x QEMU' "$out/net.md"
 command -v gnuplot >/dev/null && check_file "net.png rendered" "$out/net.png"
 check_end check_net_smoke
