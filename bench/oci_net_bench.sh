@@ -25,7 +25,9 @@
 #   --quick  2 rounds, iperf3 5 s a test
 #   --full   3 rounds, iperf3 10 s a test (default)
 #   --report remakes oci_net.json/.md/.png from oci_net-run.log, no run
-# OCI_NET_SECS overrides the iperf3 test length.  A --full run holds the
+# OCI_NET_SECS overrides the iperf3 test length; OCI_NET_APPEND="..." adds
+# to minivmm-oci's guest kernel command line (a diagnosis, e.g.
+# virtio_net.napi_tx=0).  A --full run holds the
 # rig about 10 minutes.  Timings are reported, never asserted.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -83,7 +85,7 @@ else
 	# Set-up about 2 minutes; a round 2-4 minutes.
 	{
 		E2E_RIG_TIMEOUT=$((600 + rounds * (300 + 4 * secs))) "$here/../tests/e2e/oci-rig.sh" \
-			"$build" "$here/oci_net_rig.sh" "$rounds" "$secs" "$img" >"$log" 2>&1
+			"$build" "$here/oci_net_rig.sh" "$rounds" "$secs" "$img" "${OCI_NET_APPEND:-}" >"$log" 2>&1
 	} || rc=$?
 fi
 bench_rig_results "$log" "$mode" "$out/oci_net.json"
@@ -137,7 +139,7 @@ row() { # TSV line -> | label | m | r | ratio | n |
 	echo "# minivmm-oci vs runc on podman's default network ($mode, $date, $(bench_commit))"
 	echo
 	J '.[] | select(.bench == "oci_net_machine") |
-		"One rig L1 (nested KVM under TCG, \(.l1_cpus) L1 CPU: \(.l1_cpu), kernel \(.l1_kernel)); \(.podman_version), CNI bridge cni-podman0 (10.88.0.0/16, portmap); \(.iperf3_version); \(.rounds) rounds alternating minivmm-oci and runc, iperf3 \(.secs) s a test.  Absolute figures are the emulation'"'"'s (the L1, its guests and every process share one emulated CPU): compare side by side."'
+		"One rig L1 (nested KVM under TCG, \(.l1_cpus) L1 CPU: \(.l1_cpu), kernel \(.l1_kernel)); \(.podman_version), CNI bridge cni-podman0 (10.88.0.0/16, portmap); \(.iperf3_version); \(.rounds) rounds alternating minivmm-oci and runc, iperf3 \(.secs) s a test\(if (.guest_append // "") != "" then "; minivmm-oci guests booted with `\(.guest_append)` (OCI_NET_APPEND)" else "" end).  Absolute figures are the emulation'"'"'s (the L1, its guests and every process share one emulated CPU): compare side by side."'
 	echo
 	echo "| measure | minivmm-oci | runc | minivmm-oci / runc | rounds |"
 	echo "|---|---|---|---|---|"

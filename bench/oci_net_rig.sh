@@ -1,5 +1,5 @@
 #!/bin/bash
-# oci_net_rig.sh ROUNDS SECS NET_IMAGE_TAR: inside the rig's L1
+# oci_net_rig.sh ROUNDS SECS NET_IMAGE_TAR [APPEND]: inside the rig's L1
 # (bench/oci_net_bench.sh runs it through tests/e2e/oci-rig.sh): podman's
 # default network (Debian's CNI bridge cni-podman0, 10.88.0.0/16, as
 # tests/e2e/oci_network.sh sets it up) with minivmm-oci and with runc,
@@ -28,7 +28,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 # shellcheck source=tests/e2e/oci_netprep.sh
 . "$here/../tests/e2e/oci_netprep.sh"
-rounds=${1:-3} secs=${2:-5} netimg=${3:?NET_IMAGE_TAR}
+rounds=${1:-3} secs=${2:-5} netimg=${3:?NET_IMAGE_TAR} append=${4:-}
 bench_need_kvm
 [[ -n ${OCI_MODROOT:-} && -d $OCI_MODROOT ]] || bench_die "OCI_MODROOT not set (run through tests/e2e/oci-rig.sh)"
 [[ -r $netimg ]] || bench_die "no image $netimg"
@@ -40,6 +40,9 @@ W=$(bench_scratch ocin)
 mkdir -p "$W/console"
 printf 'kernel = %s\ninitrd = %s\ntimings = %s\nconsole_dir = %s\n' "$OCI_KERNEL" \
 	"$OCI_INITRD" "$timings" "$W/console" >/etc/minivmm-oci.conf
+# APPEND: more for minivmm-oci's guest kernel command line (a diagnosis,
+# e.g. virtio_net.napi_tx=0), the configuration file's append key.
+[[ -z $append ]] || printf 'append = %s\n' "$append" >>/etc/minivmm-oci.conf
 # runc needs a cgroup file system (the L1 mounts none); both runtimes get it.
 if [[ ! -e /sys/fs/cgroup/cgroup.controllers ]]; then
 	mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null || bench_log "cannot mount cgroup2"
@@ -281,7 +284,9 @@ tcp() {
 
 bench_emit_machine oci_net_machine --arg iperf3 "$(iperf3 --version | head -1)" \
 	--arg podman "$(podman --version)" --argjson rounds "$rounds" --argjson secs "$secs" \
-	'{iperf3_version:$iperf3, podman_version:$podman, rounds:$rounds, secs:$secs}'
+	--arg append "$append" \
+	'{iperf3_version:$iperf3, podman_version:$podman, rounds:$rounds, secs:$secs,
+	  guest_append:$append}'
 # A first container on the default network makes the bridge and its
 # firewall chains: out of the rounds (runc, the cheaper one).
 rtflags runc
