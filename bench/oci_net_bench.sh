@@ -26,9 +26,9 @@
 #   --full   3 rounds, iperf3 10 s a test (default)
 #   --report remakes oci_net.json/.md/.png from oci_net-run.log, no run
 # OCI_NET_SECS overrides the iperf3 test length; OCI_NET_APPEND="..." adds
-# to minivmm-oci's guest kernel command line (a diagnosis; a module's
-# parameter there does not reach the modules the guest init loads, such
-# as virtio_net: bench/results/oci_net-napi_tx0/).  A --full run holds the
+# to minivmm-oci's guest kernel command line (a diagnosis, e.g.
+# virtio_net.napi_tx=0: the guest init passes a module its parameters
+# from there).  A --full run holds the
 # rig about 10 minutes.  Timings are reported, never asserted.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -71,6 +71,7 @@
 
 #include "../proto.h"
 #include "caps.h"
+#include "modparams.h"
 #include "config.h"
 #include "net.h"
 #include "process.h"
@@ -127,13 +128,23 @@ fail(uint32_t status, const char *fmt, ...)
 
 /* ---- boot ------------------------------------------------------------- */
 
+/* Each module of /etc/modules.load, with its parameters from the kernel
+ * command line (modparams.h: what modprobe would pass). */
 static void load_modules(void)
 {
 	FILE *f = fopen("/etc/modules.load", "r");
-	char line[512], path[600];
+	char line[512], path[600], cmdline[4096] = "", params[4096];
+	int cfd;
 
 	if (!f)
 		return;
+	cfd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
+	if (cfd >= 0) {
+		ssize_t n = read(cfd, cmdline, sizeof(cmdline) - 1);
+
+		cmdline[n > 0 ? n : 0] = 0;
+		close(cfd);
+	}
 	while (fgets(line, sizeof(line), f)) {
 		int fd;
 
@@ -146,9 +157,12 @@ static void load_modules(void)
 			init_msg("module %s: %s", line, strerror(errno));
 			continue;
 		}
+		if (modparams_for(cmdline, line, params, sizeof(params)))
+			init_msg("module %s: its command-line parameters are too long; "
+				 "loaded without", line);
 		/* A module the CPU cannot use (crc32c-intel) fails with
 		 * ENODEV: its generic fallback follows in the list. */
-		if (syscall(SYS_finit_module, fd, "", 0) && errno != EEXIST &&
+		if (syscall(SYS_finit_module, fd, params, 0) && errno != EEXIST &&
 		    errno != ENODEV)
 			init_msg("module %s: %s", line, strerror(errno));
 		close(fd);
