@@ -133,6 +133,15 @@ bench_rig_end() {
 	exit "$2"
 }
 
+# bench_iperf3_files: Debian's iperf3, the libraries ldd lists for it and
+# the loader, one path a line, relative to / (what a guest's tools disk or
+# a container image needs to run it).
+bench_iperf3_files() {
+	echo usr/bin/iperf3
+	echo lib64/ld-linux-x86-64.so.2
+	ldd /usr/bin/iperf3 | sed -n 's/.*=> \/\([^ ]*\).*/\1/p'
+}
+
 # In the L1 (X_rig.sh):
 
 # bench_need_kvm: exits 77 (skip) where there is no /dev/kvm to use.

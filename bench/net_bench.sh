@@ -59,9 +59,7 @@ else
 	# tests/guest/blklib's tools_unpack expects), whole 512-byte sectors.
 	tools=$build/bench/net-tools.cpio
 	mkdir -p "$build/bench"
-	files=(usr/bin/iperf3 lib64/ld-linux-x86-64.so.2)
-	while read -r lib; do files+=("${lib#/}"); done < <(ldd /usr/bin/iperf3 | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p')
-	(cd / && printf '%s\n' "${files[@]}" | cpio -o -H newc -L --quiet) >"$tools.tmp"
+	(cd / && bench_iperf3_files | cpio -o -H newc -L --quiet) >"$tools.tmp"
 	truncate -s %512 "$tools.tmp"
 	mv "$tools.tmp" "$tools"
 	mapfile -t guest < <("$here/../tests/rig/mkguest.sh" --print-paths)

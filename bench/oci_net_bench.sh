@@ -73,8 +73,7 @@ else
 	done
 	printf 'root:x:0:0:root:/root:/bin/sh\n' >"$stage/etc/passwd"
 	printf 'root:x:0:\n' >"$stage/etc/group"
-	files=(usr/bin/iperf3 lib64/ld-linux-x86-64.so.2)
-	while read -r lib; do files+=("${lib#/}"); done < <(ldd /usr/bin/iperf3 | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p')
+	mapfile -t files < <(bench_iperf3_files)
 	for f in "${files[@]}"; do
 		mkdir -p "$stage/$(dirname "$f")"
 		cp -L "/$f" "$stage/$f"
