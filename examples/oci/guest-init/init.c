@@ -71,8 +71,8 @@
 
 #include "../proto.h"
 #include "caps.h"
-#include "modparams.h"
 #include "config.h"
+#include "modparams.h"
 #include "net.h"
 #include "process.h"
 #include "exec.h"

@@ -10,6 +10,12 @@ static bool name_char_eq(char a, char b)
 	return (a == '-' ? '_' : a) == (b == '-' ? '_' : b);
 }
 
+/* The blanks that separate the command line's words. */
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n';
+}
+
 /* End of the word starting at @p: the next blank outside double quotes. */
 static const char *word_end(const char *p)
 {
@@ -18,7 +24,7 @@ static const char *word_end(const char *p)
 	for (; *p; p++) {
 		if (*p == '"')
 			quoted = !quoted;
-		else if (!quoted && (*p == ' ' || *p == '\t' || *p == '\n'))
+		else if (!quoted && is_blank(*p))
 			break;
 	}
 	return p;
@@ -39,7 +45,7 @@ int modparams_for(const char *cmdline, const char *file, char *out, size_t len)
 		const char *w, *e;
 		size_t i, n;
 
-		while (*p == ' ' || *p == '\t' || *p == '\n')
+		while (is_blank(*p))
 			p++;
 		if (!*p)
 			break;
