@@ -59,7 +59,7 @@ for s in "${sides[@]}"; do
 	*) bench_die "unknown side $s" ;;
 	esac
 done
-# The tests too, before four guests boot for them.
+# The tests too, before the guests boot for them.
 for t in $tests; do
 	case $t in
 	tcp_rx | tcp_tx | tcp_rxN | udp_tx | rr) ;;

@@ -28,8 +28,8 @@
 # OCI_NET_SECS overrides the iperf3 test length; OCI_NET_APPEND="..." adds
 # to minivmm-oci's guest kernel command line (a diagnosis, e.g.
 # virtio_net.napi_tx=0: the guest init passes a module its parameters
-# from there).  A --full run holds the
-# rig about 10 minutes.  Timings are reported, never asserted.
+# from there).  A --full run holds the rig about 10 minutes.  Timings are
+# reported, never asserted.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh

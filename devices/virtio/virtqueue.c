@@ -206,13 +206,14 @@ unsigned int virtq_avail_count(struct virtq *vq)
 
 unsigned int virtq_in_service(const struct virtq *vq)
 {
-	/* Every pop is pushed back once (or unpopped), so the two indices
-	 * differ by the chains in service; a ring resumed from a back end
-	 * whose used->idx ran ahead of its last_avail_idx is clamped. */
-	unsigned int n = (uint16_t)(vq->last_avail_idx - vq->used_idx);
+	unsigned int n;
 
 	if (!vq->ready)
 		return 0;
+	/* Every pop is pushed back once (or unpopped), so the two indices
+	 * differ by the chains in service; a ring resumed from a back end
+	 * whose used->idx ran ahead of its last_avail_idx is clamped. */
+	n = (uint16_t)(vq->last_avail_idx - vq->used_idx);
 	return n > vq->size ? vq->size : n;
 }
 
