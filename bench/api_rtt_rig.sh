@@ -13,7 +13,7 @@ vmm=$1 rtt=$2 kernel=$3 initrd=$4 rounds=${5:-3} count=${6:-200}
 dir=$(mktemp -d "${RIG_SCRATCH:-/var/tmp}/api_rtt.XXXXXX")
 sock=$dir/api.sock log=$dir/vmm.log
 "$vmm" --smp 4 --mem 256M --kernel "$kernel" --initrd "$initrd" \
-	--api-socket "$sock" --append "guest.run=ticker" </dev/null >"$log" 2>&1 &
+	--api-socket "$sock" --append "quiet guest.run=ticker" </dev/null >"$log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$dir"' EXIT
 for _ in $(seq 600); do

@@ -15,7 +15,7 @@ dir=$(mktemp -d "${RIG_SCRATCH:-/var/tmp}/acpi.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 
 e2e_run_vmm "$dir/acpi.log" -- "$vmm" -v --smp 4 --mem 512M --kernel "$kernel" \
-	--initrd "$initrd" --append "guest.run=acpi guest.poweroff=1"
+	--initrd "$initrd" --append "quiet guest.run=acpi guest.poweroff=1"
 grep -q "MINIVMM-GUEST-UP cpus=4\$" "$dir/acpi.log" || e2e_fail "the guest did not come up with 4 CPUs"
 grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/acpi.log" || e2e_fail "ACPI checks failed in the guest"
 grep -q "guest powered off" "$dir/acpi.log" || e2e_fail "minivmm did not see the power-off"
@@ -24,7 +24,7 @@ grep -q "guest powered off" "$dir/acpi.log" || e2e_fail "minivmm did not see the
 echo "ok: ACPI tables, PCI0 from the DSDT, PNP0501, S5; poweroff -f ended the VM, exit 0"
 
 e2e_run_vmm "$dir/mp.log" -- "$vmm" --smp 4 --mem 512M --kernel "$kernel" \
-	--initrd "$initrd" --append "acpi=off guest.run=smoke"
+	--initrd "$initrd" --append "quiet acpi=off guest.run=smoke"
 grep -q "MINIVMM-GUEST-UP cpus=4\$" "$dir/mp.log" || e2e_fail "acpi=off: the guest did not come up with 4 CPUs"
 grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/mp.log" || e2e_fail "acpi=off: smoke payload failed"
 [[ $E2E_RC -eq 0 ]] || e2e_fail "acpi=off: minivmm exited $E2E_RC"

@@ -70,7 +70,7 @@ fi
 grep -q "CPU $ncpu is not one this process may run on" "$dir/aff.log" ||
 	e2e_fail "--cpu-affinity $ncpu: $(head -c 300 "$dir/aff.log")"
 "$vmm" --smp 4 --mem 256M --kernel "$kernel" --initrd "$initrd" --cpu-affinity 0 \
-	--disk "$img" --api-socket "$sock" --append "guest.run=ticker" \
+	--disk "$img" --api-socket "$sock" --append "quiet guest.run=ticker" \
 	</dev/null >"$log" 2>&1 &
 pid=$!
 wait_ticks 2
@@ -225,7 +225,7 @@ say "shutdown: power button seen, the guest powered off, minivmm exited 0; $acke
 # Its disk is limited from the command line.
 "$vmm" --smp 2 --mem 256M --kernel "$kernel" --initrd "$initrd" \
 	--disk "path=$img,rate-bw=1M,rate-bw-burst=256K,rate-ops=500" \
-	--api-socket "$sock" --append "guest.run=ticker" \
+	--api-socket "$sock" --append "quiet guest.run=ticker" \
 	</dev/null >"$log" 2>&1 &
 pid=$!
 wait_ticks 1

@@ -29,7 +29,7 @@ stats=(--stats)
 ((nd * n <= 512)) || stats=()
 e2e_run_vmm "$dir/log" -- "$vmm" --smp "$n" --mem 1G --kernel "$kernel" \
 	--initrd "$initrd" "${args[@]}" "${stats[@]}" \
-	--append "guest.run=blk-many guest.disks=$nd"
+	--append "quiet guest.run=blk-many guest.disks=$nd"
 grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/log" || e2e_fail "guest payload failed"
 [[ $E2E_RC -eq 0 ]] || e2e_fail "minivmm exited $E2E_RC"
 for ((i = 0; i < nd; i++)); do

@@ -20,7 +20,7 @@ token=$RANDOM$RANDOM
 e2e_run_vmm "$dir/log" -- "$vmm" --smp "$n" --mem 1G --kernel "$kernel" \
 	--initrd "$initrd" --disk "path=$img,serial=data" \
 	--disk "path=$tools,ro=on,serial=tools" --stats \
-	--append "guest.run=blk-mq guest.queues=$n guest.token=$token"
+	--append "quiet guest.run=blk-mq guest.queues=$n guest.token=$token"
 grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/log" || e2e_fail "guest payload failed"
 [[ $E2E_RC -eq 0 ]] || e2e_fail "minivmm exited $E2E_RC"
 got=$(dd if="$img" bs=4096 skip=$((64 * 256)) count=1 2>/dev/null | head -c 64 | tr -d '\0')

@@ -20,7 +20,7 @@ e2e_run_vmm "$dir/log" -- "$vmm" --smp 2 --mem 1G --kernel "$kernel" \
 	--disk "path=$dir/ro.img,ro=on,serial=ro" \
 	--disk "path=$dir/poll.img,num-queues=2,serial=poll" \
 	--disk "path=$tools,ro=on,serial=tools" --stats \
-	--append "guest.run=blk-opts virtio_blk.poll_queues=1"
+	--append "quiet guest.run=blk-opts virtio_blk.poll_queues=1"
 grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/log" || e2e_fail "guest payload failed"
 [[ $E2E_RC -eq 0 ]] || e2e_fail "minivmm exited $E2E_RC"
 [[ "$(sha256sum <"$dir/ro.img")" == "$sum" ]] || e2e_fail "read-only image changed"

@@ -58,7 +58,7 @@ crash_wait_for() {
 crash_start() {
 	"$1" --smp 2 --mem 512M --kernel "$2" --initrd "$3" \
 		--disk "path=$4,serial=crash,direct=$5" \
-		--append "guest.run=crash-write guest.mode=$6" \
+		--append "quiet guest.run=crash-write guest.mode=$6" \
 		</dev/null >"$7" 2>&1 &
 	# shellcheck disable=SC2034 # read by the caller
 	CRASH_PID=$!

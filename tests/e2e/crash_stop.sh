@@ -41,7 +41,7 @@ img=$dir/reboot.img
 truncate -s 16M "$img"
 e2e_run_vmm "$dir/log" -- "$vmm" --smp 2 --mem 512M --kernel "$kernel" \
 	--initrd "$initrd" --disk "path=$img,serial=crash" \
-	--append "guest.run=crash-write guest.mode=reboot"
+	--append "quiet guest.run=crash-write guest.mode=reboot"
 [[ $E2E_RC -eq 0 ]] || e2e_fail "reboot -f with writes in flight: minivmm exited $E2E_RC"
 grep -q "CRASH-WRITTEN n=64" "$dir/log" || e2e_fail "guest did not write its blocks"
 crash_check "$img" 64

@@ -30,7 +30,7 @@ echo "dm device $dev: sectors 2048..4095 fail"
 
 e2e_run_vmm "$dir/log" -- "$vmm" --smp 2 --mem 512M --kernel "$kernel" \
 	--initrd "$initrd" --disk "path=$dev,serial=faulty,direct=on" \
-	--stats-json --append "guest.run=crash-fault guest.fault=dm"
+	--stats-json --append "quiet guest.run=crash-fault guest.fault=dm"
 grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/log" || e2e_fail "guest payload failed"
 [[ $E2E_RC -eq 0 ]] || e2e_fail "minivmm exited $E2E_RC"
 errs=$(grep -o '"io_errors":[0-9]*' "$dir/log" | cut -d: -f2 | sort -n | tail -1)

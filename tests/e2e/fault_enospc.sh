@@ -23,7 +23,7 @@ truncate -s 64M "$dir/tiny/img"
 
 e2e_run_vmm "$dir/log" -- "$vmm" --smp 2 --mem 512M --kernel "$kernel" \
 	--initrd "$initrd" --disk "path=$dir/tiny/img,serial=faulty" \
-	--stats-json --append "guest.run=crash-fault guest.fault=enospc"
+	--stats-json --append "quiet guest.run=crash-fault guest.fault=enospc"
 grep -q "FAULT-EIO-SEEN" "$dir/log" || e2e_fail "the guest did not see the errors"
 grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/log" || e2e_fail "guest payload failed"
 [[ $E2E_RC -eq 0 ]] || e2e_fail "minivmm exited $E2E_RC"

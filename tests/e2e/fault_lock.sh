@@ -25,14 +25,14 @@ boot=(--smp 1 --mem 256M --kernel "$kernel" --initrd "$initrd")
 msg="disk image $img is locked by another process or disk (opened writable elsewhere); use lock=off"
 
 "$vmm" "${boot[@]}" --disk "path=$img,serial=crash" \
-	--append "guest.run=crash-write guest.mode=stop" </dev/null >"$dir/a.log" 2>&1 &
+	--append "quiet guest.run=crash-write guest.mode=stop" </dev/null >"$dir/a.log" 2>&1 &
 apid=$!
 crash_wait_for "$dir/a.log" "CRASH-SYNCED n=16" 300 "$apid"
 echo "A: running and writing $img"
 
 for spec in "path=$img" "path=$img,ro=on"; do
 	rc=0
-	timeout 60 "$vmm" "${boot[@]}" --disk "$spec" --append "guest.run=smoke" \
+	timeout 60 "$vmm" "${boot[@]}" --disk "$spec" --append "quiet guest.run=smoke" \
 		</dev/null >"$dir/b.log" 2>&1 || rc=$?
 	cat "$dir/b.log"
 	[[ $rc -eq 1 ]] || e2e_fail "B ($spec) exited $rc, expected 1"
@@ -43,7 +43,7 @@ done
 
 e2e_run_vmm "$dir/c.log" -- "$vmm" "${boot[@]}" \
 	--disk "path=$img,ro=on,lock=off" --disk "path=$dir/ro.img,ro=on" \
-	--disk "path=$dir/ro.img,ro=on" --append "guest.run=smoke"
+	--disk "path=$dir/ro.img,ro=on" --append "quiet guest.run=smoke"
 [[ $E2E_RC -eq 0 ]] || { dmesg | grep -i -E "seccomp|type=1326" | tail -3; e2e_fail "lock=off / shared read-only disks: minivmm exited $E2E_RC"; }
 grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/c.log" || e2e_fail "smoke payload failed"
 echo "C: lock=off next to a writer, and one read-only image twice: booted"
@@ -54,7 +54,7 @@ apid=
 
 rc=0
 timeout 60 "$vmm" "${boot[@]}" --disk "path=$img" --disk "path=$img" \
-	--append "guest.run=smoke" </dev/null >"$dir/d.log" 2>&1 || rc=$?
+	--append "quiet guest.run=smoke" </dev/null >"$dir/d.log" 2>&1 || rc=$?
 cat "$dir/d.log"
 [[ $rc -eq 1 ]] || e2e_fail "two writable disks on one image: exit $rc, expected 1"
 grep -qF -- "$msg" "$dir/d.log" || e2e_fail "two disks: no clear lock message"

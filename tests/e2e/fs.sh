@@ -57,7 +57,7 @@ log=$dir/boot.log
 e2e_run_vmm "$log" -- "$vmm" --smp 4 --mem 512M --kernel "$kernel" \
 	--initrd "$initrd" --fs "tag=share,socket=$dir/vfs.sock" \
 	--fs "tag=ro,path=$share,ro=on" --stats-json \
-	--append "guest.run=virtiofs" &
+	--append "quiet guest.run=virtiofs" &
 runner=$!
 for _ in $(seq 3000); do
 	grep -q "VIRTIOFS ready\|VIRTIOFS FAIL\|MINIVMM-PAYLOAD-EXIT" "$log" 2>/dev/null && break

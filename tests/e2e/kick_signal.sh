@@ -28,7 +28,7 @@ for state in ignore block; do
 	log=$dir/$state.log
 	# env(1) sets the state and execs minivmm: same pid.
 	env --"$state"-signal=USR1 "$vmm" --smp 2 --mem 256M \
-		--kernel "$kernel" --initrd "$initrd" --append "guest.run=smoke" \
+		--kernel "$kernel" --initrd "$initrd" --append "quiet guest.run=smoke" \
 		</dev/null >"$log" 2>&1 &
 	pid=$!
 	# What minivmm was started with (its main thread: the embedder's).

@@ -2,6 +2,14 @@
 # Helpers for end-to-end tests.  Each test runs where /dev/kvm exists (inside
 # the nested-KVM rig in CI) and exits 77 (skip) if it finds none, so a test
 # that is not run through tests/rig/rig-run can never silently pass.
+#
+# The guests boot with "quiet" on their command line (--append "quiet
+# guest.run=..."): every character the kernel prints through the emulated
+# UART costs port exits, which the nested rig makes ~7 s of a ~22 s boot.
+# Two kinds of test keep the kernel's whole boot log: boot.sh at 1 vCPU
+# (minivmm's default command line as it is) and the console/stderr stall
+# tests (the log is part of what fills the stalled pipe).  The arm64 tests
+# likewise, where the console costs more still (~60 s of an 83-s test).
 
 e2e_require_kvm() {
 	if [[ ! -r /dev/kvm || ! -w /dev/kvm ]]; then

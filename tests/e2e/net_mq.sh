@@ -42,7 +42,7 @@ done
 
 e2e_run_vmm "$dir/log" -- "$vmm" --smp "$n" --mem 512M --kernel "$kernel" \
 	--initrd "$initrd" --net tap=vmtap0 --stats-json \
-	--append "guest.run=net-mq guest.mb=$mb guest.flows=$flows"
+	--append "quiet guest.run=net-mq guest.mb=$mb guest.flows=$flows"
 grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/log" || e2e_fail "guest payload failed"
 # The receivers end at the flows' FIN; give them a moment to write out.
 for p in "${pids[@]:1}"; do

@@ -126,7 +126,7 @@ pids+=($!)
 
 e2e_run_vmm "$dir/log" -- "$vmm" -v --smp 2 --mem 512M --kernel "$kernel" \
 	--initrd "$initrd" --net "stream=$sock" --user 65534:65534 --stats-json \
-	--append "guest.run=net-stream guest.mb=$mb"
+	--append "quiet guest.run=net-stream guest.mb=$mb"
 grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/log" || {
 	sed 's/^/passt: /' "$dir/passt.log" | grep -v syslog | tail -20
 	e2e_fail "guest payload failed"

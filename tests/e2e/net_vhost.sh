@@ -59,7 +59,7 @@ run() {
 	pids+=("${rx[@]}")
 	e2e_run_vmm "$log" -- "$vmm" -v --smp "$n" --mem 512M --kernel "$kernel" \
 		--initrd "$initrd" --net "tap=vmtap0,vhost=$mode" --stats-json \
-		--append "guest.run=net-mq guest.mb=$mb guest.flows=$flows"
+		--append "quiet guest.run=net-mq guest.mb=$mb guest.flows=$flows"
 	grep -q "MINIVMM-PAYLOAD-EXIT=0" "$log" || e2e_fail "vhost=$mode: guest payload failed"
 	for p in "${rx[@]}"; do
 		for _ in $(seq 100); do

@@ -43,7 +43,7 @@ E2E_VMM_TIMEOUT=${E2E_VMM_TIMEOUT:-1800} e2e_run_vmm "$dir/log" -- \
 	--smp "$n" --mem 1G \
 	--kernel "$kernel" --initrd "$initrd" --disk "path=$img,serial=data" \
 	--disk "path=$tools,ro=on,serial=tools" --stats "$@" \
-	--append "guest.run=blk-mq guest.queues=$n guest.token=1 guest.runtime=1 guest.verify_mb=$mb"
+	--append "quiet guest.run=blk-mq guest.queues=$n guest.token=1 guest.runtime=1 guest.verify_mb=$mb"
 grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/log" || e2e_fail "guest payload failed"
 
 # Per file (one per thread): its class and the calls after the naming point

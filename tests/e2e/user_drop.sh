@@ -45,7 +45,7 @@ fi
 log=$dir/log
 "$vmm" -v --smp 2 --mem 512M --kernel "$dir/bzImage" --initrd "$dir/initrd" \
 	--disk "path=$img,serial=crash" --user 65534:65534 --stats-json \
-	--append "guest.run=crash-write guest.mode=reboot" </dev/null >"$log" 2>&1 &
+	--append "quiet guest.run=crash-write guest.mode=reboot" </dev/null >"$log" 2>&1 &
 pid=$!
 
 # snap PID: one line per thread, "COMM uid=[..] gid=[..] groups=[..]

@@ -20,7 +20,7 @@ e2e_disk "$dir/ro.img" 16
 e2e_run_vmm "$dir/log" "$vmm" --smp "$n" --mem 1G --kernel "$kernel" \
 	--initrd "$initrd" --disk "path=$dir/data.img,serial=data" \
 	--disk "path=$dir/ro.img,serial=ro,ro=on" \
-	--append "guest.run=blk-percpu guest.queues=$n guest.verify_mb=$mb ${E2E_APPEND:-}"
+	--append "quiet guest.run=blk-percpu guest.queues=$n guest.verify_mb=$mb ${E2E_APPEND:-}"
 grep -q "BLKVERIFY OK" "$dir/log" || e2e_fail "blkverify did not pass"
 grep -q "BLK completions: every CPU" "$dir/log" || e2e_fail "completions not on the submitting CPUs"
 grep -q "BLK ro:" "$dir/log" || e2e_fail "the read-only disk was not checked"

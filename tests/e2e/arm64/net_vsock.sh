@@ -68,7 +68,7 @@ done
 ) &
 e2e_run_vmm "$dir/log" "$vmm" --smp $n --mem 512M --kernel "$kernel" \
 	--initrd "$initrd" --net tap=mvt0 --stats-json \
-	--append "guest.run=net-mq guest.mb=$mb guest.flows=$flows"
+	--append "quiet guest.run=net-mq guest.mb=$mb guest.flows=$flows"
 grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/log" || e2e_fail "net: the guest payload failed"
 [ "$E2E_RC" -eq 0 ] || e2e_fail "net: minivmm exited $E2E_RC"
 grep -q "NET-DOWN md5=$down " "$dir/log" || e2e_fail "net: download md5 differs (want $down)"

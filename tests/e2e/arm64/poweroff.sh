@@ -13,7 +13,7 @@ pid=
 trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null; rm -rf "$dir"' EXIT
 
 e2e_run_vmm "$dir/log" "$vmm" -v --smp 2 --mem 512M --kernel "$kernel" \
-	--initrd "$initrd" --append "guest.run=poweroff"
+	--initrd "$initrd" --append "quiet guest.run=poweroff"
 grep -q "POWEROFF: poweroff -f" "$dir/log" || e2e_fail "the payload did not run"
 grep -q "guest powered off" "$dir/log" ||
 	e2e_fail "minivmm did not see the power-off (PSCI SYSTEM_OFF)"
@@ -25,7 +25,7 @@ echo "PASS: arm64 poweroff -f ended the VM as powered off, exit 0"
 # The power key over the API socket.
 sock=$dir/api.sock
 (e2e_run_vmm "$dir/log2" "$vmm" -v --mem 256M --kernel "$kernel" \
-	--initrd "$initrd" --append "guest.run=power-key" --api-socket "$sock"
+	--initrd "$initrd" --append "quiet guest.run=power-key" --api-socket "$sock"
  echo "$E2E_RC" >"$dir/rc2") &
 pid=$!
 i=0
