@@ -1,6 +1,7 @@
 # bench/check_lib.sh: sourced by the smoke checkers (check_smoke.sh,
-# check_vsock_smoke.sh, check_net_smoke.sh).  They read a results file with jq and count the
-# checks that fail; none of them looks at a timing beyond "was measured".
+# check_vsock_smoke.sh, check_net_smoke.sh, check_fs_smoke.sh).  They read
+# a results file with jq and count the checks that fail; none of them looks
+# at a timing beyond "was measured".
 #   r=FILE           the JSON array the checks read
 #   check DESC JQ    "ok: DESC" when JQ is true on $r, else "FAIL: DESC"
 #   check_file DESC PATH   a file that must exist and not be empty
