@@ -11,12 +11,10 @@
 # at a timing beyond "was measured" (> 0).
 set -euo pipefail
 out=${1:?OUT_DIR}
-r=$out/fs.json
 # shellcheck source=bench/check_lib.sh
 . "$(dirname "$0")/check_lib.sh"
-[[ -s $r ]] || { echo "FAIL: no $r" >&2; exit 1; }
-check "records are smoke records with a date" \
-	'type == "array" and length > 0 and all(.[]; .date and .run_mode == "smoke")'
+check_results "$out/fs.json"
+check_smoke_records
 check "the machine record gives the file count and the tree" \
 	'[.[] | select(.bench == "fs_machine")][0] | .meta_files > 0 and .tree_files > 0'
 for side in mvfs qemu mvblk; do

@@ -10,12 +10,10 @@
 # written.  It never looks at a timing beyond "was measured" (> 0).
 set -euo pipefail
 out=${1:?OUT_DIR}
-r=$out/net.json
 # shellcheck source=bench/check_lib.sh
 . "$(dirname "$0")/check_lib.sh"
-[[ -s $r ]] || { echo "FAIL: no $r" >&2; exit 1; }
-check "records are smoke records with a date" \
-	'type == "array" and length > 0 and all(.[]; .date and .run_mode == "smoke")'
+check_results "$out/net.json"
+check_smoke_records
 for side in minivmm-off qemu-off; do
 	for t in tcp_rx tcp_tx tcp_rxN; do
 		check "$side $t: bytes moved" \

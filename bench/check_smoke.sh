@@ -9,10 +9,9 @@
 # at a timing beyond "was measured" (> 0).
 set -euo pipefail
 out=${1:?OUT_DIR}
-r=$out/results.json
 # shellcheck source=bench/check_lib.sh
 . "$(dirname "$0")/check_lib.sh"
-[[ -s $r ]] || { echo "FAIL: no $r" >&2; exit 1; }
+check_results "$out/results.json"
 check "results.json is an array with a date and machine on every record" \
 	'type == "array" and length > 0 and all(.[]; .date and .machine and .run_mode == "smoke")'
 for mode in batched pervector driverok; do

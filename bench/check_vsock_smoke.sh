@@ -9,12 +9,10 @@
 # never looks at a timing beyond "was measured" (> 0).
 set -euo pipefail
 out=${1:?OUT_DIR}
-r=$out/vsock.json
 # shellcheck source=bench/check_lib.sh
 . "$(dirname "$0")/check_lib.sh"
-[[ -s $r ]] || { echo "FAIL: no $r" >&2; exit 1; }
-check "records are smoke records with a date" \
-	'type == "array" and length > 0 and all(.[]; .date and .run_mode == "smoke")'
+check_results "$out/vsock.json"
+check_smoke_records
 check "the machine record names the three sides" \
 	'[.[] | select(.bench == "vsock_machine")][0].sides == ["hybrid", "vhost", "qemu"]'
 for side in hybrid vhost qemu; do

@@ -21,14 +21,6 @@ endif()
 
 # The virtio-net benchmark at its shortest (bench/net_bench.sh --smoke: one
 # L1 of the x86 rig, two guests -- minivmm vhost=off and QEMU vhost=off,
-# the sides of the main target -- each test 2 s, one round), then
-# check_net_smoke.sh checks its records, summary and plot.  Results go to
-# the build tree.  COST: ~2 minutes; without it CTest (a fresh clone has no
-# timing history) started it last in CI, beside an idle CPU.
-if(VMM_BUILD_TESTS AND VMM_ARCH STREQUAL "x86")
-  add_test(NAME bench/net_smoke
-           COMMAND sh -c "rm -rf \"$2\" && BENCH_OUT=\"$2\" NET_SIDES='minivmm-off qemu-off' \"$1\"/bench/net_bench.sh --smoke \"$3\" && \"$1\"/bench/check_net_smoke.sh \"$2\""
-                   sh ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}/bench-net-smoke ${CMAKE_BINARY_DIR})
-  set_tests_properties(bench/net_smoke PROPERTIES LABELS "bench;kvm" TIMEOUT 900 COST 150
-    ENVIRONMENT "RIG_LOG=${CMAKE_BINARY_DIR}/rig-runs.log")
-endif()
+# the sides of the main target -- each test 2 s, one round), checked by
+# check_net_smoke.sh (bench/CMakeLists.txt: vmm_bench_smoke).
+vmm_bench_smoke(net_smoke net_bench.sh check_net_smoke.sh "NET_SIDES=minivmm-off qemu-off")
