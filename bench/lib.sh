@@ -155,6 +155,35 @@ bench_scratch() {
 	mktemp -d "${RIG_SCRATCH:-/var/tmp}/$1.XXXXXX"
 }
 
+# bench_oci_setup W [KEY=VALUE...]: what the minivmm-oci rig benches
+# (oci_rig_bench, oci_ops_rig, oci_rootfs_rig, oci_net_rig) share, with W
+# their work directory (bench_scratch) and OCI_KERNEL / OCI_INITRD from
+# tests/e2e/oci-rig.sh:
+#  * /etc/minivmm-oci.conf: kernel and initrd, then "KEY = VALUE" for each
+#    argument;
+#  * a cgroup2 file system on /sys/fs/cgroup where the L1 has none: runc
+#    needs one, and with it podman keeps resource limits for both runtimes
+#    alike;
+#  * P: podman with its store in W (vfs, cgroupfs, events to a file);
+#  * RUNC_FLAGS: the ulimits runc needs in the L1 (its defaults are over
+#    the L1's hard limits).
+bench_oci_setup() {
+	local w=$1 kv
+	shift
+	{
+		printf 'kernel = %s\ninitrd = %s\n' "$OCI_KERNEL" "$OCI_INITRD"
+		for kv in "$@"; do
+			printf '%s = %s\n' "${kv%%=*}" "${kv#*=}"
+		done
+	} >/etc/minivmm-oci.conf
+	if [[ ! -e /sys/fs/cgroup/cgroup.controllers ]]; then
+		mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null || bench_log "cannot mount cgroup2"
+	fi
+	P=(podman --root "$w/pstore" --runroot "/run/${w##*/}-prun" --storage-driver vfs
+		--cgroup-manager cgroupfs --events-backend file)
+	RUNC_FLAGS=(--ulimit nofile=20000:20000 --ulimit nproc=32768:32768)
+}
+
 # bench_kill_all [-SIG] PID...: sends each PID SIG (default TERM), ignoring
 # those gone, and waits for the shell's children.
 bench_kill_all() {

@@ -38,23 +38,15 @@ timings=/tmp/oci-net-timings.json
 : >"$timings"
 W=$(bench_scratch ocin)
 mkdir -p "$W/console"
-printf 'kernel = %s\ninitrd = %s\ntimings = %s\nconsole_dir = %s\n' "$OCI_KERNEL" \
-	"$OCI_INITRD" "$timings" "$W/console" >/etc/minivmm-oci.conf
 # APPEND: more for minivmm-oci's guest kernel command line (a diagnosis,
 # e.g. virtio_net.napi_tx=0), the configuration file's append key.
-[[ -z $append ]] || printf 'append = %s\n' "$append" >>/etc/minivmm-oci.conf
-# runc needs a cgroup file system (the L1 mounts none); both runtimes get it.
-if [[ ! -e /sys/fs/cgroup/cgroup.controllers ]]; then
-	mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null || bench_log "cannot mount cgroup2"
-fi
+bench_oci_setup "$W" "timings=$timings" "console_dir=$W/console" ${append:+"append=$append"}
 # CNI's bridge, portmap and firewall plugins, and the runtime's tc
 # redirect, as tests/e2e/oci_network.sh.
 oci_net_prepare
 bench_debugfs
 # shellcheck disable=SC2154 # set by bench_debugfs
 [[ $have_debugfs == 1 ]] || bench_log "no KVM debugfs: no exit counts"
-P=(podman --root "$W/pstore" --runroot /run/ocin-prun.$$ --storage-driver vfs
-	--cgroup-manager cgroupfs --events-backend file)
 "${P[@]}" import "$OCI_IMAGE_TAR" localhost/bb >/dev/null || bench_die "podman import bb"
 "${P[@]}" import "$netimg" localhost/bbnet >/dev/null || bench_die "podman import $netimg"
 hz=$(getconf CLK_TCK)
@@ -65,10 +57,10 @@ exec 7<>"$W/tick"
 nap() { read -r -t "$1" -u 7 _; }
 GW=10.88.0.1 HPORT=18090
 # RG, RF: podman's global and `run` flags for runtime $1 (runc needs the
-# ulimits in the L1, as in bench/oci_rig_bench.sh).
+# ulimits in the L1: RUNC_FLAGS, bench_oci_setup).
 rtflags() {
 	if [[ $1 == runc ]]; then
-		RG=(--runtime runc) RF=(--ulimit nofile=20000:20000 --ulimit nproc=32768:32768)
+		RG=(--runtime runc) RF=("${RUNC_FLAGS[@]}")
 	else
 		RG=(--runtime "$OCI_RUNTIME") RF=()
 	fi

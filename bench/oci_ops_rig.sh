@@ -10,23 +10,16 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 rounds=${1:-3} execs=${2:-5} vmm=$3 rtt=$4 ginitrd=$5 count=${6:-200}
 [[ -w /dev/kvm ]] || { echo "no /dev/kvm"; exit 77; }
-printf 'kernel = %s\ninitrd = %s\n' "$OCI_KERNEL" "$OCI_INITRD" >/etc/minivmm-oci.conf
-# runc's pause needs the cgroup freezer (the L1 mounts no cgroup file
-# system); with it both runtimes get their cgroups.
-if [[ ! -e /sys/fs/cgroup/cgroup.controllers ]]; then
-	mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null || bench_log "cannot mount cgroup2"
-fi
-W=${RIG_SCRATCH:-/var/tmp}/ocio.$$
-mkdir -p "$W"
-P=(podman --root "$W/pstore" --runroot /run/ocio-prun.$$ --storage-driver vfs
-	--cgroup-manager cgroupfs --events-backend file)
+# (runc's pause needs the cgroup freezer: bench_oci_setup mounts cgroup2.)
+W=$(bench_scratch ocio)
+bench_oci_setup "$W"
 "${P[@]}" import "$OCI_IMAGE_TAR" localhost/bb >/dev/null || bench_die "podman import"
 trap '"${P[@]}" rm -f -t 0 ops-minivmm-oci ops-runc >/dev/null 2>&1' EXIT
 for rt in minivmm-oci runc; do
 	exe=$rt
 	[[ $rt == minivmm-oci ]] && exe=$OCI_RUNTIME
 	flags=()
-	[[ $rt == runc ]] && flags=(--ulimit nofile=20000:20000 --ulimit nproc=32768:32768)
+	[[ $rt == runc ]] && flags=("${RUNC_FLAGS[@]}")
 	"${P[@]}" --runtime "$exe" run -d --name "ops-$rt" --network none "${flags[@]}" \
 		localhost/bb sleep 1000 >/dev/null 2>"$W/err" || bench_die "run $rt: $(tail -3 "$W/err")"
 done

@@ -11,17 +11,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 rounds=${1:-5}
 [[ -w /dev/kvm ]] || { echo "no /dev/kvm"; exit 77; }
 timings=/tmp/oci-bench-timings.json
-printf 'kernel = %s\ninitrd = %s\ntimings = %s\n' "$OCI_KERNEL" "$OCI_INITRD" "$timings" \
-	>/etc/minivmm-oci.conf
-# runc needs a cgroup file system (the L1 mounts none); with it podman also
-# keeps resource limits.  Both runtimes run under the same conditions.
-if [[ ! -e /sys/fs/cgroup/cgroup.controllers ]]; then
-	mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null || bench_log "cannot mount cgroup2"
-fi
-W=${RIG_SCRATCH:-/var/tmp}/ocib.$$
-mkdir -p "$W"
-P=(podman --root "$W/pstore" --runroot /run/ocib-prun.$$ --storage-driver vfs
-	--cgroup-manager cgroupfs --events-backend file)
+W=$(bench_scratch ocib)
+bench_oci_setup "$W" "timings=$timings"
 "${P[@]}" import "$OCI_IMAGE_TAR" localhost/bb >/dev/null || bench_die "podman import"
 run() { # RUNTIME [RUN-FLAGS...]: wall ms of one podman run --rm bb true
 	local t0 t1 rc rt=$1
@@ -36,7 +27,7 @@ run() { # RUNTIME [RUN-FLAGS...]: wall ms of one podman run --rm bb true
 for i in $(seq "$rounds"); do
 	for rt in minivmm-oci runc; do
 		if [[ $rt == runc ]]; then
-			ms=$(run runc --ulimit nofile=20000:20000 --ulimit nproc=32768:32768)
+			ms=$(run runc "${RUNC_FLAGS[@]}")
 		else
 			ms=$(run "$OCI_RUNTIME")
 		fi

@@ -17,15 +17,9 @@ files=${OCI_ROOTFS_FILES:-2000}
 [[ -w /dev/kvm ]] || { echo "no /dev/kvm"; exit 77; }
 timings=/tmp/oci-rootfs-timings.json
 : >"$timings"
-W=${RIG_SCRATCH:-/var/tmp}/ocirb.$$
+W=$(bench_scratch ocirb)
 mkdir -p "$W/img/x" "$W/console"
-printf 'kernel = %s\ninitrd = %s\ntimings = %s\nconsole_dir = %s\n' "$OCI_KERNEL" \
-	"$OCI_INITRD" "$timings" "$W/console" >/etc/minivmm-oci.conf
-if [[ ! -e /sys/fs/cgroup/cgroup.controllers ]]; then
-	mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null || bench_log "cannot mount cgroup2"
-fi
-P=(podman --root "$W/pstore" --runroot /run/ocirb-prun.$$ --storage-driver vfs
-	--cgroup-manager cgroupfs --events-backend file)
+bench_oci_setup "$W" "timings=$timings" "console_dir=$W/console"
 # The image: the rig's busybox image, the big file, the tree's tarball.
 tar -C "$W/img" -xf "$OCI_IMAGE_TAR"
 head -c $((64 << 20)) /dev/urandom >"$W/img/big.bin"
