@@ -27,7 +27,8 @@
 # after 1 keyboard interrupt" said, kick_resumed=1, no NMI.
 # The busy case runs beside the three others, one after the other (those
 # L1s sleep: they cost the host little CPU).  Needs qemu-system-x86_64 (no
-# KVM).  Takes ~90 s: the three quiet cases, each an L1 boot + ~25 s.
+# KVM).  Takes ~105-115 s (measured): the three quiet cases one after the
+# other, each an L1 boot + ~25 s, and their reports.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 if [[ "${1:-}" == --in-l1 ]]; then
