@@ -125,20 +125,26 @@ START_TEST(stalled_output_sigterm)
 	}
 	close(pfd[1]);
 
-	/* Its socket appears once it is ready ("ready" is logged into the
-	 * full pipe just before: already a line that cannot go out). */
-	for (int i = 0; i < 500; i++) {
+	/* Its socket appears once it listens (bound under another name and
+	 * renamed: no moment where it exists and refuses), "ready" logged
+	 * into the full pipe after: already a line that cannot go out.  A
+	 * generous deadline: in the arm64 rig the L1 is emulated, and a
+	 * loaded CI host stalls it for seconds at a time. */
+	t0 = now_s();
+	for (;;) {
 		struct stat st;
 
 		if (!stat(sock, &st))
 			break;
 		ck_assert_int_eq(waitpid(pid, &status, WNOHANG), 0);
+		ck_assert_msg(now_s() - t0 < 40, "no socket %s 40 s after the start", sock);
 		usleep(20000);
 	}
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_msg(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0,
+		      "connect %s: %s", sock, strerror(errno));
 	ck_assert_int_eq(write(fd, msg, sizeof(msg)), (ssize_t)sizeof(msg));
 	{
 		/* The answer, if the daemon is not stuck logging the
