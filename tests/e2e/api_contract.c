@@ -228,7 +228,7 @@ static void stats_sizes(struct vmm *vm, int started)
 static void boot_and_stats(const char *img)
 {
 	struct vmm_disk_stats st = { .struct_size = sizeof(st) };
-	char cmd[] = "console=ttyS0 reboot=k panic=-1 pci=conf1 quiet guest.run=smoke";
+	char cmd[] = "console=ttyS0 reboot=k panic=-1 pci=conf1,noearly quiet guest.run=smoke";
 	struct vmm *vm = new_vm(1);
 	int reason = -1, ret;
 

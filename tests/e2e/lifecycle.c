@@ -40,7 +40,7 @@ static struct vmm *make_vm(const char *run, int *out_fd)
 	if (fd < 0)
 		return NULL;
 	unlink(path);
-	snprintf(cmd, sizeof(cmd), "console=ttyS0 reboot=k panic=-1 pci=conf1 quiet guest.run=%s", run);
+	snprintf(cmd, sizeof(cmd), "console=ttyS0 reboot=k panic=-1 pci=conf1,noearly quiet guest.run=%s", run);
 	ret = vmm_create(&vm);
 	CHECK(ret == 0, "vmm_create: %d", ret);
 	if (ret) {

@@ -72,7 +72,7 @@ qemu_cmd() {
 		-device vhost-user-blk-pci,chardev=c2,num-queues=2
 		-drive "file=$tools,if=none,id=tools,format=raw,readonly=on"
 		-device virtio-blk-pci,drive=tools,serial=tools,num-queues=1
-		-append "console=ttyS0 reboot=k panic=-1 pci=conf1 i8042.noaux i8042.nopnp i8042.dumbkbd quiet $1")
+		-append "console=ttyS0 reboot=k panic=-1 pci=conf1,noearly i8042.noaux i8042.nopnp i8042.dumbkbd quiet $1")
 }
 
 # Boot 1: flushed writes, then SIGKILL with writes in flight.

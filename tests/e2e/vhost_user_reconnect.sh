@@ -60,7 +60,7 @@ backend 1
 	-device vhost-user-blk-pci,chardev=c0,num-queues=4 \
 	-drive "file=$tools,if=none,id=tools,format=raw,readonly=on" \
 	-device virtio-blk-pci,drive=tools,serial=tools,num-queues=1 \
-	-append "console=ttyS0 reboot=k panic=-1 pci=conf1 i8042.noaux i8042.nopnp i8042.dumbkbd quiet guest.run=vhost-reconnect guest.queues=4 guest.size=4M" \
+	-append "console=ttyS0 reboot=k panic=-1 pci=conf1,noearly i8042.noaux i8042.nopnp i8042.dumbkbd quiet guest.run=vhost-reconnect guest.queues=4 guest.size=4M" \
 	</dev/null >"$dir/qemu.log" 2>&1 &
 qpid=$!
 pids+=("$qpid")
