@@ -19,14 +19,13 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <poll.h>
 #include <unistd.h>
 
 #include "blkd-cli.h"
 #include "sanitizer.h"
 #include "vhost-user-blk.h"
+#include "unix-listen.h"
 
 struct blkd {
 	struct blkd_opts o;
@@ -69,46 +68,19 @@ static void say(int level, const char *fmt, ...)
 	log_sink(level, msg, NULL);
 }
 
-/* Bind and listen on @path; a stale socket there is replaced, anything
- * else is not touched.  The socket is bound under a temporary name beside
- * @path and renamed onto it once it listens: a supervisor that starts the
- * front end when @path appears (the usual way to wait for a vhost-user
- * back end) never finds a socket that refuses connections, and a stale
- * socket is replaced in one step.  Returns the fd or -1 (logged).
+/* Listen on @path (unix-listen.h: it appears only once the daemon
+ * listens; a stale socket there is replaced, anything else is not
+ * touched).  Returns the fd or -1 (logged).
  * Context: main thread, before any other thread runs. */
 static int listen_on(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct stat st;
-	int fd, n;
+	int fd, ret = unix_listen(path, SOCK_CLOEXEC, 1, -1, &fd);
 
-	if (!lstat(path, &st) && !S_ISSOCK(st.st_mode)) {
+	if (ret == -EEXIST)
 		say(VMM_LOG_ERROR, "--socket %s exists and is not a socket", path);
-		return -1;
-	}
-	n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s.%d~", path, (int)getpid());
-	if (n < 0 || (size_t)n >= sizeof(sa.sun_path)) {
-		/* No room for the temporary name: bound in place (length
-		 * checked by blkd_parse()). */
-		unlink(path); /* a previous daemon's (or front end's) */
-		strcpy(sa.sun_path, path);
-	} else {
-		unlink(sa.sun_path);
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    listen(fd, 1) < 0 ||
-	    (strcmp(sa.sun_path, path) && rename(sa.sun_path, path) < 0)) {
-		int e = errno;
-
-		if (strcmp(sa.sun_path, path))
-			unlink(sa.sun_path);
-		say(VMM_LOG_ERROR, "--socket %s: %s", path, strerror(e));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
+	else if (ret)
+		say(VMM_LOG_ERROR, "--socket %s: %s", path, strerror(-ret));
+	return ret ? -1 : fd;
 }
 
 static int setup(struct blkd *d)

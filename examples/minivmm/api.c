@@ -19,6 +19,7 @@
 #include "api.h"
 #include "rate-spec.h"
 #include "vm-stats.h"
+#include "unix-listen.h"
 
 struct api_server {
 	int fd;
@@ -241,47 +242,37 @@ static int spawn_remover(const char *path, const struct stat *sock)
 int api_server_open(const char *path, struct api_server **out, char *err,
 		    size_t errlen)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa;
 	struct api_server *s;
 	struct stat st;
-	mode_t old;
 	int ret;
 
 	if (strlen(path) >= sizeof(sa.sun_path)) {
 		snprintf(err, errlen, "path longer than %zu bytes", sizeof(sa.sun_path) - 1);
 		return -ENAMETOOLONG;
 	}
-	/* A socket left by a minivmm that died is replaced; anything else at
-	 * the path is the operator's and stays. */
-	if (!lstat(path, &st)) {
-		if (!S_ISSOCK(st.st_mode)) {
-			snprintf(err, errlen, "%s exists and is not a socket", path);
-			return -EEXIST;
-		}
-		unlink(path);
-	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	strcpy(sa.sun_path, path);
 	strcpy(s->path, path);
 	s->euid = geteuid();
 	/* jansson seeds its hash function from /dev/urandom at the first
 	 * object it makes: now, not on the confined control thread (no
 	 * open() there). */
 	json_object_seed(0);
-	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (s->fd < 0) {
-		ret = -errno;
-		goto fail;
+	/* A socket left by a minivmm that died is replaced; anything else at
+	 * the path is the operator's and stays (unix-listen.h: the path
+	 * appears once the socket listens).  0600 from the start: no moment
+	 * where another user could connect. */
+	ret = unix_listen(path, SOCK_CLOEXEC | SOCK_NONBLOCK, 16, 0177, &s->fd);
+	if (ret == -EEXIST) {
+		snprintf(err, errlen, "%s exists and is not a socket", path);
+		free(s);
+		return ret;
 	}
-	/* 0600 from the start: no moment where another user could connect. */
-	old = umask(0177);
-	ret = bind(s->fd, (struct sockaddr *)&sa, sizeof(sa)) ? -errno : 0;
-	umask(old);
-	if (!ret && listen(s->fd, 16))
-		ret = -errno;
-	if (!ret && lstat(path, &st))
+	if (ret)
+		goto fail;
+	if (lstat(path, &st))
 		ret = -errno;
 	if (!ret) {
 		s->reaper = spawn_remover(path, &st);
