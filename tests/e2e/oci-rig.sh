@@ -4,7 +4,11 @@
 # build minivmm-oci's initramfs for it from the rig's module tree
 # (BUILD_DIR/minivmm-oci-mkinitrd, cached in CACHE/oci/, keyed on the init
 # binary and the kernel), then run TEST through the nested-KVM rig with
-# OCI_KERNEL/OCI_INITRD/OCI_RUNTIME in its environment.
+# OCI_KERNEL/OCI_INITRD/OCI_RUNTIME in its environment.  OCI_VMLINUX is
+# the same kernel uncompressed (fetch-kernel.sh keeps it beside the
+# bzImage): the e2e tests' containers boot it through PVH, without the
+# decompressor (tests/e2e/CMakeLists.txt says why); the benches keep
+# OCI_KERNEL, the bzImage.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "$1" && pwd)
@@ -68,9 +72,12 @@ if [[ ! -f "$himage" ]]; then
 	fi
 fi
 export OCI_KERNEL="${paths[0]}" OCI_INITRD="$initrd" OCI_RUNTIME="$build/minivmm-oci"
+OCI_VMLINUX="$(dirname "$(readlink -f "${paths[0]}")")/vmlinux"
+[[ -r $OCI_VMLINUX ]] || { echo "oci-rig: no $OCI_VMLINUX (tests/rig/fetch-kernel.sh)" >&2; exit 1; }
+export OCI_VMLINUX
 export OCI_IMAGE_TAR="$image" OCI_HOSTILE_TAR="$himage"
 # The L1 kernel's module tree (modprobe -d), for tests that need modules
 # beyond the rig's list (oci_network.sh: CNI's bridge and netfilter).
 export OCI_MODROOT="$RIG_CACHE/kernel/$RIG_KVER"
-export RIG_PASS_ENV="${RIG_PASS_ENV:-} OCI_KERNEL OCI_INITRD OCI_RUNTIME OCI_IMAGE_TAR OCI_HOSTILE_TAR OCI_MODROOT"
+export RIG_PASS_ENV="${RIG_PASS_ENV:-} OCI_KERNEL OCI_VMLINUX OCI_INITRD OCI_RUNTIME OCI_IMAGE_TAR OCI_HOSTILE_TAR OCI_MODROOT"
 exec "$here/../rig/rig-run" --timeout "${E2E_RIG_TIMEOUT:-1500}" -- "$@"

@@ -1,13 +1,14 @@
 # shellcheck shell=bash
 # Helpers for minivmm-oci's end-to-end tests (run inside the rig's L1 by
-# tests/e2e/oci-rig.sh, which sets OCI_KERNEL, OCI_INITRD, OCI_RUNTIME and
-# OCI_IMAGE_TAR).
+# tests/e2e/oci-rig.sh, which sets OCI_VMLINUX, OCI_INITRD, OCI_RUNTIME and
+# OCI_IMAGE_TAR).  The containers boot OCI_VMLINUX (PVH): oci-rig.sh says
+# why.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 oci_setup() {
 	e2e_require_kvm
-	[[ -x "$OCI_RUNTIME" && -r "$OCI_KERNEL" && -r "$OCI_INITRD" && -r "$OCI_IMAGE_TAR" ]] ||
-		e2e_fail "OCI_RUNTIME/OCI_KERNEL/OCI_INITRD/OCI_IMAGE_TAR not set (run through tests/e2e/oci-rig.sh)"
+	[[ -x "$OCI_RUNTIME" && -r "$OCI_VMLINUX" && -r "$OCI_INITRD" && -r "$OCI_IMAGE_TAR" ]] ||
+		e2e_fail "OCI_RUNTIME/OCI_VMLINUX/OCI_INITRD/OCI_IMAGE_TAR not set (run through tests/e2e/oci-rig.sh)"
 	# The L1's root is a throw-away overlay: the runtime's config file is
 	# where an administrator would put it.  conmon and containerd's shim
 	# do not pass the environment on, so no MINIVMM_OCI_* variables.
@@ -20,7 +21,7 @@ oci_setup() {
 	fi
 	W=${RIG_SCRATCH:-/var/tmp}/oci.$$
 	mkdir -p "$W/console"
-	printf 'kernel = %s\ninitrd = %s\ntimings = %s\nconsole_dir = %s\n' "$OCI_KERNEL" \
+	printf 'kernel = %s\ninitrd = %s\ntimings = %s\nconsole_dir = %s\n' "$OCI_VMLINUX" \
 		"$OCI_INITRD" /tmp/oci-timings.json "$W/console" >/etc/minivmm-oci.conf
 	tar -xOf "$OCI_IMAGE_TAR" ./blob >"$W/blob"
 	OCI_FAILED=0

@@ -158,7 +158,7 @@ else
 	# kernel, the initrd and the image from wherever the build put them:
 	# their directories traversable in this throw-away root; it writes
 	# its console logs and timings there too.
-	for f in "$OCI_RUNTIME" "$OCI_KERNEL" "$OCI_INITRD" "$OCI_IMAGE_TAR"; do
+	for f in "$OCI_RUNTIME" "$OCI_VMLINUX" "$OCI_INITRD" "$OCI_IMAGE_TAR"; do
 		d=$(dirname "$(readlink -f "$f")")
 		while [[ "$d" != / ]]; do
 			chmod o+x "$d"
