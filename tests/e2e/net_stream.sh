@@ -7,9 +7,9 @@
 # interface), listens on a Unix socket; minivmm --net stream=SOCKET
 # (--user 65534:65534: /dev/kvm and the files are opened as root, the VM
 # runs as that uid) boots a 2-vCPU guest that gets 198.18.0.2/24.  The
-# guest fetches 4 MiB over HTTP from L1's busybox httpd on 198.18.0.1 and
-# sends 4 MiB to busybox nc there, through passt's sockets; md5s compared
-# both ways.  Then passt is killed: the guest sees its link go down
+# guest sends 4 MiB to busybox nc on 198.18.0.1, then fetches 4 MiB over
+# HTTP from L1's busybox httpd there, through passt's sockets; md5s
+# compared both ways (that order: tests/e2e/CMakeLists.txt).  Then passt is killed: the guest sees its link go down
 # (carrier 0, a configuration interrupt) and ends normally, minivmm exits
 # 0.  --stats-json: one queue pair that carried the frames, no TX drop
 # before the peer went.  Prints the throughput measured in the guest (rig
