@@ -73,23 +73,37 @@ static bool vsock_stale(const struct sockaddr_un *sa)
 
 int vsock_host_listen(const char *path, int *fd)
 {
-	struct sockaddr_un sa;
+	struct sockaddr_un sa, tmp = { .sun_family = AF_UNIX };
 	struct stat st;
-	int s, ret = vsock_addr(path, 0, false, &sa);
+	int s, n, ret = vsock_addr(path, 0, false, &sa);
 
 	if (ret)
 		return ret;
 	/* Never replace a file, nor a socket someone listens on; a socket
-	 * nobody listens on (a VMM that ended without removing it) goes. */
-	if (!lstat(path, &st)) {
-		if (!S_ISSOCK(st.st_mode) || !vsock_stale(&sa) || unlink(path))
-			return -EADDRINUSE;
-	}
+	 * nobody listens on (a VMM that ended without removing it) goes, in
+	 * the rename below. */
+	if (!lstat(path, &st) && (!S_ISSOCK(st.st_mode) || !vsock_stale(&sa)))
+		return -EADDRINUSE;
+	/* Bound and listening under a temporary name, then renamed onto
+	 * @path: the path appears only once it listens, so a host program
+	 * that connects the moment it appears is never refused (bound in
+	 * place, it would exist between bind() and listen()).  The name
+	 * fits: VSOCK_PATH_MAX leaves 11 bytes, ".PID~" takes at most 9. */
+	n = snprintf(tmp.sun_path, sizeof(tmp.sun_path), "%s.%d~", path, (int)getpid());
+	if (n < 0 || (size_t)n >= sizeof(tmp.sun_path))
+		return -ENAMETOOLONG;
+	unlink(tmp.sun_path); /* ours from an earlier, killed run */
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return -errno;
-	if (bind(s, (struct sockaddr *)&sa, sizeof(sa)) || listen(s, 128)) {
+	if (bind(s, (struct sockaddr *)&tmp, sizeof(tmp))) {
 		ret = -errno;
+		close(s);
+		return ret;
+	}
+	if (listen(s, 128) || rename(tmp.sun_path, path)) {
+		ret = -errno;
+		unlink(tmp.sun_path);
 		close(s);
 		return ret;
 	}

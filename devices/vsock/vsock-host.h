@@ -31,10 +31,11 @@ int vsock_parse_connect(const char *buf, size_t len, uint32_t *port,
 			size_t *line_len);
 
 /* Create, bind and listen on the Unix socket @path (non-blocking,
- * close-on-exec); a socket already there that nobody listens on is
- * replaced.  Returns 0 (*@fd) or -errno: -ENAMETOOLONG (@path over
- * VSOCK_PATH_MAX), -EADDRINUSE (@path is another file, or a socket in
- * use), what socket()/bind()/listen() say. */
+ * close-on-exec), which appears only once it listens (bound as
+ * "PATH.PID~", renamed onto @path); a socket already there that nobody
+ * listens on is replaced in that rename.  Returns 0 (*@fd) or -errno:
+ * -ENAMETOOLONG (@path over VSOCK_PATH_MAX), -EADDRINUSE (@path is another
+ * file, or a socket in use), what socket()/bind()/listen()/rename() say. */
 int vsock_host_listen(const char *path, int *fd) __must_check;
 
 /* Connect a non-blocking socket to "@path_@port".  Returns 0 (*@fd) or

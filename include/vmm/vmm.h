@@ -662,7 +662,9 @@ struct vmm_vsock_config {
 				    created by vmm_start(), which
 				    fails with -EADDRINUSE if it is another
 				    file or a socket in use (one nobody
-				    listens on is replaced); removed by
+				    listens on is replaced); it appears
+				    only once it listens (bound as
+				    "<socket_path>.<pid>~", renamed); removed by
 				    vmm_destroy() without seccomp (with it,
 				    left for the next start to replace) */
 };
