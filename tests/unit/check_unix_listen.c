@@ -11,19 +11,15 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "listen_race.h"
 #include "unix-listen.h"
 
 static char dir[] = "/tmp/unix_listen.XXXXXX", sock[64];
@@ -52,74 +48,18 @@ static void dir_remove(void)
 	rmdir(dir);
 }
 
-static int try_connect(const char *path)
+static int listen_default(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), ret;
+	int fd;
 
-	ck_assert_int_ge(fd, 0);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	ret = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ? -errno : 0;
-	close(fd);
-	return ret;
-}
-
-/* Entries of the directory. */
-static int entries(void)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int n = 0;
-
-	ck_assert_ptr_nonnull(d);
-	while ((de = readdir(d)))
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n;
+	return unix_listen(path, SOCK_CLOEXEC, 4, -1, &fd);
 }
 
 START_TEST(listening_when_it_appears)
 {
-	for (int round = 0; round < 50; round++) {
-		char buf[4096] __attribute__((aligned(8)));
-		int in = inotify_init1(IN_CLOEXEC), ret, fd;
-		struct pollfd p;
-		bool seen = false;
-		pid_t pid;
-		ssize_t n;
+	int err = 0, round = listen_race_rounds(sock, listen_default, 50, &err);
 
-		ck_assert_int_ge(in, 0);
-		unlink(sock);
-		ck_assert_int_ge(inotify_add_watch(in, dir, IN_CREATE | IN_MOVED_TO), 0);
-		/* The listener in a child: this process connects the moment
-		 * the name appears, while the child may still be between
-		 * bind() and listen(). */
-		pid = fork();
-		ck_assert_int_ge(pid, 0);
-		if (!pid) {
-			if (unix_listen(sock, SOCK_CLOEXEC, 4, -1, &fd))
-				_exit(1);
-			pause();
-			_exit(0);
-		}
-		while (!seen) {
-			p = (struct pollfd){ .fd = in, .events = POLLIN };
-			ck_assert_int_eq(poll(&p, 1, 30000), 1);
-			n = read(in, buf, sizeof(buf));
-			for (char *c = buf; n > 0 && c < buf + n;) {
-				struct inotify_event *ev = (struct inotify_event *)c;
-
-				seen |= ev->len && !strcmp(ev->name, "s");
-				c += sizeof(*ev) + ev->len;
-			}
-		}
-		ret = try_connect(sock);
-		ck_assert_msg(!ret, "round %d: connect as it appeared: %s", round, strerror(-ret));
-		ck_assert_int_eq(entries(), 1);
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		close(in);
-	}
+	ck_assert_msg(round < 0, "round %d: connect as it appeared: %s", round, strerror(-err));
 }
 END_TEST
 
@@ -131,10 +71,10 @@ START_TEST(stale_socket_replaced)
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
 	ck_assert_int_eq(bind(old, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	close(old); /* bound, never listened: what a killed program leaves */
-	ck_assert_int_eq(try_connect(sock), -ECONNREFUSED);
+	ck_assert_int_eq(listen_race_connect(sock), -ECONNREFUSED);
 	ck_assert_int_eq(unix_listen(sock, SOCK_CLOEXEC, 4, -1, &fd), 0);
-	ck_assert_int_eq(try_connect(sock), 0);
-	ck_assert_int_eq(entries(), 1);
+	ck_assert_int_eq(listen_race_connect(sock), 0);
+	ck_assert_int_eq(listen_race_entries(dir), 1);
 	close(fd);
 }
 END_TEST
@@ -152,7 +92,7 @@ START_TEST(file_left_alone)
 	ck_assert_int_eq(lstat(sock, &st), 0);
 	ck_assert(S_ISREG(st.st_mode));
 	ck_assert_int_eq(st.st_size, 1);
-	ck_assert_int_eq(entries(), 1);
+	ck_assert_int_eq(listen_race_entries(dir), 1);
 }
 END_TEST
 
@@ -181,15 +121,15 @@ START_TEST(path_lengths)
 	memset(name + len, 'n', sizeof(sa.sun_path) - 1 - len);
 	name[sizeof(sa.sun_path) - 1] = '\0';
 	ck_assert_int_eq(unix_listen(name, SOCK_CLOEXEC, 4, -1, &fd), 0);
-	ck_assert_int_eq(try_connect(name), 0);
-	ck_assert_int_eq(entries(), 1);
+	ck_assert_int_eq(listen_race_connect(name), 0);
+	ck_assert_int_eq(listen_race_entries(dir), 1);
 	close(fd);
 	unlink(name);
 	/* One byte more does not fit at all. */
 	name[sizeof(sa.sun_path) - 1] = 'n';
 	name[sizeof(sa.sun_path)] = '\0';
 	ck_assert_int_eq(unix_listen(name, SOCK_CLOEXEC, 4, -1, &fd), -ENAMETOOLONG);
-	ck_assert_int_eq(entries(), 0);
+	ck_assert_int_eq(listen_race_entries(dir), 0);
 }
 END_TEST
 

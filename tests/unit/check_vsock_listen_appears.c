@@ -6,20 +6,15 @@
  * a row; no temporary name stays behind; a stale socket is replaced.
  */
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
-#include <poll.h>
-#include <signal.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "listen_race.h"
 #include "vsock/vsock-host.h"
 
 static char dir[] = "/tmp/vsock_listen.XXXXXX", sock[64];
@@ -36,75 +31,18 @@ static void dir_remove(void)
 	rmdir(dir);
 }
 
-/* 0, or -errno of connect() to @path. */
-static int try_connect(const char *path)
+static int listen_vsock(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), ret;
+	int fd;
 
-	ck_assert_int_ge(fd, 0);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	ret = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ? -errno : 0;
-	close(fd);
-	return ret;
-}
-
-/* Entries of the directory. */
-static int entries(void)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int n = 0;
-
-	ck_assert_ptr_nonnull(d);
-	while ((de = readdir(d)))
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n;
+	return vsock_host_listen(path, &fd);
 }
 
 START_TEST(listening_when_it_appears)
 {
-	for (int round = 0; round < 50; round++) {
-		char buf[4096] __attribute__((aligned(8)));
-		int in = inotify_init1(IN_CLOEXEC), ret, fd;
-		struct pollfd p;
-		bool seen = false;
-		pid_t pid;
-		ssize_t n;
+	int err = 0, round = listen_race_rounds(sock, listen_vsock, 50, &err);
 
-		ck_assert_int_ge(in, 0);
-		unlink(sock);
-		ck_assert_int_ge(inotify_add_watch(in, dir, IN_CREATE | IN_MOVED_TO), 0);
-		/* The VMM's side in a child: this process connects the moment
-		 * the name appears, while the child may still be between
-		 * bind() and listen(). */
-		pid = fork();
-		ck_assert_int_ge(pid, 0);
-		if (!pid) {
-			if (vsock_host_listen(sock, &fd))
-				_exit(1);
-			pause();
-			_exit(0);
-		}
-		while (!seen) {
-			p = (struct pollfd){ .fd = in, .events = POLLIN };
-			ck_assert_int_eq(poll(&p, 1, 30000), 1);
-			n = read(in, buf, sizeof(buf));
-			for (char *c = buf; n > 0 && c < buf + n;) {
-				struct inotify_event *ev = (struct inotify_event *)c;
-
-				seen |= ev->len && !strcmp(ev->name, "v");
-				c += sizeof(*ev) + ev->len;
-			}
-		}
-		ret = try_connect(sock);
-		ck_assert_msg(!ret, "round %d: connect as it appeared: %s", round, strerror(-ret));
-		ck_assert_int_eq(entries(), 1);
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		close(in);
-	}
+	ck_assert_msg(round < 0, "round %d: connect as it appeared: %s", round, strerror(-err));
 }
 END_TEST
 
@@ -116,10 +54,10 @@ START_TEST(stale_socket_replaced)
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
 	ck_assert_int_eq(bind(old, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	close(old); /* bound, never listened: what a killed VMM leaves */
-	ck_assert_int_eq(try_connect(sock), -ECONNREFUSED);
+	ck_assert_int_eq(listen_race_connect(sock), -ECONNREFUSED);
 	ck_assert_int_eq(vsock_host_listen(sock, &fd), 0);
-	ck_assert_int_eq(try_connect(sock), 0);
-	ck_assert_int_eq(entries(), 1);
+	ck_assert_int_eq(listen_race_connect(sock), 0);
+	ck_assert_int_eq(listen_race_entries(dir), 1);
 	close(fd);
 }
 END_TEST
