@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "listen_race.h"
 #include "vsock/vsock-host.h"
 #include "vsock_drv.h"
 
@@ -303,6 +304,7 @@ START_TEST(test_listen_path)
 	ck_assert_int_eq(vsock_host_listen(p, &fd), 0);
 	close(fd); /* the file stays, nobody listens */
 	ck_assert_int_eq(vsock_host_listen(p, &fd2), 0);
+	ck_assert_int_eq(listen_race_connect(p), 0); /* the new one listens */
 	close(fd2);
 	unlink(p);
 	memset(p, 'x', sizeof(p) - 1);
