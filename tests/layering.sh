@@ -18,16 +18,32 @@ set -euo pipefail
 cd "${1:-$(dirname "$0")/..}"
 roots=(include libvmm/core libvmm/arch libvmm/machine devices)
 
-layer() { # PATH -> core | arch:A | devices | machine | public | ?
+# The helpers set a variable instead of printing: no subshell, no fork per
+# include (the script read ~600 includes with ~2,500 forks: 31-36 s; now
+# it forks once per file, for sed).
+layer() { # PATH -> LAYER: core | arch:A | devices | machine | public | ?
+	local a
 	case "$1" in
-	libvmm/core/*) echo core ;;
-	libvmm/arch/*) local a=${1#libvmm/arch/}; echo "arch:${a%%/*}" ;;
-	libvmm/machine/*/*) local a=${1#libvmm/machine/}; echo "machine:${a%%/*}" ;;
-	libvmm/machine/*) echo machine ;;
-	devices/*) echo devices ;;
-	include/*) echo public ;;
-	*) echo "?" ;;
+	libvmm/core/*) LAYER=core ;;
+	libvmm/arch/*) a=${1#libvmm/arch/}; LAYER="arch:${a%%/*}" ;;
+	libvmm/machine/*/*) a=${1#libvmm/machine/}; LAYER="machine:${a%%/*}" ;;
+	libvmm/machine/*) LAYER=machine ;;
+	devices/*) LAYER=devices ;;
+	include/*) LAYER=public ;;
+	*) LAYER="?" ;;
 	esac
+}
+
+normpath() { # PATH -> NORM: PATH without "." and "dir/.." parts (relative)
+	local part out=() IFS=/
+	for part in $1; do
+		case "$part" in
+		'' | .) ;;
+		..) ((${#out[@]})) && unset 'out[${#out[@]}-1]' ;;
+		*) out+=("$part") ;;
+		esac
+	done
+	NORM="${out[*]}"
 }
 
 allowed() { # FROM TO
@@ -46,19 +62,21 @@ allowed() { # FROM TO
 
 bad=0 n=0
 while IFS= read -r f; do
-	from=$(layer "$f")
+	layer "$f"
+	from=$LAYER
 	while IFS= read -r inc; do
 		n=$((n + 1))
 		hit=
-		for d in "$(dirname "$f")" "${roots[@]}"; do
-			[[ -f $d/$inc ]] && { hit=$(realpath --relative-to=. "$d/$inc"); break; }
+		for d in "${f%/*}" "${roots[@]}"; do
+			[[ -f $d/$inc ]] && { normpath "$d/$inc"; hit=$NORM; break; }
 		done
 		if [[ -z $hit ]]; then
 			echo "layering: $f: #include \"$inc\" not found under the include roots"
 			bad=1
 			continue
 		fi
-		to=$(layer "$hit")
+		layer "$hit"
+		to=$LAYER
 		allowed "$from" "$to" && continue
 		echo "layering: $f ($from) includes $hit ($to)"
 		bad=1
@@ -90,10 +108,14 @@ done < <(grep -rnE '__(x86_64|i386|aarch64|arm|riscv)__|__builtin_ia32' libvmm/c
 while IFS= read -r f; do
 	while IFS= read -r inc; do
 		hit=
-		for d in "$(dirname "$f")" include examples/common devices/vhost-user/shared; do
-			[[ -f $d/$inc ]] && { hit=$(realpath --relative-to=. "$d/$inc"); break; }
+		for d in "${f%/*}" include examples/common devices/vhost-user/shared; do
+			[[ -f $d/$inc ]] && { normpath "$d/$inc"; hit=$NORM; break; }
 		done
-		[[ -n $hit ]] && continue
+		# (A relative path such as "../../libvmm/core/X.h" resolves too:
+		# where it lands is what counts.)
+		case "$hit" in
+		include/* | examples/* | devices/vhost-user/shared/*) continue ;;
+		esac
 		echo "layering: $f: #include \"$inc\" is neither public, shared nor the program's own"
 		bad=1
 	done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f")
