@@ -216,7 +216,7 @@ int oci_exec_relay(const struct oci_exec_io *io, char *why, size_t whylen)
 {
 	struct exec_outq *q = calloc(1, sizeof(*q));
 	struct winsize last = { 0 };
-	bool in_open = io->in >= 0;
+	bool in_open = io->in >= 0, out_open = true;
 	int code = -1;
 
 	if (!q)
@@ -229,7 +229,7 @@ int oci_exec_relay(const struct oci_exec_io *io, char *why, size_t whylen)
 	while (code == -1) {
 		struct pollfd p[3] = {
 			{ .fd = io->conn, .events = (short)(POLLIN |
-				(exec_outq_empty(q) ? 0 : POLLOUT)) },
+				(!out_open || exec_outq_empty(q) ? 0 : POLLOUT)) },
 			{ .fd = in_open && exec_outq_fits(q, EXEC_MAX_DATA) ? io->in : -1,
 			  .events = POLLIN },
 			{ .fd = io->sigfd, .events = POLLIN },
@@ -260,8 +260,22 @@ int oci_exec_relay(const struct oci_exec_io *io, char *why, size_t whylen)
 				exec_reader_commit(io->rd, (size_t)n);
 			code = guest_frames(io, why, whylen);
 		}
-		if (code == -1 && exec_outq_flush(q, io->conn))
-			code = errf(why, whylen, "the exec connection broke") - 1;
+		if (code == -1 && out_open) {
+			int r = exec_outq_flush(q, io->conn);
+
+			if (r == -EPIPE || r == -ECONNRESET) {
+				/* The VM closed the connection: a command that
+				 * ends at once races our stdin's EOF (or a
+				 * resize), and its last frames, EXIT among
+				 * them, may still wait to be read.  Send
+				 * nothing more; read on to EXIT or EOF. */
+				out_open = false;
+				in_open = false;
+			} else if (r) {
+				code = errf(why, whylen, "the exec connection broke: %s",
+					    strerror(-r)) - 1;
+			}
+		}
 	}
 out:
 	free(q);

@@ -33,9 +33,12 @@ struct oci_exec_hooks {
  * a size that differs from @rows x @cols already at the start (changed
  * since the request) is sent at once.
  * @rd: the reader the request's answer came through (frames may already
- * wait in it).  Returns the process's status (code, or 128 + signal), or
- * 255 with the reason in @why when the connection broke or a frame was
- * malformed.  @conn must be non-blocking.
+ * wait in it).  A connection the VM closed before taking all we sent (a
+ * process that ended at once, our stdin's EOF refused) is read on to its
+ * end: its EXIT still counts.  Returns the process's status (code, or
+ * 128 + signal), or 255 with the reason in @why when the connection broke
+ * or ended without EXIT or a frame was malformed.  @conn must be
+ * non-blocking.
  */
 #define OCI_EXEC_WINCH_POLL_MS 500
 struct oci_exec_io {

@@ -13,7 +13,11 @@
  *    at EXIT;
  *  - a terminal resized before the relay started: one RESIZE at once;
  *  - a hostile frame (a huge length) and a connection closed without
- *    EXIT both give 255 with a reason, without hanging.
+ *    EXIT both give 255 with a reason, without hanging;
+ *  - a guest that sent its output and EXIT and closed the connection
+ *    before the relay's STDIN_EOF could go (a command that ends at once:
+ *    `podman top`'s ps): the write fails (EPIPE), the relay reads on and
+ *    returns EXIT's code, every byte of the output delivered.
  */
 #include <check.h>
 #include <errno.h>
@@ -348,6 +352,52 @@ START_TEST(test_hostile_and_closed)
 }
 END_TEST
 
+/* The guest closed the connection after EXIT; our stdin is at EOF: the
+ * relay's first read takes only part of the output (the reader holds one
+ * frame at most), then its STDIN_EOF meets the closed socket. */
+START_TEST(test_exit_before_stdin_eof)
+{
+	static char chunk[EXEC_MAX_DATA], buf[EXEC_MAX_DATA];
+	uint8_t ex[5] = { 0, 5, 0, 0, 0 };
+	struct oci_exec_io io;
+	char why[256] = "";
+	int sp[2], in[2], out[2];
+	size_t got = 0;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+	ck_assert_int_eq(pipe(in), 0);
+	ck_assert_int_eq(pipe(out), 0);
+	/* Room for all the output: the relay writes it blocking. */
+	ck_assert_int_ge(fcntl(out[1], F_SETPIPE_SZ, 4 * EXEC_MAX_DATA), 4 * (int)EXEC_MAX_DATA);
+	fcntl(sp[0], F_SETFL, O_NONBLOCK);
+	close(in[1]);
+	for (size_t i = 0; i < sizeof(chunk); i++)
+		chunk[i] = (char)('a' + i % 26);
+	for (int i = 0; i < 3; i++)
+		guest_send(sp[1], EXEC_MSG_STDOUT, chunk, sizeof(chunk));
+	guest_send(sp[1], EXEC_MSG_EXIT, ex, 5);
+	close(sp[1]);
+	exec_reader_init(&RD, EXEC_SIDE_HOST);
+	io = (struct oci_exec_io){ .conn = sp[0], .in = in[0], .out = out[1], .err = out[1],
+				   .sigfd = -1, .tty = -1, .rd = &RD };
+	ck_assert_msg(oci_exec_relay(&io, why, sizeof(why)) == 5, "relay: %s", why);
+	close(out[1]);
+	for (;;) {
+		ssize_t n = read(out[0], buf, sizeof(buf));
+
+		if (n <= 0)
+			break;
+		for (ssize_t i = 0; i < n; i++)
+			ck_assert_int_eq(buf[i], 'a' + (got + (size_t)i) % sizeof(chunk) % 26);
+		got += (size_t)n;
+	}
+	ck_assert_uint_eq(got, 3 * sizeof(chunk));
+	close(sp[0]);
+	close(in[0]);
+	close(out[0]);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("oci_exec_relay");
@@ -361,6 +411,7 @@ int main(void)
 	tcase_add_test(tc, test_back_pressure);
 	tcase_add_test(tc, test_initial_resize);
 	tcase_add_test(tc, test_hostile_and_closed);
+	tcase_add_test(tc, test_exit_before_stdin_eof);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
