@@ -21,7 +21,7 @@
 #   q1      1 queue                              (minivmm, QEMU)
 #   qn      one queue per vCPU                   (minivmm, QEMU)
 #   noeidx  one queue per vCPU, EVENT_IDX off    (minivmm)
-#   tools   read-only ext4 image with fio (tests/rig/mktools.sh)
+#   tools   read-only cpio with fio (tests/rig/mktools.sh)
 # Reads of a sparse image's holes need no device I/O, so the fio numbers
 # measure the VMM's request path rather than L1's emulated disk.
 set -uo pipefail

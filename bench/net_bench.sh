@@ -56,7 +56,7 @@ else
 	command -v iperf3 >/dev/null || bench_die "iperf3 is missing (scripts/deps.sh installs it)"
 	# The guest's tools disk: iperf3, the libraries ldd lists and the
 	# loader, as an uncompressed cpio at their own paths (what
-	# tests/guest/blklib's tools_open unpacks), whole 512-byte sectors.
+	# tests/guest/blklib's tools_unpack expects), whole 512-byte sectors.
 	tools=$build/bench/net-tools.cpio
 	mkdir -p "$build/bench"
 	(cd / && bench_iperf3_files | cpio -o -H newc -L --quiet) >"$tools.tmp"

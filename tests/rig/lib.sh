@@ -62,23 +62,18 @@ rig_kernel_vars() {
 	[[ -d "$RIG_MODDIR" ]] || rig_die "module tree $RIG_MODDIR missing; rerun tests/rig/fetch-kernel.sh"
 }
 
-# rig_stage_modules STAGE [--no-load] MODULE...: copy MODULE(s) and their
-# dependencies into STAGE/lib/modules/$RIG_KVER (keeping the tree layout),
-# append them to STAGE/etc/modules.load (dependency-ordered, one path
-# relative to the module dir per line, loaded with insmod at boot) and run
-# depmod on the staged tree so that modprobe also works.  --no-load stages
-# them without loading them at boot: STAGE/etc/modules.ondemand.MODULE
-# lists what to insmod, in order, to load MODULE (its soft dependencies
-# too, e.g. ext4's crc32c, which busybox modprobe would not load), less
-# what modules.load loads already.
+# rig_stage_modules STAGE MODULE...: copy MODULE(s) and their dependencies
+# into STAGE/lib/modules/$RIG_KVER (keeping the tree layout), write
+# STAGE/etc/modules.load (dependency-ordered, one path relative to the module
+# dir per line, loaded with insmod) and run depmod on the staged tree so that
+# modprobe also works.
 rig_stage_modules() {
-	local stage="$1" m line path rel load=1
+	local stage="$1" m line path rel
 	shift
-	[[ ${1:-} != --no-load ]] || { load=0; shift; }
 	local base="$RIG_CACHE/kernel/$RIG_KVER"
 	local dst="$stage/lib/modules/$RIG_KVER"
 	mkdir -p "$dst" "$stage/etc"
-	[[ -f $stage/etc/modules.load ]] || : >"$stage/etc/modules.load"
+	: >"$stage/etc/modules.load"
 	for m in "$@"; do
 		while read -r line; do
 			case "$line" in
@@ -89,20 +84,19 @@ rig_stage_modules() {
 			path="${line#insmod }"
 			path="${path%% *}"
 			rel="${path#"$RIG_MODDIR"/}"
-			rel="${rel%.xz}"
-			if [[ $load == 0 ]] && ! grep -qxF "$rel" "$stage/etc/modules.load"; then
-				echo "$rel" >>"$stage/etc/modules.ondemand.$m"
-			fi
-			[[ -e $dst/$rel ]] && continue
+			grep -qxF "$rel" "$stage/etc/modules.load" && continue
 			mkdir -p "$dst/$(dirname "$rel")"
-			case "$path" in
-			*.ko.xz) xz -dc "$path" >"$dst/$rel" ;;
+			case "$rel" in
+			*.ko.xz)
+				xz -dc "$path" >"$dst/${rel%.xz}"
+				rel="${rel%.xz}"
+				;;
 			*.ko.zst | *.ko.gz)
 				rig_die "compressed module $rel not supported"
 				;;
 			*) cp "$path" "$dst/$rel" ;;
 			esac
-			[[ $load == 0 ]] || echo "$rel" >>"$stage/etc/modules.load"
+			echo "$rel" >>"$stage/etc/modules.load"
 		done < <(modprobe -d "$base" -S "$RIG_KVER" --show-depends "$m" ||
 			rig_die "module $m not found for kernel $RIG_KVER")
 	done

@@ -8,8 +8,7 @@
 # executable payload /tests/NAME.  --extra BIN (repeatable; also the
 # space-separated env MKGUEST_EXTRA) adds a host binary with the shared
 # libraries ldd lists and the dynamic loader (e.g. --extra fio; about 80 MB
-# of libraries for Debian's fio).  --module adds kernel modules (loaded at
-# boot); ext4 is staged for modprobe (the tools disk's file system).
+# of libraries for Debian's fio).  --module adds kernel modules.
 #
 # Cached by content: KEY hashes every input (the kernel version, the files
 # of tests/guest/, the rig scripts, busybox, extra binaries and their
@@ -46,9 +45,6 @@ modules+=(virtio_net) # tests/e2e/net_mq.sh
 [[ ${RIG_ARCH:-x86_64} == arm64 ]] || modules+=(button evdev)
 # arm64: gpio_keys + evdev, the device tree's power key (a PL061 line) does.
 [[ ${RIG_ARCH:-x86_64} != arm64 ]] || modules+=(gpio_keys evdev)
-# ext4: staged, not loaded at boot; tests/guest/blklib's tools_open loads
-# it to mount the tools disk (tests/rig/mktools.sh).
-ondemand_modules=(ext4)
 extra_modules=()
 while [[ $# -gt 0 ]]; do
 	case "$1" in
@@ -103,7 +99,7 @@ for b in "${extras[@]}"; do
 	done < <(ldd "$p" 2>/dev/null | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) (.*/\1/p')
 done
 key="$( {
-	echo "kernel $RIG_KVER modules ${modules[*]} ${extra_modules[*]} on demand ${ondemand_modules[*]}"
+	echo "kernel $RIG_KVER modules ${modules[*]} ${extra_modules[*]}"
 	[[ ${#csrcs[@]} -eq 0 ]] || "$cc" --version | head -n1
 	rig_hash "${inputs[@]}"
 } | sha256sum | cut -c1-16)"
@@ -133,7 +129,6 @@ stage="$(mktemp -d "$out_dir/.new.stage.XXXXXX")"
 trap 'rm -rf "$stage" "${RIG_NEW:-}"' EXIT
 rig_stage_busybox "$stage"
 rig_stage_modules "$stage" "${modules[@]}" "${extra_modules[@]}"
-rig_stage_modules "$stage" --no-load "${ondemand_modules[@]}"
 for b in "${extras[@]}"; do
 	rig_stage_binary "$stage" "$b"
 done

@@ -1,28 +1,26 @@
 #!/bin/bash
 # mktools.sh [--print-path] [--quiet]
 #
-# Builds the "tools disk" for end-to-end storage tests: a read-only ext4
-# image of host binaries (fio, blkdiscard) with the shared libraries ldd
-# lists and the dynamic loader.  The tests attach it as a read-only
-# virtio-blk disk with serial "tools"; the guest's payload mounts it
-# (tests/guest/blklib's tools_open, which loads the guest's ext4 module).
-# Keeping fio (about 80 MB with its libraries: ceph's, gluster's, ICU's
-# data) out of the initramfs keeps every other boot fast, and mounting
-# instead of unpacking reads only what fio touches (an uncompressed cpio
-# unpacked into RAM, the earlier form, took 3.5-9.4 s of each guest's
-# boot in the rig).  No journal, no metadata checksums (no crc32c module
-# to load), owned by root.
+# Builds the "tools disk" for end-to-end storage tests: an uncompressed cpio
+# archive of host binaries (fio) with the shared libraries ldd lists and the
+# dynamic loader, padded to whole 512-byte sectors.  The tests attach it as a
+# read-only virtio-blk disk with serial "tools"; the guest's payload unpacks
+# it into RAM with `cpio -i < /dev/vdX` (no filesystem module needed).
+# Keeping fio (about 80 MB with its libraries) out of the initramfs keeps
+# every other boot fast, and reading it exercises the device under test.
 #
 # Also /hostile, the hostile virtio driver of the abuse test, built static
-# from tests/guest/hostile/hostile.c.
+# from tests/guest/hostile/hostile.c; "./hostile" sorts before lib/ and usr/,
+# so it is the archive's first member and the payload reads only the head of
+# the disk to get it (tests/guest/abuse).
 #
-# Cached by content in CACHE/tools/KEY/tools.img (KEY hashes the binaries,
+# Cached by content in CACHE/tools/KEY/tools.cpio (KEY hashes the binaries,
 # their libraries, hostile.c, gcc's version and the rig scripts; the entry
 # is created atomically and never rewritten, see tests/rig/README "Cache").
 # --print-path prints the path for the current inputs without building.
 #
 # RIG_ARCH=arm64: the arm64 guest's tools disk, CACHE/arm64/tools/KEY/
-# tools.img: Debian's fio:arm64 with the shared-library closure of
+# tools.cpio: Debian's fio:arm64 with the shared-library closure of
 # /usr/bin/fio (ld-linux-aarch64.so.1 included) and hostile built with
 # aarch64-linux-gnu-gcc -static.  Nothing of arm64 is installed: the .debs
 # are fetched with `apt-get download` and unpacked with dpkg-deb -x into a
@@ -33,7 +31,7 @@
 # unpacked is looked for in the Depends/PreDepends of the package owning
 # the file that needs it, so only those Depends lines are downloaded (60
 # .debs, where fio:arm64's recursive Depends name 165 packages); the
-# image holds fio, its interpreter /lib/ld-linux-aarch64.so.1 and 62
+# archive holds fio, its interpreter /lib/ld-linux-aarch64.so.1 and 62
 # libraries (81 MB, as on x86: ceph's, gluster's, ICU's data).  The unpacked
 # closure is kept in CACHE/arm64/fio-root/ (root/ + packages: name, version,
 # sha256 of each .deb) and fetched again when fio:arm64's candidate version
@@ -58,7 +56,7 @@ hostile_src="$RIG_REPO/tests/guest/hostile/hostile.c"
 . "$RIG_DIR/arm64-debs.sh"
 
 if [[ $RIG_ARCH == arm64 ]]; then
-	rig_need mkfs.ext4 sha256sum flock aarch64-linux-gnu-gcc
+	rig_need cpio sha256sum flock aarch64-linux-gnu-gcc
 	cc=aarch64-linux-gnu-gcc
 	arm64_deb_root fio-root fio usr/bin/fio
 	FIO_ROOT=$ARM64_DEB_ROOT
@@ -68,7 +66,7 @@ if [[ $RIG_ARCH == arm64 ]]; then
 		$cc --version | head -n1
 	} | sha256sum | cut -c1-16)
 else
-	rig_need mkfs.ext4 ldd sha256sum fio gcc flock
+	rig_need cpio ldd sha256sum fio gcc flock
 	cc=gcc
 	bins=(fio blkdiscard)
 	files=()
@@ -90,7 +88,7 @@ else
 fi
 out_dir="$RIG_CACHE/tools"
 entry="$out_dir/$key"
-out="$entry/tools.img"
+out="$entry/tools.cpio"
 if [[ $print_only -eq 1 ]]; then
 	echo "$out"
 	exit 0
@@ -117,12 +115,9 @@ else
 	done
 fi
 $cc -static -O2 -Wall -Wextra -Werror -o "$stage/root/hostile" "$hostile_src"
-# The image: the tree's size + 10% + 8 MiB (inode tables, directories).
-kib=$(du -sk --apparent-size "$stage/root" | cut -f1)
-truncate -s $((kib + kib / 10 + 8192))K "$RIG_NEW/tools.img"
-mkfs.ext4 -q -F -b 4096 -m 0 -L tools -O ^has_journal,^resize_inode,^metadata_csum \
-	-E root_owner=0:0,nodiscard -d "$stage/root" "$RIG_NEW/tools.img" ||
-	rig_die "mkfs.ext4 -d of the tools tree failed"
+(cd "$stage/root" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet) >"$RIG_NEW/tools.cpio"
+# Whole sectors: the device exposes only complete 512-byte blocks.
+truncate -s %512 "$RIG_NEW/tools.cpio"
 # The old layout kept it in CACHE/guest/tools.cpio (mkguest.sh's cleanup
 # removes that).
 rig_entry_publish "$entry"
