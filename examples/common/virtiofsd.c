@@ -9,7 +9,9 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,9 +19,47 @@
 #include "errf.h"
 #include "virtiofsd.h"
 
-/* Only the three stdio fds reach virtiofsd: an inherited pipe or socket
- * would keep its peer waiting for an end that comes with virtiofsd's. */
-static void child_stdio(int errfd)
+/* Debian's virtiofsd (QEMU 7.2) locks the socket path it is given with a
+ * pid file in its build's local state directory, /var/run/virtiofsd,
+ * which only root may write: as root of a user namespace only (rootless
+ * podman's runtime) it refuses to start ("Could not create
+ * '/var/run/virtiofsd/...pid'").  There the socket is made here,
+ * listening before the fork, and handed over with --fd, which skips that
+ * lock.  Context: the parent. */
+#define VIRTIOFSD_LOCK_DIR "/var/run/virtiofsd"
+#define VIRTIOFSD_LOCK_PARENT "/var/run"
+static bool lock_dir_writable(void)
+{
+	if (!access(VIRTIOFSD_LOCK_DIR, W_OK | X_OK))
+		return true;
+	return errno == ENOENT && !access(VIRTIOFSD_LOCK_PARENT, W_OK | X_OK);
+}
+
+/* A listening socket at @path (close-on-exec), or -1 with errno. */
+static int listen_at(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(a.sun_path))
+		return errno = ENAMETOOLONG, -1;
+	strcpy(a.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 1)) {
+		int e = errno;
+
+		close(fd);
+		return errno = e, -1;
+	}
+	return fd;
+}
+
+/* Only the three stdio fds (and @lfd, the listening socket, as fd 3)
+ * reach virtiofsd: an inherited pipe or socket would keep its peer
+ * waiting for an end that comes with virtiofsd's. */
+static void child_stdio(int errfd, int lfd)
 {
 	int null;
 
@@ -29,12 +69,15 @@ static void child_stdio(int errfd)
 		    (errfd != 2 && dup2(errfd, 2) < 0))
 			_exit(127);
 	}
-	close_range(3, ~0u, 0);
+	if (lfd >= 0 && (lfd == 3 ? fcntl(3, F_SETFD, 0) : dup2(lfd, 3)) < 0)
+		_exit(127);
+	close_range(lfd >= 0 ? 4 : 3, ~0u, 0);
 }
 
 /* The child: the read-only bind if asked, then virtiofsd.  Never returns. */
 static void child_exec(const struct virtiofsd *d, const char *path, bool ro,
-		       const char *opts, unsigned int pool, const char *what, int errfd)
+		       const char *opts, unsigned int pool, const char *what, int errfd,
+		       int lfd)
 {
 	const char *bin = getenv("MINIVMM_VIRTIOFSD");
 	char sock[128], src[4200], threads[48];
@@ -52,8 +95,11 @@ static void child_exec(const struct virtiofsd *d, const char *path, bool ro,
 	/* Dies with its parent, whatever ends it. */
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() == 1)
 		_exit(127);
-	child_stdio(errfd);
-	snprintf(sock, sizeof(sock), "--socket-path=%s", d->sock);
+	child_stdio(errfd, lfd);
+	if (lfd >= 0)
+		snprintf(sock, sizeof(sock), "--fd=3");
+	else
+		snprintf(sock, sizeof(sock), "--socket-path=%s", d->sock);
 	snprintf(src, sizeof(src), "source=%s", path);
 	if (ro && (unshare(CLONE_NEWNS) ||
 		   mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
@@ -84,6 +130,7 @@ int virtiofsd_spawn_opts(struct virtiofsd *d, const char *path, bool ro,
 			 int errfd, char *err, size_t errlen)
 {
 	struct stat st;
+	int lfd = -1;
 
 	memset(d, 0, sizeof(*d));
 	if (stat(path, &st) || !S_ISDIR(st.st_mode))
@@ -94,13 +141,27 @@ int virtiofsd_spawn_opts(struct virtiofsd *d, const char *path, bool ro,
 		return errf(err, errlen, "%s: mkdtemp: %s", what, strerror(errno));
 	}
 	snprintf(d->sock, sizeof(d->sock), "%s/virtiofsd.sock", d->dir);
+	if (!lock_dir_writable() && (lfd = listen_at(d->sock)) < 0)
+		return errf(err, errlen, "%s: socket %s: %s", what, d->sock, strerror(errno));
 	d->child = fork();
 	if (d->child < 0) {
 		d->child = 0;
+		if (lfd >= 0)
+			close(lfd);
 		return errf(err, errlen, "%s: fork: %s", what, strerror(errno));
 	}
 	if (!d->child)
-		child_exec(d, path, ro, opts, pool, what, errfd);
+		child_exec(d, path, ro, opts, pool, what, errfd, lfd);
+	if (lfd >= 0) {
+		/* Listening already: only virtiofsd holds the socket now,
+		 * so a VMM connects to it or, once it died, is refused. */
+		close(lfd);
+		if (waitpid(d->child, NULL, WNOHANG) == d->child) {
+			d->child = 0;
+			return errf(err, errlen, "%s: virtiofsd exited at start", what);
+		}
+		return 0;
+	}
 	for (int i = 0; i < 500; i++) { /* 5 s */
 		struct timespec ts = { 0, 10000000 };
 

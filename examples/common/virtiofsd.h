@@ -30,7 +30,11 @@ struct virtiofsd {
 
 /*
  * Start virtiofsd on directory @path (read-only if @ro) and wait, at most
- * 5 s, for its socket (@d->sock).  @what names it in errors ("--fs T").
+ * 5 s, for its socket (@d->sock).  Where virtiofsd could not write the pid
+ * file that locks its socket (/var/run/virtiofsd: root of a user namespace
+ * only, as under rootless podman), the socket is made here, listening, and
+ * handed over with --fd=3 (no wait; a VMM connecting after virtiofsd died
+ * is refused).  @what names it in errors ("--fs T").
  * @errfd: the child's stderr, its stdin and stdout then /dev/null; -1:
  * the caller's stdio.  Every other fd is closed in the child.  0, or -1
  * with a reason in @err (what was started is stopped: virtiofsd_reap()).

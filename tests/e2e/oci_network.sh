@@ -19,7 +19,9 @@
 #  - rootless podman (an unprivileged user, slirp4netns): a container
 #    fetches the 1 MiB from 198.18.0.1 (the L1's lo), md5 compared, and
 #    serves a page the L1 fetches through -p (slirp4netns's port
-#    handler); `podman stop` and `podman rm`; `--network none` (section 3).
+#    handler), with a rw volume it reads and writes (the file on the host
+#    the user's); `podman stop` and `podman rm`; `--network none` with a
+#    read-only volume (section 3).
 # Addresses: podman's 10.88.0.0/16 and 198.18.0.1, inside the L1 only
 # (slirp4netns's 10.0.2.0/24 is inside the container's namespace).
 set -uo pipefail
@@ -187,9 +189,18 @@ else
 	# slirp4netns): podman's default handler (rootlesskit) connects to
 	# the container's address from inside its namespace, whose own stack
 	# no longer reaches the VM (README, "rootless").
-	asrl "${RP[@]}" "${RT[@]}" run -d --name rl1 \
+	# A volume too (-v, virtio-fs): virtiofsd runs in the user's
+	# namespace as its root, so the container's root writes as the user,
+	# as under runc rootless.
+	RV=$RH/vol
+	mkdir -p "$RV"
+	echo host-file >"$RV/h.txt"
+	chown -R $RU:$RU "$RV"
+	asrl "${RP[@]}" "${RT[@]}" run -d --name rl1 -v "$RV:/data" \
 		--network slirp4netns:port_handler=slirp4netns -p 18087:8080 localhost/bb sh -c '
 		ip -o addr show; ip route; echo "mtu $(cat /sys/class/net/tap0/mtu)"
+		echo "vol $(cat /data/h.txt) $(grep " /data " /proc/mounts | cut -d" " -f3)"
+		echo guest-file >/data/g.txt && echo "vol-written"
 		echo "md5 $(wget -q -O - http://198.18.0.1:18081/blob | md5sum)"
 		mkdir /tmp/w && echo rootless-page >/tmp/w/index.html && httpd -p 8080 -h /tmp/w
 		echo fetched
@@ -207,6 +218,10 @@ else
 	[[ "$got" == "$sum" ]] && grep -q "tap0 *inet 10\.0\.2\.100/24" "$W/rlout" &&
 		oci_ok "rootless podman (uid $RU, slirp4netns): the VM's tap0 10.0.2.100 ($(grep -m1 '^mtu ' "$W/rlout")) fetched 1 MiB from 198.18.0.1, md5 $got ($((SECONDS - t0)) s from run -d)" ||
 		oci_bad "rootless fetch: md5 '$got' want $sum: $(head -c 600 "$W/rlout") $(cat "$W/rlerr")"
+	[[ $(cat "$RV/g.txt" 2>/dev/null) == guest-file && $(stat -c %u "$RV/g.txt") == "$RU" ]] &&
+		grep -q '^vol host-file virtiofs$' "$W/rlout" &&
+		oci_ok "rootless -v DIR:/data (virtio-fs): the guest read the host's file, its file is on the host, owned by uid $RU (the container's root)" ||
+		oci_bad "rootless volume: $(grep '^vol' "$W/rlout") host sees '$(cat "$RV/g.txt" 2>&1)' owner $(stat -c %u "$RV/g.txt" 2>&1) $(cat "$W/rlerr")"
 	for _ in 1 2 3 4 5; do
 		# timeout: with podman's default port handler a fetch hung
 		# (accepted, never answered) past wget's -T.
@@ -232,12 +247,13 @@ else
 		oci_bad "rootless podman rm: rc $rc $(ls /run/user/$RU/minivmm-oci 2>&1) $(cat "$W/rlerr")"
 	# --network none: the VM gets no NIC (the namespace podman made has
 	# only lo).
-	out=$(asrl "${RP[@]}" "${RT[@]}" run --rm --network none localhost/bb \
-		sh -c 'ls /sys/class/net | tr "\n" " "' 2>"$W/rlerr")
+	# And a read-only volume: writes refused.
+	out=$(asrl "${RP[@]}" "${RT[@]}" run --rm --network none -v "$RV:/ro:ro" localhost/bb \
+		sh -c 'ls /sys/class/net | tr "\n" " "; cat /ro/h.txt; touch /ro/x 2>/dev/null || echo ro-refused' 2>"$W/rlerr")
 	rc=$?
-	[[ $rc -eq 0 && "$out" == "lo " ]] &&
-		oci_ok "rootless --network none: only lo in the guest" ||
-		oci_bad "rootless --network none: rc $rc, '$out' $(cat "$W/rlerr")"
+	[[ $rc -eq 0 && "$out" == "lo host-file"*ro-refused && ! -e $RV/x ]] &&
+		oci_ok "rootless --network none: only lo in the guest; -v DIR:/ro:ro read, a write refused" ||
+		oci_bad "rootless --network none / ro volume: rc $rc, '$out' $(cat "$W/rlerr")"
 	echo "rootless section took $((SECONDS - t_rl)) s"
 fi
 

@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * virtiofsd_spawn() (examples/common/virtiofsd.c) where virtiofsd could
+ * not lock its socket: Debian's virtiofsd writes a pid file in
+ * /var/run/virtiofsd, which root of a user namespace only (rootless
+ * podman's runtime) may not; there the socket is made by us, listening,
+ * and handed over as fd 3 with --fd=3.  This program is its own fake
+ * virtiofsd (MINIVMM_VIRTIOFSD): started with --fd=3 it accepts on fd 3,
+ * with --socket-path=P it writes its pid file as virtiofsd does, listens
+ * on P, and answers "fd" or "path".
+ *  - with this process's own credentials: the mode follows whether
+ *    /var/run/virtiofsd (or /var/run) is writable, and a client gets the
+ *    answer through d.sock;
+ *  - as root of a user namespace over uid 65534 (made when we are root
+ *    and not chrooted, which refuses user namespaces; said when not run):
+ *    --fd=3, the answer comes; a fake that dies at once leaves a socket
+ *    that refuses (our copy of the listening socket was closed).
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "virtiofsd.h"
+
+static char fake[256]; /* a copy of this program anyone may run */
+
+/* The fake virtiofsd.  Never returns. */
+static void fake_main(int argc, char **argv)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	const char *mode = NULL;
+	int l = -1, c;
+
+	if (getenv("FAKE_DIE"))
+		_exit(3);
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--fd=3")) {
+			l = 3;
+			mode = "fd";
+		} else if (!strncmp(argv[i], "--socket-path=", 14)) {
+			char pid[96];
+			int f;
+
+			/* As virtiofsd: the socket path locked by a pid file. */
+			snprintf(pid, sizeof(pid), "/var/run/virtiofsd/check-vfsd.%d.pid",
+				 (int)getpid());
+			if ((mkdir("/var/run/virtiofsd", 0700) && errno != EEXIST) ||
+			    (f = open(pid, O_WRONLY | O_CREAT | O_EXCL, 0600)) < 0)
+				_exit(7);
+			close(f);
+			unlink(pid);
+			snprintf(a.sun_path, sizeof(a.sun_path), "%s", argv[i] + 14);
+			l = socket(AF_UNIX, SOCK_STREAM, 0);
+			if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1))
+				_exit(4);
+			mode = "path";
+		}
+	}
+	if (!mode || (c = accept(l, NULL, NULL)) < 0)
+		_exit(5);
+	if (write(c, mode, strlen(mode)) < 0)
+		_exit(6);
+	_exit(0);
+}
+
+/* Connect to @path; its answer in @buf, or "" (errno in *@err). */
+static void ask(const char *path, char *buf, size_t len, int *err)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	ssize_t n = -1;
+
+	*err = 0;
+	buf[0] = 0;
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)))
+		*err = errno;
+	else if ((n = read(fd, buf, len - 1)) >= 0)
+		buf[n] = 0;
+	close(fd);
+}
+
+static bool lock_dir_writable(void)
+{
+	if (!access("/var/run/virtiofsd", W_OK | X_OK))
+		return true;
+	return errno == ENOENT && !access("/var/run", W_OK | X_OK);
+}
+
+START_TEST(test_own_credentials)
+{
+	struct virtiofsd d;
+	char err[256] = "", buf[16];
+	int e;
+
+	ck_assert_msg(virtiofsd_spawn(&d, "/", false, "test", -1, err, sizeof(err)) == 0,
+		      "spawn: %s", err);
+	ask(d.sock, buf, sizeof(buf), &e);
+	ck_assert_int_eq(e, 0);
+	ck_assert_str_eq(buf, lock_dir_writable() ? "path" : "fd");
+	virtiofsd_reap(&d);
+}
+END_TEST
+
+/* In a child: uid 65534, then a user namespace in which it is root. */
+static int in_userns(bool die)
+{
+	struct virtiofsd d;
+	char err[256] = "", buf[16];
+	int e, fd;
+
+	/* (Dumpable again after the uid change: /proc/self/ *_map then
+	 * belong to us.) */
+	if (setgroups(0, NULL) || setgid(65534) || setuid(65534) || prctl(PR_SET_DUMPABLE, 1))
+		return 10;
+	/* A chrooted process gets no user namespace (the rigs run their
+	 * commands in a chroot: e2e/arm64_unit_on_kvm). */
+	if (unshare(CLONE_NEWUSER))
+		return errno == EPERM ? 20 : 10;
+	fd = open("/proc/self/setgroups", O_WRONLY);
+	if (fd < 0 || write(fd, "deny", 4) != 4)
+		return 11;
+	close(fd);
+	fd = open("/proc/self/uid_map", O_WRONLY);
+	if (fd < 0 || write(fd, "0 65534 1", 9) != 9)
+		return 12;
+	close(fd);
+	fd = open("/proc/self/gid_map", O_WRONLY);
+	if (fd < 0 || write(fd, "0 65534 1", 9) != 9)
+		return 13;
+	close(fd);
+	if (lock_dir_writable())
+		return 14;
+	if (die)
+		setenv("FAKE_DIE", "1", 1);
+	if (virtiofsd_spawn(&d, "/", false, "test", -1, err, sizeof(err)))
+		return die && strstr(err, "exited at start") ? 0 : 15;
+	if (die) {
+		/* Dead, its listening socket with it: refused. */
+		waitpid(d.child, NULL, 0);
+		d.child = 0;
+		ask(d.sock, buf, sizeof(buf), &e);
+		virtiofsd_unlink(&d);
+		return e == ECONNREFUSED ? 0 : 16;
+	}
+	ask(d.sock, buf, sizeof(buf), &e);
+	virtiofsd_reap(&d);
+	return e == 0 && !strcmp(buf, "fd") ? 0 : 17;
+}
+
+static void userns_case(bool die)
+{
+	pid_t pid;
+	int st;
+
+	if (geteuid() != 0)
+		return; /* uid 65534 needs root; the own-credentials case ran */
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(in_userns(die));
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 20) {
+		printf("check_virtiofsd_fd: no user namespace here (EPERM: a chroot?): "
+		       "the --fd case not run\n");
+		return;
+	}
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "user namespace case: status %d",
+		      WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+START_TEST(test_userns_fd)
+{
+	userns_case(false);
+}
+END_TEST
+
+START_TEST(test_userns_dead)
+{
+	userns_case(true);
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+	char dir[] = "/tmp/check-vfsd.XXXXXX", cmd[8400];
+	Suite *s = suite_create("virtiofsd_fd");
+	TCase *tc = tcase_create("fd");
+	SRunner *sr;
+	int failed;
+
+	if (argc > 1)
+		fake_main(argc, argv);
+	/* The fake where uid 65534 may run it (the build tree may not be). */
+	if (!mkdtemp(dir) || chmod(dir, 0755))
+		return 1;
+	snprintf(fake, sizeof(fake), "%s/fake-virtiofsd", dir);
+	snprintf(cmd, sizeof(cmd), "cp /proc/%d/exe %s && chmod 0755 %s", (int)getpid(), fake,
+		 fake);
+	if (system(cmd))
+		return 1;
+	setenv("MINIVMM_VIRTIOFSD", fake, 1);
+	tcase_add_test(tc, test_own_credentials);
+	tcase_add_test(tc, test_userns_fd);
+	tcase_add_test(tc, test_userns_dead);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	unlink(fake);
+	rmdir(dir);
+	return failed ? 1 : 0;
+}
