@@ -11,12 +11,12 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "errf.h"
+#include "unix-listen.h"
 #include "virtiofsd.h"
 
 /* Debian's virtiofsd (QEMU 7.2) locks the socket path it is given with a
@@ -33,27 +33,6 @@ static bool lock_dir_writable(void)
 	if (!access(VIRTIOFSD_LOCK_DIR, W_OK | X_OK))
 		return true;
 	return errno == ENOENT && !access(VIRTIOFSD_LOCK_PARENT, W_OK | X_OK);
-}
-
-/* A listening socket at @path (close-on-exec), or -1 with errno. */
-static int listen_at(const char *path)
-{
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int fd;
-
-	if (strlen(path) >= sizeof(a.sun_path))
-		return errno = ENAMETOOLONG, -1;
-	strcpy(a.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 1)) {
-		int e = errno;
-
-		close(fd);
-		return errno = e, -1;
-	}
-	return fd;
 }
 
 /* Only the three stdio fds (and @lfd, the listening socket, as fd 3)
@@ -141,8 +120,13 @@ int virtiofsd_spawn_opts(struct virtiofsd *d, const char *path, bool ro,
 		return errf(err, errlen, "%s: mkdtemp: %s", what, strerror(errno));
 	}
 	snprintf(d->sock, sizeof(d->sock), "%s/virtiofsd.sock", d->dir);
-	if (!lock_dir_writable() && (lfd = listen_at(d->sock)) < 0)
-		return errf(err, errlen, "%s: socket %s: %s", what, d->sock, strerror(errno));
+	if (!lock_dir_writable()) {
+		int ret = unix_listen(d->sock, SOCK_CLOEXEC, 1, -1, &lfd);
+
+		if (ret)
+			return errf(err, errlen, "%s: socket %s: %s", what, d->sock,
+				    strerror(-ret));
+	}
 	d->child = fork();
 	if (d->child < 0) {
 		d->child = 0;
