@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,47 +20,56 @@
 #include "unix-listen.h"
 #include "virtiofsd.h"
 
-/* Debian's virtiofsd (QEMU 7.2) locks the socket path it is given with a
- * pid file in its build's local state directory, /var/run/virtiofsd,
- * which only root may write: as root of a user namespace only (rootless
- * podman's runtime) it refuses to start ("Could not create
- * '/var/run/virtiofsd/...pid'").  There the socket is made here,
- * listening before the fork, and handed over with --fd, which skips that
- * lock.  Context: the parent. */
-#define VIRTIOFSD_LOCK_DIR "/var/run/virtiofsd"
-#define VIRTIOFSD_LOCK_PARENT "/var/run"
-static bool lock_dir_writable(void)
+/* The child's failure before exec, as text through @rep (the parent
+ * puts it in its error); then exit.  Context: the child. */
+static void child_fail(int rep, const char *fmt, ...)
 {
-	if (!access(VIRTIOFSD_LOCK_DIR, W_OK | X_OK))
-		return true;
-	return errno == ENOENT && !access(VIRTIOFSD_LOCK_PARENT, W_OK | X_OK);
+	char msg[512];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (n > 0 && write(rep, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1) < 0)
+		_exit(126);
+	_exit(127);
 }
 
-/* Only the three stdio fds (and @lfd, the listening socket, as fd 3)
- * reach virtiofsd: an inherited pipe or socket would keep its peer
- * waiting for an end that comes with virtiofsd's. */
-static void child_stdio(int errfd, int lfd)
+/* Only the three stdio fds and the listening socket @lfd, as fd 3, reach
+ * virtiofsd (an inherited pipe or socket would keep its peer waiting for
+ * an end that comes with virtiofsd's); @rep, the close-on-exec report
+ * pipe, stays open until exec.  Returns @rep's new number. */
+static int child_fds(int errfd, int lfd, int rep)
 {
-	int null;
+	int null, moved;
 
+	/* Above 3 first: fd 3 is about to be @lfd's. */
+	moved = fcntl(rep, F_DUPFD_CLOEXEC, 4);
+	if (moved < 0)
+		child_fail(rep, "fcntl: %s", strerror(errno));
+	rep = moved;
 	if (errfd >= 0) {
 		null = open("/dev/null", O_RDWR);
 		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
 		    (errfd != 2 && dup2(errfd, 2) < 0))
-			_exit(127);
+			child_fail(rep, "stdio: %s", strerror(errno));
 	}
-	if (lfd >= 0 && (lfd == 3 ? fcntl(3, F_SETFD, 0) : dup2(lfd, 3)) < 0)
-		_exit(127);
-	close_range(lfd >= 0 ? 4 : 3, ~0u, 0);
+	if ((lfd == 3 ? fcntl(3, F_SETFD, 0) : dup2(lfd, 3)) < 0)
+		child_fail(rep, "dup2: %s", strerror(errno));
+	if (rep > 4)
+		close_range(4, rep - 1, 0);
+	close_range(rep + 1, ~0u, 0);
+	return rep;
 }
 
-/* The child: the read-only bind if asked, then virtiofsd.  Never returns. */
-static void child_exec(const struct virtiofsd *d, const char *path, bool ro,
-		       const char *opts, unsigned int pool, const char *what, int errfd,
-		       int lfd)
+/* The child: the read-only bind if asked, then virtiofsd on fd 3.
+ * Never returns. */
+static void child_exec(const char *path, bool ro, const char *opts, unsigned int pool,
+		       int errfd, int lfd, int rep)
 {
 	const char *bin = getenv("MINIVMM_VIRTIOFSD");
-	char sock[128], src[4200], threads[48];
+	char src[4200], threads[48];
 
 	sigset_t none;
 
@@ -73,26 +83,18 @@ static void child_exec(const struct virtiofsd *d, const char *path, bool ro,
 	signal(SIGPIPE, SIG_DFL);
 	/* Dies with its parent, whatever ends it. */
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() == 1)
-		_exit(127);
-	child_stdio(errfd, lfd);
-	if (lfd >= 0)
-		snprintf(sock, sizeof(sock), "--fd=3");
-	else
-		snprintf(sock, sizeof(sock), "--socket-path=%s", d->sock);
+		child_fail(rep, "its parent ended");
+	rep = child_fds(errfd, lfd, rep);
 	snprintf(src, sizeof(src), "source=%s", path);
 	if (ro && (unshare(CLONE_NEWNS) ||
 		   mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
 		   mount(path, path, NULL, MS_BIND | MS_REC, NULL) ||
-		   mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL))) {
-		fprintf(stderr, "%s: read-only bind of %s: %s\n", what, path,
-			strerror(errno));
-		_exit(127);
-	}
+		   mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL)))
+		child_fail(rep, "read-only bind of %s: %s", path, strerror(errno));
 	snprintf(threads, sizeof(threads), "--thread-pool-size=%u", pool);
-	execl(bin, bin, sock, "-o", src, "-o", opts, "-o", "sandbox=namespace",
-	      threads, (char *)NULL);
-	fprintf(stderr, "%s: cannot run %s: %s\n", what, bin, strerror(errno));
-	_exit(127);
+	execl(bin, bin, "--fd=3", "-o", src, "-o", opts, "-o", "sandbox=namespace", threads,
+	      (char *)NULL);
+	child_fail(rep, "cannot run %s: %s", bin, strerror(errno));
 }
 
 int virtiofsd_spawn(struct virtiofsd *d, const char *path, bool ro, const char *what,
@@ -104,12 +106,34 @@ int virtiofsd_spawn(struct virtiofsd *d, const char *path, bool ro, const char *
 	return virtiofsd_spawn_opts(d, path, ro, "cache=auto", 0, what, errfd, err, errlen);
 }
 
+/* Until the child exec'd virtiofsd (the report pipe closes, empty) or
+ * failed before (its reason).  Context: the parent. */
+static int wait_exec(struct virtiofsd *d, int rep, const char *what, char *err,
+		     size_t errlen)
+{
+	char msg[512];
+	ssize_t n;
+
+	do
+		n = read(rep, msg, sizeof(msg) - 1);
+	while (n < 0 && errno == EINTR);
+	close(rep);
+	if (n == 0)
+		return 0;
+	waitpid(d->child, NULL, 0);
+	d->child = 0;
+	if (n < 0)
+		return errf(err, errlen, "%s: virtiofsd's start: %s", what, strerror(errno));
+	msg[n] = '\0';
+	return errf(err, errlen, "%s: %s", what, msg);
+}
+
 int virtiofsd_spawn_opts(struct virtiofsd *d, const char *path, bool ro,
 			 const char *opts, unsigned int pool, const char *what,
 			 int errfd, char *err, size_t errlen)
 {
 	struct stat st;
-	int lfd = -1;
+	int lfd, rep[2], ret;
 
 	memset(d, 0, sizeof(*d));
 	if (stat(path, &st) || !S_ISDIR(st.st_mode))
@@ -120,45 +144,40 @@ int virtiofsd_spawn_opts(struct virtiofsd *d, const char *path, bool ro,
 		return errf(err, errlen, "%s: mkdtemp: %s", what, strerror(errno));
 	}
 	snprintf(d->sock, sizeof(d->sock), "%s/virtiofsd.sock", d->dir);
-	if (!lock_dir_writable()) {
-		int ret = unix_listen(d->sock, SOCK_CLOEXEC, 1, -1, &lfd);
-
-		if (ret)
-			return errf(err, errlen, "%s: socket %s: %s", what, d->sock,
-				    strerror(-ret));
+	/* Listening before virtiofsd runs, handed over as fd 3 (--fd=3):
+	 * a path virtiofsd binds itself exists a moment before it listens
+	 * (a VMM that connects then is refused), and Debian's virtiofsd
+	 * locks such a path with a pid file in /var/run/virtiofsd, which
+	 * root of a user namespace only (rootless podman's runtime) cannot
+	 * write: it refuses to start. */
+	ret = unix_listen(d->sock, SOCK_CLOEXEC, 1, -1, &lfd);
+	if (ret)
+		return errf(err, errlen, "%s: socket %s: %s", what, d->sock, strerror(-ret));
+	if (pipe2(rep, O_CLOEXEC)) {
+		close(lfd);
+		return errf(err, errlen, "%s: pipe: %s", what, strerror(errno));
 	}
 	d->child = fork();
+	if (!d->child) {
+		close(rep[0]);
+		child_exec(path, ro, opts, pool, errfd, lfd, rep[1]);
+	}
+	/* Only virtiofsd holds the socket now: a VMM connects to it or,
+	 * once it died, is refused. */
+	close(lfd);
+	close(rep[1]);
 	if (d->child < 0) {
 		d->child = 0;
-		if (lfd >= 0)
-			close(lfd);
+		close(rep[0]);
 		return errf(err, errlen, "%s: fork: %s", what, strerror(errno));
 	}
-	if (!d->child)
-		child_exec(d, path, ro, opts, pool, what, errfd, lfd);
-	if (lfd >= 0) {
-		/* Listening already: only virtiofsd holds the socket now,
-		 * so a VMM connects to it or, once it died, is refused. */
-		close(lfd);
-		if (waitpid(d->child, NULL, WNOHANG) == d->child) {
-			d->child = 0;
-			return errf(err, errlen, "%s: virtiofsd exited at start", what);
-		}
-		return 0;
+	if (wait_exec(d, rep[0], what, err, errlen))
+		return -1;
+	if (waitpid(d->child, NULL, WNOHANG) == d->child) {
+		d->child = 0;
+		return errf(err, errlen, "%s: virtiofsd exited at start", what);
 	}
-	for (int i = 0; i < 500; i++) { /* 5 s */
-		struct timespec ts = { 0, 10000000 };
-
-		if (!stat(d->sock, &st) && S_ISSOCK(st.st_mode))
-			return 0;
-		if (waitpid(d->child, NULL, WNOHANG) == d->child) {
-			d->child = 0;
-			return errf(err, errlen, "%s: virtiofsd exited at start", what);
-		}
-		nanosleep(&ts, NULL);
-	}
-	return errf(err, errlen, "%s: virtiofsd did not create its socket in 5 s",
-		    what);
+	return 0;
 }
 
 void virtiofsd_unlink(struct virtiofsd *d)

@@ -29,15 +29,20 @@ struct virtiofsd {
 };
 
 /*
- * Start virtiofsd on directory @path (read-only if @ro) and wait, at most
- * 5 s, for its socket (@d->sock).  Where virtiofsd could not write the pid
- * file that locks its socket (/var/run/virtiofsd: root of a user namespace
- * only, as under rootless podman), the socket is made here, listening, and
- * handed over with --fd=3 (no wait; a VMM connecting after virtiofsd died
- * is refused).  @what names it in errors ("--fs T").
+ * Start virtiofsd on directory @path (read-only if @ro).  Its socket
+ * (@d->sock) is made here, listening, and handed over as fd 3 (--fd=3):
+ * a VMM may connect as soon as this returns, and is refused once
+ * virtiofsd died.  (A path virtiofsd binds itself exists a moment before
+ * it listens, and Debian's virtiofsd locks it with a pid file in
+ * /var/run/virtiofsd, which root of a user namespace only -- rootless
+ * podman's runtime -- cannot write.)  Returns once virtiofsd was
+ * exec'd.  @what names it in errors ("--fs T").
  * @errfd: the child's stderr, its stdin and stdout then /dev/null; -1:
  * the caller's stdio.  Every other fd is closed in the child.  0, or -1
- * with a reason in @err (what was started is stopped: virtiofsd_reap()).
+ * with a reason in @err (what was started is stopped: virtiofsd_reap()):
+ * the child's own when it failed before exec ("cannot run BIN: ...",
+ * "read-only bind of DIR: ..."), "virtiofsd exited at start" when it was
+ * seen to end at once.
  */
 int virtiofsd_spawn(struct virtiofsd *d, const char *path, bool ro, const char *what,
 		    int errfd, char *err, size_t errlen);
