@@ -21,7 +21,7 @@
 #    serves a page the L1 fetches through -p (slirp4netns's port
 #    handler), with a rw volume it reads and writes (the file on the host
 #    the user's); `podman stop` and `podman rm`; `--network none` with a
-#    read-only volume (section 3).
+#    read-only volume and a root over virtio-fs (section 3).
 # Addresses: podman's 10.88.0.0/16 and 198.18.0.1, inside the L1 only
 # (slirp4netns's 10.0.2.0/24 is inside the container's namespace).
 set -uo pipefail
@@ -247,13 +247,18 @@ else
 		oci_bad "rootless podman rm: rc $rc $(ls /run/user/$RU/minivmm-oci 2>&1) $(cat "$W/rlerr")"
 	# --network none: the VM gets no NIC (the namespace podman made has
 	# only lo).
-	# And a read-only volume: writes refused.
-	out=$(asrl "${RP[@]}" "${RT[@]}" run --rm --network none -v "$RV:/ro:ro" localhost/bb \
-		sh -c 'ls /sys/class/net | tr "\n" " "; cat /ro/h.txt; touch /ro/x 2>/dev/null || echo ro-refused' 2>"$W/rlerr")
+	# And a read-only volume: writes refused; and the root over virtio-fs
+	# (virtiofsd on podman's vfs tree, in the user's namespace): the
+	# container writes into it and owns its files as root.
+	out=$(asrl "${RP[@]}" "${RT[@]}" run --rm --network none -v "$RV:/ro:ro" \
+		--annotation org.minivmm.rootfs=virtiofs localhost/bb sh -c '
+		ls /sys/class/net | tr "\n" " "; cat /ro/h.txt; touch /ro/x 2>/dev/null || echo ro-refused
+		echo "root $(grep " / " /proc/mounts | cut -d" " -f3 | tail -n 1)"
+		echo in-root >/w.txt && chown 1234:5678 /w.txt && echo "wrote $(cat /w.txt) $(stat -c %u:%g /w.txt) $(stat -c %u /bin/busybox)"' 2>"$W/rlerr")
 	rc=$?
-	[[ $rc -eq 0 && "$out" == "lo host-file"*ro-refused && ! -e $RV/x ]] &&
-		oci_ok "rootless --network none: only lo in the guest; -v DIR:/ro:ro read, a write refused" ||
-		oci_bad "rootless --network none / ro volume: rc $rc, '$out' $(cat "$W/rlerr")"
+	[[ $rc -eq 0 && "$out" == "lo host-file"*ro-refused*"root virtiofs"*"wrote in-root 1234:5678 0" && ! -e $RV/x ]] &&
+		oci_ok "rootless --network none: only lo in the guest; -v DIR:/ro:ro read, a write refused; the root over virtio-fs (org.minivmm.rootfs=virtiofs): a file written and chowned in it, the image's files root's" ||
+		oci_bad "rootless --network none / ro volume / virtio-fs root: rc $rc, '$out' $(cat "$W/rlerr")"
 	echo "rootless section took $((SECONDS - t_rl)) s"
 fi
 
