@@ -444,7 +444,13 @@ static int start_network(const struct oci_state *st, char *err, size_t errlen)
 			 "start: the VM's network device stays down", st->id);
 		return netns_tap_down(err, errlen);
 	}
-	return netns_redirect(&plan, err, errlen);
+	if (netns_redirect(&plan, err, errlen))
+		return -1;
+	/* Not fatal: only connections made inside the namespace need it. */
+	if (netns_local_path(&plan, err, errlen))
+		oci_warn("container %s: the namespace's own connections to the VM will "
+			 "not reach it: %s", st->id, err);
+	return 0;
 }
 
 static int cmd_start(const struct oci_cli *c)

@@ -5,7 +5,9 @@
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <linux/ethtool.h>
 #include <linux/if_packet.h>
+#include <linux/sockios.h>
 #include <linux/if_tun.h>
 #include <net/route.h>
 #include <sched.h>
@@ -369,29 +371,32 @@ int netns_read(struct netns_plan *p, char *err, size_t errlen)
 	return 0;
 }
 
-/* Run tc with @args (NULL-terminated, args[0] "tc", at most 23 of at most
- * 31 bytes each); 0 or -1 with @err. */
-static int run_tc(const char *const *args, char *err, size_t errlen)
+/* Run iproute2's @args[0] ("tc" or "ip"; @args NULL-terminated, at most
+ * 23 of at most 31 bytes each); 0 or -1 with @err. */
+static int run_iproute(const char *const *args, char *err, size_t errlen)
 {
-	char buf[24][32], *argv[24], why[256];
+	char buf[24][32], *argv[24], why[256], path[32];
 	size_t na = 0, got = 0;
 	int pfd[2];
-	static const char *const paths[] = { "/usr/sbin/tc", "/sbin/tc", "/usr/bin/tc" };
-	const char *tc = NULL;
+	static const char *const dirs[] = { "/usr/sbin", "/sbin", "/usr/bin", "/bin" };
+	const char *bin = NULL;
 	int st;
 	pid_t pid;
 
-	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]) && !tc; i++)
-		if (!access(paths[i], X_OK))
-			tc = paths[i];
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]) && !bin; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dirs[i], args[0]);
+		if (!access(path, X_OK))
+			bin = path;
+	}
 	for (; args[na] && na < 23; na++) {
 		snprintf(buf[na], sizeof(buf[na]), "%s", args[na]);
 		argv[na] = buf[na];
 	}
 	argv[na] = NULL;
-	if (!tc)
-		return errf_line(err, errlen, "tc (iproute2) not found in /usr/sbin or "
-				 "/sbin: it connects the VM to the container's network");
+	if (!bin)
+		return errf_line(err, errlen, "%s (iproute2) not found in /usr/sbin, /sbin, "
+				 "/usr/bin or /bin: it connects the VM to the container's "
+				 "network", args[0]);
 	/* tc's stderr (its reason) comes back through a pipe: the VMM
 	 * process's own stderr is still the container's. */
 	if (pipe2(pfd, O_CLOEXEC))
@@ -410,7 +415,7 @@ static int run_tc(const char *const *args, char *err, size_t errlen)
 			dup2(null, 1);
 		}
 		dup2(pfd[1], 2);
-		execv(tc, argv);
+		execv(bin, argv);
 		_exit(127);
 	}
 	close(pfd[1]);
@@ -437,10 +442,13 @@ static int run_tc(const char *const *args, char *err, size_t errlen)
 	while (waitpid(pid, &st, 0) < 0)
 		if (errno != EINTR)
 			return errf_line(err, errlen, "waitpid: %s", strerror(errno));
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
+	if ((!WIFEXITED(st) || WEXITSTATUS(st)) && !strcmp(argv[0], "tc"))
 		return errf_line(err, errlen, "tc %s %s dev %s failed (%s): the kernel "
 				 "needs sch_ingress, cls_u32 and act_mirred", argv[1],
 				 argv[2], argv[4], got ? why : "no message");
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		return errf_line(err, errlen, "ip %s %s %s failed (%s)", argv[1], argv[2],
+				 argv[3], got ? why : "no message");
 	return 0;
 }
 
@@ -453,7 +461,7 @@ static int redirect(const char *from, const char *to, char *err, size_t errlen)
 			    "protocol", "all", "u32", "match", "u8", "0", "0", "action",
 			    "mirred", "egress", "redirect", "dev", to, NULL };
 
-	return run_tc(q, err, errlen) || run_tc(f, err, errlen) ? -1 : 0;
+	return run_iproute(q, err, errlen) || run_iproute(f, err, errlen) ? -1 : 0;
 }
 
 static int tap_create(unsigned int pairs, int *fds, char *err, size_t errlen)
@@ -553,6 +561,124 @@ int netns_redirect(const struct netns_plan *p, char *err, size_t errlen)
 	    redirect(p->ifc.name, NETNS_TAP, err, errlen) ||
 	    redirect(NETNS_TAP, p->ifc.name, err, errlen))
 		return -1;
+	return 0;
+}
+
+static uint32_t ip4_of(const uint8_t *a)
+{
+	return (uint32_t)a[0] << 24 | (uint32_t)a[1] << 16 | (uint32_t)a[2] << 8 | a[3];
+}
+
+/* @a is @p's VM address or one of its IPv4 gateways. */
+static bool ip4_taken(const struct netns_plan *p, uint32_t vm, uint32_t a)
+{
+	if (a == vm)
+		return true;
+	for (unsigned int r = 0; r < p->nroutes; r++)
+		if (p->routes[r].family == 4 && ip4_of(p->routes[r].gw) == a)
+			return true;
+	return false;
+}
+
+int netns_local_addrs(const struct netns_plan *p, uint32_t *vm, unsigned int *plen,
+		      uint32_t *local)
+{
+	for (unsigned int i = 0; p->nic && i < p->ifc.naddrs; i++) {
+		const struct netns_addr *a = &p->ifc.addrs[i];
+		uint32_t mask, net;
+
+		if (a->family != 4 || a->plen < 1 || a->plen > 30)
+			continue;
+		*vm = ip4_of(a->a);
+		*plen = a->plen;
+		mask = ~0u << (32 - a->plen);
+		net = *vm & mask;
+		/* From the last host address down (slirp4netns's own are
+		 * .2 and .3), a few tries. */
+		*local = (net | ~mask) - 1;
+		for (int t = 0; t < 8 && *local > net && ip4_taken(p, *vm, *local); t++)
+			(*local)--;
+		return *local > net && !ip4_taken(p, *vm, *local) ? 0 : -1;
+	}
+	return -1;
+}
+
+static void ip4_str(uint32_t a, char *buf, size_t len)
+{
+	snprintf(buf, len, "%u.%u.%u.%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255);
+}
+
+/* @name's driver is tun (a tap: slirp4netns's tap0).  Asked through
+ * ethtool: /sys/class/net shows the namespace sysfs was mounted in. */
+static bool is_tun(const char *name)
+{
+	struct ethtool_drvinfo info = { .cmd = ETHTOOL_GDRVINFO };
+	int sk = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct ifreq ifr;
+	bool tun;
+
+	if (sk < 0)
+		return false;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	ifr.ifr_data = (void *)&info;
+	tun = !ioctl(sk, SIOCETHTOOL, &ifr) && !strcmp(info.driver, "tun");
+	close(sk);
+	return tun;
+}
+
+int netns_local_path(const struct netns_plan *p, char *err, size_t errlen)
+{
+	char vm_s[24], vm_p[40], loc_s[24], loc_p[40], hex[16], mac_s[20];
+	unsigned int plen;
+	uint32_t vm, loc;
+	int sk;
+	struct ifreq ifr;
+	unsigned char *m;
+
+	if (!is_tun(p->ifc.name) || netns_local_addrs(p, &vm, &plen, &loc))
+		return 0; /* not a tap, or no IPv4 address to take */
+	memset(&ifr, 0, sizeof(ifr));
+	strcpy(ifr.ifr_name, NETNS_TAP);
+	sk = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (sk < 0 || ioctl(sk, SIOCGIFHWADDR, &ifr)) {
+		errf_line(err, errlen, "tap %s: its MAC: %s", NETNS_TAP, strerror(errno));
+		if (sk >= 0)
+			close(sk);
+		return -1;
+	}
+	close(sk);
+	m = (unsigned char *)ifr.ifr_hwaddr.sa_data;
+	snprintf(mac_s, sizeof(mac_s), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2],
+		 m[3], m[4], m[5]);
+	ip4_str(vm, vm_s, sizeof(vm_s));
+	ip4_str(loc, loc_s, sizeof(loc_s));
+	snprintf(vm_p, sizeof(vm_p), "%s/%u", vm_s, plen);
+	snprintf(loc_p, sizeof(loc_p), "%s/32", loc_s);
+	snprintf(hex, sizeof(hex), "0x%08x", loc);
+	{
+		/* The namespace's stack gives the VM its address and reaches
+		 * it through the tap, from @loc. */
+		const char *del[] = { "ip", "addr", "del", vm_p, "dev", p->ifc.name, NULL };
+		const char *add[] = { "ip", "addr", "add", loc_p, "dev", NETNS_TAP, NULL };
+		const char *rt[] = { "ip", "route", "add", vm_s, "dev", NETNS_TAP, "src",
+				     loc_s, NULL };
+		/* Ahead of the redirect (its automatic priority is 49152):
+		 * frames for the tap's own MAC, and ARP asking for @loc, stay
+		 * in the namespace (no action: the stack takes them). */
+		const char *mac[] = { "tc", "filter", "add", "dev", NETNS_TAP, "parent",
+				      "ffff:", "prio", "1", "protocol", "all", "u32", "match",
+				      "ether", "dst", mac_s, "flowid", "ffff:1", NULL };
+		const char *arp[] = { "tc", "filter", "add", "dev", NETNS_TAP, "parent",
+				      "ffff:", "prio", "2", "protocol", "arp", "u32", "match",
+				      "u32", hex, "0xffffffff", "at", "24", "flowid", "ffff:1",
+				      NULL };
+
+		if (run_iproute(mac, err, errlen) || run_iproute(arp, err, errlen) ||
+		    run_iproute(del, err, errlen) || run_iproute(add, err, errlen) ||
+		    run_iproute(rt, err, errlen))
+			return -1;
+	}
 	return 0;
 }
 

@@ -9,7 +9,10 @@
  * the guest init gives it the veth's name, MTU, addresses and routes (the
  * PROTO_REC_NET_* records).  The veth keeps its addresses (the
  * namespace's own stack no longer sees a frame: each is redirected
- * before it); the tap has none.
+ * before it); the tap has none -- except where the namespace's interface
+ * is itself a tap (slirp4netns's): there netns_local_path() moves the
+ * stack onto NETNS_TAP, so that connections made in the namespace (a
+ * port forwarder's) reach the VM.
  *
  * The parsing and planning (netns_parse_route4/6, netns_choose,
  * netns_encode) are pure and unit-tested; netns_enter/read/connect act
@@ -130,6 +133,30 @@ int netns_connect(const struct netns_plan *p, unsigned int pairs, int *fds,
  */
 int netns_tap_open(unsigned int pairs, int *fds, char *err, size_t errlen);
 int netns_redirect(const struct netns_plan *p, char *err, size_t errlen);
+/*
+ * The namespace's own stack reaching the VM: after netns_connect() or
+ * netns_redirect() the address the VM took is still the interface's, so
+ * a connection made inside the namespace to it stays local and never
+ * reaches the VM -- how rootless podman's default port forwarder
+ * (rootlessport: a child in the namespace dials the container's address)
+ * published ports.  Where @p->ifc is a tap (slirp4netns's tap0; a veth's
+ * namespace is left as it is: its prefix is a bridge others share),
+ * its first IPv4 address (prefix 1..30) is taken off it, NETNS_TAP gets
+ * netns_local_addrs()' @local/32 and a route to the VM's address, and
+ * two tc filters ahead of the redirect keep in the namespace the frames
+ * for NETNS_TAP's own MAC and the ARP requests for @local.  Not a tap or
+ * no such address: nothing done, 0.  0, or -1 with a reason in @err
+ * (what was done stays).  As the shim or `minivmm-oci start`, in the
+ * namespace.
+ */
+int netns_local_path(const struct netns_plan *p, char *err, size_t errlen);
+/* The addresses netns_local_path() uses: @vm (host order) and @plen, the
+ * first IPv4 address of @p->ifc with a prefix of 1..30, and @local, the
+ * highest host address of that prefix that is neither @vm nor an IPv4
+ * gateway of @p's routes (8 tries).  0, or -1: none. */
+int netns_local_addrs(const struct netns_plan *p, uint32_t *vm, unsigned int *plen,
+		      uint32_t *local);
+
 /* The namespace holds nothing to redirect to at start (only a loopback:
  * `ctr run` without --cni): NETNS_TAP is set down (the guest's frames go
  * nowhere; its init leaves the NIC down, without a NET record).  As

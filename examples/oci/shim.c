@@ -334,6 +334,11 @@ static int setup_net(struct shim *s, char *err, size_t errlen)
 	if (netns_connect(&s->net, pairs, s->tap_fds, err, errlen))
 		return -1;
 	s->ntaps = pairs;
+	/* Not fatal: only connections made inside the namespace need it. */
+	if (netns_local_path(&s->net, err, errlen))
+		oci_warn("network namespace %s: the namespace's own connections to the "
+			 "VM (rootless podman's -p forwarder) will not reach it: %s",
+			 spec->netns_path, err);
 	return 0;
 }
 

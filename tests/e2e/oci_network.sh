@@ -18,8 +18,8 @@
 #  - `--network host` refused with the runtime's one-line reason, no VM;
 #  - rootless podman (an unprivileged user, slirp4netns): a container
 #    fetches the 1 MiB from 198.18.0.1 (the L1's lo), md5 compared, and
-#    serves a page the L1 fetches through -p (slirp4netns's port
-#    handler), with a rw volume it reads and writes (the file on the host
+#    serves a page the L1 fetches through -p (podman's default port
+#    handler, rootlessport), with a rw volume it reads and writes (the file on the host
 #    the user's); `podman stop` and `podman rm`; `--network none` with a
 #    read-only volume and a root over virtio-fs (section 3).
 # Addresses: podman's 10.88.0.0/16 and 198.18.0.1, inside the L1 only
@@ -185,10 +185,10 @@ else
 	# Few podman calls (each costs seconds in the L1): the container's
 	# output is read from conmon's log file, not through podman logs.
 	t0=$SECONDS
-	# -p through slirp4netns's own port forwarding (port_handler=
-	# slirp4netns): podman's default handler (rootlesskit) connects to
-	# the container's address from inside its namespace, whose own stack
-	# no longer reaches the VM (README, "rootless").
+	# -p with podman's default port handler (rootlessport): a child in
+	# the container's namespace dials the container's address, which the
+	# runtime took off slirp4netns's tap0 there and routes to the VM
+	# (netns_local_path()).
 	# A volume too (-v, virtio-fs): virtiofsd runs in the user's
 	# namespace as its root, so the container's root writes as the user,
 	# as under runc rootless.
@@ -197,7 +197,7 @@ else
 	echo host-file >"$RV/h.txt"
 	chown -R $RU:$RU "$RV"
 	asrl "${RP[@]}" "${RT[@]}" run -d --name rl1 -v "$RV:/data" \
-		--network slirp4netns:port_handler=slirp4netns -p 18087:8080 localhost/bb sh -c '
+		-p 18087:8080 localhost/bb sh -c '
 		ip -o addr show; ip route; echo "mtu $(cat /sys/class/net/tap0/mtu)"
 		echo "vol $(cat /data/h.txt) $(grep " /data " /proc/mounts | cut -d" " -f3)"
 		echo guest-file >/data/g.txt && echo "vol-written"
@@ -223,13 +223,13 @@ else
 		oci_ok "rootless -v DIR:/data (virtio-fs): the guest read the host's file, its file is on the host, owned by uid $RU (the container's root)" ||
 		oci_bad "rootless volume: $(grep '^vol' "$W/rlout") host sees '$(cat "$RV/g.txt" 2>&1)' owner $(stat -c %u "$RV/g.txt" 2>&1) $(cat "$W/rlerr")"
 	for _ in 1 2 3 4 5; do
-		# timeout: with podman's default port handler a fetch hung
-		# (accepted, never answered) past wget's -T.
+		# timeout: a forwarder that cannot reach the VM accepts and
+		# never answers (seen before netns_local_path()) past wget's -T.
 		page=$(timeout 15 wget -q -T 10 -O - http://127.0.0.1:18087/ 2>&1) && break
 		sleep 1
 	done
 	[[ "$page" == rootless-page ]] &&
-		oci_ok "rootless -p 18087:8080 (port_handler=slirp4netns): the L1 fetched the VM's page" ||
+		oci_ok "rootless -p 18087:8080 (podman's default port handler, rootlessport): the L1 fetched the VM's page" ||
 		oci_bad "rootless -p 18087:8080: got '$page'"
 	# What podman put in config.json for the cgroup (rootless cgroupfs).
 	echo "rootless config.json: $(grep -o '"cgroupsPath":"[^"]*"' "$RH/store/vfs-containers/$rid/userdata/config.json" 2>/dev/null || echo no cgroupsPath)"
