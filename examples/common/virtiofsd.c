@@ -2,6 +2,7 @@
 /* A virtiofsd child (see virtiofsd.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -39,23 +40,28 @@ static void child_fail(int rep, const char *fmt, ...)
 /* Only the three stdio fds and the listening socket @lfd, as fd 3, reach
  * virtiofsd (an inherited pipe or socket would keep its peer waiting for
  * an end that comes with virtiofsd's); @rep, the close-on-exec report
- * pipe, stays open until exec.  Returns @rep's new number. */
+ * pipe, stays open until exec.  Each is first copied above 3, so that no
+ * dup2() below overwrites another where the caller had some of 0-2
+ * closed (an @errfd or @lfd of 0, 1 or 2).  Returns @rep's new number. */
 static int child_fds(int errfd, int lfd, int rep)
 {
 	int null, moved;
 
-	/* Above 3 first: fd 3 is about to be @lfd's. */
 	moved = fcntl(rep, F_DUPFD_CLOEXEC, 4);
 	if (moved < 0)
 		child_fail(rep, "fcntl: %s", strerror(errno));
 	rep = moved;
+	if ((errfd >= 0 && (errfd = fcntl(errfd, F_DUPFD_CLOEXEC, 4)) < 0) ||
+	    (lfd = fcntl(lfd, F_DUPFD_CLOEXEC, 4)) < 0)
+		child_fail(rep, "fcntl: %s", strerror(errno));
 	if (errfd >= 0) {
+		/* Not close-on-exec: where it lands on 0 or 1, the dup2()
+		 * onto itself below keeps it so. */
 		null = open("/dev/null", O_RDWR);
-		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 ||
-		    (errfd != 2 && dup2(errfd, 2) < 0))
+		if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(errfd, 2) < 0)
 			child_fail(rep, "stdio: %s", strerror(errno));
 	}
-	if ((lfd == 3 ? fcntl(3, F_SETFD, 0) : dup2(lfd, 3)) < 0)
+	if (dup2(lfd, 3) < 0)
 		child_fail(rep, "dup2: %s", strerror(errno));
 	if (rep > 4)
 		close_range(4, rep - 1, 0);
@@ -66,7 +72,7 @@ static int child_fds(int errfd, int lfd, int rep)
 /* The child: the read-only bind if asked, then virtiofsd on fd 3.
  * Never returns. */
 static void child_exec(const char *path, bool ro, const char *opts, unsigned int pool,
-		       int errfd, int lfd, int rep)
+		       int errfd, int lfd, int rep, pid_t parent)
 {
 	const char *bin = getenv("MINIVMM_VIRTIOFSD");
 	char src[4200], threads[48];
@@ -82,7 +88,7 @@ static void child_exec(const char *path, bool ro, const char *opts, unsigned int
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
 	/* Dies with its parent, whatever ends it. */
-	if (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() == 1)
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM) || getppid() != parent)
 		child_fail(rep, "its parent ended");
 	rep = child_fds(errfd, lfd, rep);
 	snprintf(src, sizeof(src), "source=%s", path);
@@ -107,23 +113,36 @@ int virtiofsd_spawn(struct virtiofsd *d, const char *path, bool ro, const char *
 }
 
 /* Until the child exec'd virtiofsd (the report pipe closes, empty) or
- * failed before (its reason).  Context: the parent. */
+ * failed before (its reason), 5 s at most (a read-only bind or an exec
+ * stuck on a hung file system: the child is killed).  Context: the
+ * parent. */
 static int wait_exec(struct virtiofsd *d, int rep, const char *what, char *err,
 		     size_t errlen)
 {
+	struct pollfd p = { .fd = rep, .events = POLLIN };
 	char msg[512];
-	ssize_t n;
+	ssize_t n = -1;
+	int r, e;
 
 	do
-		n = read(rep, msg, sizeof(msg) - 1);
-	while (n < 0 && errno == EINTR);
+		r = poll(&p, 1, 5000);
+	while (r < 0 && errno == EINTR);
+	e = r ? errno : ETIMEDOUT;
+	if (r > 0) {
+		do
+			n = read(rep, msg, sizeof(msg) - 1);
+		while (n < 0 && errno == EINTR);
+		e = errno;
+	}
 	close(rep);
 	if (n == 0)
 		return 0;
+	if (n < 0)
+		kill(d->child, SIGKILL);
 	waitpid(d->child, NULL, 0);
 	d->child = 0;
 	if (n < 0)
-		return errf(err, errlen, "%s: virtiofsd's start: %s", what, strerror(errno));
+		return errf(err, errlen, "%s: virtiofsd's start: %s", what, strerror(e));
 	msg[n] = '\0';
 	return errf(err, errlen, "%s: %s", what, msg);
 }
@@ -133,7 +152,8 @@ int virtiofsd_spawn_opts(struct virtiofsd *d, const char *path, bool ro,
 			 int errfd, char *err, size_t errlen)
 {
 	struct stat st;
-	int lfd, rep[2], ret;
+	int lfd, rep[2], ret, e;
+	pid_t parent;
 
 	memset(d, 0, sizeof(*d));
 	if (stat(path, &st) || !S_ISDIR(st.st_mode))
@@ -157,10 +177,12 @@ int virtiofsd_spawn_opts(struct virtiofsd *d, const char *path, bool ro,
 		close(lfd);
 		return errf(err, errlen, "%s: pipe: %s", what, strerror(errno));
 	}
+	parent = getpid();
 	d->child = fork();
+	e = errno;
 	if (!d->child) {
 		close(rep[0]);
-		child_exec(path, ro, opts, pool, errfd, lfd, rep[1]);
+		child_exec(path, ro, opts, pool, errfd, lfd, rep[1], parent);
 	}
 	/* Only virtiofsd holds the socket now: a VMM connects to it or,
 	 * once it died, is refused. */
@@ -169,7 +191,7 @@ int virtiofsd_spawn_opts(struct virtiofsd *d, const char *path, bool ro,
 	if (d->child < 0) {
 		d->child = 0;
 		close(rep[0]);
-		return errf(err, errlen, "%s: fork: %s", what, strerror(errno));
+		return errf(err, errlen, "%s: fork: %s", what, strerror(e));
 	}
 	if (wait_exec(d, rep[0], what, err, errlen))
 		return -1;

@@ -36,7 +36,8 @@ struct virtiofsd {
  * it listens, and Debian's virtiofsd locks it with a pid file in
  * /var/run/virtiofsd, which root of a user namespace only -- rootless
  * podman's runtime -- cannot write.)  Returns once virtiofsd was
- * exec'd.  @what names it in errors ("--fs T").
+ * exec'd (5 s at most: a child stuck before is killed).  @what names it
+ * in errors ("--fs T").
  * @errfd: the child's stderr, its stdin and stdout then /dev/null; -1:
  * the caller's stdio.  Every other fd is closed in the child.  0, or -1
  * with a reason in @err (what was started is stopped: virtiofsd_reap()):

@@ -13,6 +13,8 @@
  *  - with this process's own credentials: a client that connects as soon
  *    as the spawn returned gets "fd";
  *  - a program that cannot be run: its reason, from the child;
+ *  - a caller with its stdio closed (the stderr pipe and the socket on
+ *    fds 1 and 2), and a caller that is pid 1 of a pid namespace;
  *  - as root of a user namespace over uid 65534 (made when we are root
  *    and not chrooted, which refuses user namespaces; said when not run):
  *    the answer comes; a fake that dies at once leaves a socket that
@@ -131,6 +133,83 @@ START_TEST(test_cannot_run)
 }
 END_TEST
 
+/* Spawn, connect, expect "fd"; 0 or a status naming the step that
+ * failed.  Context: a child process of the test. */
+static int spawn_and_ask(int errfd)
+{
+	struct virtiofsd d;
+	char err[256] = "", buf[16];
+	int e;
+
+	if (virtiofsd_spawn(&d, "/", false, "test", errfd, err, sizeof(err))) {
+		virtiofsd_reap(&d); /* its socket's directory */
+		return 30;
+	}
+	ask(d.sock, buf, sizeof(buf), &e);
+	virtiofsd_reap(&d);
+	return e == 0 && !strcmp(buf, "fd") ? 0 : 31;
+}
+
+/* A caller with its stdio closed: the stderr pipe given as @errfd lands
+ * on fd 1 and the listening socket on fd 2, where the child's dup2()s
+ * onto 0-3 must not overwrite one with another. */
+START_TEST(test_stdio_closed)
+{
+	pid_t pid = fork();
+	int st;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int p[2];
+
+		close(0);
+		close(1);
+		close(2);
+		if (pipe(p) || p[1] != 1)
+			_exit(40);
+		_exit(spawn_and_ask(p[1]));
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d",
+		      WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+END_TEST
+
+/* A caller that is pid 1 of its pid namespace (a container's first
+ * process): its child's parent is pid 1 while it lives. */
+START_TEST(test_parent_is_pid1)
+{
+	pid_t pid;
+	int st;
+
+	if (geteuid() != 0)
+		return; /* a pid namespace needs root */
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		pid_t init;
+
+		if (unshare(CLONE_NEWPID))
+			_exit(errno == EPERM || errno == EINVAL ? 20 : 10);
+		init = fork();
+		if (init < 0)
+			_exit(11);
+		if (init == 0)
+			_exit(getpid() == 1 ? spawn_and_ask(-1) : 12);
+		if (waitpid(init, &st, 0) != init || !WIFEXITED(st))
+			_exit(13);
+		_exit(WEXITSTATUS(st));
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 20) {
+		printf("check_virtiofsd_fd: no pid namespace here: the pid 1 case not run\n");
+		return;
+	}
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d",
+		      WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+END_TEST
+
 /* In a child: uid 65534, then a user namespace in which it is root. */
 static int in_userns(bool die)
 {
@@ -229,6 +308,8 @@ int main(int argc, char **argv)
 	setenv("MINIVMM_VIRTIOFSD", fake, 1);
 	tcase_add_test(tc, test_own_credentials);
 	tcase_add_test(tc, test_cannot_run);
+	tcase_add_test(tc, test_stdio_closed);
+	tcase_add_test(tc, test_parent_is_pid1);
 	tcase_add_test(tc, test_userns_fd);
 	tcase_add_test(tc, test_userns_dead);
 	tcase_set_timeout(tc, 60);
