@@ -61,8 +61,8 @@ for s in mvfs qemu; do
 	vpid[$s]=$!
 done
 for s in mvfs qemu; do
-	for _ in $(seq 100); do [[ -S $dir/$s.sock ]] && break; sleep 0.1; done
-	[[ -S $dir/$s.sock ]] || { cat "$dir/$s.vfsd.log" >&2; bench_die "virtiofsd ($s) did not start"; }
+	"$here/../tests/e2e/wait-listening.sh" "$dir/$s.sock" ||
+		{ cat "$dir/$s.vfsd.log" >&2; bench_die "virtiofsd ($s) did not start listening"; }
 done
 
 # boot SIDE: starts the VM, stdin and stdout FIFOs held open here both ways

@@ -51,8 +51,8 @@ ln -s dir/small "$share/link"
 "$vfsd" --socket-path="$dir/vfs.sock" -o source="$share" -o cache=auto \
 	2>"$dir/vfsd.log" &
 vpid=$!
-for _ in $(seq 100); do [[ -S $dir/vfs.sock ]] && break; sleep 0.1; done
-[[ -S $dir/vfs.sock ]] || { cat "$dir/vfsd.log"; e2e_fail "virtiofsd did not start"; }
+"$here/wait-listening.sh" "$dir/vfs.sock" ||
+	{ cat "$dir/vfsd.log"; e2e_fail "virtiofsd did not start listening"; }
 log=$dir/boot.log
 # The rig's /tmp shows the host's (its 9p share under an overlay), where
 # unit tests that CTest runs beside this one (check_virtiofsd_fd) make and

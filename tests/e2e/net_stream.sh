@@ -68,11 +68,8 @@ else
 fi
 passt=$!
 pids+=($passt)
-for _ in $(seq 100); do
-	[[ -S $sock ]] && break
-	sleep 0.1
-done
-[[ -S $sock ]] || { cat "$dir/passt.log"; e2e_fail "passt did not listen on $sock"; }
+"$(dirname "$0")/wait-listening.sh" "$sock" ||
+	{ cat "$dir/passt.log"; e2e_fail "passt did not listen on $sock"; }
 [[ $(stat -c %u "/proc/$passt") == 65534 ]] || e2e_fail "passt does not run as 65534"
 
 # Once the guest says the transfers are done, end passt: its end of the

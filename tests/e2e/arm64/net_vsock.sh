@@ -149,12 +149,8 @@ sha256sum <"$share/host.bin" | cut -d' ' -f1 >"$share/host.sha256"
 	-o sandbox=chroot -o cache=auto --thread-pool-size=0 2>"$dir/vfsd.log" &
 vpid=$!
 pids="$pids $vpid"
-i=0
-while [ ! -S "$dir/vfs.sock" ] && [ $i -lt 300 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
-[ -S "$dir/vfs.sock" ] || { cat "$dir/vfsd.log"; e2e_fail "fs: virtiofsd did not start"; }
+sh "$(dirname "$0")/../wait-listening.sh" "$dir/vfs.sock" 300 ||
+	{ cat "$dir/vfsd.log"; e2e_fail "fs: virtiofsd did not start listening"; }
 "$tool" serve-vsock 6000 $vconns >"$dir/vserve.log" 2>&1 &
 spid=$!
 VSOCKT_CID=3 "$tool" connect-vsock 5000 $vconns $vbytes >"$dir/vconnect.log" 2>&1 &
