@@ -569,11 +569,15 @@ static uint32_t ip4_of(const uint8_t *a)
 	return (uint32_t)a[0] << 24 | (uint32_t)a[1] << 16 | (uint32_t)a[2] << 8 | a[3];
 }
 
-/* @a is @p's VM address or one of its IPv4 gateways. */
+/* @a is one of @p's interface's IPv4 addresses (the VM's, @vm, among
+ * them) or one of its IPv4 gateways. */
 static bool ip4_taken(const struct netns_plan *p, uint32_t vm, uint32_t a)
 {
 	if (a == vm)
 		return true;
+	for (unsigned int i = 0; i < p->ifc.naddrs; i++)
+		if (p->ifc.addrs[i].family == 4 && ip4_of(p->ifc.addrs[i].a) == a)
+			return true;
 	for (unsigned int r = 0; r < p->nroutes; r++)
 		if (p->routes[r].family == 4 && ip4_of(p->routes[r].gw) == a)
 			return true;
@@ -636,8 +640,14 @@ int netns_local_path(const struct netns_plan *p, char *err, size_t errlen)
 	struct ifreq ifr;
 	unsigned char *m;
 
-	if (!is_tun(p->ifc.name) || netns_local_addrs(p, &vm, &plen, &loc))
-		return 0; /* not a tap, or no IPv4 address to take */
+	/* slirp4netns's tap only (podman names it tap0, 10.0.2.0/24 of
+	 * the namespace's own); pasta's tap, named after the host's
+	 * interface, carries the host's own prefix, where the address
+	 * taken could be a real host's: left alone (pasta forwards ports
+	 * itself, as frames). */
+	if (strcmp(p->ifc.name, NETNS_SLIRP_TAP) || !is_tun(p->ifc.name) ||
+	    netns_local_addrs(p, &vm, &plen, &loc))
+		return 0;
 	memset(&ifr, 0, sizeof(ifr));
 	strcpy(ifr.ifr_name, NETNS_TAP);
 	sk = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

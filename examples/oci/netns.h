@@ -32,6 +32,7 @@
 #define NETNS_MAX_ROUTES 32 /* through it; more: ignored */
 #define NETNS_MAX_IFS 64    /* interfaces looked at; more: ignored */
 #define NETNS_TAP "mvm-tap0" /* the VM's tap, in the container's netns */
+#define NETNS_SLIRP_TAP "tap0" /* slirp4netns's, as podman runs it */
 /* In the container's state directory: the shim made the VM's NIC on a
  * bare NETNS_TAP at create, for `start` to connect (netns_redirect()). */
 #define NETNS_AT_START_FILE "net-at-start"
@@ -139,9 +140,11 @@ int netns_redirect(const struct netns_plan *p, char *err, size_t errlen);
  * a connection made inside the namespace to it stays local and never
  * reaches the VM -- how rootless podman's default port forwarder
  * (rootlessport: a child in the namespace dials the container's address)
- * published ports.  Where @p->ifc is a tap (slirp4netns's tap0; a veth's
- * namespace is left as it is: its prefix is a bridge others share),
- * its first IPv4 address (prefix 1..30) is taken off it, NETNS_TAP gets
+ * published ports.  Where @p->ifc is slirp4netns's tap (a tap named
+ * NETNS_SLIRP_TAP; a veth's namespace is left as it is, its prefix a
+ * bridge others share, and so is any other tap: pasta's carries the
+ * host's own prefix), its first IPv4 address (prefix 1..30) is taken off
+ * it for good (the namespace is the container's alone), NETNS_TAP gets
  * netns_local_addrs()' @local/32 and a route to the VM's address, and
  * two tc filters ahead of the redirect keep in the namespace the frames
  * for NETNS_TAP's own MAC and the ARP requests for @local.  Not a tap or
@@ -152,8 +155,9 @@ int netns_redirect(const struct netns_plan *p, char *err, size_t errlen);
 int netns_local_path(const struct netns_plan *p, char *err, size_t errlen);
 /* The addresses netns_local_path() uses: @vm (host order) and @plen, the
  * first IPv4 address of @p->ifc with a prefix of 1..30, and @local, the
- * highest host address of that prefix that is neither @vm nor an IPv4
- * gateway of @p's routes (8 tries).  0, or -1: none. */
+ * highest host address of that prefix that is neither an IPv4 address
+ * of @p->ifc nor an IPv4 gateway of @p's routes (8 tries).  0, or -1:
+ * none. */
 int netns_local_addrs(const struct netns_plan *p, uint32_t *vm, unsigned int *plen,
 		      uint32_t *local);
 

@@ -197,7 +197,7 @@ else
 	echo host-file >"$RV/h.txt"
 	chown -R $RU:$RU "$RV"
 	asrl "${RP[@]}" "${RT[@]}" run -d --name rl1 -v "$RV:/data" \
-		-p 18087:8080 localhost/bb sh -c '
+		--network slirp4netns -p 18087:8080 localhost/bb sh -c '
 		ip -o addr show; ip route; echo "mtu $(cat /sys/class/net/tap0/mtu)"
 		echo "vol $(cat /data/h.txt) $(grep " /data " /proc/mounts | cut -d" " -f3)"
 		echo guest-file >/data/g.txt && echo "vol-written"

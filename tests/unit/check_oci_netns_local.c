@@ -4,8 +4,9 @@
  * container namespace's own stack to reach the VM through its tap:
  * netns_local_addrs() takes the interface's first IPv4 address with a
  * prefix of 1..30 as the VM's, and the highest host address of that
- * prefix that is neither the VM's nor an IPv4 gateway as the namespace's
- * (slirp4netns: 10.0.2.100/24 via 10.0.2.2, DNS 10.0.2.3 -> 10.0.2.254);
+ * prefix that is neither one of the interface's nor an IPv4 gateway as
+ * the namespace's (slirp4netns: 10.0.2.100/24 via 10.0.2.2, DNS 10.0.2.3
+ * -> 10.0.2.254);
  * none for no NIC, only IPv6, a /31 or /32, or a prefix with no room.
  */
 #include <check.h>
@@ -68,6 +69,22 @@ START_TEST(test_skips_taken)
 	gw(&p, 192, 168, 7, 253);
 	ck_assert_int_eq(netns_local_addrs(&p, &vm, &plen, &loc), 0);
 	ck_assert_uint_eq(loc, IP4(192, 168, 7, 252));
+}
+END_TEST
+
+START_TEST(test_skips_own_addresses)
+{
+	/* A second address of the interface at .254: .253. */
+	struct netns_plan p = plan("10.0.2.100", 24);
+	unsigned int plen;
+	uint32_t vm, loc;
+
+	p.ifc.addrs[1] = p.ifc.addrs[0];
+	p.ifc.addrs[1].a[3] = 254;
+	p.ifc.naddrs = 2;
+	ck_assert_int_eq(netns_local_addrs(&p, &vm, &plen, &loc), 0);
+	ck_assert_uint_eq(vm, IP4(10, 0, 2, 100));
+	ck_assert_uint_eq(loc, IP4(10, 0, 2, 253));
 }
 END_TEST
 
@@ -138,6 +155,7 @@ int main(void)
 
 	tcase_add_test(tc, test_slirp4netns);
 	tcase_add_test(tc, test_skips_taken);
+	tcase_add_test(tc, test_skips_own_addresses);
 	tcase_add_test(tc, test_small_prefixes);
 	tcase_add_test(tc, test_none);
 	tcase_add_test(tc, test_first_ipv4);
