@@ -18,10 +18,11 @@
 #    (module vhost_vsock, tests/rig/mkl1.sh), the host side vsockt on the
 #    L1's AF_VSOCK itself (VSOCKT_CID=3), VCONNS connections each way at
 #    once, VBYTES each way each, hashed; in the same boot, virtio-fs:
-#    --fs tag=share,socket=PATH on Debian's arm64 virtiofsd (VFSROOT: its
-#    library closure, tests/rig/fetch-virtiofsd.sh, run through its own
-#    ld-linux-aarch64.so.1), the guest (payload vsock-fs) reads a file made
-#    here (sha256 compared) and writes one read back here (sha256).
+#    --fs tag=share,path=DIR, minivmm starting Debian's arm64 virtiofsd
+#    itself (VFSROOT: its library closure, tests/rig/fetch-virtiofsd.sh,
+#    run by virtiofsd-rig.sh), the guest (payload vsock-fs) reads a file
+#    made here (sha256 compared) and writes one read back here (sha256);
+#    virtiofsd is gone once minivmm exited.
 # Both vsock guests report their device's interrupts (tests/guest/vsock):
 # the rx and tx vectors must be LPIs (ITS-MSI) that fired.
 . "$(dirname "$0")/lib.sh"
@@ -135,39 +136,33 @@ its_irqs vsock "$dir/vlog"
 
 # ---- virtio-vsock, vhost=on (the L1 kernel's vhost-vsock), and virtio-fs
 [ -c /dev/vhost-vsock ] || e2e_fail "vhost=on: no /dev/vhost-vsock in the L1 (tests/rig/mkl1.sh)"
-vr=$vfsroot/root
 share=$dir/share
 mkdir "$share"
 dd if=/dev/urandom of="$share/host.bin" bs=1024 count=$fskib 2>/dev/null
 sha256sum <"$share/host.bin" | cut -d' ' -f1 >"$share/host.sha256"
-# --thread-pool-size=0: as minivmm's own path= shares (README, virtio-fs).
-# sandbox=chroot: the default sandbox=namespace pivot_roots into the share,
-# which fails with EINVAL ("pivot_root(., .): Invalid argument", once the
-# VMM connects) where / is the initramfs's rootfs, as in this L1.
-"$vr/lib/ld-linux-aarch64.so.1" --library-path "$vr/lib/aarch64-linux-gnu:$vr/usr/lib/aarch64-linux-gnu" \
-	"$vr/usr/lib/qemu/virtiofsd" --socket-path="$dir/vfs.sock" -o source="$share" \
-	-o sandbox=chroot -o cache=auto --thread-pool-size=0 2>"$dir/vfsd.log" &
-vpid=$!
-pids="$pids $vpid"
-sh "$(dirname "$0")/../wait-listening.sh" "$dir/vfs.sock" 300 ||
-	{ cat "$dir/vfsd.log"; e2e_fail "fs: virtiofsd did not start listening"; }
+# minivmm starts virtiofsd itself (--fs path=): Debian's arm64 one through
+# virtiofsd-rig.sh (its libraries; sandbox=chroot in this L1).
+export MINIVMM_VIRTIOFSD="$(cd "$(dirname "$0")" && pwd)/virtiofsd-rig.sh" VFSD_ROOT="$vfsroot"
 "$tool" serve-vsock 6000 $vconns >"$dir/vserve.log" 2>&1 &
 spid=$!
 VSOCKT_CID=3 "$tool" connect-vsock 5000 $vconns $vbytes >"$dir/vconnect.log" 2>&1 &
 cpid=$!
 e2e_run_vmm "$dir/hlog" "$vmm" -v --smp 2 --mem 512M --kernel "$kernel" \
-	--initrd "$initrd" --vsock "cid=3,vhost=on" --fs "tag=share,socket=$dir/vfs.sock" \
+	--initrd "$initrd" --vsock "cid=3,vhost=on" --fs "tag=share,path=$share" \
 	--stats-json --append "quiet guest.run=vsock-fs guest.conns=$vconns guest.bytes=$vbytes guest.fs_kib=$fskib"
 host_done "$dir/hlog"
 cat "$dir/vserve.log" "$dir/vconnect.log"
-echo "virtiofsd's messages:"
-cat "$dir/vfsd.log"
 grep -q "VIRTIOFS host.bin: $((fskib * 1024)) bytes, sha256 equal" "$dir/hlog" ||
 	e2e_fail "fs: the guest did not read host.bin intact"
 want=$(sed -n 's/.*VIRTIOFS guest.bin sha256=\([0-9a-f]*\).*/\1/p' "$dir/hlog" | head -n1)
 got=$(sha256sum <"$share/guest.bin" | cut -d' ' -f1)
 [ -n "$want" ] && [ "$got" = "$want" ] || e2e_fail "fs: guest.bin: sha256 $got here, $want in the guest"
-echo "fs: $fskib KiB each way through virtiofsd, sha256 equal"
+# Reaped by minivmm at its exit (no pgrep in this busybox: /proc).
+for c in /proc/[0-9]*/cmdline; do
+	tr '\0' ' ' <"$c" 2>/dev/null | grep -q "source=$share" &&
+		e2e_fail "fs: virtiofsd still running after minivmm: $(tr '\0' ' ' <"$c")"
+done
+echo "fs: $fskib KiB each way through the virtiofsd minivmm started (--fs path=), sha256 equal"
 grep -q "vsock: guest CID 3, host side /dev/vhost-vsock" "$dir/hlog" ||
 	e2e_fail "vhost=on: no vhost-vsock device"
 vsock_ok vhost=on "$dir/hlog" vsock $vconns $vbytes "$dir/vserve.log" "$dir/vconnect.log"
