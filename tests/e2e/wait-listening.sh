@@ -6,7 +6,7 @@
 # between is refused (ECONNREFUSED: seen in the arm64 rig), so the file's
 # existence is not enough.  In /proc/net/unix (this network namespace's
 # sockets) flags 00010000, __SO_ACCEPTCON, mark a listening socket.
-# POSIX sh and busybox awk: the arm64 rig's tests call it too.
+# POSIX sh and awk (busybox's too).
 p=$1 n=${2:-100} i=0
 while [ "$i" -lt "$n" ]; do
 	awk -v p="$p" '$4 == "00010000" && $8 == p { f = 1 } END { exit !f }' \

@@ -118,13 +118,10 @@ START_TEST(test_cannot_run)
 {
 	struct virtiofsd d;
 	char err[256] = "";
-	const char *real = getenv("MINIVMM_VIRTIOFSD");
-	char saved[256];
 
-	snprintf(saved, sizeof(saved), "%s", real);
 	setenv("MINIVMM_VIRTIOFSD", "/nonexistent/virtiofsd", 1);
 	ck_assert_int_eq(virtiofsd_spawn(&d, "/", false, "test", -1, err, sizeof(err)), -1);
-	setenv("MINIVMM_VIRTIOFSD", saved, 1);
+	setenv("MINIVMM_VIRTIOFSD", fake, 1);
 	ck_assert_msg(strstr(err, "test: cannot run /nonexistent/virtiofsd: No such file"),
 		      "%s", err);
 	ck_assert_int_eq(d.child, 0);
@@ -150,68 +147,77 @@ static int spawn_and_ask(int errfd)
 	return e == 0 && !strcmp(buf, "fd") ? 0 : 31;
 }
 
-/* A caller with its stdio closed: the stderr pipe given as @errfd lands
- * on fd 1 and the listening socket on fd 2, where the child's dup2()s
- * onto 0-3 must not overwrite one with another. */
-START_TEST(test_stdio_closed)
+/* Run @body(@arg) in a child process, which must exit 0; its status 20
+ * means the case cannot be set up here (said with @skip), not a failure. */
+static void in_child(int (*body)(int), int arg, const char *what, const char *skip)
 {
 	pid_t pid = fork();
 	int st;
 
 	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		int p[2];
-
-		close(0);
-		close(1);
-		close(2);
-		if (pipe(p) || p[1] != 1)
-			_exit(40);
-		_exit(spawn_and_ask(p[1]));
-	}
+	if (pid == 0)
+		_exit(body(arg));
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d",
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 20) {
+		printf("check_virtiofsd_fd: %s\n", skip);
+		return;
+	}
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status %d", what,
 		      WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+/* A caller with its stdio closed: the stderr pipe given as @errfd lands
+ * on fd 1 and the listening socket on fd 2, where the child's dup2()s
+ * onto 0-3 must not overwrite one with another. */
+static int stdio_closed(int unused)
+{
+	int p[2];
+
+	(void)unused;
+	close(0);
+	close(1);
+	close(2);
+	if (pipe(p) || p[1] != 1)
+		return 40;
+	return spawn_and_ask(p[1]);
+}
+
+START_TEST(test_stdio_closed)
+{
+	in_child(stdio_closed, 0, "stdio closed", "");
 }
 END_TEST
 
 /* A caller that is pid 1 of its pid namespace (a container's first
  * process): its child's parent is pid 1 while it lives. */
-START_TEST(test_parent_is_pid1)
+static int as_pid1(int unused)
 {
-	pid_t pid;
+	pid_t init;
 	int st;
 
+	(void)unused;
+	if (unshare(CLONE_NEWPID))
+		return errno == EPERM || errno == EINVAL ? 20 : 10;
+	init = fork();
+	if (init < 0)
+		return 11;
+	if (init == 0)
+		_exit(getpid() == 1 ? spawn_and_ask(-1) : 12);
+	if (waitpid(init, &st, 0) != init || !WIFEXITED(st))
+		return 13;
+	return WEXITSTATUS(st);
+}
+
+START_TEST(test_parent_is_pid1)
+{
 	if (geteuid() != 0)
 		return; /* a pid namespace needs root */
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		pid_t init;
-
-		if (unshare(CLONE_NEWPID))
-			_exit(errno == EPERM || errno == EINVAL ? 20 : 10);
-		init = fork();
-		if (init < 0)
-			_exit(11);
-		if (init == 0)
-			_exit(getpid() == 1 ? spawn_and_ask(-1) : 12);
-		if (waitpid(init, &st, 0) != init || !WIFEXITED(st))
-			_exit(13);
-		_exit(WEXITSTATUS(st));
-	}
-	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 20) {
-		printf("check_virtiofsd_fd: no pid namespace here: the pid 1 case not run\n");
-		return;
-	}
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d",
-		      WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	in_child(as_pid1, 0, "pid 1", "no pid namespace here: the pid 1 case not run");
 }
 END_TEST
 
 /* In a child: uid 65534, then a user namespace in which it is root. */
-static int in_userns(bool die)
+static int in_userns(int die)
 {
 	struct virtiofsd d;
 	char err[256] = "", buf[16];
@@ -237,53 +243,36 @@ static int in_userns(bool die)
 	if (fd < 0 || write(fd, "0 65534 1", 9) != 9)
 		return 13;
 	close(fd);
-	if (die)
-		setenv("FAKE_DIE", "1", 1);
+	if (!die)
+		return spawn_and_ask(-1);
+	setenv("FAKE_DIE", "1", 1);
 	if (virtiofsd_spawn(&d, "/", false, "test", -1, err, sizeof(err)))
-		return die && strstr(err, "exited at start") ? 0 : 15;
-	if (die) {
-		/* Dead, its listening socket with it: refused. */
-		waitpid(d.child, NULL, 0);
-		d.child = 0;
-		ask(d.sock, buf, sizeof(buf), &e);
-		virtiofsd_unlink(&d);
-		return e == ECONNREFUSED ? 0 : 16;
-	}
+		return strstr(err, "exited at start") ? 0 : 15;
+	/* Dead, its listening socket with it: refused. */
+	waitpid(d.child, NULL, 0);
+	d.child = 0;
 	ask(d.sock, buf, sizeof(buf), &e);
-	virtiofsd_reap(&d);
-	return e == 0 && !strcmp(buf, "fd") ? 0 : 17;
+	virtiofsd_unlink(&d);
+	return e == ECONNREFUSED ? 0 : 16;
 }
 
-static void userns_case(bool die)
+static void userns_case(int die)
 {
-	pid_t pid;
-	int st;
-
 	if (geteuid() != 0)
 		return; /* uid 65534 needs root; the own-credentials case ran */
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0)
-		_exit(in_userns(die));
-	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 20) {
-		printf("check_virtiofsd_fd: no user namespace here (EPERM: a chroot?): "
-		       "the --fd case not run\n");
-		return;
-	}
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "user namespace case: status %d",
-		      WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	in_child(in_userns, die, "user namespace case",
+		 "no user namespace here (EPERM: a chroot?): the --fd case not run");
 }
 
 START_TEST(test_userns_fd)
 {
-	userns_case(false);
+	userns_case(0);
 }
 END_TEST
 
 START_TEST(test_userns_dead)
 {
-	userns_case(true);
+	userns_case(1);
 }
 END_TEST
 
