@@ -11,7 +11,10 @@
 # confines with the control list after vmm_start) is in seccomp filter
 # mode (Seccomp: 2) with no_new_privs set.  With "net": also a NIC with
 # default queue pairs (one per vCPU, on the same I/O threads) on a tap in a
-# network namespace this test makes (198.18.0.1/24), which the guest pings.
+# network namespace this test makes (198.18.0.1/24), which the guest pings,
+# then 16 MiB down (busybox httpd in L1) and 16 MiB up (busybox nc) in 4
+# flows each from 4 CPUs, md5s compared both ways, and each of those CPUs'
+# RX queue interrupting on that CPU (tests/guest/blk-scale).
 # Run at 2 vCPUs and at 32 (issue 13: --smp 8+ was killed by SIGSYS when a
 # confined I/O thread made glibc open /sys/devices/system/cpu/online).
 set -euo pipefail
@@ -33,7 +36,27 @@ if [[ $withnet == net ]]; then
 	net=(--net tap=vmtap0)
 fi
 dir=$(mktemp -d "${RIG_SCRATCH:-/var/tmp}/seccomp.XXXXXX")
-trap 'rm -rf "$dir"' EXIT
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null || true; rm -rf "$dir"' EXIT
+netmb=0
+down=()
+if ((${#net[@]})); then
+	netmb=16
+	mkdir "$dir/www"
+	for ((i = 0; i < 4; i++)); do
+		dd if=/dev/urandom of="$dir/www/down$i.bin" bs=64k count=$((netmb * 4)) 2>/dev/null
+		down+=("$(md5sum <"$dir/www/down$i.bin" | cut -d' ' -f1)")
+	done
+	busybox httpd -f -p 198.18.0.1:8080 -h "$dir/www" &
+	pids+=($!)
+	# The receivers' stdin never ends (see net_mq.sh): a FIFO held open.
+	mkfifo "$dir/hold"
+	exec 3<>"$dir/hold"
+	for ((i = 0; i < 4; i++)); do
+		busybox nc -l -p $((5001 + i)) >"$dir/up$i" <&3 &
+		pids+=($!)
+	done
+fi
 img=$dir/data.img
 # fio verify: one job per CPU on its own region; 16 MiB each up to 4 CPUs,
 # less beyond (~32 MiB written and verified in all: every I/O is several
@@ -61,7 +84,7 @@ rr=$((n <= 4 ? 1 : 0))
 	E2E_VMM_TIMEOUT=$timeout e2e_run_vmm "$dir/log" -- "$vmm" --smp "$n" --mem 1G \
 		--kernel "$kernel" --initrd "$initrd" --disk "path=$img,serial=data" \
 		--disk "path=$tools,ro=on,serial=tools" "${extra[@]}" "${net[@]}" --stats \
-		--append "quiet guest.net=$((${#net[@]} > 0)) guest.run=blk-scale guest.queues=$n guest.token=$token guest.runtime=2 guest.randread=$rr guest.limits=$rr guest.verify_mb=$mb guest.disks=$nd"
+		--append "quiet guest.net=$((${#net[@]} > 0)) guest.netmb=$netmb guest.run=blk-scale guest.queues=$n guest.token=$token guest.runtime=2 guest.randread=$rr guest.limits=$rr guest.verify_mb=$mb guest.disks=$nd"
 	echo "$E2E_RC" >"$dir/rc"
 } &
 runner=$!
@@ -120,6 +143,23 @@ nic=
 if ((${#net[@]})); then
 	grep -q "NET scale: eth0 with $n queue pairs, 3 ping replies" "$dir/log" ||
 		e2e_fail "the NIC did not carry the guest's pings on $n queue pairs"
-	nic=" and a NIC with $n queue pairs (pinged)"
+	for p in "${pids[@]:1}"; do
+		for _ in $(seq 100); do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.1
+		done
+	done
+	for ((i = 0; i < 4; i++)); do
+		grep -q "NET-DOWN$i md5=${down[i]}" "$dir/log" ||
+			e2e_fail "download $i: md5 differs (want ${down[i]})"
+		want=$(sed -n "s/.*NET-UP$i md5=\([0-9a-f]*\).*/\1/p" "$dir/log" | head -1)
+		got=$(md5sum <"$dir/up$i" | cut -d' ' -f1)
+		[[ -n "$want" && "$want" == "$got" ]] ||
+			e2e_fail "upload $i: md5 $got on L1, $want in the guest"
+	done
+	grep -q "NET scale: $netmb MiB down" "$dir/log" || e2e_fail "no transfer report from the guest"
+	grep -o 'NET scale: [0-9]* MiB down.*' "$dir/log" | head -1
+	echo "NET RX interrupts:" $(grep -o 'NET-IRQ input\.[0-9]* own=[0-9]* total=[0-9]*' "$dir/log" || true)
+	nic=" and a NIC with $n queue pairs (pinged, $netmb MiB each way in 4 flows with md5s, RX interrupts on the flows' CPUs)"
 fi
 echo "PASS: --smp $n, $((nd + 2)) disks$nic: fio verify from $n CPUs under seccomp (KILL), $nv vCPU + $ni I/O threads + control thread in filter mode, nothing killed"
