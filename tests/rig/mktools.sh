@@ -10,13 +10,14 @@
 # every other boot fast, and reading it exercises the device under test.
 #
 # Also /hostile, the hostile virtio driver of the abuse test, built static
-# from tests/guest/hostile/hostile.c; "./hostile" sorts before lib/ and usr/,
-# so it is the archive's first member and the payload reads only the head of
-# the disk to get it (tests/guest/abuse).
+# from tests/guest/hostile/*.c (and hostile.h); "./hostile" sorts before
+# lib/ and usr/, so it is the archive's first member and the payload reads
+# only the head of the disk to get it (tests/guest/abuse).
 #
 # Cached by content in CACHE/tools/KEY/tools.cpio (KEY hashes the binaries,
-# their libraries, hostile.c, gcc's version and the rig scripts; the entry
-# is created atomically and never rewritten, see tests/rig/README "Cache").
+# their libraries, hostile's sources, gcc's version and the rig scripts; the
+# entry is created atomically and never rewritten, see tests/rig/README
+# "Cache").
 # --print-path prints the path for the current inputs without building.
 #
 # RIG_ARCH=arm64: the arm64 guest's tools disk, CACHE/arm64/tools/KEY/
@@ -49,7 +50,8 @@ for a in "$@"; do
 	*) rig_die "unknown option $a" ;;
 	esac
 done
-hostile_src="$RIG_REPO/tests/guest/hostile/hostile.c"
+hostile_dir="$RIG_REPO/tests/guest/hostile"
+hostile_src=("$hostile_dir"/*.c)
 
 # --- arm64: fio:arm64 and its library closure, from Debian's .debs ---------
 # shellcheck source=tests/rig/arm64-debs.sh
@@ -62,7 +64,7 @@ if [[ $RIG_ARCH == arm64 ]]; then
 	FIO_ROOT=$ARM64_DEB_ROOT
 	key=$({
 		cat "$FIO_ROOT/packages"
-		rig_hash "$hostile_src" "$RIG_DIR/lib.sh" "$RIG_DIR/mktools.sh"
+		rig_hash "${hostile_src[@]}" "$hostile_dir"/*.h "$RIG_DIR/lib.sh" "$RIG_DIR/mktools.sh"
 		$cc --version | head -n1
 	} | sha256sum | cut -c1-16)
 else
@@ -82,7 +84,7 @@ else
 			echo "$f"
 			sha256sum <"$(readlink -f "$f")"
 		done
-		rig_hash "$hostile_src" "$RIG_DIR/lib.sh" "$RIG_DIR/mktools.sh"
+		rig_hash "${hostile_src[@]}" "$hostile_dir"/*.h "$RIG_DIR/lib.sh" "$RIG_DIR/mktools.sh"
 		gcc --version | head -n1
 	} | sha256sum | cut -c1-16)
 fi
@@ -114,7 +116,7 @@ else
 		cp -L "$f" "$stage/root/$f"
 	done
 fi
-$cc -static -O2 -Wall -Wextra -Werror -o "$stage/root/hostile" "$hostile_src"
+$cc -static -O2 -Wall -Wextra -Werror -o "$stage/root/hostile" "${hostile_src[@]}"
 (cd "$stage/root" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet) >"$RIG_NEW/tools.cpio"
 # Whole sectors: the device exposes only complete 512-byte blocks.
 truncate -s %512 "$RIG_NEW/tools.cpio"

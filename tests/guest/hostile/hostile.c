@@ -41,6 +41,14 @@
  *                  DEVICE_NEEDS_RESET, as README.md promises
  *   sanity         after a reset: write, flush, read back, read sector 0
  *
+ * Net mode (-n, net.c) and vsock mode (-v, vsock.c): the same abuse of a
+ * virtio-net function (control-queue garbage, malformed TX chains, bad RX
+ * buffers, resets under load, an ARP round trip) and of a virtio-vsock
+ * function (malformed packets, credit updates, a REQUEST flood past the
+ * connection limit, a connection to the host); their phases are listed
+ * there, their rings are ring.c's.  Output "ABUSE net ..." / "ABUSE vsock
+ * ...", with their own totals and RESULT lines.
+ *
  * Console mode (a root container against minivmm-oci, tests/e2e/
  * oci_hostile.sh), BDF "console" or a virtio-console function's:
  *     hostile [-S BYTES] -c FRAMES [-u PAGES] [-x STATUS] console
@@ -88,13 +96,11 @@
 #include <linux/virtio_pci.h>
 #include <linux/virtio_ring.h>
 
-#define PAGE 4096u
-#define QSZ 256u	 /* our ring size: one page of descriptors */
+#include "hostile.h"
+
 #define NDATA 64u	 /* data pages */
 #define NBUSY 64u	 /* requests kept in flight by the busy phases */
 #define KICK_MAX 5000000ull
-#define WAIT_S 15.0	 /* a request must be answered within this (TCG) */
-#define NO_VECTOR 0xffffu
 /* MSI messages we program: fixed delivery, edge, physical destination
  * APIC 0 or 1, Linux's RESCHEDULE_VECTOR, whose handler only acks and
  * looks at need_resched: harmless whenever a completion fires it. */
@@ -120,62 +126,6 @@ static const char *const cls_name[C_NR] = {
 	"read", "write", "flush", "get_id", "discard", "write_zeroes", "other",
 };
 
-struct desc {
-	uint64_t addr;
-	uint32_t len;
-	uint16_t flags;
-	uint16_t next;
-};
-
-struct avail {
-	uint16_t flags;
-	uint16_t idx;
-	uint16_t ring[QSZ];
-	uint16_t used_event;
-};
-
-struct used_elem {
-	uint32_t id;
-	uint32_t len;
-};
-
-struct used {
-	uint16_t flags;
-	uint16_t idx;
-	struct used_elem ring[QSZ];
-	uint16_t avail_event;
-};
-
-_Static_assert(sizeof(struct desc) * QSZ == PAGE, "descriptor table page");
-_Static_assert(sizeof(struct used) <= PAGE, "used ring page");
-
-struct page {
-	uint8_t *va;
-	uint64_t pa;
-};
-
-struct dev {
-	char sys[128]; /* /sys/bus/pci/devices/BDF */
-	int cfg_fd;
-	uint8_t cfg[256];
-	volatile uint8_t *bar;
-	size_t bar_len;
-	uint64_t bar_pa;
-	volatile uint8_t *common, *notify, *isr, *devcfg;
-	uint32_t notify_mult, notify_len;
-	uint32_t notify_spare; /* unused bytes after the doorbells, <= 128 */
-	unsigned int msix_cap, msix_n;
-	volatile uint8_t *msix_table;
-	uint16_t nq, notify_off;
-	uint64_t offered;
-	uint64_t capacity;
-	uint32_t seg_max;
-	struct desc *desc;
-	struct avail *avail;
-	struct used *used;
-	uint16_t avail_idx, last_used;
-	bool msix;
-};
 
 /* One chain we made available, by head. */
 struct trk {
@@ -199,16 +149,18 @@ static struct {
 
 static struct page pg[NPAGES];
 static struct trk trk[QSZ];
-static double phase_s = 3.0;
+double phase_s = 3.0;
 static unsigned int max_resets = 1000;
 static const char *only; /* -p: comma-separated phase names, or NULL */
 static bool console_mode;  /* -c: the function is a virtio-console */
+static bool net_mode;	   /* -n: the function is a virtio-net (net.c) */
+static bool vsock_mode;	   /* -v: the function is a virtio-vsock (vsock.c) */
 static uint16_t qsel;	   /* the queue queue_setup() sets up */
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 /* ---- utilities -------------------------------------------------------- */
 
-static double now(void)
+double now(void)
 {
 	struct timespec ts;
 
@@ -216,7 +168,7 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void pause_us(long us)
+void pause_us(long us)
 {
 	struct timespec ts = { 0, us * 1000 };
 
@@ -231,7 +183,7 @@ static uint64_t rnd(void)
 	return rng;
 }
 
-static void __attribute__((format(printf, 1, 2), noreturn)) die(const char *fmt, ...)
+void __attribute__((format(printf, 1, 2), noreturn)) die(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -244,7 +196,7 @@ static void __attribute__((format(printf, 1, 2), noreturn)) die(const char *fmt,
 	exit(2);
 }
 
-static void __attribute__((format(printf, 1, 2))) failf(const char *fmt, ...)
+void __attribute__((format(printf, 1, 2))) failf(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -258,12 +210,17 @@ static void __attribute__((format(printf, 1, 2))) failf(const char *fmt, ...)
 	printf("\n");
 }
 
-static void phase_begin(const char *name)
+uint64_t failures(void)
+{
+	return C.failures;
+}
+
+void phase_begin(const char *name)
 {
 	printf("ABUSE phase=%s begin\n", name);
 }
 
-static void __attribute__((format(printf, 2, 3))) phase_done(const char *name,
+void __attribute__((format(printf, 2, 3))) phase_done(const char *name,
 							      const char *fmt, ...)
 {
 	va_list ap;
@@ -276,41 +233,6 @@ static void __attribute__((format(printf, 2, 3))) phase_done(const char *name,
 }
 
 /* ---- MMIO and config space ------------------------------------------- */
-
-static inline uint8_t rd8(volatile uint8_t *b, unsigned int off)
-{
-	return *(volatile uint8_t *)(b + off);
-}
-
-static inline uint16_t rd16(volatile uint8_t *b, unsigned int off)
-{
-	return *(volatile uint16_t *)(b + off);
-}
-
-static inline uint32_t rd32(volatile uint8_t *b, unsigned int off)
-{
-	return *(volatile uint32_t *)(b + off);
-}
-
-static inline void wr8(volatile uint8_t *b, unsigned int off, uint8_t v)
-{
-	*(volatile uint8_t *)(b + off) = v;
-}
-
-static inline void wr16(volatile uint8_t *b, unsigned int off, uint16_t v)
-{
-	*(volatile uint16_t *)(b + off) = v;
-}
-
-static inline void wr32(volatile uint8_t *b, unsigned int off, uint32_t v)
-{
-	*(volatile uint32_t *)(b + off) = v;
-}
-
-static inline void wr64(volatile uint8_t *b, unsigned int off, uint64_t v)
-{
-	*(volatile uint64_t *)(b + off) = v;
-}
 
 static uint16_t cfg_rd16(struct dev *d, unsigned int off)
 {
@@ -327,19 +249,19 @@ static void cfg_wr16(struct dev *d, unsigned int off, uint16_t v)
 		die("config write at 0x%x: %s", off, strerror(errno));
 }
 
-static uint8_t status(struct dev *d)
+uint8_t status(struct dev *d)
 {
 	return rd8(d->common, VIRTIO_PCI_COMMON_STATUS);
 }
 
-static void set_status(struct dev *d, uint8_t s)
+void set_status(struct dev *d, uint8_t s)
 {
 	wr8(d->common, VIRTIO_PCI_COMMON_STATUS, s);
 }
 
 /* ---- DMA memory --------------------------------------------------------- */
 
-static uint64_t virt_to_phys(int pm, const void *va)
+uint64_t virt_to_phys(int pm, const void *va)
 {
 	uint64_t e;
 	off_t off = (off_t)((uintptr_t)va / PAGE) * 8;
@@ -445,7 +367,7 @@ static volatile uint8_t *bar_ptr(struct dev *d, unsigned int bar, uint32_t off,
 	return d->bar + off;
 }
 
-static void take_over(struct dev *d, const char *bdf)
+void take_over(struct dev *d, const char *bdf)
 {
 	char path[192];
 	uint16_t cmd;
@@ -530,8 +452,9 @@ static void take_over(struct dev *d, const char *bdf)
 	d->desc = va_of(PG_DESC, 0);
 	d->avail = va_of(PG_AVAIL, 0);
 	d->used = va_of(PG_USED, 0);
-	if (console_mode) {
-		printf("ABUSE console %s: %u queues\n", bdf, d->nq);
+	if (console_mode || net_mode || vsock_mode) {
+		printf("ABUSE %s %s: %u queues\n",
+		       net_mode ? "net" : vsock_mode ? "vsock" : "console", bdf, d->nq);
 		return;
 	}
 	d->capacity = rd32(d->devcfg, 0) | (uint64_t)rd32(d->devcfg, 4) << 32;
@@ -546,7 +469,7 @@ static void take_over(struct dev *d, const char *bdf)
 
 /* ---- MSI-X -------------------------------------------------------------- */
 
-static void msix_function(struct dev *d, bool enable, bool maskall)
+void msix_function(struct dev *d, bool enable, bool maskall)
 {
 	uint16_t ctrl = cfg_rd16(d, d->msix_cap + PCI_MSIX_FLAGS);
 
@@ -730,14 +653,13 @@ static int wait_idle(struct dev *d, double timeout)
 
 /* ---- device bring-up --------------------------------------------------- */
 
-#define F(b) (1ull << (b))
 #define FEAT_BASE                                                        \
 	(F(VIRTIO_F_VERSION_1) | F(VIRTIO_BLK_F_SEG_MAX) |               \
 	 F(VIRTIO_BLK_F_BLK_SIZE) | F(VIRTIO_BLK_F_FLUSH) |              \
 	 F(VIRTIO_BLK_F_DISCARD) | F(VIRTIO_BLK_F_WRITE_ZEROES))
 #define FEAT_DEFAULT (FEAT_BASE | F(VIRTIO_RING_F_INDIRECT_DESC))
 
-static void dev_reset(struct dev *d)
+void dev_reset(struct dev *d)
 {
 	set_status(d, 0);
 	for (unsigned int i = 0; status(d) != 0; i++) {
@@ -812,7 +734,7 @@ static void queue_setup(struct dev *d, uint16_t size, uint64_t desc,
 	wr16(d->common, VIRTIO_PCI_COMMON_Q_ENABLE, 1);
 }
 
-static void driver_ok(struct dev *d)
+void driver_ok(struct dev *d)
 {
 	set_status(d, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
 			      VIRTIO_CONFIG_S_FEATURES_OK | VIRTIO_CONFIG_S_DRIVER_OK);
@@ -1873,7 +1795,7 @@ static void find_console(char *bdf, size_t len)
 }
 
 /* Let go of the function's driver (the guest's ports go away with it). */
-static void unbind(const char *bdf)
+void unbind(const char *bdf)
 {
 	char path[256];
 	int fd;
@@ -1964,7 +1886,7 @@ static void exit_port(uint32_t status)
 #endif
 }
 
-static bool want(const char *name)
+bool want(const char *name)
 {
 	size_t n = strlen(name);
 	const char *p = only;
@@ -1994,8 +1916,14 @@ int main(int argc, char **argv)
 	int opt;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt(argc, argv, "s:r:p:c:u:x:S:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:r:p:c:u:x:S:nv")) != -1) {
 		switch (opt) {
+		case 'n':
+			net_mode = true;
+			break;
+		case 'v':
+			vsock_mode = true;
+			break;
 		case 'c':
 			console_mode = true;
 			frames = strtoul(optarg, NULL, 0);
@@ -2019,7 +1947,7 @@ int main(int argc, char **argv)
 			only = optarg;
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-s SECONDS] [-r RESETS] [-p PHASE,...] BDF\n"
+			fprintf(stderr, "usage: %s [-s SECONDS] [-r RESETS] [-p PHASE,...] [-n|-v] BDF\n"
 				"       %s [-S BYTES] -c FRAMES [-u PAGES] [-x STATUS] "
 				"console|BDF\n", argv[0], argv[0]);
 			return 2;
@@ -2046,6 +1974,10 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	take_over(&d, argv[optind]);
+	if (net_mode)
+		return net_main(&d, argv[optind]);
+	if (vsock_mode)
+		return vsock_main(&d, argv[optind]);
 
 	if (want("kick-idle"))
 		phase_kick_idle(&d);
