@@ -87,15 +87,11 @@ LOG_MAX=${ABUSE_LOG_MAX:-120}
 export E2E_VMM_TIMEOUT=${E2E_VMM_TIMEOUT:-200}
 
 dir=$(mktemp -d "${RIG_SCRATCH:-/var/tmp}/abuse.XXXXXX")
-flood_pid=
-vs_pid=
-# The helpers may have ended already: a failed kill must not fail the test
+helper_pid=
+# The helper may have ended already: a failed kill must not fail the test
 # (set -e holds in the trap too).
 cleanup() {
-	local p
-	for p in $flood_pid $vs_pid; do
-		kill "$p" 2>/dev/null || true
-	done
+	[[ -z "$helper_pid" ]] || kill "$helper_pid" 2>/dev/null || true
 	rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -106,51 +102,45 @@ ip addr add 198.18.0.1/24 dev abtap0
 ip link set abtap0 up
 ip neigh replace 198.18.0.2 lladdr "$guest_mac" dev abtap0 nud permanent
 
-# The vsock device's host side (hybrid): guest connections to port P go to
-# $dir/vs_P.  Port 5000 accepts and keeps what it reads in $dir/vs.got;
-# port 5001 listens (backlog 2048) and never accepts: the hostile
-# program's REQUEST flood fills the device's 1024 connections there (each
-# connect() completes into the backlog); port 5002 has nobody.  minivmm
-# then holds 1024 sockets: more files than a default soft limit of 1024.
+# One helper process (one python start: seconds in the L1, its modules
+# read over 9p), started before the VM:
+#  - the vsock device's host side (hybrid): guest connections to port P go
+#    to $dir/vs_P.  Port 5000 accepts and keeps what it reads in
+#    $dir/vs.got; port 5001 listens (backlog 2048) and never accepts: the
+#    hostile program's REQUEST flood fills the device's 1024 connections
+#    there (each connect() completes into the backlog); port 5002 has
+#    nobody.  minivmm then holds 1024 sockets: more files than a default
+#    soft limit of 1024;
+#  - UDP datagrams at the guest's NIC while the net phases run
+#    (198.18.0.2 is a permanent neighbour: no ARP needed), 10 every 20 ms
+#    from one socket, at most 500 frames/s: a load the rig's one L1 CPU
+#    carries beside the VM (bash's /dev/udp, a socket per datagram, took
+#    that CPU from the guest: heartbeat silences of 2.8 s), from
+#    $dir/flood.go (the sampler below makes it at "ABUSE net start") to
+#    $dir/flood.stop ("ABUSE net exit").
 ulimit -n 4096
-python3 - "$dir/vs" <<'PY' &
-import socket, sys, threading
-base = sys.argv[1]
+python3 - "$dir" <<'PY' &
+import os, socket, sys, threading, time
+d = sys.argv[1]
 hold = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-hold.bind(base + "_5001")
+hold.bind(d + "/vs_5001")
 hold.listen(2048)
 srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-srv.bind(base + "_5000")
+srv.bind(d + "/vs_5000")
 srv.listen(16)
-out = open(base + ".got", "ab", buffering=0)
+out = open(d + "/vs.got", "ab", buffering=0)
 def drain(c):
     while True:
         b = c.recv(65536)
         if not b:
             break
         out.write(b)
-while True:
-    c, _ = srv.accept()
-    threading.Thread(target=drain, args=(c,), daemon=True).start()
-PY
-vs_pid=$!
-for _ in $(seq 100); do
-	[[ -S "$dir/vs_5000" ]] && break
-	sleep 0.1
-done
-[[ -S "$dir/vs_5000" ]] || e2e_fail "the vsock listener did not start"
-
-# UDP datagrams at the guest's NIC while the net phases run (198.18.0.2 is
-# a permanent neighbour: no ARP needed), 10 every 20 ms from one socket, at
-# most 500 frames/s: a load the rig's one L1 CPU carries beside the VM
-# (bash's /dev/udp, a socket per datagram, took that CPU from the guest:
-# heartbeat silences of 2.8 s).  Started now, it waits for $dir/flood.go
-# (the sampler below makes it at "ABUSE net start") and ends at
-# $dir/flood.stop ("ABUSE net exit"): python's start in the L1 (its
-# modules read over 9p) takes seconds, most of the net phases' length.
-python3 - "$dir/flood.go" "$dir/flood.stop" <<'PY' &
-import os, socket, sys, time
-go, stop = sys.argv[1], sys.argv[2]
+def accept():
+    while True:
+        c, _ = srv.accept()
+        threading.Thread(target=drain, args=(c,), daemon=True).start()
+threading.Thread(target=accept, daemon=True).start()
+go, stop = d + "/flood.go", d + "/flood.stop"
 while not os.path.exists(go) and not os.path.exists(stop):
     time.sleep(0.25)
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -161,8 +151,10 @@ while not os.path.exists(stop):
         except OSError:
             pass
     time.sleep(0.02)
+while True: # the vsock listener stays until this script ends
+    time.sleep(60)
 PY
-flood_pid=$!
+helper_pid=$!
 log=$dir/log
 truncate -s 64M "$dir/data.img"
 truncate -s 16M "$dir/victim.img"
