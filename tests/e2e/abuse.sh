@@ -439,8 +439,9 @@ kv N "ABUSE net totals "
 nv=$(jq -c '.nets[0].pairs' <<<"$json")
 [[ -n "$nv" && "$nv" != null ]] || e2e_fail "no NIC in --stats-json"
 echo "--- NIC stats (per pair): $nv"
-ns() { jq -r "[.[].$1] | add" <<<"$nv"; }
-tx_p=$(ns tx_packets) tx_d=$(ns tx_drops) rx_p=$(ns rx_packets) rx_b=$(ns rx_bytes) rx_d=$(ns rx_drops)
+# One jq for all (each start costs ~0.5 s of the L1's one CPU).
+read -r tx_p tx_d rx_p rx_b rx_d <<<"$(jq -r '[([.[].tx_packets] | add), ([.[].tx_drops] | add),
+	([.[].rx_packets] | add), ([.[].rx_bytes] | add), ([.[].rx_drops] | add)] | @tsv' <<<"$nv")"
 echo "NIC: tx $tx_p packets + $tx_d drops for ${N[tx_chains]} hostile chains" \
 	"(drops ${N[tx_drop_min]}..${N[tx_drop_max]}) + ${LN[tx_packets]} Linux frames;" \
 	"rx $rx_p frames $rx_b bytes for ${N[rx_frames]} / ${N[rx_bytes]} + ${LN[rx_packets]} Linux frames"
@@ -473,10 +474,12 @@ kv VS "ABUSE vsock totals "
 vj=$(jq -c '.vsock' <<<"$json")
 [[ -n "$vj" && "$vj" != null ]] || e2e_fail "no vsock in --stats-json"
 echo "--- vsock stats: $vj"
+declare -A VJ
+while read -r k val; do
+	VJ[$k]=$val
+done <<<"$(jq -r 'to_entries[] | "\(.key) \(.value)"' <<<"$vj")" # no /dev/fd in the rig
 vs_expect() {
-	local got
-	got=$(jq -r ".$1" <<<"$vj")
-	[[ "$got" == "$2" ]] || fail_later "vsock $1: VMM counted $got, expected $2"
+	[[ "${VJ[$1]:-}" == "$2" ]] || fail_later "vsock $1: VMM counted ${VJ[$1]:-none}, expected $2"
 }
 vs_expect packets_from_guest "${VS[tx_packets]}"
 vs_expect bad_packets "${VS[bad]}"
