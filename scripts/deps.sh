@@ -42,6 +42,7 @@ PKGS=(
 	# subordinate id maps' newuidmap/newgidmap and podman 4.3's rootless
 	# network
 	uidmap slirp4netns
+	catatonit # podman's pod infra container (its pause image): e2e/oci_network
 	passt # tests/e2e/net_stream.sh: minivmm --net stream= to an unprivileged passt
 	iperf3 # bench/net_bench.sh: in the L1 and (its tools disk) in the guest
 )

@@ -69,13 +69,14 @@ static int child_fds(int errfd, int lfd, int rep)
 	return rep;
 }
 
-/* The child: the read-only bind if asked, then virtiofsd on fd 3.
- * Never returns. */
-static void child_exec(const char *path, bool ro, const char *opts, unsigned int pool,
-		       int errfd, int lfd, int rep, pid_t parent)
+/* The child: the read-only bind if asked (@file: @path read-only with
+ * @file bound on its VIRTIOFSD_FILE), then virtiofsd on fd 3.  Never
+ * returns. */
+static void child_exec(const char *path, const char *file, bool ro, const char *opts,
+		       unsigned int pool, int errfd, int lfd, int rep, pid_t parent)
 {
 	const char *bin = getenv("MINIVMM_VIRTIOFSD");
-	char src[4200], threads[48];
+	char src[4200], threads[48], on[4200];
 
 	sigset_t none;
 
@@ -92,7 +93,17 @@ static void child_exec(const char *path, bool ro, const char *opts, unsigned int
 		child_fail(rep, "its parent ended");
 	rep = child_fds(errfd, lfd, rep);
 	snprintf(src, sizeof(src), "source=%s", path);
-	if (ro && (unshare(CLONE_NEWNS) ||
+	snprintf(on, sizeof(on), "%s/" VIRTIOFSD_FILE, path);
+	/* The directory read-only, so that a guest that mounts the share
+	 * itself cannot create files beside the one bound there. */
+	if (file && (unshare(CLONE_NEWNS) ||
+		     mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+		     mount(path, path, NULL, MS_BIND, NULL) ||
+		     mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) ||
+		     mount(file, on, NULL, MS_BIND, NULL) ||
+		     (ro && mount(NULL, on, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL))))
+		child_fail(rep, "bind of %s: %s", file, strerror(errno));
+	if (!file && ro && (unshare(CLONE_NEWNS) ||
 		   mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
 		   mount(path, path, NULL, MS_BIND | MS_REC, NULL) ||
 		   mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL)))
@@ -147,9 +158,10 @@ static int wait_exec(struct virtiofsd *d, int rep, const char *what, char *err,
 	return errf(err, errlen, "%s: %s", what, msg);
 }
 
-int virtiofsd_spawn_opts(struct virtiofsd *d, const char *path, bool ro,
-			 const char *opts, unsigned int pool, const char *what,
-			 int errfd, char *err, size_t errlen)
+/* virtiofsd_spawn_opts(), or with @file virtiofsd_spawn_file(). */
+static int spawn(struct virtiofsd *d, const char *path, const char *file, bool ro,
+		 const char *opts, unsigned int pool, const char *what, int errfd,
+		 char *err, size_t errlen)
 {
 	struct stat st;
 	int lfd, rep[2], ret, e;
@@ -158,6 +170,18 @@ int virtiofsd_spawn_opts(struct virtiofsd *d, const char *path, bool ro,
 	memset(d, 0, sizeof(*d));
 	if (stat(path, &st) || !S_ISDIR(st.st_mode))
 		return errf(err, errlen, "%s: %s is not a directory", what, path);
+	if (file) {
+		char on[4200];
+		int fd;
+
+		if (stat(file, &st) || !S_ISREG(st.st_mode))
+			return errf(err, errlen, "%s: %s is not a regular file", what, file);
+		snprintf(on, sizeof(on), "%s/" VIRTIOFSD_FILE, path);
+		fd = open(on, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0)
+			return errf(err, errlen, "%s: %s: %s", what, on, strerror(errno));
+		close(fd);
+	}
 	snprintf(d->dir, sizeof(d->dir), "/tmp/minivmm-fs.XXXXXX");
 	if (!mkdtemp(d->dir)) { /* mode 0700: the socket is ours alone */
 		d->dir[0] = '\0';
@@ -182,7 +206,7 @@ int virtiofsd_spawn_opts(struct virtiofsd *d, const char *path, bool ro,
 	e = errno;
 	if (!d->child) {
 		close(rep[0]);
-		child_exec(path, ro, opts, pool, errfd, lfd, rep[1], parent);
+		child_exec(path, file, ro, opts, pool, errfd, lfd, rep[1], parent);
 	}
 	/* Only virtiofsd holds the socket now: a VMM connects to it or,
 	 * once it died, is refused. */
@@ -200,6 +224,20 @@ int virtiofsd_spawn_opts(struct virtiofsd *d, const char *path, bool ro,
 		return errf(err, errlen, "%s: virtiofsd exited at start", what);
 	}
 	return 0;
+}
+
+int virtiofsd_spawn_opts(struct virtiofsd *d, const char *path, bool ro,
+			 const char *opts, unsigned int pool, const char *what,
+			 int errfd, char *err, size_t errlen)
+{
+	return spawn(d, path, NULL, ro, opts, pool, what, errfd, err, errlen);
+}
+
+int virtiofsd_spawn_file(struct virtiofsd *d, const char *dir, const char *file, bool ro,
+			 const char *what, int errfd, char *err, size_t errlen)
+{
+	/* As virtiofsd_spawn(): no thread pool. */
+	return spawn(d, dir, file, ro, "cache=auto", 0, what, errfd, err, errlen);
 }
 
 void virtiofsd_unlink(struct virtiofsd *d)

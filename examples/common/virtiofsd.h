@@ -55,6 +55,18 @@ int virtiofsd_spawn(struct virtiofsd *d, const char *path, bool ro, const char *
 int virtiofsd_spawn_opts(struct virtiofsd *d, const char *path, bool ro,
 			 const char *opts, unsigned int pool, const char *what,
 			 int errfd, char *err, size_t errlen);
+/*
+ * virtiofsd_spawn() of one host file, @file (a regular file): @dir (an
+ * empty directory of the caller's, kept while virtiofsd runs) gets an
+ * empty VIRTIOFSD_FILE, and in a mount namespace of the child's own @dir
+ * is bound read-only on itself and @file on that VIRTIOFSD_FILE
+ * (read-only if @ro); virtiofsd serves @dir.  The guest sees the host
+ * file itself: its writes reach it, the host's changes are seen.  Errors
+ * as virtiofsd_spawn()'s, and "bind of FILE: ..." from the child.
+ */
+#define VIRTIOFSD_FILE "file"
+int virtiofsd_spawn_file(struct virtiofsd *d, const char *dir, const char *file, bool ro,
+			 const char *what, int errfd, char *err, size_t errlen);
 /* The VM is connected: remove the socket and its directory. */
 void virtiofsd_unlink(struct virtiofsd *d);
 /* Reap the child: it ends by itself when the VM's connection closes;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -464,36 +465,65 @@ static int redirect(const char *from, const char *to, char *err, size_t errlen)
 	return run_iproute(q, err, errlen) || run_iproute(f, err, errlen) ? -1 : 0;
 }
 
+/* The refusal of a second VM in one namespace (a pod's second container). */
+static int tap_taken(char *err, size_t errlen)
+{
+	return errf_line(err, errlen, "the container's network namespace is already "
+			 "served by another container's VM (tap %s exists): containers "
+			 "sharing a network namespace (pods) are not supported by "
+			 "minivmm-oci", NETNS_TAP);
+}
+
+/*
+ * NETNS_TAP with @pairs queues, made under a name of its own and renamed:
+ * TUNSETIFF on an existing multi-queue tap adds queues to it (two VMs
+ * splitting one interface's frames), and nothing else orders two creates
+ * in one namespace, so the rename -- which fails with EEXIST while
+ * another NETNS_TAP exists -- is what decides which VM serves it.  The
+ * loser's tap goes away with its fds (not persistent).
+ */
 static int tap_create(unsigned int pairs, int *fds, char *err, size_t errlen)
 {
+	char tmp[NETNS_IFNAMSIZ];
+	uint32_t r = 0;
 	struct ifreq ifr;
+	unsigned int i;
+	int sk, e;
 
-	/* TUNSETIFF on an existing multi-queue tap would add queues to it:
-	 * two VMs splitting one interface's frames.  A second container in
-	 * the namespace (a pod) is refused instead. */
-	if (if_nametoindex(NETNS_TAP))
-		return errf_line(err, errlen, "the container's network namespace is "
-				 "already served by another container's VM (tap %s "
-				 "exists): containers sharing a network namespace (pods) "
-				 "are not supported by minivmm-oci", NETNS_TAP);
-	for (unsigned int i = 0; i < pairs; i++) {
+	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		r = (uint32_t)getpid();
+	snprintf(tmp, sizeof(tmp), "mvm-new%08x", r);
+	for (i = 0; i < pairs; i++) {
 		fds[i] = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
 		memset(&ifr, 0, sizeof(ifr));
-		strcpy(ifr.ifr_name, NETNS_TAP);
+		strcpy(ifr.ifr_name, tmp);
 		ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR | IFF_MULTI_QUEUE;
 		if (fds[i] < 0 || ioctl(fds[i], TUNSETIFF, &ifr)) {
-			int e = errno;
-
+			e = errno;
 			if (fds[i] >= 0)
 				close(fds[i]);
-			while (i--)
-				close(fds[i]);
-			return errf_line(err, errlen, "creating tap %s (queue %u) in the "
-					 "container's network namespace: %s", NETNS_TAP, i,
-					 strerror(e));
+			errf_line(err, errlen, "creating tap %s (queue %u) in the container's "
+				  "network namespace: %s", NETNS_TAP, i, strerror(e));
+			goto fail;
 		}
 	}
-	return 0;
+	sk = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	memset(&ifr, 0, sizeof(ifr));
+	strcpy(ifr.ifr_name, tmp);
+	strcpy(ifr.ifr_newname, NETNS_TAP);
+	e = sk < 0 || ioctl(sk, SIOCSIFNAME, &ifr) ? errno : 0;
+	if (sk >= 0)
+		close(sk);
+	if (!e)
+		return 0;
+	if (e == EEXIST)
+		tap_taken(err, errlen);
+	else
+		errf_line(err, errlen, "naming tap %s %s: %s", tmp, NETNS_TAP, strerror(e));
+fail:
+	while (i--)
+		close(fds[i]);
+	return -1;
 }
 
 /* @name's MTU @mtu (0: unchanged), then up. */

@@ -89,7 +89,13 @@ enum proto_rec {
 	 * was read (SPEC_ANN_NETWORK "start"): the guest finds the
 	 * interface by this MAC and gives it NET_LINK's. */
 	PROTO_REC_NET_FIND = 31,  /* mac[6] */
+	/* A volume of one host file: the virtio-fs device with that tag
+	 * serves a directory holding it as PROTO_VOLUME_FILE, which the
+	 * guest init binds over dest (created empty if missing) with the
+	 * mount flags in options; in order among the MOUNT records. */
+	PROTO_REC_VOLUME_FILE = 32, /* dest \0 tag \0 options */
 };
+#define PROTO_VOLUME_FILE "file" /* = VIRTIOFSD_FILE (virtiofsd.h) */
 
 /* The capability sets, in the order of their records. */
 enum proto_cap_set {

@@ -283,7 +283,9 @@ static void close_taps(struct shim *s)
  * `minivmm-oci start` to redirect it to the interface found then
  * (read_net_at_start()).  By default a tap that cannot be made (no
  * /dev/net/tun, no tun module) leaves the VM without a NIC, with a
- * warning; asked for by the annotation, it fails create.
+ * warning; asked for by the annotation, it fails create.  A pod's
+ * sandbox container (spec->pod_sandbox) gets no NIC: the namespace is
+ * left to the pod's first application container's VM.
  * Context: oci_shim_run(), one thread.
  */
 static int setup_net(struct shim *s, char *err, size_t errlen)
@@ -296,6 +298,11 @@ static int setup_net(struct shim *s, char *err, size_t errlen)
 		return errf_line(err, errlen, "a new network namespace: %s", strerror(errno));
 	if (spec->netns_path && netns_enter(spec->netns_path, err, errlen))
 		return -1;
+	if (spec->pod_sandbox) {
+		oci_info("a pod's sandbox container: its VM has no network device (the "
+			 "pod's first container's VM serves the namespace)");
+		return 0;
+	}
 	pairs = spec_guest_vcpus(spec, s->p->set->cpus_default);
 	if (pairs > VMM_MAX_NET_PAIRS)
 		pairs = VMM_MAX_NET_PAIRS;
@@ -353,10 +360,6 @@ static int build_vm(struct shim *s, int guest_ctl)
 
 	snprintf(cmdline, sizeof(cmdline), "%s%s%s", CMDLINE,
 		 p->set->append ? " " : "", p->set->append ? p->set->append : "");
-	if ((ret = vmm_create(&s->vm))) {
-		oci_err("cannot create the VM: %s", strerror(-ret));
-		return ret;
-	}
 	if ((ret = vmm_set_vcpus(s->vm, spec_guest_vcpus(spec, p->set->cpus_default))) ||
 	    (ret = vmm_set_memory(s->vm, spec_guest_memory(spec, p->set->mem_default))) ||
 	    (ret = vmm_set_kernel(s->vm, p->set->kernel, p->set->initrd, cmdline)) ||
@@ -427,12 +430,15 @@ int oci_shim_run(const struct oci_shim_params *p)
 
 	signal(SIGPIPE, SIG_IGN);
 	vmm_set_log(libvmm_log, NULL, VMM_LOG_WARN);
-	/* Into the container's cgroup before anything is allocated: the
-	 * guest's RAM and every thread are charged there from the start. */
-	if (p->cgroup_dir && *p->cgroup_dir && (code = oci_cgroup_join(p->cgroup_dir, 0))) {
-		oci_err("joining cgroup %s: %s", p->cgroup_dir, strerror(-code));
-		ready_report(p->ready_fd, "error: joining cgroup %s: %s\n", p->cgroup_dir,
-			     strerror(-code));
+	/* Every device is opened before the container's cgroup is joined --
+	 * /dev/kvm (the VM made), the tap's /dev/net/tun, /dev/null for our
+	 * stdio -- and the virtiofsd started (each opens /dev/null): the engine's
+	 * device rules there are a container's, which may refuse them all
+	 * (podman puts a pod's containers under the pod's cgroup, whose eBPF
+	 * device filter refuses /dev/kvm and /dev/net/tun with EPERM). */
+	if ((code = vmm_create(&s.vm))) {
+		oci_err("cannot create the VM: %s", strerror(-code));
+		ready_report(p->ready_fd, "error: cannot create the VM: %s\n", strerror(-code));
 		return 1;
 	}
 	sigemptyset(&mask);
@@ -456,6 +462,15 @@ int oci_shim_run(const struct oci_shim_params *p)
 		oci_err("%s", err);
 		ready_report(p->ready_fd, "error: %s\n", err);
 		virtiofsd_reap(&s.root_fs);
+		return 1;
+	}
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	/* Into the container's cgroup before the guest's RAM and the VM's
+	 * threads exist: they are charged there from the start. */
+	if (p->cgroup_dir && *p->cgroup_dir && (code = oci_cgroup_join(p->cgroup_dir, 0))) {
+		oci_err("joining cgroup %s: %s", p->cgroup_dir, strerror(-code));
+		ready_report(p->ready_fd, "error: joining cgroup %s: %s\n", p->cgroup_dir,
+			     strerror(-code));
 		return 1;
 	}
 	/* So is what user_restrict() empties (user.h): every capability set
@@ -499,7 +514,6 @@ int oci_shim_run(const struct oci_shim_params *p)
 	shim_ctl_timing(&s.c, "vm_started");
 	/* libvmm has its own copies of the stdio fds: from now on nothing we
 	 * print can reach the container's streams. */
-	null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null >= 0) {
 		dup2(null, 0);
 		dup2(null, 1);

@@ -80,7 +80,7 @@ int spec_make_mount_points(const struct oci_spec *s, char *err, size_t len)
 	for (unsigned int i = 0; i < s->nmounts && !ret; i++) {
 		const struct spec_mount *m = &s->mounts[i];
 
-		ret = make_in_root(root, m->dest, m->kind == SPEC_MOUNT_FILE_COPY);
+		ret = make_in_root(root, m->dest, m->kind == SPEC_MOUNT_FILE_COPY || m->file);
 		if (ret)
 			errf_line(err, len, "mount point %s in the read-only root: %s",
 				  m->dest, strerror(-ret));
@@ -138,6 +138,24 @@ bool spec_net_at_start(const struct oci_spec *s, bool new_ns)
 	if (s->net_mode != SPEC_NET_DEFAULT)
 		return s->net_mode == SPEC_NET_START;
 	return !s->netns_path && new_ns && !s->libpod;
+}
+
+bool spec_pod_sandbox(json_t *ann, const struct oci_spec *s)
+{
+	static const char *const keys[] = { SPEC_ANN_CRI_TYPE, SPEC_ANN_CRIO_TYPE };
+	const char *base;
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const char *v = json_string_value(json_object_get(ann, keys[i]));
+
+		if (v && !strcmp(v, "sandbox"))
+			return true;
+	}
+	if (s->nargs != 2 || !s->args[0])
+		return false;
+	base = strrchr(s->args[0], '/');
+	base = base ? base + 1 : s->args[0];
+	return !strcmp(base, "catatonit") && !strcmp(s->args[1], "-P");
 }
 
 /* @m's source into @m->data: a regular file of at most SPEC_FILE_MAX. */

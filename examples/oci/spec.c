@@ -347,15 +347,28 @@ static const char *const guest_fs_types[] = {
 /* A bind of a host directory: a volume, shared with virtio-fs (one
  * virtiofsd each, started by the shim); the guest mounts it with the
  * bind's flags.  Propagation cannot cross into a VM: noted, ignored. */
-static int add_volume(struct oci_spec *s, struct spec_mount *sm, char *err, size_t len)
+bool spec_file_copied(const char *dest)
+{
+	static const char *const engine[] = { "/etc/hosts", "/etc/hostname",
+					      "/etc/resolv.conf", "/run/.containerenv",
+					      "/dev/termination-log" };
+
+	for (size_t i = 0; i < sizeof(engine) / sizeof(engine[0]); i++)
+		if (!strcmp(dest, engine[i]))
+			return true;
+	return false;
+}
+
+static int add_volume(struct oci_spec *s, struct spec_mount *sm, bool file, char *err,
+		      size_t len)
 {
 	unsigned int ignored;
 	char *opts;
 
 	if (s->nvolumes == SPEC_MAX_VOLUMES)
-		return errf_line(err, len, "bind mount of directory %s on %s: more than %u "
-			    "directory bind mounts (volumes) in one container are not "
-			    "supported by minivmm-oci (one virtio-fs device each)",
+		return errf_line(err, len, "bind mount of %s on %s: more than %u bind "
+			    "mounts of directories and files (volumes) in one container "
+			    "are not supported by minivmm-oci (one virtio-fs device each)",
 			    sm->source, sm->dest, SPEC_MAX_VOLUMES);
 	if (spec_volume_options(sm->options, &opts, &sm->ro, &ignored))
 		return errf_line(err, len, "out of memory");
@@ -366,6 +379,7 @@ static int add_volume(struct oci_spec *s, struct spec_mount *sm, char *err, size
 	free(sm->options);
 	sm->options = opts;
 	sm->kind = SPEC_MOUNT_VOLUME;
+	sm->file = file;
 	sm->vol = s->nvolumes++;
 	return 0;
 }
@@ -418,8 +432,11 @@ static int parse_mounts(json_t *a, struct oci_spec *s, char *err, size_t len)
 			return errf_line(err, len, "bind mount source %s for %s: %s",
 				    sm->source ? sm->source : "(none)", sm->dest,
 				    strerror(errno));
-		if (S_ISREG(st.st_mode)) {
+		if (S_ISREG(st.st_mode) && spec_file_copied(sm->dest)) {
 			sm->kind = SPEC_MOUNT_FILE_COPY;
+		} else if (S_ISREG(st.st_mode)) {
+			if (add_volume(s, sm, true, err, len))
+				return -1;
 		} else if (S_ISDIR(st.st_mode) && !strcmp(sm->dest, "/dev/shm")) {
 			/* podman's per-container shm directory: a private
 			 * tmpfs in the VM serves the same purpose. */
@@ -433,13 +450,13 @@ static int parse_mounts(json_t *a, struct oci_spec *s, char *err, size_t len)
 			add_warning(s, "bind mount %s on /dev/shm replaced by a tmpfs in the VM",
 				    sm->source);
 		} else if (S_ISDIR(st.st_mode)) {
-			if (add_volume(s, sm, err, len))
+			if (add_volume(s, sm, false, err, len))
 				return -1;
 		} else {
 			return errf_line(err, len, "bind mount of %s on %s is not supported by "
-				    "minivmm-oci: only directories (shared with virtio-fs) "
-				    "and regular files (copied into the image) can be bound "
-				    "into the container's VM", sm->source, sm->dest);
+				    "minivmm-oci: only directories and regular files (shared "
+				    "with virtio-fs) can be bound into the container's VM",
+				    sm->source, sm->dest);
 		}
 	}
 	return 0;
@@ -663,6 +680,7 @@ int spec_load(const char *bundle, const char *path, struct oci_spec *s,
 	 * NULL unless a string. */
 	manager = json_string_value(json_object_get(ann, SPEC_ANN_MANAGER));
 	s->libpod = manager && !strcmp(manager, "libpod");
+	s->pod_sandbox = spec_pod_sandbox(json_is_object(ann) ? ann : NULL, s);
 	s->annotations_json = json_is_object(ann) ? json_dumps(ann, JSON_COMPACT)
 						  : strdup("{}");
 	if (!s->annotations_json) {
@@ -823,7 +841,8 @@ void spec_encode(const struct oci_spec *s, uint16_t rows, uint16_t cols,
 			const char *v[3] = { m->dest, tag, m->options };
 
 			snprintf(tag, sizeof(tag), SPEC_VOLUME_TAG, m->vol);
-			proto_rec_strs(b, PROTO_REC_VOLUME, v, 3);
+			proto_rec_strs(b, m->file ? PROTO_REC_VOLUME_FILE : PROTO_REC_VOLUME,
+				       v, 3);
 		} else if (m->kind == SPEC_MOUNT_FILE_COPY && s->root_virtiofs) {
 			spec_encode_file(m, b);
 		}

@@ -22,13 +22,22 @@
 
 enum spec_mount_kind {
 	SPEC_MOUNT_GUEST,     /* a file system mounted by the guest init */
-	SPEC_MOUNT_FILE_COPY, /* bind of a host file: copied into the image */
-	SPEC_MOUNT_VOLUME,    /* bind of a host directory: shared with
-				 virtio-fs, one virtiofsd each (shim.c) */
+	SPEC_MOUNT_FILE_COPY, /* bind of a host file the container engine
+				 made (spec_file_copied()): copied */
+	SPEC_MOUNT_VOLUME,    /* bind of a host directory, or of any other
+				 host file (@file): shared with virtio-fs,
+				 one virtiofsd each (shim.c) */
 };
 
-/* Bind mounts of directories per container: one virtio-fs device each,
- * at most VMM_MAX_FS (vmm.h; checked in shim.c). */
+/* The binds of host files copied at create rather than shared: those on
+ * the files a container engine writes for the container itself
+ * (/etc/hosts, /etc/hostname, /etc/resolv.conf, /run/.containerenv,
+ * /dev/termination-log): fixed for the container's life, and each would
+ * otherwise cost a virtiofsd. */
+bool spec_file_copied(const char *dest);
+
+/* Bind mounts of directories and shared files per container: one
+ * virtio-fs device each, at most VMM_MAX_FS (vmm.h; checked in shim.c). */
 #define SPEC_MAX_VOLUMES 8
 /* The virtio-fs tag of volume N: "minivmm-volN". */
 #define SPEC_VOLUME_TAG "minivmm-vol%u"
@@ -41,6 +50,9 @@ struct spec_mount {
 	 * nodev, noexec, atime ones; bind and propagation dropped) */
 	unsigned int vol;
 	bool ro;
+	/* SPEC_MOUNT_VOLUME of a regular file (virtiofsd_spawn_file(); the
+	 * guest init binds it over dest: PROTO_REC_VOLUME_FILE) */
+	bool file;
 	/* SPEC_MOUNT_FILE_COPY with the root over virtio-fs: the file's
 	 * bytes, read at create (spec_read_files()), sent to the guest init
 	 * (PROTO_REC_FILE); NULL otherwise */
@@ -122,6 +134,8 @@ struct oci_spec {
 	bool net_at_start;
 	/* The bundle is podman's (SPEC_ANN_MANAGER "libpod") */
 	bool libpod;
+	/* A pod's sandbox (infrastructure) container: spec_pod_sandbox() */
+	bool pod_sandbox;
 };
 
 /* ---- spec-rootfs.c: the root file system's kind ---- */
@@ -189,6 +203,19 @@ int spec_parse_network_annotation(struct json_t *ann, int *mode, char *err, size
  * (@new_ns: it runs as root; without, the VMM process stays in the
  * caller's namespace and gets no NIC) for a bundle not podman's. */
 bool spec_net_at_start(const struct oci_spec *s, bool new_ns);
+/*
+ * Whether the bundle is a pod's sandbox container, the one that only
+ * holds the pod's namespaces (Kubernetes' pause, podman's infra): the
+ * CRI's container-type annotation (containerd's SPEC_ANN_CRI_TYPE, CRI-O's
+ * SPEC_ANN_CRIO_TYPE) says "sandbox", or the process is podman's pause
+ * (`/catatonit -P`; podman 4 marks its infra container no other way).
+ * Its VM gets no NIC and leaves the namespace to the pod's first
+ * application container's VM: a namespace is served by one VM only.
+ * @ann: the annotations object (NULL: none).
+ */
+#define SPEC_ANN_CRI_TYPE "io.kubernetes.cri.container-type"
+#define SPEC_ANN_CRIO_TYPE "io.kubernetes.cri-o.ContainerType"
+bool spec_pod_sandbox(struct json_t *ann, const struct oci_spec *s);
 
 /* Per-container VM size: vCPUs (1..SPEC_MAX_VCPUS) and guest RAM (MiB, or
  * with a suffix K, M, G, T; SPEC_MEM_MIN..1 TiB, rounded up to 2 MiB). */

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A container's volumes (SPEC_MOUNT_VOLUME: binds of host directories):
- * one virtiofsd each (examples/common/virtiofsd.h), one virtio-fs device
- * each, tagged SPEC_VOLUME_TAG; the guest init mounts them (PROTO_REC_
- * VOLUME).  One back end per volume rather than one per container serving
+ * A container's volumes (SPEC_MOUNT_VOLUME: binds of host directories,
+ * and of host files other than the engine's own, spec_file_copied()):
+ * one virtiofsd each (examples/common/virtiofsd.h; a file's serves a
+ * directory of the state's holding only it, virtiofsd_spawn_file()), one
+ * virtio-fs device each, tagged SPEC_VOLUME_TAG; the guest init mounts
+ * them (PROTO_REC_VOLUME, PROTO_REC_VOLUME_FILE).  One back end per volume rather than one per container serving
  * a directory of binds: a read-only bind is then read-only on the host
  * (virtiofsd's own read-only mount), each back end's sandbox holds one
  * source tree, and no staging mount tree has to be built and torn down;
@@ -11,6 +13,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -40,7 +43,22 @@ int oci_volumes_start(const struct oci_spec *s, const char *state_dir,
 			oci_volumes_stop(s, v);
 			return errf_line(err, errlen, "%s: %s: %s", what, log, strerror(-fd));
 		}
-		ret = virtiofsd_spawn(&v[m->vol], m->source, m->ro, what, fd, err, errlen);
+		if (m->file) {
+			/* Its share: a directory of the state's, removed with it. */
+			char dir[4200];
+
+			snprintf(dir, sizeof(dir), "%s/volume-file-%u", state_dir, m->vol);
+			if (mkdir(dir, 0700) && errno != EEXIST) {
+				ret = errf_line(err, errlen, "%s: %s: %s", what, dir,
+						strerror(errno));
+			} else {
+				ret = virtiofsd_spawn_file(&v[m->vol], dir, m->source, m->ro,
+							   what, fd, err, errlen);
+			}
+		} else {
+			ret = virtiofsd_spawn(&v[m->vol], m->source, m->ro, what, fd, err,
+					      errlen);
+		}
 		close(fd);
 		if (ret) {
 			oci_volumes_stop(s, v);

@@ -53,9 +53,10 @@ if [[ ! -f "$image" ]]; then
 	exec 9>&-
 fi
 # The hostile image (oci_hostile.sh): the same busybox plus /hostile
-# (tests/guest/hostile/hostile.c, static), keyed on the source.
+# (tests/guest/hostile/*.c and *.h, static), keyed on the sources.
+hsrc=("$here"/../guest/hostile/*.c)
 hkey=$( {
-	sha256sum "$here/../guest/hostile/hostile.c"
+	sha256sum "${hsrc[@]}" "$here"/../guest/hostile/*.h 2>/dev/null
 	gcc --version | head -1
 } | sha256sum | cut -c1-16)
 himage="$RIG_CACHE/oci/hostile-$hkey.tar"
@@ -64,8 +65,7 @@ if [[ ! -f "$himage" ]]; then
 	if [[ ! -f "$himage" ]]; then
 		stage=$(mktemp -d)
 		tar -C "$stage" -xf "$image"
-		gcc -static -O2 -Wall -Wextra -Werror -o "$stage/hostile" \
-			"$here/../guest/hostile/hostile.c"
+		gcc -static -O2 -Wall -Wextra -Werror -o "$stage/hostile" "${hsrc[@]}"
 		tar -C "$stage" -cf "$himage.tmp" .
 		mv "$himage.tmp" "$himage"
 		rm -rf "$stage"

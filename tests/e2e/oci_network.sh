@@ -6,15 +6,19 @@
 # and netfilter modules the rig's L1 does not load: loaded here from the
 # L1 kernel's module tree (OCI_MODROOT), with sch_ingress, cls_u32 and
 # act_mirred for the runtime's tc redirect.  One container (one VM):
-#  - `podman run -d -p 18080:80` with the default network: the guest's
-#    eth0 has the veth's MAC (the one the bridge learned) and address
-#    (10.88.x.y/16), a default route via 10.88.0.1 and MTU 1500; it fetches
+#  - `podman run -d -p 18080:80` with the default network, 2 vCPUs: the
+#    guest's eth0 has one queue pair per vCPU, the veth's MAC (the one the
+#    bridge learned) and address (10.88.x.y/16), a default route via
+#    10.88.0.1 and MTU 1500; it fetches
 #    1 MiB from busybox httpd on the L1 side of the bridge, md5 compared;
 #    then it serves a page with busybox httpd, which the L1 fetches through
-#    the published port (portmap's DNAT); a second container (VM) fetches
-#    that page by the first's IP and resolves l1host.test through the
-#    resolv.conf podman wrote (--dns: tests/e2e/dns_answer.py on the
-#    bridge's L1 address); `podman stop` ends the first;
+#    the published port (portmap's DNAT); a second container (VM), a
+#    pod's (its infra container a VM of this runtime too, without a NIC),
+#    fetches that page by the first's IP and resolves l1host.test through
+#    the resolv.conf podman wrote (--dns: tests/e2e/dns_answer.py on the
+#    bridge's L1 address); a third in the first's namespace (--network
+#    container:web, as a pod's second container) is refused at create and
+#    the first still serves; `podman stop` ends the first;
 #  - `--network host` refused with the runtime's one-line reason, no VM;
 #  - rootless podman (an unprivileged user, slirp4netns): a container
 #    fetches the 1 MiB from 198.18.0.1 (the L1's lo), md5 compared, and
@@ -50,8 +54,10 @@ t0=$SECONDS
 #    network it prints its eth0 (address, routes, MAC, MTU), fetches 1 MiB
 #    from busybox httpd on the L1 side of the bridge (md5), then serves a
 #    page on port 80, published as 18080.
-"${P[@]}" "${RT[@]}" run -d --name web -p 18080:80 localhost/bb sh -c '
+"${P[@]}" "${RT[@]}" run -d --name web -p 18080:80 --annotation org.minivmm.vcpus=2 \
+	localhost/bb sh -c '
 	ip -o addr show dev eth0; ip route; cat /sys/class/net/eth0/address
+	echo "pairs $(ls -d /sys/class/net/eth0/queues/rx-* | wc -l) $(ls -d /sys/class/net/eth0/queues/tx-* | wc -l) cpus $(nproc)"
 	echo "mtu $(cat /sys/class/net/eth0/mtu)"
 	echo "md5 $(wget -q -O - http://10.88.0.1:18081/blob | md5sum)"
 	mkdir -p /www; echo hello-from-the-vm >/www/index.html; echo serving
@@ -74,6 +80,10 @@ grep -Eq "inet 10\.88\.[0-9]+\.[0-9]+/16" "$W/out1" &&
 	grep -q "^default via 10.88.0.1 dev eth0" "$W/out1" && grep -q "^mtu 1500$" "$W/out1" &&
 	oci_ok "guest eth0: the veth's address, default route via 10.88.0.1, MTU 1500" ||
 	oci_bad "guest eth0 configuration: $(cat "$W/out1")"
+# One queue pair per vCPU (the tap's queues, the NIC's pairs): 2 vCPUs.
+grep -qx "pairs 2 2 cpus 2" "$W/out1" &&
+	oci_ok "org.minivmm.vcpus=2: eth0 has 2 rx and 2 tx queues, one pair per vCPU" ||
+	oci_bad "queue pairs: $(grep '^pairs' "$W/out1")"
 # The guest's MAC is the veth's (CNI's, not libvmm's derived one), and
 # the bridge learned it from the guest's frames.
 mac=$(grep -Em1 '^([0-9a-f]{2}:){5}[0-9a-f]{2}$' "$W/out1")
@@ -96,16 +106,28 @@ python3 "$(dirname "$0")/dns_answer.py" 10.88.0.1 53 l1host.test 10.88.0.1 &
 dns=$!
 trap 'kill $srv $dns 2>/dev/null' EXIT
 webip=$("${P[@]}" inspect -f '{{.NetworkSettings.IPAddress}}' web 2>/dev/null)
+# The second container is a pod's (podman pod create through this
+# runtime: its infra container, /catatonit -P, is a VM too): the infra's
+# VM must leave the pod's namespace to it, or it would be refused.
 t0=$SECONDS
-"${P[@]}" "${RT[@]}" run --rm --dns 10.88.0.1 localhost/bb sh -c "
+"${P[@]}" "${RT[@]}" pod create --name pod1 --dns 10.88.0.1 >/dev/null 2>"$W/errp" ||
+	oci_bad "podman pod create: $(cat "$W/errp")"
+"${P[@]}" "${RT[@]}" run --rm --pod pod1 localhost/bb sh -c "
 	grep nameserver /etc/resolv.conf
 	echo \"page \$(wget -q -O - http://$webip/)\"
 	nslookup l1host.test 2>&1" >"$W/out2" 2>&1
 rc=$?
 cat "$W/out2"
+infra=$("${P[@]}" pod inspect -f '{{.InfraContainerID}}' pod1 2>/dev/null)
+irt=$("${P[@]}" inspect -f '{{.OCIRuntime}} {{.State.Status}}' "$infra" 2>&1)
+echo "pod1's infra container: $irt"
 grep -q "^page hello-from-the-vm$" "$W/out2" &&
 	oci_ok "two containers on one network: the second VM fetched the first's page from $webip ($((SECONDS - t0)) s)" ||
 	oci_bad "container to container ($webip): rc $rc $(head -c 300 "$W/out2")"
+[[ "$irt" == *minivmm-oci*" running" ]] && grep -q "^page hello-from-the-vm$" "$W/out2" &&
+	oci_ok "a pod: its infra container a VM of this runtime without a NIC, its application container's VM on the pod's network" ||
+	oci_bad "pod1: infra '$irt' (want $OCI_RUNTIME running), application rc $rc"
+"${P[@]}" pod rm -f -t 0 pod1 >/dev/null 2>&1
 # busybox nslookup: "Name: l1host.test" then "Address: 10.88.0.1" (the
 # server's own lines come before, its address with :53).
 grep -qx "nameserver 10.88.0.1" "$W/out2" &&
@@ -113,6 +135,18 @@ grep -qx "nameserver 10.88.0.1" "$W/out2" &&
 	oci_ok "DNS: l1host.test resolved to 10.88.0.1 through podman's resolv.conf (--dns 10.88.0.1)" ||
 	oci_bad "DNS through podman's resolv.conf: $(head -c 300 "$W/out2")"
 kill $dns 2>/dev/null
+# A second VM in web's namespace (--network container:web: what a pod's
+# second container does) is refused at create, before any VM, and web's
+# tap (its queues, its redirect) is left as it was: the L1 still gets the
+# page through the published port.
+t0=$SECONDS
+"${P[@]}" "${RT[@]}" run --rm --network container:web localhost/bb true >"$W/out4" 2>&1
+rc=$?
+page=$(wget -q -T 10 -O - http://10.88.0.1:18080/ 2>/dev/null)
+[[ $rc -ne 0 ]] && grep -q "already served by another container's VM" "$W/out4" &&
+	[[ "$page" == hello-from-the-vm ]] &&
+	oci_ok "--network container:web refused after $((SECONDS - t0)) s ($(grep -m1 -o "the container's network namespace is already served[^:]*" "$W/out4")); web still serves through -p" ||
+	oci_bad "--network container:web: rc $rc, web's page '$page': $(head -c 400 "$W/out4")"
 t0=$SECONDS
 "${P[@]}" stop -t 10 web >/dev/null 2>&1
 state=$("${P[@]}" inspect -f '{{.State.Status}} {{.State.ExitCode}}' web 2>&1)

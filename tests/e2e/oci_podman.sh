@@ -322,6 +322,10 @@ grep -q '^/dev/pts/0$' "$W/out5n" && grep -qx '33 77' "$W/out5n" && grep -q $'do
 t6=$SECONDS
 vol="$W/vol"
 mkdir -p "$vol" && head -c 300000 /dev/urandom >"$vol/in.bin"
+# Binds of single files (not the engine's own /etc/hosts etc.): each a
+# virtio-fs share of that file alone; the guest's write reaches the host.
+echo host-line >"$W/app.conf"
+echo ro-line >"$W/ro.conf"
 free=$(df -Pk "$vol" | awk 'NR == 2 {print $4}')
 [[ -n "$free" && $free -ge $((1536 * 1024)) ]] ||
 	e2e_fail "1 GiB volume file: only ${free:-?} kB free in $vol (df)"
@@ -335,18 +339,23 @@ perl -e 'my $b = join "", map { pack("N", ($_ * 2654435761) & 0xffffffff) } 0 ..
 echo "  1 GiB volume file made, md5 $bigsum: $((($(date +%s%N) - tb) / 1000000)) ms"
 "${P[@]}" "${RT[@]}" run --name vols --network none -v "$vol:/data" -v "$vol:/ro:ro" \
 	--mount "type=bind,src=$vol,dst=/m" --annotation org.minivmm.vcpus=2 \
+	-v "$W/app.conf:/etc/app.conf" -v "$W/ro.conf:/opt/ro.conf:ro" \
 	--annotation org.minivmm.memory=384M localhost/bb \
 	sh -c 'md5sum /data/in.bin; md5sum /data/in.bin >/data/out.md5
 	       echo x >/ro/nope 2>/dev/null && echo RO-WRITABLE; echo "nproc $(nproc)"
 	       sed -n "s/MemTotal: *\([0-9]*\) kB/mem \1/p" /proc/meminfo
-	       grep -E " /(data|ro) " /proc/mounts; echo from-guest >/data/out.txt
+	       echo "app $(cat /etc/app.conf)"; echo guest-line >>/etc/app.conf
+	       echo "roconf $(cat /opt/ro.conf)"
+	       echo x >>/opt/ro.conf 2>/dev/null && echo ROFILE-WRITABLE
+	       [ -e /m/in.bin ] && echo "m-has-in.bin"
+	       grep -E " /(data|ro|m|etc/app.conf|opt/ro.conf) " /proc/mounts; echo from-guest >/data/out.txt
 	       d=$(awk "\$5 == \"/data\" {print \$3}" /proc/self/mountinfo)
 	       echo "readahead $(cat /sys/class/bdi/$d/read_ahead_kb)"
 	       t=$(date +%s); md5sum /data/big.bin >/tmp/big.md5 & sleep 4; wait $!
 	       echo "big $(cat /tmp/big.md5) $(($(date +%s) - t)) s"' \
 	>"$W/out6" 2>"$W/err6" &
 vp=$!
-# The back ends' cost while the VM runs (three volumes: three virtiofsd,
+# The back ends' cost while the VM runs (five volumes: five virtiofsd,
 # each a parent and its sandboxed child): processes, Rss, Pss.  By name:
 # their exe link lies in a mount namespace detached by pivot_root.
 for _ in $(seq 600); do [[ -s "$vol/out.txt" ]] && break; sleep 0.2; done
@@ -373,6 +382,19 @@ want=$(md5sum <"$vol/in.bin" | cut -d' ' -f1)
 	grep -Eq "^minivmm-vol[0-9] /ro virtiofs ro[,[:space:]]" "$W/out6" &&
 	oci_ok "-v DIR:/ro:ro: write refused, mounted $(grep " /ro " "$W/out6" | cut -d' ' -f3,4)" ||
 	oci_bad "-v DIR:/ro:ro: $(cat "$W/out6"); nope: $(ls "$vol")"
+[[ $rc -eq 0 ]] && grep -qx "app host-line" "$W/out6" &&
+	[[ "$(cat "$W/app.conf")" == "host-line"$'\n'"guest-line" ]] &&
+	grep -Eq "^minivmm-vol[0-9] /etc/app.conf virtiofs rw[,[:space:]]" "$W/out6" &&
+	oci_ok "-v FILE:/etc/app.conf: a single file shared with virtio-fs, read in the guest, the guest's line appended on the host" ||
+	oci_bad "-v FILE:/etc/app.conf: host file '$(cat "$W/app.conf")', guest: $(grep -E '^app |app.conf' "$W/out6")"
+[[ $rc -eq 0 ]] && grep -qx "roconf ro-line" "$W/out6" && ! grep -q ROFILE-WRITABLE "$W/out6" &&
+	[[ "$(cat "$W/ro.conf")" == ro-line ]] &&
+	grep -Eq "^minivmm-vol[0-9] /opt/ro.conf virtiofs ro[,[:space:]]" "$W/out6" &&
+	oci_ok "-v FILE:/opt/ro.conf:ro: read in the guest, a write refused, the host file unchanged" ||
+	oci_bad "-v FILE:/opt/ro.conf:ro: host '$(cat "$W/ro.conf")', guest: $(grep -E 'roconf|ROFILE|ro.conf' "$W/out6")"
+grep -qx "m-has-in.bin" "$W/out6" && grep -Eq "^minivmm-vol[0-9] /m virtiofs " "$W/out6" &&
+	oci_ok "--mount type=bind,dst=/m: the volume mounted at /m in the guest" ||
+	oci_bad "--mount ...,dst=/m: $(grep -E ' /m |m-has' "$W/out6")"
 grep -qx "readahead 4096" "$W/out6" &&
 	oci_ok "-v DIR:/data: the guest init raised its read-ahead to 4096 KiB" ||
 	oci_bad "-v DIR:/data read-ahead: $(grep '^readahead' "$W/out6")"
@@ -397,7 +419,7 @@ for i in 1 2 3; do
 	kill $! 2>/dev/null; wait $! 2>/dev/null
 done
 nvfs=$(grep -c . <<<"$vfs")
-[[ $nvfs -ge 3 ]] && oci_ok "volumes and annotations: $((SECONDS - t6)) s; $nvfs virtiofsd processes for 3 volumes, Rss/Pss kB: $(tr '\n' ';' <<<"$vfs")" ||
+[[ $nvfs -ge 5 ]] && oci_ok "volumes and annotations: $((SECONDS - t6)) s; $nvfs virtiofsd processes for 5 volumes, Rss/Pss kB: $(tr '\n' ';' <<<"$vfs")" ||
 	oci_bad "virtiofsd processes while the VM ran: '$vfs'"
 
 # 6b. The root over virtio-fs (issue 30 item 3), one VM: --annotation

@@ -184,7 +184,7 @@ START_TEST(test_refusals)
 	ck_assert_int_eq(mkfifo(m, 0600), 0);
 	snprintf(m, sizeof(m), "{\"destination\":\"/data\",\"type\":\"bind\","
 		 "\"source\":\"%s/fifo\",\"options\":[\"rbind\"]}", dir);
-	refused(PROC_OK, m, "", ROOT_REL, "only directories (shared with virtio-fs)");
+	refused(PROC_OK, m, "", ROOT_REL, "only directories and regular files (shared with virtio-fs)");
 	refused(PROC_OK, "{\"destination\":\"/x\",\"type\":\"nfs\"}", "", ROOT_REL,
 		"mount of type nfs on /x is not supported");
 	refused(PROC_OK, "{\"destination\":\"x\",\"type\":\"tmpfs\"}", "", ROOT_REL,

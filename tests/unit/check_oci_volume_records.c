@@ -3,7 +3,8 @@
  * The VOLUME records of the CONFIG message (proto.h): spec_encode() sends
  * each volume as dest, tag, flags, in order among the MOUNT records, and
  * the guest init's decoder (guest-init/config.c) gets them back as
- * virtio-fs mounts by tag; hostile records (no NULs, empty, truncated,
+ * virtio-fs mounts by tag (a bound file's as a VOLUME_FILE: its share's
+ * file bound over dest); hostile records (no NULs, empty, truncated,
  * more than the table holds, mixed with MOUNTs) stay bounded, leak nothing
  * (ASan) and a truncated one makes the payload malformed.
  *
@@ -12,6 +13,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,8 @@ static void setup(void)
 	ck_assert_int_eq(mkdir(p, 0755), 0);
 	snprintf(p, sizeof(p), "%s/vol", dir);
 	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/app.conf", dir);
+	ck_assert_int_eq(close(creat(p, 0644)), 0);
 }
 
 static void teardown(void)
@@ -62,8 +66,10 @@ START_TEST(test_round_trip)
 		"\"%s/vol\",\"options\":[\"rbind\"]},{\"destination\":\"/data/tmp\","
 		"\"type\":\"tmpfs\",\"source\":\"tmpfs\",\"options\":[\"size=1m\"]},"
 		"{\"destination\":\"/ro\",\"type\":\"bind\",\"source\":\"%s/vol\","
-		"\"options\":[\"ro\",\"nosuid\",\"rbind\"]}],"
-		"\"linux\":{\"namespaces\":[{\"type\":\"network\"}]}}", dir, dir);
+		"\"options\":[\"ro\",\"nosuid\",\"rbind\"]},{\"destination\":"
+		"\"/etc/app.conf\",\"type\":\"bind\",\"source\":\"%s/app.conf\","
+		"\"options\":[\"rbind\",\"ro\"]}],"
+		"\"linux\":{\"namespaces\":[{\"type\":\"network\"}]}}", dir, dir, dir);
 	fclose(f);
 	ck_assert_msg(!spec_load(dir, NULL, &s, err, sizeof(err)), "%s", err);
 	spec_encode(&s, 0, 0, &b);
@@ -77,8 +83,8 @@ START_TEST(test_round_trip)
 	}
 	memset(&c, 0, sizeof(c));
 	ck_assert_int_eq(init_config_parse(&c, b.data, (uint32_t)b.len), 0);
-	ck_assert_uint_eq(c.nmounts, 3);
-	ck_assert(c.mounts[0].volume);
+	ck_assert_uint_eq(c.nmounts, 4);
+	ck_assert(c.mounts[0].volume && !c.mounts[0].vfile);
 	ck_assert_str_eq(c.mounts[0].dest, "/data");
 	ck_assert_str_eq(c.mounts[0].type, "virtiofs");
 	ck_assert_str_eq(c.mounts[0].source, "minivmm-vol0");
@@ -90,6 +96,13 @@ START_TEST(test_round_trip)
 	ck_assert(c.mounts[2].volume);
 	ck_assert_str_eq(c.mounts[2].source, "minivmm-vol1");
 	ck_assert_str_eq(c.mounts[2].options, "ro,nosuid");
+	ck_assert(!c.mounts[2].vfile);
+	/* A bound file (not one of the engine's): a volume of its own, sent
+	 * as VOLUME_FILE. */
+	ck_assert(c.mounts[3].volume && c.mounts[3].vfile && !c.mounts[3].file);
+	ck_assert_str_eq(c.mounts[3].dest, "/etc/app.conf");
+	ck_assert_str_eq(c.mounts[3].source, "minivmm-vol2");
+	ck_assert_str_eq(c.mounts[3].options, "ro");
 	init_config_free(&c);
 	proto_buf_free(&b);
 	spec_free(&s);

@@ -3,8 +3,10 @@
  * Volumes in config.json (examples/oci/spec.c, spec-volume.c): what podman
  * 4.3 writes for `-v DIR:/data`, `-v DIR:/ro:ro` and `--mount type=bind`
  * becomes a volume (numbered, the guest's mount flags only, read-only
- * kept, propagation dropped with a note), a bind of a file is still
- * copied into the image, /dev/shm still a tmpfs, a tmpfs keeps its size
+ * kept, propagation dropped with a note), a bind of a file the engine
+ * made (/etc/hosts, ...) is copied while any other file is a volume too
+ * (`-v FILE:/etc/app.conf`: shared, read-only kept, sent as a
+ * VOLUME_FILE record), /dev/shm still a tmpfs, a tmpfs keeps its size
  * and mode; a missing source, a fifo, and one volume too many are
  * refused with a one-line reason.
  */
@@ -94,7 +96,8 @@ START_TEST(test_podman_shapes)
 	ck_assert_str_eq(s.mounts[1].options, "ro");
 	ck_assert_uint_eq(s.mounts[2].vol, 2);
 	ck_assert_str_eq(s.mounts[2].options, "nosuid,nodev,noexec");
-	/* A file: copied into the image, as before. */
+	ck_assert(!s.mounts[0].file && !s.mounts[1].file && !s.mounts[2].file);
+	/* The engine's file: copied into the image, as before. */
 	ck_assert_int_eq(s.mounts[3].kind, SPEC_MOUNT_FILE_COPY);
 	ck_assert_int_eq(s.mounts[4].kind, SPEC_MOUNT_GUEST);
 	ck_assert_str_eq(s.mounts[4].options, "nosuid,size=1m,mode=1777");
@@ -105,6 +108,57 @@ START_TEST(test_podman_shapes)
 	ck_assert_ptr_null(strstr(s.warnings, "on /data"));
 	ck_assert_ptr_null(strstr(s.warnings, "on /m"));
 	spec_free(&s);
+}
+END_TEST
+
+/* The type of the record whose value starts with @v (@n bytes) in @b, or
+ * -1. */
+static int rec_type(const struct proto_buf *b, const char *v, size_t n)
+{
+	const uint8_t *p = memmem(b->data, b->len, v, n);
+
+	if (!p || p - b->data < 6)
+		return -1;
+	return p[-6] | p[-5] << 8;
+}
+
+/* Binds of host files: the engine's are copied, any other is a volume of
+ * its own, which the guest gets as a VOLUME_FILE record. */
+START_TEST(test_files)
+{
+	char a[256], b[256], c[256], d[256], m[2048];
+	struct proto_buf pb = { 0 };
+	struct oci_spec s;
+	int vfile = 0, vdir = 0;
+
+	snprintf(m, sizeof(m), "%s,%s,%s,%s",
+		 bind(a, sizeof(a), "hosts", "/etc/app.conf", "\"rbind\""),
+		 bind(b, sizeof(b), "hosts", "/etc/resolv.conf", "\"bind\""),
+		 bind(c, sizeof(c), "hosts", "/opt/ro.conf", "\"ro\",\"rbind\""),
+		 bind(d, sizeof(d), "vol", "/data", "\"rbind\""));
+	ck_assert_msg(!load(m, &s), "%s", err);
+	ck_assert_uint_eq(s.nvolumes, 3);
+	ck_assert_int_eq(s.mounts[0].kind, SPEC_MOUNT_VOLUME);
+	ck_assert(s.mounts[0].file && !s.mounts[0].ro);
+	ck_assert_uint_eq(s.mounts[0].vol, 0);
+	ck_assert_int_eq(s.mounts[1].kind, SPEC_MOUNT_FILE_COPY);
+	ck_assert_int_eq(s.mounts[2].kind, SPEC_MOUNT_VOLUME);
+	ck_assert(s.mounts[2].file && s.mounts[2].ro);
+	ck_assert_str_eq(s.mounts[2].options, "ro");
+	ck_assert_int_eq(s.mounts[3].kind, SPEC_MOUNT_VOLUME);
+	ck_assert(!s.mounts[3].file);
+	spec_encode(&s, 24, 80, &pb);
+	ck_assert_int_eq(pb.err, 0);
+	/* Each record: u16 type, u32 length (little-endian), the value. */
+	vfile = rec_type(&pb, "/etc/app.conf\0minivmm-vol0\0", 27) == PROTO_REC_VOLUME_FILE;
+	vfile += rec_type(&pb, "/opt/ro.conf\0minivmm-vol1\0ro", 28) == PROTO_REC_VOLUME_FILE;
+	vdir = rec_type(&pb, "/data\0minivmm-vol2\0", 19) == PROTO_REC_VOLUME;
+	ck_assert_int_eq(vfile, 2);
+	ck_assert_int_eq(vdir, 1);
+	free(pb.data);
+	spec_free(&s);
+	ck_assert(spec_file_copied("/etc/hosts") && spec_file_copied("/run/.containerenv"));
+	ck_assert(!spec_file_copied("/etc/hosts2") && !spec_file_copied("/etc"));
 }
 END_TEST
 
@@ -158,7 +212,8 @@ START_TEST(test_refused)
 		ck_assert_int_eq(load(m, &s), i < SPEC_MAX_VOLUMES ? 0 : -1);
 		spec_free(&s);
 	}
-	ck_assert_ptr_nonnull(strstr(err, "on /v8: more than 8 directory bind mounts"));
+	ck_assert_ptr_nonnull(strstr(err, "on /v8: more than 8 bind mounts of directories "
+				     "and files"));
 	ck_assert_ptr_null(strchr(err, '\n'));
 }
 END_TEST
@@ -172,6 +227,7 @@ int main(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_podman_shapes);
+	tcase_add_test(tc, test_files);
 	tcase_add_test(tc, test_options);
 	tcase_add_test(tc, test_refused);
 	suite_add_tcase(s, tc);

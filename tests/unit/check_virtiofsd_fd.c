@@ -13,6 +13,9 @@
  *  - with this process's own credentials: a client that connects as soon
  *    as the spawn returned gets "fd";
  *  - a program that cannot be run: its reason, from the child;
+ *  - a share of one host file (virtiofsd_spawn_file(), rw and ro): the
+ *    served directory holds that file alone and is read-only, the file
+ *    is writable (the host's file changes) unless ro;
  *  - a caller with its stdio closed (the stderr pipe and the socket on
  *    fds 1 and 2), and a caller that is pid 1 of a pid namespace;
  *  - as root of a user namespace over uid 65534 (made when we are root
@@ -44,13 +47,16 @@ static char fake[256]; /* a copy of this program anyone may run */
 static void fake_main(int argc, char **argv)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	const char *mode = NULL;
+	const char *mode = NULL, *src = NULL;
+	char ans[256];
 	int l = -1, c;
 
 	if (getenv("FAKE_DIE"))
 		_exit(3);
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--fd=3")) {
+		if (!strncmp(argv[i], "source=", 7)) {
+			src = argv[i] + 7;
+		} else if (!strcmp(argv[i], "--fd=3")) {
 			l = 3;
 			mode = "fd";
 		} else if (!strncmp(argv[i], "--socket-path=", 14)) {
@@ -77,7 +83,35 @@ static void fake_main(int argc, char **argv)
 	}
 	if (!mode || (c = accept(l, NULL, NULL)) < 0)
 		_exit(5);
-	if (write(c, mode, strlen(mode)) < 0)
+	snprintf(ans, sizeof(ans), "%s", mode);
+	/* A share of one file (virtiofsd_spawn_file()): what the served
+	 * directory holds, whether anything can be made beside the file,
+	 * whether the file can be written (then a '+' appended to it). */
+	if (src) {
+		char p[4200], got[32] = "";
+		int f, n = 0;
+
+		snprintf(p, sizeof(p), "%s/" VIRTIOFSD_FILE, src);
+		f = open(p, O_RDONLY);
+		if (f >= 0) {
+			n = (int)read(f, got, sizeof(got) - 1);
+			got[n > 0 ? n : 0] = 0;
+			close(f);
+			snprintf(p, sizeof(p), "%s/new", src);
+			f = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
+			n = snprintf(ans, sizeof(ans), "%s:%s:%s", mode, got,
+				     f < 0 && errno == EROFS ? "dir-ro" : "dir-rw");
+			if (f >= 0)
+				close(f);
+			snprintf(p, sizeof(p), "%s/" VIRTIOFSD_FILE, src);
+			f = open(p, O_WRONLY | O_APPEND);
+			snprintf(ans + n, sizeof(ans) - (size_t)n, ":%s",
+				 f >= 0 && write(f, "+", 1) == 1 ? "file-rw" : "file-ro");
+			if (f >= 0)
+				close(f);
+		}
+	}
+	if (write(c, ans, strlen(ans)) < 0)
 		_exit(6);
 	_exit(0);
 }
@@ -129,6 +163,50 @@ START_TEST(test_cannot_run)
 	ck_assert_int_ne(access(d.sock, F_OK), 0);
 }
 END_TEST
+
+/* A share of one host file (virtiofsd_spawn_file()), @ro or not: the
+ * served directory holds that file alone (its bytes), nothing can be made
+ * beside it, and it is writable -- a write reaching the host's file --
+ * unless @ro.  0, 20 (not root: no mount namespace), or the step that
+ * failed.  Context: a child process of the test. */
+static int file_share(int ro)
+{
+	char t[] = "/tmp/check-vfsd-file.XXXXXX", src[64], share[64], err[256] = "",
+	     buf[64], want[64], host[16] = "";
+	struct virtiofsd d;
+	int e, f, n;
+
+	if (geteuid())
+		return 20;
+	if (!mkdtemp(t))
+		return 40;
+	snprintf(src, sizeof(src), "%s/src", t);
+	snprintf(share, sizeof(share), "%s/share", t);
+	f = open(src, O_WRONLY | O_CREAT, 0644);
+	if (f < 0 || write(f, "hello", 5) != 5 || close(f) || mkdir(share, 0700))
+		return 41;
+	if (virtiofsd_spawn_file(&d, share, src, ro, "test", -1, err, sizeof(err))) {
+		fprintf(stderr, "spawn_file: %s\n", err);
+		virtiofsd_reap(&d);
+		return 42;
+	}
+	ask(d.sock, buf, sizeof(buf), &e);
+	virtiofsd_reap(&d);
+	snprintf(want, sizeof(want), "fd:hello:dir-ro:%s", ro ? "file-ro" : "file-rw");
+	if (e || strcmp(buf, want)) {
+		fprintf(stderr, "file share: got '%s' (errno %d), want '%s'\n", buf, e, want);
+		return 43;
+	}
+	f = open(src, O_RDONLY);
+	n = f >= 0 ? (int)read(f, host, sizeof(host) - 1) : -1;
+	host[n > 0 ? n : 0] = 0;
+	if (f >= 0)
+		close(f);
+	if (strcmp(host, ro ? "hello" : "hello+"))
+		return 44;
+	snprintf(buf, sizeof(buf), "rm -rf %s", t);
+	return system(buf) ? 45 : 0;
+}
 
 /* Spawn, connect, expect "fd"; 0 or a status naming the step that
  * failed.  Context: a child process of the test. */
@@ -264,6 +342,14 @@ static void userns_case(int die)
 		 "no user namespace here (EPERM: a chroot?): the --fd case not run");
 }
 
+START_TEST(test_file_share)
+{
+	in_child(file_share, 0, "a share of one file", "not root: the file share was not run");
+	in_child(file_share, 1, "a read-only share of one file",
+		 "not root: the file share was not run");
+}
+END_TEST
+
 START_TEST(test_userns_fd)
 {
 	userns_case(0);
@@ -299,6 +385,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, test_cannot_run);
 	tcase_add_test(tc, test_stdio_closed);
 	tcase_add_test(tc, test_parent_is_pid1);
+	tcase_add_test(tc, test_file_share);
 	tcase_add_test(tc, test_userns_fd);
 	tcase_add_test(tc, test_userns_dead);
 	tcase_set_timeout(tc, 60);

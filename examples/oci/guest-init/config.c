@@ -37,9 +37,10 @@ static int split(const uint8_t *v, uint32_t len, char **out, unsigned int n)
 }
 
 /* A MOUNT (dest, type, source, options) or a VOLUME (dest, tag, options:
- * a virtio-fs mount by tag) into the one table, in order, unless full. */
+ * a virtio-fs mount by tag; @vfile: a VOLUME_FILE, the file it holds
+ * bound over dest) into the one table, in order, unless full. */
 static int add_mount(struct init_config *c, const uint8_t *v, uint32_t len,
-		     bool volume)
+		     bool volume, bool vfile)
 {
 	char *f[4];
 	int ret;
@@ -51,7 +52,7 @@ static int add_mount(struct init_config *c, const uint8_t *v, uint32_t len,
 		return ret;
 	c->mounts[c->nmounts++] = volume ?
 		(struct init_mnt){ .dest = f[0], .type = (char *)"virtiofs", .source = f[1],
-				   .options = f[2], .volume = true } :
+				   .options = f[2], .volume = true, .vfile = vfile } :
 		(struct init_mnt){ .dest = f[0], .type = f[1], .source = f[2],
 				   .options = f[3] };
 	return 0;
@@ -224,7 +225,8 @@ static int parse_record(struct init_config *c, uint16_t t, const uint8_t *v,
 		return 0;
 	case PROTO_REC_MOUNT:
 	case PROTO_REC_VOLUME:
-		return add_mount(c, v, len, t == PROTO_REC_VOLUME);
+	case PROTO_REC_VOLUME_FILE:
+		return add_mount(c, v, len, t != PROTO_REC_MOUNT, t == PROTO_REC_VOLUME_FILE);
 	case PROTO_REC_FILE:
 		return add_file(c, v, len);
 	case PROTO_REC_ROOT_FS:

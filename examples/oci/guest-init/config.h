@@ -24,8 +24,10 @@
 
 struct init_mnt {
 	char *dest, *type, *source, *options; /* one allocation, at dest */
-	/* PROTO_REC_VOLUME: type "virtiofs", source the device's tag */
-	bool volume;
+	/* PROTO_REC_VOLUME: type "virtiofs", source the device's tag;
+	 * PROTO_REC_VOLUME_FILE also @vfile: its PROTO_VOLUME_FILE bound
+	 * over dest */
+	bool volume, vfile;
 	/* PROTO_REC_FILE: type "file", source the file's bytes (@size of
 	 * them, NUL-terminated after) to bind-mount over dest */
 	bool file;

@@ -405,6 +405,41 @@ static void fs_readahead(const char *target, const char *name)
 		init_msg("read-ahead of %s: %s", name, strerror(-ret));
 }
 
+/*
+ * A volume of one host file (PROTO_REC_VOLUME_FILE): its virtio-fs device
+ * mounted in the initramfs (/.minivmm-vol-N, outside the container's
+ * root), its PROTO_VOLUME_FILE bound over @target (created empty if
+ * missing) with the mount's flags.  The host file itself: writes reach
+ * it.  Context: the child, as do_mounts().
+ */
+static void bind_volume_file(const struct init_mnt *m, const char *target,
+			     unsigned long flags, unsigned int n)
+{
+	char dir[64], src[96], parent[4096], *slash;
+	int fd;
+
+	snprintf(dir, sizeof(dir), "/.minivmm-vol-%u", n);
+	snprintf(src, sizeof(src), "%s/" PROTO_VOLUME_FILE, dir);
+	mkdir(dir, 0700);
+	if (mount(m->source, dir, "virtiofs", MS_NOSUID | MS_NODEV, NULL))
+		fail(1, "mount of volume %s (%s): %s", m->dest, m->source, strerror(errno));
+	snprintf(parent, sizeof(parent), "%s", target);
+	slash = strrchr(parent, '/');
+	if (slash && slash != parent) {
+		*slash = 0;
+		mkdir_p(parent, 0755);
+	}
+	fd = open(target, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
+	if (fd >= 0)
+		close(fd);
+	fs_readahead(dir, m->dest);
+	if (mount(src, target, NULL, MS_BIND, NULL))
+		fail(1, "bind of volume file on %s: %s", m->dest, strerror(errno));
+	flags &= MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
+	if (flags && mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | flags, NULL))
+		init_msg("remount %s: %s", m->dest, strerror(errno));
+}
+
 /* Context: the child, in its PID and mount namespaces, before chroot. */
 static void do_mounts(void)
 {
@@ -422,6 +457,10 @@ static void do_mounts(void)
 			bind_file(m, target, flags, i);
 			continue;
 		}
+		if (m->vfile) {
+			bind_volume_file(m, target, flags, i);
+			continue;
+		}
 		if (!strcmp(type, "cgroup"))
 			type = "cgroup2"; /* one unified hierarchy in the guest */
 		mkdir_p(target, 0755);
@@ -436,8 +475,15 @@ static void do_mounts(void)
 		}
 		if (!strcmp(m->dest, "/dev") && !strcmp(type, "tmpfs"))
 			make_dev_nodes(target);
+		/* Read-only for this mount alone (MS_BIND): a remount of the
+		 * superblock would also make read-only every other mount of it
+		 * -- sysfs is one per network namespace, so a read-only /sys
+		 * in the container made the init's own /sys read-only and the
+		 * volumes after it kept the kernel's read-ahead. */
 		if ((flags & MS_RDONLY) &&
-		    mount(NULL, target, NULL, MS_REMOUNT | flags, *data ? data : NULL))
+		    mount(NULL, target, NULL, MS_REMOUNT | MS_BIND |
+			  (flags & (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME |
+				    MS_NODIRATIME | MS_RELATIME | MS_STRICTATIME)), NULL))
 			init_msg("remount %s read-only: %s", m->dest, strerror(errno));
 		if (m->volume)
 			fs_readahead(target, m->dest);
