@@ -5,8 +5,9 @@
  * one virtiofsd each (examples/common/virtiofsd.h; a file's serves a
  * directory of the state's holding only it, virtiofsd_spawn_file()), one
  * virtio-fs device each, tagged SPEC_VOLUME_TAG; the guest init mounts
- * them (PROTO_REC_VOLUME, PROTO_REC_VOLUME_FILE).  One back end per volume rather than one per container serving
- * a directory of binds: a read-only bind is then read-only on the host
+ * them (PROTO_REC_VOLUME, PROTO_REC_VOLUME_FILE).  One back end per
+ * volume rather than one per container serving a directory of binds: a
+ * read-only bind is then read-only on the host
  * (virtiofsd's own read-only mount), each back end's sandbox holds one
  * source tree, and no staging mount tree has to be built and torn down;
  * the cost (README "Volumes") is a process of a few MiB per volume.

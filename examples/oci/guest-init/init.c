@@ -362,23 +362,16 @@ static void make_dev_nodes(const char *dev)
 }
 
 /*
- * A bind of a host file with the root over virtio-fs (PROTO_REC_FILE): its
- * bytes into a file of the initramfs, bind-mounted over @target (created
- * empty if missing), so that nothing is written into the shared root.
- * Context: the child, as do_mounts().
+ * @src bound over @target, the mount point of @m (created empty, with its
+ * parents, if missing), then made nosuid/nodev/noexec/read-only as @flags
+ * say, this mount alone.  Context: the child, as do_mounts().
  */
-static void bind_file(const struct init_mnt *m, const char *target, unsigned long flags,
-		      unsigned int n)
+static void bind_over(const struct init_mnt *m, const char *src, const char *target,
+		      unsigned long flags)
 {
-	char src[64], dir[4096], *slash;
+	char dir[4096], *slash;
 	int fd;
 
-	snprintf(src, sizeof(src), "/.minivmm-file-%u", n);
-	fd = open(src, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		fail(1, "file for %s: %s", m->dest, strerror(errno));
-	init_write_full(fd, m->source, m->size); /* a tmpfs: short only if full */
-	close(fd);
 	snprintf(dir, sizeof(dir), "%s", target);
 	slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
@@ -395,6 +388,26 @@ static void bind_file(const struct init_mnt *m, const char *target, unsigned lon
 		init_msg("remount %s: %s", m->dest, strerror(errno));
 }
 
+/*
+ * A bind of a host file with the root over virtio-fs (PROTO_REC_FILE): its
+ * bytes into a file of the initramfs, bound over @target, so that nothing
+ * is written into the shared root.  Context: the child, as do_mounts().
+ */
+static void bind_file(const struct init_mnt *m, const char *target, unsigned long flags,
+		      unsigned int n)
+{
+	char src[64];
+	int fd;
+
+	snprintf(src, sizeof(src), "/.minivmm-file-%u", n);
+	fd = open(src, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		fail(1, "file for %s: %s", m->dest, strerror(errno));
+	init_write_full(fd, m->source, m->size); /* a tmpfs: short only if full */
+	close(fd);
+	bind_over(m, src, target, flags);
+}
+
 /* A virtio-fs mount's read-ahead raised (readahead.h); a failure is
  * logged, the mount is usable without it.  Context: the guest init. */
 static void fs_readahead(const char *target, const char *name)
@@ -408,36 +421,22 @@ static void fs_readahead(const char *target, const char *name)
 /*
  * A volume of one host file (PROTO_REC_VOLUME_FILE): its virtio-fs device
  * mounted in the initramfs (/.minivmm-vol-N, outside the container's
- * root), its PROTO_VOLUME_FILE bound over @target (created empty if
- * missing) with the mount's flags.  The host file itself: writes reach
+ * root), its PROTO_VOLUME_FILE bound over @target with the mount's
+ * flags.  The host file itself: writes reach
  * it.  Context: the child, as do_mounts().
  */
 static void bind_volume_file(const struct init_mnt *m, const char *target,
 			     unsigned long flags, unsigned int n)
 {
-	char dir[64], src[96], parent[4096], *slash;
-	int fd;
+	char dir[64], src[96];
 
 	snprintf(dir, sizeof(dir), "/.minivmm-vol-%u", n);
 	snprintf(src, sizeof(src), "%s/" PROTO_VOLUME_FILE, dir);
 	mkdir(dir, 0700);
 	if (mount(m->source, dir, "virtiofs", MS_NOSUID | MS_NODEV, NULL))
 		fail(1, "mount of volume %s (%s): %s", m->dest, m->source, strerror(errno));
-	snprintf(parent, sizeof(parent), "%s", target);
-	slash = strrchr(parent, '/');
-	if (slash && slash != parent) {
-		*slash = 0;
-		mkdir_p(parent, 0755);
-	}
-	fd = open(target, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
-	if (fd >= 0)
-		close(fd);
 	fs_readahead(dir, m->dest);
-	if (mount(src, target, NULL, MS_BIND, NULL))
-		fail(1, "bind of volume file on %s: %s", m->dest, strerror(errno));
-	flags &= MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
-	if (flags && mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | flags, NULL))
-		init_msg("remount %s: %s", m->dest, strerror(errno));
+	bind_over(m, src, target, flags);
 }
 
 /* Context: the child, in its PID and mount namespaces, before chroot. */
