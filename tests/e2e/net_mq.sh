@@ -14,6 +14,7 @@
 # measured in the guest (rig numbers: noisy, nested TCG).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/net_lib.sh"
 e2e_require_kvm
 
 if [[ -z "${NET_MQ_NETNS:-}" ]]; then
@@ -62,46 +63,11 @@ E2E_VMM_TIMEOUT=800 e2e_run_vmm "$dir/log" -- "$vmm" --smp "$n" --mem 512M --ker
 	--initrd "$initrd" --net tap=vmtap0 --stats-json \
 	--append "quiet guest.run=net-mq guest.mb=$mb guest.flows=$flows guest.dflows=$dflows guest.irq=1 guest.phases=1"
 grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/log" || e2e_fail "guest payload failed"
-# The receivers end at the flows' FIN; give them a moment to write out.
-for p in "${pids[@]:1}"; do
-	for _ in $(seq 100); do
-		kill -0 "$p" 2>/dev/null || break
-		sleep 0.1
-	done
-done
+net_wait_gone "${pids[@]:1}"
 [[ $E2E_RC -eq 0 ]] || e2e_fail "minivmm exited $E2E_RC"
-for ((i = 0; i < dflows; i++)); do
-	grep -q "NET-DOWN$i md5=$down" "$dir/log" ||
-		e2e_fail "download $i: md5 differs (want $down)"
-done
-for ((i = 0; i < flows; i++)); do
-	want=$(sed -n "s/.*NET-UP$i md5=\([0-9a-f]*\).*/\1/p" "$dir/log" | head -1)
-	got=$(md5sum <"$dir/up$((5001 + i))" | cut -d' ' -f1)
-	[[ -n "$want" && "$want" == "$got" ]] ||
-		e2e_fail "upload $i: md5 $got on L1, $want in the guest"
-done
-# RX interrupts: every queue counted, mostly on its own CPU (the guest
-# asserts it; here the count of lines, and the share on CPU i printed).
-irq=$(grep -o 'NET-IRQ input\.[0-9]* own=[0-9]* total=[0-9]*' "$dir/log" || true)
-[[ $(grep -c . <<<"$irq") -eq $n ]] || e2e_fail "RX interrupts of $n queues not reported"
-irqshare=$(awk '{ split($3, o, "="); split($4, t, "="); q = $2; sub(/input\./, "", q)
-	printf "%s%s %d/%d (%.1f%%)", s, q, o[2], t[2], t[2] ? 100 * o[2] / t[2] : 0; s = ", " }' <<<"$irq")
-# MTU and link changes: 1 MiB each way after each.
-grep -q "NET-MTU 9000 refused" "$dir/log" ||
-	e2e_fail "the guest set MTU 9000 above the device's MTU (1500, its maximum)"
-grep -q "NET phases done" "$dir/log" || e2e_fail "the MTU and link phases did not finish"
-smallup=$(sed -n 's/.*NET-SMALL md5=\([0-9a-f]*\).*/\1/p' "$dir/log" | head -1)
-[[ $smallup ]] || e2e_fail "no NET-SMALL line"
-phase=0
-for t in mtu1280 mtu1500 link; do
-	mtu=${t#mtu}
-	[[ $t == link ]] && mtu=1500
-	grep -q "NET-X-$t down=$small up=$smallup mtu=$mtu[[:space:]]*\$" "$dir/log" ||
-		e2e_fail "$t: the 1 MiB download md5 differs (want $small) or MTU not $mtu"
-	got=$(md5sum <"$dir/up$((5101 + phase))" | cut -d' ' -f1)
-	[[ $got == "$smallup" ]] || e2e_fail "$t: upload md5 $got on L1, $smallup in the guest"
-	phase=$((phase + 1))
-done
+# Downloads, uploads, each RX queue's interrupts (the guest asserts them
+# mostly on its own CPU; the share printed below), MTU and link changes.
+net_check_flows "$dir/log"
 # The NIC's pairs in --stats-json: how many carried frames each way.
 pairs=$(grep -o '"nets":\[{"pairs":\[[^]]*\]' "$dir/log" | head -1)
 [[ -n "$pairs" ]] || e2e_fail "no NIC in --stats-json"
@@ -115,5 +81,5 @@ dcs=$(sed -n 's/.*NET-DOWN cs=\([0-9]*\).*/\1/p' "$dir/log")
 ucs=$(sed -n 's/.*NET-UP cs=\([0-9]*\).*/\1/p' "$dir/log")
 echo "NET throughput (guest clock): down $mb MiB ($dflows flows) in ${dcs}0 ms, up $mb MiB ($flows flows) in ${ucs}0 ms"
 echo "NET pairs: $npairs, rx used on $rx_used, tx used on $tx_used"
-echo "NET RX interrupts on the queue's own CPU (own/all): $irqshare"
+echo "NET RX interrupts on the queue's own CPU (own/all): $NET_IRQ_SHARE"
 echo "PASS: --smp $n: $n queue pairs, ping, $mb MiB each way ($dflows and $flows flows) with md5s equal, every pair used both ways, each RX queue's interrupts on its CPU, MTU 1280/1500 (9000 refused) and link down/up each with 1 MiB each way"

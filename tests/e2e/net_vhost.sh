@@ -17,6 +17,7 @@
 # printed side by side (rig numbers: nested TCG, not asserted).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/net_lib.sh"
 e2e_require_kvm
 
 if [[ -z "${NET_VHOST_NETNS:-}" ]]; then
@@ -61,7 +62,7 @@ tap_bytes() {
 # run MODE: one guest with vhost=MODE; checks the md5s both ways and the
 # pair count; leaves its log in $dir/MODE.log.
 run() {
-	local mode=$1 log=$dir/$1.log rx=() want got p t mtu smallup irq
+	local mode=$1 log=$dir/$1.log rx=() p
 	for p in $(seq 5001 $((5000 + flows))) 5101 5102 5103; do
 		rm -f "$dir/up$p"
 		busybox nc -l -p "$p" >"$dir/up$p" <&3 &
@@ -72,49 +73,14 @@ run() {
 		--initrd "$initrd" --net "tap=vmtap0,vhost=$mode" --stats-json \
 		--append "quiet guest.run=net-mq guest.mb=$mb guest.flows=$flows guest.dflows=$dflows guest.irq=1 guest.phases=1"
 	grep -q "MINIVMM-PAYLOAD-EXIT=0" "$log" || e2e_fail "vhost=$mode: guest payload failed"
-	for p in "${rx[@]}"; do
-		for _ in $(seq 100); do
-			kill -0 "$p" 2>/dev/null || break
-			sleep 0.1
-		done
-	done
+	net_wait_gone "${rx[@]}"
 	[[ $E2E_RC -eq 0 ]] || e2e_fail "vhost=$mode: minivmm exited $E2E_RC"
-	for ((i = 0; i < dflows; i++)); do
-		grep -q "NET-DOWN$i md5=$down" "$log" ||
-			e2e_fail "vhost=$mode: download $i: md5 differs (want $down)"
-	done
-	for ((i = 0; i < flows; i++)); do
-		want=$(sed -n "s/.*NET-UP$i md5=\([0-9a-f]*\).*/\1/p" "$log" | head -1)
-		got=$(md5sum <"$dir/up$((5001 + i))" | cut -d' ' -f1)
-		[[ -n "$want" && "$want" == "$got" ]] ||
-			e2e_fail "vhost=$mode: upload $i: md5 $got on L1, $want in the guest"
-	done
 	grep -q "NET eth0: $n rx and $n tx queues" "$log" ||
 		e2e_fail "vhost=$mode: the guest does not see $n queue pairs"
-	# RX interrupts (the guest asserts each queue's mostly on its CPU).
-	irq=$(grep -o 'NET-IRQ input\.[0-9]* own=[0-9]* total=[0-9]*' "$log" || true)
-	[[ $(grep -c . <<<"$irq") -eq $n ]] ||
-		e2e_fail "vhost=$mode: RX interrupts of $n queues not reported"
-	echo "NET vhost=$mode RX interrupts on the queue's own CPU (own/all):" $(awk '{
-		split($3, o, "="); split($4, t, "="); q = $2; sub(/input\./, "", q)
-		printf "%s%s %d/%d (%.1f%%)", sep, q, o[2], t[2], t[2] ? 100 * o[2] / t[2] : 0
-		sep = ", " }' <<<"$irq")
-	# MTU and link changes, 1 MiB each way after each (as net_mq.sh).
-	grep -q "NET-MTU 9000 refused" "$log" ||
-		e2e_fail "vhost=$mode: the guest set MTU 9000 above the device's MTU (1500)"
-	grep -q "NET phases done" "$log" || e2e_fail "vhost=$mode: the MTU and link phases did not finish"
-	smallup=$(sed -n 's/.*NET-SMALL md5=\([0-9a-f]*\).*/\1/p' "$log" | head -1)
-	[[ $smallup ]] || e2e_fail "vhost=$mode: no NET-SMALL line"
-	p=5101
-	for t in mtu1280 mtu1500 link; do
-		mtu=${t#mtu}
-		[[ $t == link ]] && mtu=1500
-		grep -q "NET-X-$t down=$small up=$smallup mtu=$mtu[[:space:]]*\$" "$log" ||
-			e2e_fail "vhost=$mode: $t: the 1 MiB download md5 differs (want $small) or MTU not $mtu"
-		got=$(md5sum <"$dir/up$p" | cut -d' ' -f1)
-		[[ $got == "$smallup" ]] || e2e_fail "vhost=$mode: $t: upload md5 $got on L1, $smallup in the guest"
-		p=$((p + 1))
-	done
+	# Downloads, uploads, RX interrupts (the guest asserts each queue's
+	# mostly on its CPU), MTU and link changes (as net_mq.sh).
+	net_check_flows "$log" "vhost=$mode"
+	echo "NET vhost=$mode RX interrupts on the queue's own CPU (own/all): $NET_IRQ_SHARE"
 }
 
 # Sum of "KEY":N over the NIC's pairs in a log's --stats-json.
