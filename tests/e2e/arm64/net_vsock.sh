@@ -9,7 +9,9 @@
 #    one queue pair per vCPU, pings L1, fetches MB MiB from busybox httpd
 #    and sends MB MiB in FLOWS parallel flows to busybox nc, md5s compared
 #    on both sides; --stats-json shows 4 pairs, more than one carrying
-#    frames (their interrupts are LPIs through the ITS);
+#    frames; the guest's RX queue i interrupted mostly on CPU i (flow i
+#    runs there: guest.irq=1), and every queue's vector (4 input, 4
+#    output) is its own LPI through the ITS (ITS-MSI, 8 distinct hwirqs);
 #  - --vsock cid=3,socket=PATH: CONNS connections each way at once (the
 #    host's through PATH with "CONNECT 5000", the guest's to host port 6000
 #    served at PATH_6000), BYTES each way each, hashed on both ends
@@ -69,7 +71,7 @@ done
 ) &
 e2e_run_vmm "$dir/log" "$vmm" --smp $n --mem 512M --kernel "$kernel" \
 	--initrd "$initrd" --net tap=mvt0 --stats-json \
-	--append "quiet guest.run=net-mq guest.mb=$mb guest.flows=$flows"
+	--append "quiet guest.run=net-mq guest.mb=$mb guest.flows=$flows guest.irq=1"
 grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/log" || e2e_fail "net: the guest payload failed"
 [ "$E2E_RC" -eq 0 ] || e2e_fail "net: minivmm exited $E2E_RC"
 grep -q "NET-DOWN md5=$down " "$dir/log" || e2e_fail "net: download md5 differs (want $down)"
@@ -90,7 +92,13 @@ tx_used=$(echo "$pairs" | grep -o '"tx_packets":[1-9][0-9]*' | wc -l)
 [ "$npairs" -eq $n ] || e2e_fail "net: $npairs queue pairs, expected $n"
 [ "$tx_used" -gt 1 ] || [ "$rx_used" -gt 1 ] ||
 	e2e_fail "net: one queue pair carried everything (rx on $rx_used, tx on $tx_used)"
-echo "NET: $npairs pairs, rx used on $rx_used, tx on $tx_used; $mb MiB each way, md5s equal"
+[ "$(grep -c 'NET-IRQ input\.[0-9]* own=[1-9]' "$dir/log")" -eq $n ] ||
+	e2e_fail "net: not every RX queue's interrupts on its own CPU: $(grep NET-IRQ "$dir/log" | tr '\n' ' ')"
+lpis=$(grep -o 'NET-VECTOR virtio[0-9]*-[a-z]*put\.[0-9]* count=[0-9]* chip=ITS-MSI hwirq=[0-9]*' "$dir/log" |
+	sed 's/.*hwirq=//' | sort -u | wc -l)
+[ "$lpis" -eq $((2 * n)) ] ||
+	e2e_fail "net: $lpis distinct ITS LPIs for the queues, expected $((2 * n)): $(grep NET-VECTOR "$dir/log" | tr '\n' ' ')"
+echo "NET: $npairs pairs, rx used on $rx_used, tx on $tx_used; $mb MiB each way, md5s equal; $lpis queue LPIs through the ITS; $(grep -o 'NET-IRQ input\.[0-9]* own=[0-9]* total=[0-9]*' "$dir/log" | tr '\n' ' ')"
 
 # ---- virtio-vsock (hybrid host side)
 sock=$dir/v.sock
