@@ -75,7 +75,8 @@ extern "C" {
 #define VMM_MIN_MEMORY (16ull << 20)
 #define VMM_MAX_CMDLINE 2047 /* incl. what the library adds; NUL excluded */
 /* PCI bus 0: 31 slots of 8 functions, one function kept for the
- * virtio-console device; past 31 disks, slots fill 8 functions at a time. */
+ * virtio-console device; the disks, NICs, fs devices and the vsock share
+ * the other 247 (past 31 devices, slots fill 8 functions at a time). */
 #define VMM_MAX_DISKS 247
 #define VMM_MAX_DISK_QUEUES 1024 /* request queues of one disk */
 /* Request queues of all disks together: one KVM MSI route each, out of
@@ -262,7 +263,8 @@ enum vmm_memory_backend {
  *
  * Context: configuration.
  * Returns: 0 or
- *   -EINVAL  unknown @backend
+ *   -EINVAL  unknown @backend, VMM_MEMORY_ANON once a virtio-fs device is
+ *            added (its back end maps guest RAM)
  */
 int vmm_set_memory_backend(struct vmm *vm, int backend);
 
@@ -407,7 +409,8 @@ struct vmm_disk_config {
  *            of two in 4..1024, serial over 20 bytes, unknown flag,
  *            an invalid rate_limit (as vmm_set_disk_rate_limit())
  *   -EBADF   @cfg->fd cannot be duplicated
- *   -ENOSPC  PCI bus full (VMM_MAX_DISKS), over VMM_MAX_QUEUES queues
+ *   -ENOSPC  PCI bus full (VMM_MAX_DISKS disks, NICs, fs and vsock
+ *            devices together), over VMM_MAX_QUEUES queues
  *   -ENOMEM
  */
 int vmm_add_disk(struct vmm *vm, const struct vmm_disk_config *cfg,
@@ -543,10 +546,10 @@ struct vmm_net_config {
  *   -EINVAL  NULL @cfg, struct_size too small, unknown flag, not exactly
  *            one of tap, fds and stream, VMM_NET_STREAM without fds,
  *            VMM_NET_VHOST with a stream, stream with queue_pairs over 1
- *            or a path over 107 bytes, tap name too long, nr_fds or
- *            queue_pairs over VMM_MAX_NET_PAIRS or not matching, a
- *            multicast @mac, queue_size not a power of two in 4..1024,
- *            mtu below 68, an invalid rate_limit (as
+ *            or a path empty or over 107 bytes, tap name empty or too
+ *            long, nr_fds or queue_pairs over VMM_MAX_NET_PAIRS or not
+ *            matching, a multicast @mac, queue_size not a power of two in
+ *            4..1024, mtu below 68, an invalid rate_limit (as
  *            vmm_set_net_rate_limit()), a rate_limit with VMM_NET_VHOST
  *   -EBADF   an fd cannot be duplicated
  *   -ENOSPC  VMM_MAX_NETS NICs, or the PCI bus full (VMM_MAX_DISKS)
@@ -599,7 +602,7 @@ struct vmm_fs_config {
  *            long or used, num_queues over VMM_MAX_FS_QUEUES, bad
  *            queue_size, unknown flag, guest RAM not shareable (anonymous:
  *            call vmm_set_memory_backend() first)
- *   -ENOSPC  VMM_MAX_FS devices, or the PCI bus full
+ *   -ENOSPC  VMM_MAX_FS devices, or the PCI bus full (VMM_MAX_DISKS)
  *   -ENOMEM
  */
 int vmm_add_fs(struct vmm *vm, const struct vmm_fs_config *cfg,
@@ -687,7 +690,8 @@ struct vmm_vsock_config {
  *             out of range, no socket_path or one over VMM_VSOCK_PATH_MAX,
  *             a socket_path with VMM_VSOCK_VHOST
  *   -EEXIST   the VM has a vsock device already
- *   -ENOSPC   the PCI bus full (VMM_MAX_DISKS disks and fs devices)
+ *   -ENOSPC   the PCI bus full (VMM_MAX_DISKS disks, NICs, fs and vsock
+ *             devices together)
  *   -EBUSY    @vm is not in state CONFIG
  *   -ENOMEM
  */

@@ -260,6 +260,23 @@ int vmm_set_memory(struct vmm *vm, uint64_t ram_bytes)
 	return ret;
 }
 
+/*
+ * pci_full() - whether another device would not fit on the PCI bus: the
+ * disks, NICs, fs devices and the vsock take one function each, at most
+ * VMM_MAX_DISKS in all (the ports' virtio-console function is kept apart).
+ * Logs which kind @what was refused.
+ */
+static bool pci_full(const struct machine_config *c, const char *what)
+{
+	unsigned int used = c->nr_disks + c->nr_nets + c->nr_fs + !!c->vsock;
+
+	if (used < VMM_MAX_DISKS)
+		return false;
+	vmm_err("%s: the PCI bus is full: at most %d disks, NICs, fs and vsock "
+		"devices together", what, VMM_MAX_DISKS);
+	return true;
+}
+
 static int dup_str(const char *s, char **out)
 {
 	*out = NULL;
@@ -367,9 +384,7 @@ int vmm_add_disk(struct vmm *vm, const struct vmm_disk_config *cfg,
 		goto out;
 	}
 	d.cfg.rate_limit = NULL;
-	if (vm->config->nr_disks + vm->config->nr_nets >= VMM_MAX_DISKS) { /* PCI functions (vmm.h) */
-		vmm_err("disk: at most %d disks (PCI slots and functions)",
-			VMM_MAX_DISKS);
+	if (pci_full(vm->config, "disk")) {
 		ret = -ENOSPC;
 		goto out;
 	}
@@ -502,10 +517,12 @@ int vmm_add_net(struct vmm *vm, const struct vmm_net_config *cfg,
 	ret = vm_lock_config(vm);
 	if (ret)
 		return ret;
-	if (vm->config->nr_nets >= VMM_MAX_NETS ||
-	    vm->config->nr_disks + vm->config->nr_nets >= VMM_MAX_DISKS) {
-		vmm_err("net: at most %d NICs, and %d disks and NICs together "
-			"(PCI slots and functions)", VMM_MAX_NETS, VMM_MAX_DISKS);
+	if (vm->config->nr_nets >= VMM_MAX_NETS) {
+		vmm_err("net: at most %d NICs", VMM_MAX_NETS);
+		ret = -ENOSPC;
+		goto out;
+	}
+	if (pci_full(vm->config, "net")) {
 		ret = -ENOSPC;
 		goto out;
 	}
@@ -894,11 +911,12 @@ static int fs_check_vm(const struct machine_config *c, const char *tag)
 			vmm_err("fs: tag %s used twice", tag);
 			return -EINVAL;
 		}
-	if (c->nr_fs >= VMM_MAX_FS || c->nr_disks + c->nr_fs >= VMM_MAX_DISKS) {
-		vmm_err("fs: at most %d devices, and with the disks %d", VMM_MAX_FS,
-			VMM_MAX_DISKS);
+	if (c->nr_fs >= VMM_MAX_FS) {
+		vmm_err("fs: at most %d devices", VMM_MAX_FS);
 		return -ENOSPC;
 	}
+	if (pci_full(c, "fs"))
+		return -ENOSPC;
 	return 0;
 }
 
@@ -983,9 +1001,7 @@ int vmm_add_vsock(struct vmm *vm, const struct vmm_vsock_config *cfg)
 		ret = -EEXIST;
 		goto out;
 	}
-	/* A PCI function of its own, beside the disks' and fs devices' (the
-	 * ports' function is kept apart in VMM_MAX_DISKS). */
-	if (vm->config->nr_disks + vm->config->nr_fs >= VMM_MAX_DISKS) {
+	if (pci_full(vm->config, "vsock")) {
 		ret = -ENOSPC;
 		goto out;
 	}

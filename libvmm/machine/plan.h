@@ -22,9 +22,9 @@
 struct vmm;
 struct machine_config;
 
-/* The disks, the NICs (sharing VMM_MAX_DISKS), the virtio-console device
- * of the ports, the virtio-fs devices, the vsock device. */
-#define PLAN_MAX_DEVICES (VMM_MAX_DISKS + 1 + VMM_MAX_FS + 1)
+/* The disks, NICs, virtio-fs devices and the vsock device (VMM_MAX_DISKS
+ * in all: api.c) and the virtio-console device of the ports. */
+#define PLAN_MAX_DEVICES (VMM_MAX_DISKS + 1)
 
 /* What one device asks for. */
 struct plan_request {

@@ -482,7 +482,7 @@ static void add_disks(struct vmm *vm, unsigned int n)
 
 /* The disks' PCI functions (VMM_MAX_DISKS) are the fs devices' and the
  * vsock's too: with one left, an fs device takes it and the vsock finds
- * none (and the other way round). */
+ * none, and the other way round, the disks then none either. */
 START_TEST(pci_functions_shared)
 {
 	struct vmm_fs_config fc = { .struct_size = sizeof(fc), .tag = "t",
@@ -508,8 +508,6 @@ START_TEST(pci_functions_shared)
 	{
 		struct vmm_disk_config dc = { .struct_size = sizeof(dc), .path = "/x.img" };
 
-		/* The disks' own limit. */
-		ck_assert_int_eq(vmm_add_disk(vm, &dc, NULL), 0);
 		ck_assert_int_eq(vmm_add_disk(vm, &dc, NULL), -ENOSPC);
 	}
 	ck_assert_int_eq(vmm_add_fs(vm, &fc, NULL), -ENOSPC);
@@ -538,6 +536,57 @@ START_TEST(busy_outside_config)
 }
 END_TEST
 
+/* NICs share the PCI functions (vmm.h, VMM_MAX_NETS)
+ * but vmm_add_fs() and vmm_add_vsock() do not count them. */
+START_TEST(repro_nets_not_counted)
+{
+	struct vmm_fs_config fc = { .struct_size = sizeof(fc), .tag = "t",
+				    .socket = "/run/fs.sock" };
+	struct vmm_vsock_config vc = { .struct_size = sizeof(vc), .guest_cid = 3,
+				       .socket_path = "/run/v.sock" };
+	struct vmm_net_config nc = { .struct_size = sizeof(nc), .tap = "tap0" };
+	struct vmm *vm = new_vm(_i);
+
+	if (!vm)
+		return;
+	ck_assert_int_eq(vmm_set_memory_backend(vm, VMM_MEMORY_MEMFD), 0);
+	add_disks(vm, VMM_MAX_DISKS - VMM_MAX_NETS);
+	for (unsigned int i = 0; i < VMM_MAX_NETS; i++)
+		ck_assert_int_eq(vmm_add_net(vm, &nc, NULL), 0);
+	/* VMM_MAX_DISKS functions taken by disks and NICs: */
+	ck_assert_int_eq(vmm_add_fs(vm, &fc, NULL), -ENOSPC);
+	ck_assert_int_eq(vmm_add_vsock(vm, &vc), -ENOSPC);
+	vmm_destroy(vm);
+}
+END_TEST
+
+/* And the disks and NICs do not count fs devices and the vsock. */
+START_TEST(repro_fs_not_counted_by_disks)
+{
+	struct vmm_fs_config fc = { .struct_size = sizeof(fc), .tag = "t",
+				    .socket = "/run/fs.sock" };
+	struct vmm_net_config nc = { .struct_size = sizeof(nc), .tap = "tap0" };
+	struct vmm_disk_config dc = { .struct_size = sizeof(dc), .path = "/x.img" };
+	struct vmm *vm = new_vm(_i);
+
+	if (!vm)
+		return;
+	ck_assert_int_eq(vmm_set_memory_backend(vm, VMM_MEMORY_MEMFD), 0);
+	for (unsigned int i = 0; i < VMM_MAX_FS; i++) {
+		char tag[8];
+
+		snprintf(tag, sizeof(tag), "t%u", i);
+		fc.tag = tag;
+		ck_assert_int_eq(vmm_add_fs(vm, &fc, NULL), 0);
+	}
+	add_disks(vm, VMM_MAX_DISKS - VMM_MAX_FS - 1);
+	ck_assert_int_eq(vmm_add_net(vm, &nc, NULL), 0); /* the last function */
+	ck_assert_int_eq(vmm_add_disk(vm, &dc, NULL), -ENOSPC);
+	ck_assert_int_eq(vmm_add_net(vm, &nc, NULL), -ENOSPC);
+	vmm_destroy(vm);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("api_fs_vsock");
@@ -552,6 +601,8 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, net_config, 0, 2);
 	tcase_add_loop_test(tc, pci_functions_shared, 0, 2);
 	tcase_add_test(tc, busy_outside_config);
+	tcase_add_loop_test(tc, repro_nets_not_counted, 0, 2);
+	tcase_add_loop_test(tc, repro_fs_not_counted_by_disks, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
