@@ -147,12 +147,50 @@ static uint32_t fs_orphan_answer(void *opaque, unsigned int queue,
 					 sizeof(out));
 }
 
+/*
+ * The back end's config space, when it supplied one (CONFIG: Debian's
+ * rust virtiofsd >= 1.11 started with --tag), into what the guest sees.
+ * Its tag, if it names one, must be the user's: the guest mounts by the
+ * tag, and a back end exporting a share under another name is a set-up
+ * mistake (a socket of another VM's virtiofsd, a stale command line) that
+ * is reported, not papered over by either name.  An empty tag leaves the
+ * user's.  Its request queues, if fewer than the queues negotiated (the
+ * transport's and GET_QUEUE_NUM's), are what the guest is told; more, or
+ * 0, change nothing: the guest may use only rings the transport has and
+ * the back end serves.  Returns 0 or -EINVAL (logged, naming both tags).
+ */
+static int fs_backend_config(struct virtio_fs *fs, const char *name,
+			     size_t tlen)
+{
+	struct virtio_fs_config bc;
+	const uint8_t *c;
+	uint32_t len;
+	size_t blen;
+
+	c = vu_fe_config(fs->fe, &len);
+	if (!c || len != sizeof(bc))
+		return 0;
+	memcpy(&bc, c, sizeof(bc));
+	blen = strnlen((const char *)bc.tag, VIRTIO_FS_TAG_MAX);
+	if (blen && (blen != tlen || memcmp(bc.tag, fs->cfg.tag, tlen))) {
+		vmm_err("%s: the vhost-user back end exports tag \"%.*s\", this "
+			"device's tag is \"%.*s\": start the back end with the "
+			"same tag (or none), or use its tag", name, (int)blen,
+			(const char *)bc.tag, (int)tlen, (const char *)fs->cfg.tag);
+		return -EINVAL;
+	}
+	if (bc.num_request_queues &&
+	    bc.num_request_queues < fs->cfg.num_request_queues)
+		fs->cfg.num_request_queues = bc.num_request_queues;
+	return 0;
+}
+
 int virtio_fs_create(const struct virtio_fs_params *p, struct virtio_fs **out)
 {
 	struct vu_fe_params fp = {
 		.path = p->socket, .mem = p->mem, .features = FS_FEATURES,
 		.num_queues = p->num_queues, .timeout_ms = p->timeout_ms,
-		.name = p->name,
+		.name = p->name, .config_size = sizeof(struct virtio_fs_config),
 	};
 	size_t tlen = p->tag ? strlen(p->tag) : 0;
 	struct virtio_fs *fs;
@@ -179,6 +217,11 @@ int virtio_fs_create(const struct virtio_fs_params *p, struct virtio_fs **out)
 	}
 	memcpy(fs->cfg.tag, p->tag, tlen);
 	fs->cfg.num_request_queues = n - 1;
+	ret = fs_backend_config(fs, p->name ? p->name : "fs", tlen);
+	if (ret) {
+		virtio_fs_destroy(fs);
+		return ret;
+	}
 	fs->nq = p->num_queues;
 	fs->queue_size = p->queue_size;
 	*out = fs;

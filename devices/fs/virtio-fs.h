@@ -9,6 +9,17 @@
  * (KVM ioeventfds) and writes the call eventfds (KVM irqfds) itself, so
  * the device declares external_queues to its transport.
  *
+ * The config space is the device's own (the user's tag, the request
+ * queues negotiated) unless the back end supplies one: a back end that
+ * offers VHOST_USER_PROTOCOL_F_CONFIG (Debian's rust virtiofsd >= 1.11
+ * started with --tag; not QEMU 7.2's C virtiofsd) is read with GET_CONFIG
+ * at create.  Its tag, if not empty, must equal the user's, else the
+ * create fails with -EINVAL and an error naming both (a back end that
+ * exports its share under another name is a set-up mistake: the guest
+ * would mount a tag nobody asked for, or fail to find the one it was
+ * told).  Its num_request_queues, if smaller than ours, is what the guest
+ * sees.  The config stays read-only; no SET_CONFIG.
+ *
  * A back end that goes away while the guest runs: the watch thread sets
  * NEEDS_RESET on the device (Linux's driver ignores it) and then answers
  * every request on the rings itself with EIO (a fuse_out_header; nothing
@@ -46,7 +57,8 @@ struct virtio_fs_params {
 };
 
 /* Connect to the back end and negotiate (vu_fe_open()'s errors), or
- * -EINVAL (bad tag, num_queues < 2). */
+ * -EINVAL (bad tag, num_queues < 2, the back end's tag (CONFIG) another
+ * one). */
 int virtio_fs_create(const struct virtio_fs_params *p, struct virtio_fs **out)
 	__must_check;
 /* Start the watch thread (vu_fe_watch()): 0 or -errno. */

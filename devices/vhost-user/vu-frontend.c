@@ -24,6 +24,8 @@
 	((1ull << VHOST_USER_PROTOCOL_F_MQ) |                                \
 	 (1ull << VHOST_USER_PROTOCOL_F_REPLY_ACK) |                         \
 	 (1ull << VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS))
+/* ... and CONFIG, for a device that has a config space (config_size). */
+#define VU_FE_PROTOCOL_CONFIG (1ull << VHOST_USER_PROTOCOL_F_CONFIG)
 
 struct vu_fe {
 	char name[32];
@@ -32,6 +34,9 @@ struct vu_fe {
 	const struct guest_mem *mem;
 	uint64_t backend_features, features, protocol;
 	unsigned int queue_num;
+	/* GET_CONFIG's answer at set-up (CONFIG negotiated), else 0 bytes. */
+	uint8_t config[VHOST_USER_MAX_CONFIG_SIZE];
+	uint32_t config_len;
 	/* Owned by whoever holds @lock (one request at a time). */
 	pthread_mutex_t lock;
 	struct virtio_queue *qs; /* the rings handed over, until vu_fe_stop() */
@@ -188,7 +193,35 @@ static int fe_connect(struct vu_fe *fe, const char *path)
 	return -err;
 }
 
-/* Features and protocol features, the queue count, SET_OWNER. */
+/*
+ * CONFIG negotiated: read the back end's config space, @size bytes from
+ * offset 0, once at set-up (no SET_CONFIG: the only device on this front
+ * end, virtio-fs, has no writable config field).  The reply must echo the
+ * offset and size asked for.  Flags 0: the front end's own read, not a
+ * migration's.
+ */
+static int fe_get_config(struct vu_fe *fe, uint32_t size)
+{
+	struct vhost_user_config c = { .offset = 0, .size = size };
+	struct vu_msg m;
+	int ret;
+
+	ret = fe_call(fe, VHOST_USER_GET_CONFIG, &c,
+		      VHOST_USER_CONFIG_HDR_SIZE + size, NULL, 0, &m);
+	if (ret)
+		return ret;
+	if (m.hdr.size != VHOST_USER_CONFIG_HDR_SIZE + size ||
+	    m.p.config.offset || m.p.config.size != size) {
+		fe_break(fe, "sent a wrong GET_CONFIG reply", -EPROTO);
+		return -EPROTO;
+	}
+	memcpy(fe->config, m.p.config.region, size);
+	fe->config_len = size;
+	return 0;
+}
+
+/* Features and protocol features, the queue count, SET_OWNER, the
+ * config space (CONFIG). */
 static int fe_negotiate(struct vu_fe *fe, const struct vu_fe_params *p)
 {
 	uint64_t proto = 0, n = p->num_queues;
@@ -207,7 +240,8 @@ static int fe_negotiate(struct vu_fe *fe, const struct vu_fe_params *p)
 		ret = fe_get_u64(fe, VHOST_USER_GET_PROTOCOL_FEATURES, &proto);
 		if (ret)
 			return ret;
-		proto &= VU_FE_PROTOCOL_WANT;
+		proto &= VU_FE_PROTOCOL_WANT |
+			 (p->config_size ? VU_FE_PROTOCOL_CONFIG : 0);
 		/* Not acknowledged yet: fe->protocol is still 0. */
 		ret = fe_set_u64(fe, VHOST_USER_SET_PROTOCOL_FEATURES, proto);
 		if (ret)
@@ -224,7 +258,10 @@ static int fe_negotiate(struct vu_fe *fe, const struct vu_fe_params *p)
 		}
 	}
 	fe->queue_num = (unsigned int)MIN(n, (uint64_t)p->num_queues);
-	return fe_call(fe, VHOST_USER_SET_OWNER, NULL, 0, NULL, 0, NULL);
+	ret = fe_call(fe, VHOST_USER_SET_OWNER, NULL, 0, NULL, 0, NULL);
+	if (!ret && (proto & VU_FE_PROTOCOL_CONFIG))
+		ret = fe_get_config(fe, p->config_size);
+	return ret;
 }
 
 static void fe_region(const struct guest_mem *mem, unsigned int i,
@@ -313,7 +350,8 @@ int vu_fe_open(const struct vu_fe_params *p, struct vu_fe **out)
 	*out = NULL;
 	if (!p->path || !p->mem || !p->num_queues ||
 	    p->num_queues > VU_FE_MAX_QUEUES || !p->mem->nr_regions ||
-	    p->mem->nr_regions > VHOST_USER_MAX_REGIONS)
+	    p->mem->nr_regions > VHOST_USER_MAX_REGIONS ||
+	    p->config_size > VHOST_USER_MAX_CONFIG_SIZE)
 		return -EINVAL;
 	if (p->mem->fd < 0) {
 		vmm_err("%s: a vhost-user back end needs shareable guest RAM "
@@ -349,6 +387,12 @@ unsigned int vu_fe_queue_num(const struct vu_fe *fe)
 uint64_t vu_fe_protocol_features(const struct vu_fe *fe)
 {
 	return fe->protocol;
+}
+
+const uint8_t *vu_fe_config(const struct vu_fe *fe, uint32_t *len)
+{
+	*len = fe->config_len;
+	return fe->config_len ? fe->config : NULL;
 }
 
 /* Hand one ring over.  Context: fe->lock held. */

@@ -3,13 +3,24 @@
  * A vhost-user front end, device-neutral: the VMM side of a device whose
  * queues another process (the back end, e.g. virtiofsd) serves.  The
  * front end connects to the back end's socket, negotiates virtio and
- * protocol features (MQ, REPLY_ACK, CONFIGURE_MEM_SLOTS where offered),
- * hands it the guest's shareable RAM (the memfd, SET_MEM_TABLE or one
- * ADD_MEM_REG per region) and, when the driver sets DRIVER_OK, each
- * enabled ring: its size, addresses (as the back end sees them: user
- * addresses inside the mapping the memory table describes, i.e. ours),
- * base, the transport's kick eventfd (the KVM ioeventfd) and call eventfd
- * (the KVM irqfd).  No VMM thread is in the data path.
+ * protocol features (MQ, REPLY_ACK, CONFIGURE_MEM_SLOTS where offered;
+ * CONFIG where offered and the device has a config space), hands it the
+ * guest's shareable RAM (the memfd, SET_MEM_TABLE or one ADD_MEM_REG per
+ * region) and, when the driver sets DRIVER_OK, each enabled ring: its
+ * size, addresses (as the back end sees them: user addresses inside the
+ * mapping the memory table describes, i.e. ours), base, the transport's
+ * kick eventfd (the KVM ioeventfd) and call eventfd (the KVM irqfd).  No
+ * VMM thread is in the data path.
+ *
+ * CONFIG: a device with a config space says how large it is
+ * (config_size); if the back end offers VHOST_USER_PROTOCOL_F_CONFIG the
+ * front end acknowledges it and reads the back end's config space once,
+ * with GET_CONFIG right after SET_OWNER (vu_fe_config()).  What the guest
+ * then sees is the device's decision (virtio-fs.h: the back end's tag
+ * must match the user's).  Nothing is written back (no SET_CONFIG), and
+ * a config change the back end would announce is not listened for (no
+ * back-end request channel).  A back end without CONFIG (QEMU 7.2's C
+ * virtiofsd) leaves the config to the device alone, as before.
  *
  * Every request waits for its reply (REPLY_ACK when the back end has it)
  * at most timeout_ms: a back end that never answers costs the waiting
@@ -49,6 +60,9 @@ struct vu_fe_params {
 	unsigned int num_queues; /* the most the device would use */
 	int timeout_ms;		 /* per reply; 0: VU_FE_TIMEOUT_MS */
 	const char *name;	 /* for the log ("fs 0") */
+	/* The device's config space in bytes (at most
+	 * VHOST_USER_MAX_CONFIG_SIZE); 0: none, CONFIG is not negotiated. */
+	uint32_t config_size;
 };
 
 struct vu_fe_stats {
@@ -63,12 +77,13 @@ struct vu_fe_stats {
 
 /*
  * vu_fe_open - connect to @p->path (at most timeout_ms), negotiate the
- * features, SET_OWNER and hand the memory table over.  Returns 0,
- * -EINVAL (RAM not shareable, path too long, num_queues 0 or over
- * VU_FE_MAX_QUEUES), -ENOENT/-ECONNREFUSED (no back end listening),
- * -ETIMEDOUT (it does not answer), -EPROTO (a malformed or unexpected
- * reply, a refused request, no VIRTIO_F_VERSION_1), -ENOMEM; each logged
- * with what it was doing.
+ * features, SET_OWNER, read the config space (CONFIG negotiated) and
+ * hand the memory table over.  Returns 0, -EINVAL (RAM not shareable,
+ * path too long, num_queues 0 or over VU_FE_MAX_QUEUES, config_size over
+ * VHOST_USER_MAX_CONFIG_SIZE), -ENOENT/-ECONNREFUSED (no back end
+ * listening), -ETIMEDOUT (it does not answer), -EPROTO (a malformed or
+ * unexpected reply, a refused request, no VIRTIO_F_VERSION_1), -ENOMEM;
+ * each logged with what it was doing.
  */
 int vu_fe_open(const struct vu_fe_params *p, struct vu_fe **out) __must_check;
 /* Stop the watch thread, close the connection, free.  NULL-safe. */
@@ -80,6 +95,9 @@ uint64_t vu_fe_features(const struct vu_fe *fe);
 unsigned int vu_fe_queue_num(const struct vu_fe *fe);
 /* Protocol features negotiated (VHOST_USER_PROTOCOL_F_* bits). */
 uint64_t vu_fe_protocol_features(const struct vu_fe *fe);
+/* The back end's config space as GET_CONFIG read it at vu_fe_open()
+ * (config_size bytes in *@len), or NULL (*@len 0) without CONFIG. */
+const uint8_t *vu_fe_config(const struct vu_fe *fe, uint32_t *len);
 
 /*
  * vu_fe_start - DRIVER_OK: SET_FEATURES with what the driver accepted,

@@ -596,6 +596,12 @@ struct vmm_fs_config {
  * on.  One back-end process per device and VM start (virtiofsd serves
  * one connection).
  *
+ * A back end that offers the vhost-user CONFIG protocol feature (rust
+ * virtiofsd >= 1.11 started with --tag; not QEMU 7.2's virtiofsd) has
+ * its config space read at vmm_start(): its tag, if not empty, must equal
+ * @cfg->tag (else vmm_start() fails with -EINVAL, logged with both tags),
+ * and the guest is told its number of request queues if that is fewer.
+ *
  * Context: configuration.
  * Returns: 0 or
  *   -EINVAL  NULL @cfg, struct_size too small, no tag or socket, tag too

@@ -7,7 +7,10 @@
  * CONFIGURE_MEM_SLOTS path, a ring base carried across a stop and a
  * restart, a back end that never answers (a bounded wait, then "broken"),
  * one that refuses a request, and one that closes its end (the watch
- * thread reports it; nothing more is sent).
+ * thread reports it; nothing more is sent).  CONFIG: negotiated only for
+ * a device with a config space and a back end that offers it, read once
+ * with GET_CONFIG, a wrong reply refused; and virtio-fs's use of it (the
+ * back end's tag must be the user's, its fewer request queues win).
  */
 #include <check.h>
 #include <errno.h>
@@ -22,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fs/virtio-fs.h"
 #include "memory.h"
 #include "vhost-user/vhost-user.h"
 #include "vhost-user/vu-frontend.h"
@@ -44,6 +48,8 @@ struct fake {
 	uint64_t queue_num;
 	int mode;
 	uint32_t trigger;	/* the request MODE_* acts on */
+	uint8_t config[40];	/* GET_CONFIG's answer (a virtio-fs config) */
+	int config_skew;	/* added to the size it answers with */
 	/* What it received, in order. */
 	uint32_t req[MAX_LOG];
 	unsigned int nfds[MAX_LOG];
@@ -88,6 +94,17 @@ static bool fake_serve_one(struct fake *f, int s, struct vu_msg *m)
 	case VHOST_USER_GET_MAX_MEM_SLOTS:
 		reply_u64(s, m, 8);
 		return true;
+	case VHOST_USER_GET_CONFIG: {
+		struct vhost_user_config c = m->p.config;
+		uint32_t n = MIN(c.size, (uint32_t)sizeof(f->config));
+
+		memset(c.region, 0, sizeof(c.region));
+		memcpy(c.region, f->config, n);
+		c.size += (uint32_t)f->config_skew;
+		ck_assert_int_eq(vu_msg_reply(s, m, &c, VHOST_USER_CONFIG_HDR_SIZE + c.size,
+					      NULL, 0), 0);
+		return true;
+	}
 	case VHOST_USER_GET_VRING_BASE: {
 		struct vhost_user_vring_state st = { m->p.state.index, 42 };
 
@@ -476,6 +493,168 @@ START_TEST(refusals)
 }
 END_TEST
 
+#define PROTO_NO_CONFIG (PROTO_ALL & ~BIT(VHOST_USER_PROTOCOL_F_CONFIG))
+
+/* A virtio-fs config space (virtio 1.2, 5.11.4): a NUL-padded tag, then
+ * num_request_queues (little-endian, as this host). */
+static void fs_config(uint8_t *cfg, const char *tag, uint32_t nrq)
+{
+	memset(cfg, 0, 40);
+	memcpy(cfg, tag, strlen(tag));
+	memcpy(cfg + 36, &nrq, sizeof(nrq));
+}
+
+/* A device with a config space, a back end that offers CONFIG: acked,
+ * read once with GET_CONFIG (offset 0, the device's size, no ack asked:
+ * it has a reply of its own) right after SET_OWNER. */
+START_TEST(config_read_when_offered)
+{
+	struct vu_fe_params p;
+	const uint8_t *c;
+	struct vu_fe *fe;
+	struct fake f;
+	uint32_t len;
+
+	fake_start(&f, PROTO_ALL, MODE_OK, 0);
+	fs_config(f.config, "hostshare", 7);
+	p = params(&f);
+	p.config_size = 40;
+	ck_assert_int_eq(vu_fe_open(&p, &fe), 0);
+	ck_assert_uint_eq(vu_fe_protocol_features(fe),
+			  BIT(VHOST_USER_PROTOCOL_F_MQ) |
+				  BIT(VHOST_USER_PROTOCOL_F_REPLY_ACK) |
+				  BIT(VHOST_USER_PROTOCOL_F_CONFIG));
+	c = vu_fe_config(fe, &len);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_uint_eq(len, 40);
+	ck_assert_mem_eq(c, f.config, 40);
+	vu_fe_close(fe);
+	fake_join(&f);
+	ck_assert_uint_eq(f.last[2].p.u64, BIT(VHOST_USER_PROTOCOL_F_MQ) |
+						   BIT(VHOST_USER_PROTOCOL_F_REPLY_ACK) |
+						   BIT(VHOST_USER_PROTOCOL_F_CONFIG));
+	ck_assert_uint_eq(f.req[4], VHOST_USER_SET_OWNER);
+	ck_assert_uint_eq(f.req[5], VHOST_USER_GET_CONFIG);
+	ck_assert_uint_eq(f.last[5].hdr.size, VHOST_USER_CONFIG_HDR_SIZE + 40);
+	ck_assert_uint_eq(f.last[5].p.config.offset, 0);
+	ck_assert_uint_eq(f.last[5].p.config.size, 40);
+	ck_assert(!f.need_reply[5]);
+	ck_assert_uint_eq(f.req[6], VHOST_USER_SET_MEM_TABLE);
+	ck_assert_uint_eq(fake_count(&f, VHOST_USER_GET_CONFIG), 1);
+}
+END_TEST
+
+/* A back end without CONFIG: nothing to read, nothing asked. */
+START_TEST(config_not_offered)
+{
+	struct vu_fe_params p;
+	struct vu_fe *fe;
+	struct fake f;
+	uint32_t len = 99;
+
+	fake_start(&f, PROTO_NO_CONFIG, MODE_OK, 0);
+	p = params(&f);
+	p.config_size = 40;
+	ck_assert_int_eq(vu_fe_open(&p, &fe), 0);
+	ck_assert_uint_eq(vu_fe_protocol_features(fe),
+			  BIT(VHOST_USER_PROTOCOL_F_MQ) |
+				  BIT(VHOST_USER_PROTOCOL_F_REPLY_ACK));
+	ck_assert_ptr_null(vu_fe_config(fe, &len));
+	ck_assert_uint_eq(len, 0);
+	vu_fe_close(fe);
+	fake_join(&f);
+	ck_assert_int_eq(fake_find(&f, VHOST_USER_GET_CONFIG), -1);
+}
+END_TEST
+
+/* A GET_CONFIG reply of another size than asked: the set-up fails. */
+START_TEST(config_wrong_reply)
+{
+	struct vu_fe_params p;
+	struct vu_fe *fe;
+	struct fake f;
+
+	fake_start(&f, PROTO_ALL, MODE_OK, 0);
+	f.config_skew = -4;
+	p = params(&f);
+	p.config_size = 40;
+	ck_assert_int_eq(vu_fe_open(&p, &fe), -EPROTO);
+	ck_assert_ptr_null(fe);
+	fake_join(&f);
+	ck_assert_uint_eq(f.req[f.n - 1], VHOST_USER_GET_CONFIG);
+	/* Too large for the protocol: refused before anything is sent. */
+	p.config_size = VHOST_USER_MAX_CONFIG_SIZE + 1;
+	ck_assert_int_eq(vu_fe_open(&p, &fe), -EINVAL);
+}
+END_TEST
+
+/*
+ * virtio-fs with a back end that offers CONFIG (@proto) and answers
+ * @be_tag / @be_nrq, serving 4 queues; the device's tag "share", 3
+ * request queues of its own.  Returns virtio_fs_create()'s result; on
+ * success the guest's config is in @cfg.
+ */
+static int fs_with_backend(uint64_t proto, const char *be_tag, uint32_t be_nrq,
+			   uint8_t *cfg, unsigned int *nrq)
+{
+	struct virtio_fs_params fp = {
+		.tag = "share", .mem = &mem, .num_queues = 4, .queue_size = 64,
+		.timeout_ms = 300, .name = "fs test",
+	};
+	struct virtio_device vd;
+	struct virtio_fs *fs;
+	struct fake f;
+	int ret;
+
+	fake_start(&f, proto, MODE_OK, 0);
+	f.queue_num = 4;
+	fs_config(f.config, be_tag, be_nrq);
+	fp.socket = f.path;
+	ret = virtio_fs_create(&fp, &fs);
+	if (!ret) {
+		virtio_fs_virtio(fs, &vd);
+		ck_assert_uint_eq(vd.ops->config_size, 40);
+		vd.ops->config_read(vd.dev, 0, cfg, 40);
+		*nrq = virtio_fs_request_queues(fs);
+		virtio_fs_destroy(fs);
+	} else {
+		ck_assert_ptr_null(fs);
+	}
+	fake_join(&f);
+	ck_assert_int_eq(fake_count(&f, VHOST_USER_GET_CONFIG),
+			 !!(proto & BIT(VHOST_USER_PROTOCOL_F_CONFIG)));
+	return ret;
+}
+
+START_TEST(fs_backend_tag)
+{
+	uint8_t cfg[40], want[40];
+	unsigned int nrq;
+
+	/* The same tag, one request queue: the guest is told one. */
+	ck_assert_int_eq(fs_with_backend(PROTO_ALL, "share", 1, cfg, &nrq), 0);
+	fs_config(want, "share", 1);
+	ck_assert_mem_eq(cfg, want, 40);
+	ck_assert_uint_eq(nrq, 1);
+	/* Another tag, or one that only starts like it: refused. */
+	ck_assert_int_eq(fs_with_backend(PROTO_ALL, "other", 1, cfg, &nrq), -EINVAL);
+	ck_assert_int_eq(fs_with_backend(PROTO_ALL, "shared", 1, cfg, &nrq), -EINVAL);
+	ck_assert_int_eq(fs_with_backend(PROTO_ALL, "shar", 1, cfg, &nrq), -EINVAL);
+	/* No tag, more request queues than served (or 0): the device's. */
+	fs_config(want, "share", 3);
+	ck_assert_int_eq(fs_with_backend(PROTO_ALL, "", 9, cfg, &nrq), 0);
+	ck_assert_mem_eq(cfg, want, 40);
+	ck_assert_uint_eq(nrq, 3);
+	ck_assert_int_eq(fs_with_backend(PROTO_ALL, "", 0, cfg, &nrq), 0);
+	ck_assert_mem_eq(cfg, want, 40);
+	/* No CONFIG offered (QEMU 7.2's virtiofsd): its would-be tag is
+	 * never asked for. */
+	ck_assert_int_eq(fs_with_backend(PROTO_NO_CONFIG, "other", 1, cfg, &nrq), 0);
+	ck_assert_mem_eq(cfg, want, 40);
+	ck_assert_uint_eq(nrq, 3);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("vu_frontend");
@@ -492,6 +671,10 @@ int main(void)
 	tcase_add_test(tc, refused_request);
 	tcase_add_test(tc, back_end_closes);
 	tcase_add_test(tc, refusals);
+	tcase_add_test(tc, config_read_when_offered);
+	tcase_add_test(tc, config_not_offered);
+	tcase_add_test(tc, config_wrong_reply);
+	tcase_add_test(tc, fs_backend_tag);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
