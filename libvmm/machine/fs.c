@@ -50,7 +50,7 @@ static int fs_create(struct vmm *vm, struct machine *m, struct machine_device *d
 	snprintf(name, sizeof(name), "fs %u", d->id);
 	ret = virtio_fs_create(&fp, &mf->fs);
 	if (ret) {
-		vmm_err("fs %u (tag %s): no vhost-user back end at %s: %s", d->id,
+		vmm_err("fs %u (tag %s): vhost-user back end at %s: %s", d->id,
 			c->tag, c->socket, strerror(-ret));
 		return ret;
 	}
