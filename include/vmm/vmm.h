@@ -614,7 +614,11 @@ struct vmm_fs_config {
 int vmm_add_fs(struct vmm *vm, const struct vmm_fs_config *cfg,
 	       unsigned int *out_id);
 
-/* Counters of a virtio-fs device's vhost-user front end. */
+/* Counters of a virtio-fs device's vhost-user front end.  No bytes or
+ * requests: the back end serves the rings itself (guest kicks reach it
+ * through the ioeventfds, its completions the guest through the irqfds),
+ * so this process sees no request; the back end's own statistics have
+ * them (as with QEMU's vhost-user-fs-pci). */
 struct vmm_fs_stats {
 	uint32_t struct_size;	   /* = sizeof(struct vmm_fs_stats) */
 	uint32_t request_queues;   /* what the guest was offered */
