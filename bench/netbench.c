@@ -6,7 +6,7 @@
  *   netbench --dir tx|rx [--pairs N] [--iothreads T] [--frame-len L] [--seconds S]
  *            [--warmup S] [--queue-size N] [--event-idx 0|1] [--rep N]
  *            [--rate-bw B/s] [--rate-bw-burst B] [--rate-ops N/s]
- *            [--rate-ops-burst N] [--backend stream|tap]
+ *            [--rate-ops-burst N] [--backend stream|tap|tun] [--tap-io uring|readv]
  *
  * What runs is libvmm's real virtio-net (devices/net/virtio-net.c) with its
  * limits set (the same ratelimit_cfg vmm_set_net_rate_limit() sets), on
@@ -20,12 +20,22 @@
  * tap back end's data path instead (net_tap_backend's readv/writev with
  * the 12-byte virtio-net header, one message a frame), on a SOCK_SEQPACKET
  * socketpair in place of the tap (no tap ioctls: no offloads, no queue
- * steering); as on a tap, TX has no POLLOUT watch and nothing but kicks
- * and its own rounds wake the I/O thread for TX.  A tap takes every frame
+ * steering); --backend tun: the same on a real multi-queue tap (root:
+ * /dev/net/tun), "nbtap0" in a network namespace of its own, up, with no
+ * address; TX frames go to the namespace's stack, which drops them (a
+ * local EtherType), and RX frames come from an AF_PACKET socket per pair
+ * sending on the tap (IPv4/UDP frames, one flow per pair: the tap steers
+ * a flow to the queue its hash picks, so pairs may share a queue).  As
+ * on a tap, TX has no POLLOUT watch and nothing but kicks
+ * and its own rounds wake the I/O thread for TX.  --tap-io: how the tap
+ * path moves frames, through the I/O thread's io_uring (the default, as
+ * net_tap_backend) or with readv/writev (its fallback), for A/B runs
+ * (bench/results/net_uring_ab.md).  A tap takes every frame
  * at once; the socket holds what its send buffer takes (a few hundred
- * small messages) and refuses the rest, which the tap path drops and
- * counts ("drops"), so tx counts the frames the device took off the
- * ring, sent or dropped.
+ * small messages) and refuses the rest, which the readv/writev path
+ * drops and counts ("drops"), so tx counts the frames the device took
+ * off the ring, sent or dropped (through io_uring a kernel that parks a
+ * write on a full socket, as 6.x does, sends them all, later).
  *
  * The guest side is a simulated Linux driver on guest RAM (a memfd), one
  * thread per pair for the direction measured:
@@ -48,15 +58,22 @@
  * asserted; exit 3 if a frame came out wrong (length, num_buffers) or the
  * device broke (NEEDS_RESET).
  */
+#include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
+#include <net/if.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,6 +87,7 @@
 #include "memory.h"
 #include "net/net-backend.h"
 #include "net/stream.h"
+#include "net/tap.h"
 #include "net/virtio-net.h"
 #include "pci/msix.h"
 #include "ratelimit.h"
@@ -125,7 +143,9 @@ static struct {
 	int event_idx;
 	double seconds, warmup;
 	struct ratelimit_cfg rate;
-	bool tap; /* --backend tap */
+	bool tap; /* --backend tap or tun */
+	bool tun; /* --backend tun */
+	bool readv; /* --tap-io readv */
 } C = {
 	.pairs = 1, .queue_size = 256, .frame_len = MAX_FRAME, .event_idx = 1,
 	.seconds = 3, .warmup = 1.5,
@@ -535,6 +555,78 @@ static int pairs_set(unsigned int pairs)
 /* --backend tap: the tap's data path without its ioctls (set at start). */
 static struct net_backend tap_like;
 
+/* --backend tun: the tap's @C.pairs queues into @fds, up; each pair's
+ * peer an AF_PACKET socket bound to it (rx). */
+static int tun_setup(int *fds)
+{
+	struct ifreq ifr = { .ifr_name = "nbtap0" };
+	int s, ret = tap_open("nbtap0", C.pairs, fds);
+
+	if (ret)
+		return ret;
+	/* No IPv6 on it: its router and listener solicitations would reach
+	 * the guest side among the frames counted (rx). */
+	s = open("/proc/sys/net/ipv6/conf/nbtap0/disable_ipv6", O_WRONLY | O_CLOEXEC);
+	if (s >= 0) {
+		if (write(s, "1", 1) != 1)
+			ret = -EIO;
+		close(s);
+	}
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	ret = ioctl(s, SIOCGIFFLAGS, &ifr) ? -errno : 0;
+	ifr.ifr_flags |= IFF_UP;
+	if (!ret && ioctl(s, SIOCSIFFLAGS, &ifr))
+		ret = -errno;
+	if (!ret && ioctl(s, SIOCGIFINDEX, &ifr))
+		ret = -errno;
+	close(s);
+	for (unsigned int i = 0; !ret && !C.tx && i < C.pairs; i++) {
+		struct sockaddr_ll a = { .sll_family = AF_PACKET,
+					 .sll_protocol = htons(ETH_P_ALL),
+					 .sll_ifindex = ifr.ifr_ifindex };
+
+		P[i].peer_fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+		if (P[i].peer_fd < 0 || bind(P[i].peer_fd, (void *)&a, sizeof(a)))
+			ret = -errno;
+	}
+	return ret;
+}
+
+/* rx, --backend tun: IPv4/UDP frames of pair @pp's flow (198.18.0.0/15
+ * addresses, never routed: the namespace has none) sent on the tap as
+ * fast as the socket takes them. */
+static void *peer_writer_tun(void *arg)
+{
+	struct pair *pp = arg;
+	uint8_t *buf = calloc(PEER_BATCH, C.frame_len);
+	struct mmsghdr m[PEER_BATCH];
+	struct iovec iov[PEER_BATCH];
+
+	if (!buf)
+		return NULL;
+	for (unsigned int i = 0; i < PEER_BATCH; i++) {
+		uint8_t *f = buf + (size_t)i * C.frame_len;
+
+		put_frame(f, C.frame_len, i + pp->index);
+		f[12] = 0x08; /* IPv4 */
+		f[13] = 0x00;
+		memcpy(f + 14, (uint8_t[]){ 0x45, 0, (uint8_t)((C.frame_len - 14) >> 8),
+					    (uint8_t)(C.frame_len - 14),
+					    0, 0, 0, 0, 64, 17, 0, 0, 198, 18, 0,
+					    (uint8_t)(1 + pp->index), 198, 18, 1, 1,
+					    0x30, (uint8_t)pp->index, 0x30, 0x39 }, 24);
+		iov[i] = (struct iovec){ f, C.frame_len };
+		m[i].msg_hdr = (struct msghdr){ .msg_iov = &iov[i], .msg_iovlen = 1 };
+	}
+	while (!LOAD(stop_flag))
+		if (sendmmsg(pp->peer_fd, m, PEER_BATCH, 0) < 0)
+			usleep(100); /* ENOBUFS: the tap's queue is full */
+	free(buf);
+	return NULL;
+}
+
 static int setup(void)
 {
 	unsigned int nq, ctrl_index = 2 * C.pairs;
@@ -558,7 +650,9 @@ static int setup(void)
 			if ((ret = iothread_start(io[i])))
 				return ret;
 		}
-		if (C.tap) {
+		if (C.tun) {
+			sv[0] = sv[1] = -1; /* tap_open() below, the peer's later */
+		} else if (C.tap) {
 			/* Non-blocking, as minivmm opens a tap. */
 			if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK |
 						SOCK_CLOEXEC, 0, sv))
@@ -573,6 +667,8 @@ static int setup(void)
 		P[i].peer_fd = sv[1];
 		P[i].index = i;
 	}
+	if (C.tun && (ret = tun_setup(fds)))
+		return ret;
 	{
 		struct virtio_net_params np = {
 			.net = { .max_pairs = (uint16_t)C.pairs,
@@ -706,7 +802,9 @@ static void usage(void)
 		"       [--warmup S] [--queue-size N] [--event-idx 0|1] [--rep N]\n"
 		"       [--rate-bw B/s] [--rate-bw-burst B] [--rate-ops N/s]\n"
 		"       [--rate-ops-burst N]   (the NIC's rate limits, each direction)\n"
-		"       [--backend stream|tap] (tap: its data path on a seqpacket socketpair)\n");
+		"       [--backend stream|tap|tun] (tap: its data path on a seqpacket\n"
+		"       socketpair; tun: on a real tap, root, in a namespace of its own)\n"
+		"       [--tap-io uring|readv] (tap: frames moved by io_uring, or readv/writev)\n");
 	exit(2);
 }
 
@@ -720,6 +818,7 @@ int main(int argc, char **argv)
 		{ "rate-bw", 1, 0, 'B' },     { "rate-bw-burst", 1, 0, 'b' },
 		{ "rate-ops", 1, 0, 'O' },    { "rate-ops-burst", 1, 0, 'o' },
 		{ "iothreads", 1, 0, 'i' },   { "backend", 1, 0, 'k' },
+		{ "tap-io", 1, 0, 'I' },
 		{ 0, 0, 0, 0 },
 	};
 	uint64_t f0[MAXP] = { 0 }, b0[MAXP] = { 0 }, f1[MAXP] = { 0 }, b1[MAXP] = { 0 };
@@ -745,9 +844,16 @@ int main(int argc, char **argv)
 		case 'O': C.rate.ops.rate = strtoull(optarg, NULL, 0); break;
 		case 'o': C.rate.ops.burst = strtoull(optarg, NULL, 0); break;
 		case 'k':
-			if (strcmp(optarg, "stream") && strcmp(optarg, "tap"))
+			if (strcmp(optarg, "stream") && strcmp(optarg, "tap") &&
+			    strcmp(optarg, "tun"))
 				usage();
-			C.tap = !strcmp(optarg, "tap");
+			C.tun = !strcmp(optarg, "tun");
+			C.tap = C.tun || !strcmp(optarg, "tap");
+			break;
+		case 'I':
+			if (strcmp(optarg, "uring") && strcmp(optarg, "readv"))
+				usage();
+			C.readv = !strcmp(optarg, "readv");
 			break;
 		default: usage();
 		}
@@ -766,6 +872,17 @@ int main(int argc, char **argv)
 	tap_like.set_features = NULL; /* TUNSETOFFLOAD: a tap's */
 	tap_like.steer = NULL;	      /* TUNSETQUEUE: a tap's */
 	tap_like.offloads = false;
+	tap_like.uring = !C.readv;
+	if (C.tun) {
+		tap_like = net_tap_backend; /* its ioctls too */
+		tap_like.uring = !C.readv;
+		tap_like.offloads = false;
+		if (unshare(CLONE_NEWNET)) {
+			fprintf(stderr, "netbench: unshare(CLONE_NEWNET): %s\n",
+				strerror(errno));
+			return 1;
+		}
+	}
 
 	ret = setup();
 	if (ret) {
@@ -777,10 +894,12 @@ int main(int argc, char **argv)
 
 		ret = -pthread_create(&pp->drv, NULL, drv_thread, C.tx ? &pp->tx : &pp->rx);
 		pp->drv_started = !ret;
-		if (!ret) {
+		/* tun, tx: the namespace's stack takes the frames. */
+		if (!ret && !(C.tun && C.tx)) {
 			ret = -pthread_create(&pp->peer, NULL,
 					      C.tx ? (C.tap ? peer_reader_tap : peer_reader) :
-						     (C.tap ? peer_writer_tap : peer_writer), pp);
+						     (C.tun ? peer_writer_tun :
+						      C.tap ? peer_writer_tap : peer_writer), pp);
 			pp->peer_started = !ret;
 		}
 		if (ret) {
@@ -831,13 +950,15 @@ int main(int argc, char **argv)
 	}
 	secs = t1 - t0;
 	printf("{\"bench\": \"netrate\", \"target\": \"libvmm\", \"backend\": \"%s\", "
+	       "\"tap_io\": \"%s\", "
 	       "\"dir\": \"%s\", \"pairs\": %u, \"iothreads\": %u, \"frame_len\": %u, "
 	       "\"queue_size\": %u, \"event_idx\": %s, \"rep\": %u, \"seconds\": %.3f, "
 	       "\"rate_bw\": %llu, \"rate_ops\": %llu, \"frames\": %llu, \"bytes\": %llu, "
 	       "\"fps\": %.1f, \"bps\": %.1f, \"rate_throttled\": %llu, "
 	       "\"rate_wait_ms\": %.1f, \"kicks\": %llu, \"irqs\": %llu, "
 	       "\"drops\": %llu, \"errors\": %llu, \"io_rounds\": %llu, \"pair_frames\": [",
-	       C.tap ? "tap" : "stream", C.tx ? "tx" : "rx", C.pairs, nr_io, C.frame_len, C.queue_size,
+	       C.tun ? "tun" : C.tap ? "tap" : "stream", C.tap ? (C.readv ? "readv" : "uring") : "-",
+	       C.tx ? "tx" : "rx", C.pairs, nr_io, C.frame_len, C.queue_size,
 	       C.event_idx ? "true" : "false", C.rep, secs,
 	       (unsigned long long)C.rate.bw.rate, (unsigned long long)C.rate.ops.rate,
 	       (unsigned long long)frames, (unsigned long long)bytes, frames / secs,

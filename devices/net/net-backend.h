@@ -20,6 +20,10 @@
 struct net_backend {
 	const char *kind;	/* "tap", "stream": for messages */
 	bool offloads;		/* the wire carries the virtio-net header */
+	/* Frames move through the pair's I/O-thread io_uring (tap-uring.h:
+	 * the file is a tap's, non-blocking); tx/rx only where the file
+	 * cannot be registered with the ring. */
+	bool uring;
 	/* TX can find the pair's file full (a stream socket whose peer reads
 	 * slowly; blocked_since() then says since when): the device waits
 	 * for POLLOUT on the file instead of trying again every round. */

@@ -114,6 +114,7 @@ static int tap_be_features(int fd, uint64_t features)
 const struct net_backend net_tap_backend = {
 	.kind = "tap",
 	.offloads = true,
+	.uring = true,
 	.tx = tap_be_tx,
 	.rx = tap_be_rx,
 	.set_features = tap_be_features,

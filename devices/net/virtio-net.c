@@ -12,6 +12,7 @@
 #include "net/net-backend.h"
 #include "net/net-rate.h"
 #include "net/tap.h"
+#include "net/tap-uring.h"
 #include "net/vhost-net.h"
 #include "net/virtio-net.h"
 #include "ratelimit.h"
@@ -32,6 +33,11 @@ struct net_queue {
 	struct iothread_fd watch;
 	struct iothread_file file;
 	bool watching;
+	/* A back end moved by io_uring (net_backend.uring): the queue's
+	 * engine, and whether this attach uses it (the file registered: RX
+	 * and TX each hold a registration, so TX needs none of RX's). */
+	struct tap_uring *ur;
+	bool uring;
 	/* RX: the driver gave too few buffers; the tap waits for a kick. */
 	bool starved;
 	struct vnet_rxq *rx;
@@ -160,6 +166,18 @@ static void link_check(struct virtio_net *d, unsigned int p)
 		d->link_changed(d->link_opaque);
 }
 
+/* One RX step: reads started (io_uring) or done (the back end's own). */
+static int rx_move(struct virtio_net *d, struct net_queue *q, bool mrg,
+		   unsigned int budget, unsigned int *moved)
+{
+	if (q->uring)
+		return tap_uring_rx(q->ur, mrg, vnet_rx_max_frame(&d->n), budget,
+				    moved);
+	return d->be->rx(d->priv[q->pair], d->fds[q->pair], q->rx,
+			 vqs_virtq(q->sq), mrg, vnet_rx_max_frame(&d->n), budget,
+			 &d->stats[q->pair], moved);
+}
+
 /*
  * Kicks on an RX queue say "buffers added", and the device needs that
  * only when it ran out of them: it reads frames when its back end's file
@@ -185,8 +203,7 @@ static int rx_process(struct virtio_net *d, struct net_queue *q)
 	if (net_rate_wait(q->sq, &d->rl_rx, &q->rate, &budget))
 		return 0;
 	virtq_disable_notify(vq);
-	r = d->be->rx(d->priv[q->pair], d->fds[q->pair], q->rx, vq, mrg,
-		      vnet_rx_max_frame(&d->n), budget, st, &pushed);
+	r = rx_move(d, q, mrg, budget, &pushed);
 	if (r == VNET_RX_NO_BUFS) {
 		/* Starved: a kick when the driver adds buffers, and one more
 		 * look, with kicks on: buffers added before the driver could
@@ -195,16 +212,22 @@ static int rx_process(struct virtio_net *d, struct net_queue *q)
 		 * (the barrier in virtq_pop()), so either this look sees them
 		 * or the driver kicks. */
 		virtq_enable_notify(vq);
-		r = d->be->rx(d->priv[q->pair], d->fds[q->pair], q->rx, vq, mrg,
-			      vnet_rx_max_frame(&d->n), budget - pushed, st, &again);
+		r = rx_move(d, q, mrg, budget - pushed, &again);
 		pushed += again;
 		if (r != VNET_RX_NO_BUFS)
 			virtq_disable_notify(vq);
 	}
-	net_rate_charge(&d->rl_rx, &q->rate, st->rx_bytes - bytes, st->rx_packets - frames);
+	/* The io_uring path charges each read as it completes. */
+	if (!q->uring)
+		net_rate_charge(&d->rl_rx, &q->rate, st->rx_bytes - bytes,
+				st->rx_packets - frames);
 	link_check(d, q->pair);
 	if (r < 0)
 		return r;
+	/* io_uring: the reads started push their packets as they complete
+	 * (vqs_pushed()), nothing is pushed here. */
+	if (q->uring)
+		pushed = 0;
 	/* Out of buffers: leave the frames in the tap's queue (bounded,
 	 * the kernel drops past it) until the driver kicks with more. */
 	q->starved = r == VNET_RX_NO_BUFS;
@@ -262,7 +285,8 @@ static int tx_process(struct virtio_net *d, struct net_queue *q)
 	struct virtq *vq = vqs_virtq(q->sq);
 	uint64_t bytes = st->tx_bytes, frames = st->tx_packets;
 	unsigned int budget = NET_BUDGET, done = 0;
-	bool more, full;
+	uint64_t ur_bytes = 0, ur_frames = 0;
+	bool more, full = false;
 	int r;
 
 	/* Throttled: the chains stay in the ring until the tokens are back. */
@@ -270,14 +294,26 @@ static int tx_process(struct virtio_net *d, struct net_queue *q)
 		return 0;
 	virtq_disable_notify(vq);
 	for (;;) {
-		r = d->be->tx(d->priv[q->pair], d->fds[q->pair], vq, q->chain,
-			      budget - done, st, &more);
+		if (q->uring) {
+			uint64_t b, f;
+
+			/* Slots all busy (*full): their completions serve
+			 * the queue again (vqs_pushed()), with kicks off. */
+			r = tap_uring_tx(q->ur, q->chain, budget - done, &more,
+					 &full, &b, &f);
+			ur_bytes += b;
+			ur_frames += f;
+		} else {
+			r = d->be->tx(d->priv[q->pair], d->fds[q->pair], vq,
+				      q->chain, budget - done, st, &more);
+		}
 		if (r < 0)
 			break;
 		done += (unsigned int)r;
-		/* Stopped with chains left (budget, a full file), or the ring
-		 * found empty and still empty with kicks on: done. */
-		if (more || !virtq_enable_notify(vq))
+		/* Stopped with chains left (budget, a full file, busy
+		 * slots), or the ring found empty and still empty with kicks
+		 * on: done. */
+		if (more || full || !virtq_enable_notify(vq))
 			break;
 		virtq_disable_notify(vq);
 		if (done == budget) {
@@ -285,11 +321,20 @@ static int tx_process(struct virtio_net *d, struct net_queue *q)
 			break;
 		}
 	}
-	net_rate_charge(&d->rl_tx, &q->rate, st->tx_bytes - bytes, st->tx_packets - frames);
+	/* io_uring: charged as taken (the writes complete later). */
+	net_rate_charge(&d->rl_tx, &q->rate,
+			q->uring ? ur_bytes : st->tx_bytes - bytes,
+			q->uring ? ur_frames : st->tx_packets - frames);
 	link_check(d, q->pair);
 	tx_stall_check(d, q);
 	if (r < 0)
 		return r;
+	if (q->uring) {
+		/* Pushed as the writes complete (vqs_pushed()). */
+		more = more && !(done == budget && budget < NET_BUDGET &&
+				 net_rate_again(q->sq, &d->rl_tx, &q->rate));
+		return pushed_result(q->sq, false, more, false);
+	}
 	/* The file is full: its POLLOUT wake-up serves the queue again, not
 	 * a retry every round (each a wake-up of this thread).  A wake-up
 	 * that comes after the failed send is one more CQE for this thread,
@@ -335,6 +380,37 @@ static int net_process(void *dev, struct vqs_queue *sq)
 	return q->rx ? rx_process(d, q) : tx_process(d, q);
 }
 
+/*
+ * A back end moved by io_uring: the pair's file registered with the
+ * queue's ring (once, kept until the device is destroyed: iothread.h)
+ * and the queue's engine.  Neither possible (the table full, no memory):
+ * the back end's own readv/writev for this attach, slower, not broken.
+ */
+static void uring_attach(struct virtio_net *d, struct net_queue *q)
+{
+	int ret = 0;
+
+	q->uring = false;
+	if (!d->be->uring)
+		return;
+	if (!q->file.held)
+		ret = iothread_file_get(q->io, d->fds[q->pair], &q->file);
+	if (!ret && !q->ur)
+		ret = tap_uring_create(q->rx != NULL, &q->ur);
+	if (ret) {
+		log_limited(&d->tap_log, VMM_LOG_WARN, "virtio-net",
+			    "queue %u: io_uring: %s; readv/writev instead",
+			    vqs_index(q->sq), strerror(-ret));
+		return;
+	}
+	tap_uring_attach(q->ur, &(struct tap_uring_queue){
+					.sq = q->sq, .file = &q->file,
+					.st = &d->stats[q->pair],
+					.rl = q->rx ? &d->rl_rx : &d->rl_tx,
+					.rate = &q->rate });
+	q->uring = true;
+}
+
 /* RX queue of a pair: offloads as negotiated, steering, the tap watched;
  * TX queue on a back end that fills: its file watched for POLLOUT.
  * Context: the queue's I/O thread. */
@@ -350,6 +426,7 @@ static int net_attach(void *dev, struct vqs_queue *sq)
 	if (vnet_is_ctrl(&d->n, vqs_index(sq)))
 		return 0;
 	if (!q->rx) {
+		uring_attach(d, q);
 		if (!d->be->tx_waits_writable)
 			return 0;
 		/* The file registered by the watch itself (the RX queue's
@@ -373,6 +450,7 @@ static int net_attach(void *dev, struct vqs_queue *sq)
 		if (ret)
 			return ret;
 	}
+	uring_attach(d, q);
 	q->watch = (struct iothread_fd){ .fd = fd, .file = &q->file,
 					 .fn = rx_readable, .opaque = q };
 	ret = iothread_watch_fd(vqs_iothread(sq), &q->watch);
@@ -380,14 +458,16 @@ static int net_attach(void *dev, struct vqs_queue *sq)
 	return ret;
 }
 
-/* Nothing is ever in flight (every read and write is done by the time
- * process() returns): stop watching the tap. */
+/* Stop watching the tap; io_uring: start nothing more and cancel what is
+ * in flight (readv/writev: nothing is, every read and write is done by
+ * the time process() returns). */
 static void net_quiesce(void *dev, struct vqs_queue *sq, bool cancel)
 {
 	struct virtio_net *d = dev;
 	struct net_queue *q = &d->qs[vqs_index(sq)];
 
-	(void)cancel;
+	if (q->uring)
+		tap_uring_quiesce(q->ur, cancel);
 	if (q->watching)
 		iothread_unwatch_fd(vqs_iothread(sq), &q->watch);
 	q->watching = false;
@@ -395,6 +475,23 @@ static void net_quiesce(void *dev, struct vqs_queue *sq, bool cancel)
 		iothread_unwatch_fd(vqs_iothread(sq), &q->out_watch);
 	q->out_watching = false;
 	q->out_waiting = false;
+}
+
+static bool net_idle(void *dev, struct vqs_queue *sq)
+{
+	struct net_queue *q = &((struct virtio_net *)dev)->qs[vqs_index(sq)];
+
+	return !q->uring || tap_uring_idle(q->ur);
+}
+
+/* Idle and detached: the RX chains an engine kept go with the ring. */
+static void net_detached(void *dev, struct vqs_queue *sq)
+{
+	struct net_queue *q = &((struct virtio_net *)dev)->qs[vqs_index(sq)];
+
+	if (q->uring)
+		tap_uring_detached(q->ur);
+	q->uring = false;
 }
 
 /* Queue i is pair i / 2's, served with it on that pair's thread; the
@@ -423,6 +520,8 @@ static const struct vqs_ops net_service = {
 	.process = net_process,
 	.attach = net_attach,
 	.quiesce = net_quiesce,
+	.idle = net_idle,
+	.detached = net_detached,
 	.iothread_of = net_iothread_of,
 	.fills = net_fills,
 };
@@ -621,6 +720,7 @@ static void net_free(struct virtio_net *d)
 			d->be->pair_fini(d->priv[p]);
 	free(d->priv);
 	for (unsigned int i = 0; d->qs && i < d->nr_queues; i++) {
+		tap_uring_destroy(d->qs[i].ur);
 		free(d->qs[i].rx);
 		free(d->qs[i].chain);
 	}

@@ -133,6 +133,31 @@ void vnet_config_read(const struct vnet *n, uint32_t off, void *buf, uint32_t le
 		       len < VNET_CONFIG_SIZE - off ? len : VNET_CONFIG_SIZE - off);
 }
 
+void vnet_tx_chain(struct virtq *vq, const struct virtq_chain *ch, int fd,
+		   struct vnet_pair_stats *st)
+{
+	uint64_t len = vq_iov_len(ch->iov, ch->nr_out);
+	ssize_t w = -1;
+
+	/* Readable segments only are the frame (writable ones, which a TX
+	 * chain must not have, are ignored).  The tap checks the header's
+	 * GSO fields and refuses a bad one (EINVAL). */
+	if (len >= VNET_HDR_LEN)
+		w = writev(fd, ch->iov, (int)ch->nr_out);
+	vnet_tx_count(st, len, w >= 0);
+	virtq_push(vq, ch->head, 0);
+}
+
+void vnet_tx_count(struct vnet_pair_stats *st, uint64_t len, bool sent)
+{
+	if (!sent) {
+		INC(st->tx_drops, 1);
+	} else {
+		INC(st->tx_packets, 1);
+		INC(st->tx_bytes, len - VNET_HDR_LEN);
+	}
+}
+
 int vnet_tx(struct virtq *vq, struct virtq_chain *ch, int fd,
 	    unsigned int budget, struct vnet_pair_stats *st, bool *more)
 {
@@ -140,23 +165,7 @@ int vnet_tx(struct virtq *vq, struct virtq_chain *ch, int fd,
 	int r = 0;
 
 	while (done < budget && (r = virtq_pop(vq, ch)) > 0) {
-		uint64_t len = 0;
-		ssize_t w = -1;
-
-		for (unsigned int i = 0; i < ch->nr_out; i++)
-			len += ch->iov[i].iov_len;
-		/* Readable segments only are the frame (writable ones, which
-		 * a TX chain must not have, are ignored).  The tap checks the
-		 * header's GSO fields and refuses a bad one (EINVAL). */
-		if (len >= VNET_HDR_LEN)
-			w = writev(fd, ch->iov, (int)ch->nr_out);
-		if (w < 0) {
-			INC(st->tx_drops, 1);
-		} else {
-			INC(st->tx_packets, 1);
-			INC(st->tx_bytes, len - VNET_HDR_LEN);
-		}
-		virtq_push(vq, ch->head, 0);
+		vnet_tx_chain(vq, ch, fd, st);
 		done++;
 	}
 	if (r < 0)
@@ -191,20 +200,19 @@ static void rx_unpop(struct virtq *vq, unsigned int n)
 		virtq_unpop(vq);
 }
 
-/*
- * Pop chains into @rq until they hold @max_frame bytes (one chain without
- * @mergeable).  Returns the chains popped (0: none available), or -EPROTO.
- * *@ready: a read may go ahead (enough room, or all the driver can give).
- */
-int vnet_rx_gather(struct vnet_rxq *rq, struct virtq *vq, bool mergeable,
-		   uint32_t max_frame, unsigned int *niov, bool *ready)
+int vnet_rx_top_up(struct vnet_rxq *rq, struct virtq *vq, bool mergeable,
+		   uint32_t max_frame, unsigned int *nbp, unsigned int *niov,
+		   bool *ready)
 {
-	unsigned int nb = 0;
+	unsigned int nb = *nbp, popped = 0;
 	uint64_t total = 0;
-	int r;
+	int r = 0;
 
-	*niov = 0;
+	for (unsigned int i = 0; i < nb; i++)
+		total += rq->len[i];
 	*ready = true;
+	if (nb && (!mergeable || total >= max_frame))
+		return 0;
 	while (nb < VNET_RX_MAX_BUFS) {
 		r = virtq_pop(vq, &rq->chain);
 		if (r < 0)
@@ -228,19 +236,29 @@ int vnet_rx_gather(struct vnet_rxq *rq, struct virtq *vq, bool mergeable,
 		rq->iov_end[nb] = (uint16_t)*niov;
 		total += rq->chain.in_len;
 		nb++;
+		popped++;
+		*nbp = nb;
 		if (!mergeable || total >= max_frame)
-			return (int)nb;
+			return (int)popped;
 	}
 	/* Short of @max_frame: read only if the driver cannot post more
-	 * (its whole ring is here, or this read's limits are reached). */
-	*ready = nb == vq->size || nb == VNET_RX_MAX_BUFS || r > 0;
-	return (int)nb;
+	 * (its whole ring is held by the device, or this read's limits are
+	 * reached). */
+	*ready = virtq_in_service(vq) >= vq->size || nb == VNET_RX_MAX_BUFS || r > 0;
+	return (int)popped;
 }
 
-/* Deliver a packet of @len bytes read into the @nb chains gathered:
- * num_buffers in its header, the chains it filled used, the rest back. */
-void vnet_rx_deliver(struct vnet_rxq *rq, struct virtq *vq, unsigned int nb,
-		     size_t len)
+int vnet_rx_gather(struct vnet_rxq *rq, struct virtq *vq, bool mergeable,
+		   uint32_t max_frame, unsigned int *niov, bool *ready)
+{
+	unsigned int nb = 0;
+
+	*niov = 0;
+	return vnet_rx_top_up(rq, vq, mergeable, max_frame, &nb, niov, ready);
+}
+
+unsigned int vnet_rx_push(struct vnet_rxq *rq, struct virtq *vq,
+			  unsigned int nb, size_t len)
 {
 	unsigned int used = 0;
 	size_t left = len;
@@ -260,7 +278,30 @@ void vnet_rx_deliver(struct vnet_rxq *rq, struct virtq *vq, unsigned int nb,
 		virtq_push(vq, rq->head[i], take);
 		left -= take;
 	}
-	rx_unpop(vq, nb - used);
+	return used;
+}
+
+/* Deliver a packet of @len bytes read into the @nb chains gathered:
+ * num_buffers in its header, the chains it filled used, the rest back. */
+void vnet_rx_deliver(struct vnet_rxq *rq, struct virtq *vq, unsigned int nb,
+		     size_t len)
+{
+	rx_unpop(vq, nb - vnet_rx_push(rq, vq, nb, len));
+}
+
+unsigned int vnet_rx_keep(struct vnet_rxq *rq, unsigned int nb,
+			  unsigned int used, unsigned int *niov)
+{
+	unsigned int skip = used ? rq->iov_end[used - 1] : 0;
+
+	memmove(rq->iov, &rq->iov[skip], (*niov - skip) * sizeof(rq->iov[0]));
+	for (unsigned int i = used; i < nb; i++) {
+		rq->head[i - used] = rq->head[i];
+		rq->len[i - used] = rq->len[i];
+		rq->iov_end[i - used] = (uint16_t)(rq->iov_end[i] - skip);
+	}
+	*niov -= skip;
+	return nb - used;
 }
 
 int vnet_rx(struct vnet_rxq *rq, struct virtq *vq, int fd, bool mergeable,

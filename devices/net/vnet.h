@@ -111,6 +111,16 @@ void vnet_config_read(const struct vnet *n, uint32_t off, void *buf, uint32_t le
 int vnet_tx(struct virtq *vq, struct virtq_chain *scratch, int fd,
 	    unsigned int budget, struct vnet_pair_stats *st, bool *more);
 
+/*
+ * One TX chain popped from @vq written to @fd at once (writev), counted
+ * (vnet_tx_count()) and used.  vnet_tx()'s step; the io_uring path
+ * (tap-uring.h) writes what its slots cannot take this way.
+ */
+void vnet_tx_chain(struct virtq *vq, const struct virtq_chain *ch, int fd,
+		   struct vnet_pair_stats *st);
+/* Count a TX frame of @len bytes (header included): @sent, or dropped. */
+void vnet_tx_count(struct vnet_pair_stats *st, uint64_t len, bool sent);
+
 /* vnet_rx() results. */
 enum vnet_rx_stop {
 	VNET_RX_DRAINED,  /* the file has nothing more (EAGAIN) */
@@ -147,6 +157,25 @@ int vnet_rx_gather(struct vnet_rxq *rq, struct virtq *vq, bool mergeable,
 		   uint32_t max_frame, unsigned int *niov, bool *ready);
 void vnet_rx_deliver(struct vnet_rxq *rq, struct virtq *vq, unsigned int nb,
 		     size_t len);
+/*
+ * For reads in flight while others are started (tap-uring.h), where the
+ * chains a packet did not need are no longer the last popped and cannot
+ * go back: vnet_rx_top_up() is vnet_rx_gather() for @rq already holding
+ * *@nb chains (*@niov iovecs), popping more until they hold @max_frame;
+ * "all the driver can give" is then every ring entry held by the device
+ * (virtq_in_service()).  Returns the chains it popped (the last popped:
+ * virtq_unpop() may give them back) or -EPROTO.  vnet_rx_push(): the
+ * packet of @len bytes in the first chains used (num_buffers set);
+ * returns how many.  vnet_rx_keep(): drop the @used first chains of @rq,
+ * the rest kept for the next read; returns the chains left.
+ */
+int vnet_rx_top_up(struct vnet_rxq *rq, struct virtq *vq, bool mergeable,
+		   uint32_t max_frame, unsigned int *nb, unsigned int *niov,
+		   bool *ready);
+unsigned int vnet_rx_push(struct vnet_rxq *rq, struct virtq *vq,
+			  unsigned int nb, size_t len);
+unsigned int vnet_rx_keep(struct vnet_rxq *rq, unsigned int nb,
+			  unsigned int used, unsigned int *niov);
 /* The biggest packet the driver of @n may be handed, header included. */
 uint32_t vnet_rx_max_frame(const struct vnet *n);
 

@@ -173,8 +173,10 @@ static const struct rule io_rules[] = {
 	{ SCMP_SYS(fsync), ARG_ANY },
 	{ SCMP_SYS(fallocate), ARG_ANY },
 	{ SCMP_SYS(eventfd2), ARG_ANY },
-	/* virtio-net: frames to and from the tap, the offloads the driver
-	 * accepted and the pairs it enabled (TUNSETOFFLOAD, TUNSETQUEUE). */
+	/* virtio-net: frames to and from the tap (READV/WRITEV SQEs on the
+	 * ring, io_uring_enter above; readv/writev where the tap cannot be
+	 * registered with it), the offloads the driver accepted and the
+	 * pairs it enabled (TUNSETOFFLOAD, TUNSETQUEUE). */
 	{ SCMP_SYS(readv), ARG_ANY },
 	{ SCMP_SYS(writev), ARG_ANY },
 	/* virtio-net on a stream socket (devices/net/stream.c): frames sent
