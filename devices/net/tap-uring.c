@@ -293,10 +293,10 @@ void tap_uring_quiesce(struct tap_uring *u, bool cancel)
 	u->cancelling = cancel;
 	if (!cancel)
 		return;
-	/* Reads and writes on the non-blocking tap finish within the submit
-	 * that carries them, so these find nothing, as a rule; one the
-	 * kernel handed to a worker (io-wq) is cancelled here rather than
-	 * waited for under the guest's reset. */
+	/* Reads parked on an idle tap (tap-uring.h) complete only with a
+	 * frame, which a reset must not wait for, nor put into the ring it
+	 * is tearing down: each busy slot's SQE is cancelled (a write, done
+	 * within its submit as a rule, is found finished). */
 	for (unsigned int i = 0; i < u->nr_slots; i++) {
 		struct tu_slot *s = &u->slots[i];
 		struct io_uring_sqe *sqe;

@@ -21,11 +21,15 @@
  *    avail ring), or go to a slot short of buffers.  A read that finds
  *    the tap empty (EAGAIN) keeps its chains too.
  *
- * The tap file is non-blocking (tap_adopt()), so a read or write is done
- * by the time the submit that carries it returns: nothing waits in the
- * kernel for a frame, and the queue's readable watch says when to read
- * again.  Nothing is buffered in the VMM: a frame is either in the tap's
- * queue or in the guest's buffers.
+ * A write is done by the time the submit that carries it returns, as a
+ * rule (the tap takes the frame or drops it).  A read that finds the tap
+ * empty is parked by the kernel on the tap's wait queue and completes
+ * with the next frame (Linux 6.x, though the file is
+ * non-blocking: tap_adopt()), or answers EAGAIN, and then the queue's
+ * readable watch says when to start it again.  So reads are in flight
+ * while the tap is idle, and a stop must cancel them (below).  Nothing is
+ * buffered in the VMM: a frame is either in the tap's queue or in the
+ * guest's buffers.
  *
  * Stopping (tap_uring_quiesce()): nothing new is started, in-flight SQEs
  * are cancelled (IORING_OP_ASYNC_CANCEL); a completion after that pushes
