@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -40,6 +41,10 @@ struct net_queue {
 	bool uring;
 	/* RX: the driver gave too few buffers; the tap waits for a kick. */
 	bool starved;
+	/* The queue's kick eventfd, -1 before its first start (the same file
+	 * from then on: virtio.h): the control queue's thread signals a
+	 * pair's RX queue on it when the pair comes back on. */
+	int kick_fd;
 	struct vnet_rxq *rx;
 	struct virtq_chain *chain;
 	struct net_rate_queue rate; /* its standing with the rate limit */
@@ -102,12 +107,27 @@ static void pair_steer(struct virtio_net *d, unsigned int p)
 			    "tap queue %u: %s", p, strerror(-r));
 }
 
+/*
+ * A pair the driver turned off (VQ_PAIRS_SET) gets no frame (virtio 1.x
+ * 5.1.6.5.5).  A tap's steering (pair_steer()) already sends its file
+ * none; a back end without steering (a stream socket per pair) keeps the
+ * frames its peer sends there until the pair is on again.  Acquire:
+ * pairs with vnet_ctrl()'s release store; a pair turned on is then
+ * signalled on its RX queue's kick_fd (ctrl_process()).
+ * Context: the queue's I/O thread.
+ */
+static bool pair_off(const struct virtio_net *d, unsigned int p)
+{
+	return p >= __atomic_load_n(&d->n.curr_pairs, __ATOMIC_ACQUIRE);
+}
+
 /* The tap file of an RX queue became readable. */
 static void rx_readable(void *opaque)
 {
 	struct net_queue *q = opaque;
 
-	if (!q->starved && !__atomic_load_n(&q->d->link_down, __ATOMIC_RELAXED))
+	if (!q->starved && !__atomic_load_n(&q->d->link_down, __ATOMIC_RELAXED) &&
+	    !pair_off(q->d, q->pair))
 		vqs_kick(q->sq);
 }
 
@@ -199,6 +219,9 @@ static int rx_process(struct virtio_net *d, struct net_queue *q)
 	bool more;
 	int r;
 
+	/* Off: the frames stay with the back end (pair_off()). */
+	if (pair_off(d, q->pair))
+		return 0;
 	/* Throttled: the frames stay in the tap until the tokens are back. */
 	if (net_rate_wait(q->sq, &d->rl_rx, &q->rate, &budget))
 		return 0;
@@ -363,9 +386,19 @@ static int ctrl_process(struct virtio_net *d, struct net_queue *q)
 	if (r < 0)
 		return r;
 	/* Pairs the driver turned on or off: the kernel steers flows
-	 * only to the enabled pairs' files. */
-	for (unsigned int p = 0; changed && p < d->n.max_pairs; p++)
+	 * only to the enabled pairs' files.  Without steering, the frames
+	 * a pair's peer sent while it was off wait in its file: a kick on
+	 * the pair's RX queue (its own thread) reads them now, not at the
+	 * peer's next frame. */
+	for (unsigned int p = 0; changed && p < d->n.max_pairs; p++) {
+		int fd = d->qs[2 * p].kick_fd;
+
 		pair_steer(d, p);
+		if (!d->be->steer && !pair_off(d, p) && fd >= 0 &&
+		    eventfd_write(fd, 1))
+			log_limited(&d->tap_log, VMM_LOG_WARN, "virtio-net",
+				    "RX queue %u: kick: %s", 2 * p, strerror(errno));
+	}
 	return pushed_result(q->sq, r > 0, false, false);
 }
 
@@ -597,6 +630,9 @@ static int net_start(void *dev, struct virtio_queue *queues, unsigned int nr)
 {
 	struct virtio_net *d = dev;
 
+	for (unsigned int i = 0; i < nr; i++)
+		if (queues[i].index < d->nr_queues)
+			d->qs[queues[i].index].kick_fd = queues[i].kick_fd;
 	if (d->vhost)
 		return net_vhost_start(d, queues, nr);
 	return vqs_start(d->svc, queues, nr);
@@ -615,7 +651,11 @@ static void net_stop(void *dev)
 
 static int net_start_queue(void *dev, struct virtio_queue *vq)
 {
-	return vqs_start_queue(((struct virtio_net *)dev)->svc, vq);
+	struct virtio_net *d = dev;
+
+	if (vq->index < d->nr_queues)
+		d->qs[vq->index].kick_fd = vq->kick_fd;
+	return vqs_start_queue(d->svc, vq);
 }
 
 static void net_stop_queue(void *dev, unsigned int index, bool cancel)
@@ -703,6 +743,7 @@ static int net_alloc_queues(struct virtio_net *d)
 
 		q->d = d;
 		q->pair = i / 2 < d->n.max_pairs ? i / 2 : 0;
+		q->kick_fd = -1;
 		q->chain = malloc(sizeof(*q->chain));
 		if (!q->chain)
 			return -ENOMEM;

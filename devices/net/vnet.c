@@ -401,8 +401,10 @@ static uint8_t ctrl_command(struct vnet *n, const uint8_t *c, size_t len,
 		if (pairs < VIRTIO_NET_CTRL_MQ_VQ_PAIRS_MIN || pairs > n->max_pairs)
 			return VIRTIO_NET_ERR;
 		*pairs_changed |= pairs != n->curr_pairs;
-		/* Read by the other pairs' threads (their tap steering). */
-		__atomic_store_n(&n->curr_pairs, pairs, __ATOMIC_RELAXED);
+		/* Read by the other pairs' threads (their tap steering, and
+		 * whether their RX reads: release, pairs with virtio-net.c's
+		 * pair_off()). */
+		__atomic_store_n(&n->curr_pairs, pairs, __ATOMIC_RELEASE);
 		return VIRTIO_NET_OK;
 	}
 	default:

@@ -389,6 +389,42 @@ START_TEST(pairs_change_under_traffic)
 }
 END_TEST
 
+/* Frames from the peer of a disabled pair (a stream NIC of several
+ * sockets, VMM_NET_STREAM): virtio 1.x 5.1.6.5.5, the device must not
+ * queue them on that pair's RX queue while the pair is disabled; they
+ * wait in the socket and arrive, in order, once the pair is on again,
+ * with nothing more from the peer (the control queue's kick). */
+START_TEST(rx_not_on_disabled_pair)
+{
+	memset(T, 0, sizeof(T));
+	ndr_setup(&R, &(struct ndr_params){ .queue_size = QSIZE, .pairs = PAIRS });
+	active = PAIRS;
+	for (unsigned int p = 0; p < PAIRS; p++)
+		rx_refill(p); /* buffers stay posted on every pair, as Linux's */
+	ck_assert_uint_eq(pairs_set(1), VIRTIO_NET_OK);
+	active = 1;
+	peer_send(2, 3);
+	/* Traffic on the active pair meanwhile; rx_reap() fails on a used
+	 * entry of a disabled pair. */
+	tx_post(0, N);
+	peer_send(0, N);
+	for (unsigned int t = 0; t < 200; t++) {
+		tx_reap(0);
+		tx_read(0);
+		rx_reap(0);
+		rx_reap(2);
+		usleep(500);
+	}
+	ck_assert_uint_eq(fg_vq_used_pending(&R.drv[NDR_RXQ(2)]), 0);
+	ck_assert_uint_eq(T[2].rx_got, 0);
+	ck_assert_uint_eq(pairs_set(PAIRS), VIRTIO_NET_OK);
+	active = PAIRS;
+	settle(); /* pair 2's three frames arrive, in order */
+	ck_assert_uint_eq(T[2].rx_got, 3);
+	ndr_teardown(&R);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("net_mq_change");
@@ -398,6 +434,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, pairs_change_under_traffic);
+	tcase_add_test(tc, rx_not_on_disabled_pair);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
