@@ -35,18 +35,19 @@ struct tap_uring {
 	struct iovec *tx_iov;	/* TX: TAP_URING_TX_IOV per slot */
 	unsigned int busy;	/* slots whose CQE is due */
 	unsigned int cancels;	/* ASYNC_CANCELs whose CQE is due */
-	/* Quiesced: nothing is started; with cancelling (a reset) nothing
-	 * completes into the ring either. */
-	bool quiesced, cancelling;
+	/* Quiesced: nothing is started (completions still finish to the
+	 * used ring: may_push()). */
+	bool quiesced;
 };
 
-/* A completion may use its chains: the queue is served, or drains for a
- * driver that waits for them.  Not after a cancel (a reset: the ring may
- * be gone once the device is idle, and the driver forgets it anyway), nor
- * on a queue broken by the driver (NEEDS_RESET: not touched again). */
+/* A completion may use its chains: the queue is served, or being stopped
+ * or reset (vqs_may_finish(): a reset's driver reads back what the device
+ * returned before the reset finished, so a frame written or read by then
+ * is returned, not lost), but not on a queue broken by the driver
+ * (NEEDS_RESET: not touched again). */
 static bool may_push(const struct tap_uring *u)
 {
-	return vqs_active(u->q.sq) || (u->quiesced && !u->cancelling);
+	return vqs_may_finish(u->q.sq);
 }
 
 static void slot_done(struct tu_slot *s)
@@ -99,7 +100,7 @@ static void rx_cqe(struct iothread_cb *cb, int res, uint32_t flags)
 		return;
 	}
 	if (!may_push(u)) {
-		/* Read during a reset: the guest does not get it. */
+		/* Read on a queue the driver broke: not returned. */
 		INC(u->q.st->rx_drops, 1);
 		return;
 	}
@@ -290,13 +291,12 @@ int tap_uring_rx(struct tap_uring *u, bool mergeable, uint32_t max_frame,
 void tap_uring_quiesce(struct tap_uring *u, bool cancel)
 {
 	u->quiesced = true;
-	u->cancelling = cancel;
 	if (!cancel)
 		return;
 	/* Reads parked on an idle tap (tap-uring.h) complete only with a
-	 * frame, which a reset must not wait for, nor put into the ring it
-	 * is tearing down: each busy slot's SQE is cancelled (a write, done
-	 * within its submit as a rule, is found finished). */
+	 * frame, which a reset must not wait for: each busy slot's SQE is
+	 * cancelled (a write, done within its submit as a rule, is found
+	 * finished and returned; so is a read that got its frame first). */
 	for (unsigned int i = 0; i < u->nr_slots; i++) {
 		struct tu_slot *s = &u->slots[i];
 		struct io_uring_sqe *sqe;
@@ -329,7 +329,7 @@ void tap_uring_attach(struct tap_uring *u, const struct tap_uring_queue *q)
 {
 	u->q = *q;
 	u->io = vqs_iothread(q->sq);
-	u->quiesced = u->cancelling = false;
+	u->quiesced = false;
 }
 
 int tap_uring_create(bool rx, struct tap_uring **out)

@@ -32,9 +32,11 @@
  * guest's buffers.
  *
  * Stopping (tap_uring_quiesce()): nothing new is started, in-flight SQEs
- * are cancelled (IORING_OP_ASYNC_CANCEL); a completion after that pushes
- * nothing into the ring on a cancel (a reset: a frame read is dropped and
- * counted), and does on a drain (the driver waits for it).  Once
+ * are cancelled (IORING_OP_ASYNC_CANCEL) on a reset; what completes
+ * before the stop returns still finishes to the used ring (a frame
+ * written is returned, a frame read delivered: the driver of a reset
+ * reads back what the device returned, vqs_may_finish()), except on a
+ * queue the driver broke (NEEDS_RESET).  Once
  * tap_uring_idle(), tap_uring_detached() forgets the chains held: the
  * ring memory and the file may go.  A pair the driver turns off
  * (VQ_PAIRS_SET) is not stopped: its tap queue, detached from the

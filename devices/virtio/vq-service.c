@@ -198,6 +198,11 @@ bool vqs_active(const struct vqs_queue *q)
 	return q->attached && !q->broken;
 }
 
+bool vqs_may_finish(const struct vqs_queue *q)
+{
+	return q->vq && !q->broken;
+}
+
 static bool queue_idle(void *opaque)
 {
 	struct vqs_queue *q = opaque;

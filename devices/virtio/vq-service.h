@@ -160,6 +160,11 @@ void vqs_retry_at(struct vqs_queue *q, uint64_t when_ns);
 /* Whether @q is being served (attached, not broken).  Completions that
  * arrive while it is not must not touch the ring except to finish. */
 bool vqs_active(const struct vqs_queue *q);
+/* Whether a completion on @q may still push its used entry: the queue is
+ * served, or being stopped or reset (in-flight work finishes to the used
+ * ring before the stop returns: the driver of a reset may still read it),
+ * but not broken (DEVICE_NEEDS_RESET: its ring is not touched again). */
+bool vqs_may_finish(const struct vqs_queue *q);
 
 unsigned int vqs_index(const struct vqs_queue *q);
 struct virtq *vqs_virtq(struct vqs_queue *q);
