@@ -53,7 +53,12 @@
  *   The -unix modes talk to the VMM itself (its socket, or its connection
  *   to us): they also print its pid (SO_PEERCRED), name and VmRSS when the
  *   stall begins and when it ends (/proc/PID/status): "vmm PID (COMM)
- *   VmRSS A -> B kB".
+ *   VmRSS A -> B kB".  The -vsock modes on a host over vhost-vsock do the
+ *   same with VSOCKT_VMM_PIDFILE=FILE in the environment: the VMM's pid,
+ *   read from FILE when the stall begins.
+ *
+ * VSOCKT_CID=C (a host on vhost-vsock) also makes churn-vsock's and the
+ * stall modes' connections to C retried until the guest listens (300 s).
  */
 #define _GNU_SOURCE /* accept4 */
 #include <errno.h>
@@ -363,8 +368,12 @@ static int churn_start(bool unix_mode)
 	fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		fail("vsock socket", "churn", errno);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) && errno != EINPROGRESS)
-		fail("vsock connect", "churn", errno);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) && errno != EINPROGRESS) {
+		if (!cid)
+			fail("vsock connect", "churn", errno);
+		close(fd); /* no guest with that CID yet (ENODEV) */
+		return -1;
+	}
 	return fd;
 }
 
@@ -381,12 +390,19 @@ static int churn_finish(bool unix_mode, int fd)
 			fd = unix_connect_finish(fd);
 		return fd >= 0 ? fd : open_conn(true, port_arg);
 	}
-	if (poll(&p, 1, 60000) != 1 ||
-	    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) || err)
+	if (fd >= 0 && poll(&p, 1, 60000) == 1 &&
+	    !getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) && !err) {
+		if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK))
+			fail("blocking", "churn", errno);
+		return fd;
+	}
+	if (!getenv("VSOCKT_CID"))
 		fail("vsock connect", "churn", err ? err : ETIMEDOUT);
-	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK))
-		fail("blocking", "churn", errno);
-	return fd;
+	/* Context: a host on vhost-vsock starts before the guest listens
+	 * (the guest's RST: ECONNRESET), as the -unix side before the VMM. */
+	if (fd >= 0)
+		close(fd);
+	return open_conn(false, port_arg);
 }
 
 /* churn-MODE: n short connections, @batch open at once. */
@@ -436,17 +452,28 @@ static int churn(const char *mode, bool unix_mode, unsigned int n,
 	return 0;
 }
 
-/* The process at the other end of Unix socket @fd (the VMM: its socket,
- * or its connection to us), its name into @comm (16 bytes). */
-static pid_t peer_pid(int fd, char *comm)
+/* The VMM, its name into @comm (16 bytes): with @unix_mode the process at
+ * the other end of Unix socket @fd (its socket, or its connection to us),
+ * else the pid in VSOCKT_VMM_PIDFILE; 0 if none is asked for. */
+static pid_t vmm_pid(bool unix_mode, int fd, char *comm)
 {
-	struct ucred uc;
+	const char *pidfile = getenv("VSOCKT_VMM_PIDFILE");
+	struct ucred uc = { .pid = 0 };
 	socklen_t len = sizeof(uc);
 	char path[64];
 	FILE *f;
 
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) || uc.pid <= 0)
-		fail("SO_PEERCRED", "the VMM's socket", errno ? errno : ESRCH);
+	if (unix_mode) {
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) || uc.pid <= 0)
+			fail("SO_PEERCRED", "the VMM's socket", errno ? errno : ESRCH);
+	} else if (pidfile) {
+		f = fopen(pidfile, "r");
+		if (!f || fscanf(f, "%d", &uc.pid) != 1 || uc.pid <= 0)
+			fail("no VMM pid in", pidfile, f ? EINVAL : errno);
+		fclose(f);
+	} else {
+		return 0;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)uc.pid);
 	strcpy(comm, "?");
 	f = fopen(path, "r");
@@ -496,10 +523,9 @@ static int stall_write(const char *mode, bool unix_mode, unsigned int goport,
 	char comm[16] = "", vmm[96] = "";
 	pid_t pid = 0;
 
-	if (unix_mode) {
-		pid = peer_pid(fd, comm);
+	pid = vmm_pid(unix_mode, fd, comm);
+	if (pid)
 		rss0 = rss_kb(pid);
-	}
 	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK))
 		fail("O_NONBLOCK", mode, errno);
 	for (;;) {
@@ -530,7 +556,7 @@ static int stall_write(const char *mode, bool unix_mode, unsigned int goport,
 		}
 		usleep(1000);
 	}
-	if (unix_mode) {
+	if (pid) {
 		rss1 = rss_kb(pid);
 		snprintf(vmm, sizeof(vmm), ", vmm %d (%s) VmRSS %ld -> %ld kB",
 			 (int)pid, comm, rss0, rss1);
@@ -564,14 +590,13 @@ static int stall_read(const char *mode, bool unix_mode, int lfd, int gl)
 
 	if (fd < 0)
 		fail("accept", mode, errno);
-	if (unix_mode) {
-		pid = peer_pid(fd, comm);
+	pid = vmm_pid(unix_mode, fd, comm);
+	if (pid)
 		rss0 = rss_kb(pid);
-	}
 	g = accept4(gl, NULL, NULL, SOCK_CLOEXEC);
 	if (g < 0)
 		fail("accept (go)", mode, errno);
-	if (unix_mode) {
+	if (pid) {
 		rss1 = rss_kb(pid);
 		snprintf(vmm, sizeof(vmm), ", vmm %d (%s) VmRSS %ld -> %ld kB",
 			 (int)pid, comm, rss0, rss1);
