@@ -26,7 +26,7 @@ echo "PASS: arm64 poweroff -f ended the VM as powered off, exit 0"
 sock=$dir/api.sock
 (e2e_run_vmm "$dir/log2" "$vmm" -v --mem 256M --kernel "$kernel" \
 	--initrd "$initrd" --append "quiet guest.run=power-key" --api-socket "$sock"
- echo "$E2E_RC" >"$dir/rc2") &
+ echo "$E2E_RC" >"$dir/rc2.tmp" && mv "$dir/rc2.tmp" "$dir/rc2") &
 pid=$!
 i=0
 until grep -q "MINIVMM-WAIT-POWER-KEY" "$dir/log2" 2>/dev/null; do
@@ -36,6 +36,8 @@ until grep -q "MINIVMM-WAIT-POWER-KEY" "$dir/log2" 2>/dev/null; do
 done
 "$vmm" --api "$sock" shutdown | grep -q '"ok": *true' ||
 	e2e_fail "shutdown refused"
+# rc2 appears whole (renamed into place): a file tested for while the
+# shell was still writing it read empty ("bad number" in a CI run).
 i=0
 while [ ! -e "$dir/rc2" ]; do
 	i=$((i + 1))
