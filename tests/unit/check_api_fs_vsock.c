@@ -536,9 +536,9 @@ START_TEST(busy_outside_config)
 }
 END_TEST
 
-/* NICs share the PCI functions (vmm.h, VMM_MAX_NETS)
- * but vmm_add_fs() and vmm_add_vsock() do not count them. */
-START_TEST(repro_nets_not_counted)
+/* NICs take PCI functions too (vmm.h): with the disks and NICs on all
+ * VMM_MAX_DISKS, no fs device or vsock fits. */
+START_TEST(nets_counted_by_fs_and_vsock)
 {
 	struct vmm_fs_config fc = { .struct_size = sizeof(fc), .tag = "t",
 				    .socket = "/run/fs.sock" };
@@ -560,8 +560,9 @@ START_TEST(repro_nets_not_counted)
 }
 END_TEST
 
-/* And the disks and NICs do not count fs devices and the vsock. */
-START_TEST(repro_fs_not_counted_by_disks)
+/* And the other way round: with fs devices, disks and a NIC on all
+ * VMM_MAX_DISKS, no disk or NIC fits. */
+START_TEST(fs_counted_by_disks_and_nets)
 {
 	struct vmm_fs_config fc = { .struct_size = sizeof(fc), .tag = "t",
 				    .socket = "/run/fs.sock" };
@@ -601,8 +602,8 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, net_config, 0, 2);
 	tcase_add_loop_test(tc, pci_functions_shared, 0, 2);
 	tcase_add_test(tc, busy_outside_config);
-	tcase_add_loop_test(tc, repro_nets_not_counted, 0, 2);
-	tcase_add_loop_test(tc, repro_fs_not_counted_by_disks, 0, 2);
+	tcase_add_loop_test(tc, nets_counted_by_fs_and_vsock, 0, 2);
+	tcase_add_loop_test(tc, fs_counted_by_disks_and_nets, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
