@@ -626,13 +626,20 @@ static int net_vhost_start(struct virtio_net *d, struct virtio_queue *qs,
 	return ret;
 }
 
+/* Keep @vq's kick eventfd for ctrl_process() (the same file for the
+ * transport's life). */
+static void net_keep_kick_fd(struct virtio_net *d, const struct virtio_queue *vq)
+{
+	if (vq->index < d->nr_queues)
+		d->qs[vq->index].kick_fd = vq->kick_fd;
+}
+
 static int net_start(void *dev, struct virtio_queue *queues, unsigned int nr)
 {
 	struct virtio_net *d = dev;
 
 	for (unsigned int i = 0; i < nr; i++)
-		if (queues[i].index < d->nr_queues)
-			d->qs[queues[i].index].kick_fd = queues[i].kick_fd;
+		net_keep_kick_fd(d, &queues[i]);
 	if (d->vhost)
 		return net_vhost_start(d, queues, nr);
 	return vqs_start(d->svc, queues, nr);
@@ -653,8 +660,7 @@ static int net_start_queue(void *dev, struct virtio_queue *vq)
 {
 	struct virtio_net *d = dev;
 
-	if (vq->index < d->nr_queues)
-		d->qs[vq->index].kick_fd = vq->kick_fd;
+	net_keep_kick_fd(d, vq);
 	return vqs_start_queue(d->svc, vq);
 }
 
