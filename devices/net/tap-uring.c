@@ -285,6 +285,14 @@ int tap_uring_rx(struct tap_uring *u, bool mergeable, uint32_t max_frame,
 		u->busy++;
 		(*started)++;
 	}
+	/* Slots left without buffers while others read (or hold what a
+	 * read needs, and start one each time the queue is served): not
+	 * starved.  Those reads' completions serve the queue again and take
+	 * what the driver added meanwhile, so it need not kick; asking it
+	 * to would cost a kick per refill under load, as the reads keep
+	 * the ring looking empty. */
+	if (stop == VNET_RX_NO_BUFS && u->busy)
+		return VNET_RX_DRAINED;
 	return stop;
 }
 

@@ -92,10 +92,11 @@ int tap_uring_tx(struct tap_uring *u, struct virtq_chain *ch,
 		 unsigned int budget, bool *more, bool *full, uint64_t *bytes,
 		 uint64_t *frames);
 /*
- * RX: start up to @budget reads.  Returns VNET_RX_NO_BUFS (a read lacks
- * buffers: the chains this call popped for it went back; the slots that
- * held enough were started all the same), VNET_RX_DRAINED
- * (every free slot started, or none free), VNET_RX_BUDGET (@budget
+ * RX: start up to @budget reads.  Returns VNET_RX_NO_BUFS (starved: no
+ * read could start and none is in flight; the chains this call popped
+ * went back), VNET_RX_DRAINED (every free slot started, or none free, or
+ * some lack buffers while other reads are in flight: their completions
+ * serve the queue again, so the driver need not kick), VNET_RX_BUDGET (@budget
  * started, or the ring had no SQE left: again after the thread's other
  * work), or -EPROTO.  *@started: reads started.
  */
