@@ -32,6 +32,11 @@
 # run; ratelimit_bench.sh keeps it).  Environment: NETBENCH_BIN (default
 # build/bench/netbench), RATE_SECONDS, RATE_REPS, RATE_WARMUP.  Timings
 # are reported, never asserted.
+#
+# RATE_BACKEND=tun: every point on the tap back end instead, its frames
+# moved by io_uring (netbench --backend tun: a real multi-queue tap in a
+# network namespace of netbench's own, root), into net_ratelimit_tun.json,
+# .md and .png; ratelimit.md keeps the stream back end's table.
 set -euo pipefail
 
 # shellcheck source=bench/lib.sh
@@ -41,13 +46,23 @@ case "${1:-}" in
 esac
 bench_rate_setup net_ratelimit_bench NETBENCH_BIN netbench "$@"
 WARM=${RATE_WARMUP:-2}
+case ${RATE_BACKEND:=stream} in
+stream) out=net_ratelimit be_args=() tx_count="the peer" be_desc="the stream back end
+(socketpairs, the bench as the peer)" ;;
+tun) out=net_ratelimit_tun be_args=(--backend tun --tap-io uring)
+	tx_count="the driver (TX chains used: a tap takes every frame)"
+	be_desc="the tap back end with its frames moved by io_uring (a real
+multi-queue tap in a network namespace of its own; RX frames reach the pair
+its flow hash picks)" ;;
+*) echo "net_ratelimit_bench: RATE_BACKEND is stream or tun" >&2; exit 1 ;;
+esac
 [[ $MODE == smoke ]] && WARM=${RATE_WARMUP:-0.3}
 
 run() { # run DIR KIND CONFIGURED PAIRS FRAME-LEN REP NETBENCH-ARGS...
 	local dir=$1 kind=$2 conf=$3 pairs=$4 flen=$5 rep=$6
 	shift 6
 	"$BIN" --dir "$dir" --pairs "$pairs" --frame-len "$flen" \
-		--seconds "$SECS" --warmup "$WARM" --rep "$rep" "$@" |
+		--seconds "$SECS" --warmup "$WARM" --rep "$rep" "${be_args[@]}" "$@" |
 		jq -c --arg k "$kind" --argjson conf "$conf" \
 			'{kind: $k, configured: $conf} + . +
 			 {achieved: (if $k == "bw" or $k == "fair_bw" then .bps else .fps end)}' >>"$rec"
@@ -70,7 +85,7 @@ for ((rep = 0; rep < REPS; rep++)); do
 	done
 done
 
-jq -s . "$rec" >"$RES/net_ratelimit.json"
+jq -s . "$rec" >"$RES/$out.json"
 
 # ---- summary: medians per point, error vs configured, shares -----------
 jq -r '
@@ -94,7 +109,7 @@ jq -r '
 	 "\($err | r2)% | \(if ($err | fabs) <= 5 then "yes" else "NO" end) | " +
 	 "\(map(.rate_throttled) | median) | " +
 	 "\($smin * 1000 | round / 10)%..\($smax * 1000 | round / 10)% |")
-' "$RES/net_ratelimit.json" >"$tmp/table.md"
+' "$RES/$out.json" >"$tmp/table.md"
 jq -r '
 	def median: sort | if length % 2 == 1 then .[length / 2 | floor]
 		else (.[length / 2 - 1] + .[length / 2]) / 2 end;
@@ -108,13 +123,12 @@ jq -r '
 	 "| \($r.dir) | \($r.pairs) | \($r.iothreads) | \($r.frame_len) B | " +
 	 "\(map(.fps) | median | r1) | \(map(.fps) | min | r1)..\(map(.fps) | max | r1) | " +
 	 "\($smin * 1000 | round / 10)%..\($smax * 1000 | round / 10)% |")
-' "$RES/net_ratelimit.json" >"$tmp/unlimited.md"
+' "$RES/$out.json" >"$tmp/unlimited.md"
 {
 	echo "## NICs: achieved vs configured ($MODE: ${SECS} s x $REPS alternated rounds, $(date -u +%F))"
 	echo
-	echo "netbench (\`bench/net_ratelimit_bench.sh\`), libvmm's virtio-net on the stream back end"
-	echo "(socketpairs, the bench as the peer), one I/O thread per pair (fair_ops_1t: one for all four), queue size 256, EVENT_IDX,"
-	echo "MRG_RXBUF; tx counted by the peer, rx by the guest driver; frames without the virtio-net"
+	echo "netbench (\`bench/net_ratelimit_bench.sh\`), libvmm's virtio-net on $be_desc, one I/O thread per pair (fair_ops_1t: one for all four), queue size 256, EVENT_IDX,"
+	echo "MRG_RXBUF; tx counted by $tx_count, rx by the guest driver; frames without the virtio-net"
 	echo "header; default bursts (one second), ${WARM} s warm-up.  Host: $(nproc) CPUs ($(uname -r)); shared"
 	echo "machine, no KVM."
 	echo
@@ -123,19 +137,19 @@ jq -r '
 	echo "Unlimited (no limit set; what the NIC moves at most on this host):"
 	echo
 	cat "$tmp/unlimited.md"
-} >"$RES/net_ratelimit.md"
-cat "$RES/net_ratelimit.md"
+} >"$RES/$out.md"
+cat "$RES/$out.md"
 # Into ratelimit.md, after the disks' table (an earlier NIC section replaced).
-if [[ -f $RES/ratelimit.md ]]; then
+if [[ $RATE_BACKEND == stream && -f $RES/ratelimit.md ]]; then
 	sed '/^## NICs/,$d' "$RES/ratelimit.md" >"$tmp/rl.md"
 	sed -i -e :a -e '/^\n*$/{$d;N;ba' -e '}' "$tmp/rl.md" # trailing blank lines
-	{ cat "$tmp/rl.md"; echo; cat "$RES/net_ratelimit.md"; } >"$RES/ratelimit.md"
+	{ cat "$tmp/rl.md"; echo; cat "$RES/$out.md"; } >"$RES/ratelimit.md"
 fi
 
 if command -v gnuplot >/dev/null; then
 	jq -r 'group_by([.dir, .kind, .configured])[] | select(.[0].kind == "bw" or .[0].kind == "ops") |
 		[.[0].dir, .[0].kind, .[0].configured, (map(.achieved) | add / length)] | @tsv' \
-		"$RES/net_ratelimit.json" >"$tmp/pts.dat"
+		"$RES/$out.json" >"$tmp/pts.dat"
 	for d in tx rx; do
 		awk -v d=$d '$1 == d && $2 == "bw" { print $3 / 1048576, $4 / 1048576 }' "$tmp/pts.dat" >"$tmp/bw_$d.dat"
 		awk -v d=$d '$1 == d && $2 == "ops" { print $3, $4 }' "$tmp/pts.dat" >"$tmp/ops_$d.dat"
@@ -143,11 +157,11 @@ if command -v gnuplot >/dev/null; then
 	jq -r 'group_by([.dir, .kind])[] | select(.[0].kind | startswith("fair")) |
 		.[0].dir + "-" + .[0].kind as $n |
 		(map(.pair_frames | add as $t | map(. / $t * 100)) | transpose | map(add / length)) as $s |
-		[$n] + $s | @tsv' "$RES/net_ratelimit.json" >"$tmp/fair.dat"
+		[$n] + $s | @tsv' "$RES/$out.json" >"$tmp/fair.dat"
 	gnuplot <<PLOT
 set terminal pngcairo size 1600,450 noenhanced
-set output "$RES/net_ratelimit.png"
-set multiplot layout 1,3 title "NIC rate limits: achieved vs configured (netbench, stream back end)"
+set output "$RES/$out.png"
+set multiplot layout 1,3 title "NIC rate limits: achieved vs configured (netbench, $RATE_BACKEND back end)"
 set grid; set key left top
 set xlabel "configured MiB/s"; set ylabel "achieved MiB/s"
 plot [0:110][0:110] "$tmp/bw_tx.dat" u 1:2 w lp pt 7 lw 2 t "tx (1514 B)", \
