@@ -50,7 +50,7 @@ ports=()
 for ((i = 0; i < flows; i++)); do
 	ports+=($((5001 + i)))
 done
-ports+=(5101 5102 5103)
+ports+=(4101 4102 4103) # the MTU and link phases: below every flow's port
 for p in "${ports[@]}"; do
 	busybox nc -l -p "$p" >"$dir/up$p" <&3 &
 	pids+=($!)

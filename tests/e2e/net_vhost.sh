@@ -63,7 +63,7 @@ tap_bytes() {
 # pair count; leaves its log in $dir/MODE.log.
 run() {
 	local mode=$1 log=$dir/$1.log rx=() p
-	for p in $(seq 5001 $((5000 + flows))) 5101 5102 5103; do
+	for p in $(seq 5001 $((5000 + flows))) 4101 4102 4103; do
 		rm -f "$dir/up$p"
 		busybox nc -l -p "$p" >"$dir/up$p" <&3 &
 		rx+=($!)
