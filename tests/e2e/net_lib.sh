@@ -23,22 +23,19 @@ net_wait_gone() {
 # queue's own-CPU share, printable).  WHAT prefixes the failure messages.
 net_check_flows() {
 	local log=$1 w=${2:+$2: } i k v want got irq t mtu smallup p=4101
-	local -A dmd5=() umd5=()
-	# The log read once per kind, not once per flow: 192 flows at 32
-	# vCPUs, each scan a second of the rig's L1.  The first line of each
-	# flow counts.  (Here-strings: the rig's L1 has no /dev/fd for <(...).)
+	local -A md5=()
+	# The log read once, not once per flow (192 flows at 32 vCPUs, each
+	# scan a second of the rig's L1): md5[DOWNi], md5[UPi], the first
+	# line of each flow.  (A here-string: the L1 has no /dev/fd for <(...).)
 	while read -r k v; do
-		[[ -z $k || -v "dmd5[$k]" ]] || dmd5[$k]=$v
-	done <<<"$(sed -n 's/.*NET-DOWN\([0-9][0-9]*\) md5=\([0-9a-f]*\).*/\1 \2/p' "$log")"
-	while read -r k v; do
-		[[ -z $k || -v "umd5[$k]" ]] || umd5[$k]=$v
-	done <<<"$(sed -n 's/.*NET-UP\([0-9][0-9]*\) md5=\([0-9a-f]*\).*/\1 \2/p' "$log")"
+		[[ -z $k || -v "md5[$k]" ]] || md5[$k]=$v
+	done <<<"$(sed -nE 's/.*NET-((DOWN|UP)[0-9]+) md5=([0-9a-f]*).*/\1 \3/p' "$log")"
 	for ((i = 0; i < dflows; i++)); do
-		[[ ${dmd5[$i]:-} == "$down" ]] ||
+		[[ ${md5[DOWN$i]:-} == "$down" ]] ||
 			e2e_fail "${w}download $i: md5 differs (want $down)"
 	done
 	for ((i = 0; i < flows; i++)); do
-		want=${umd5[$i]:-}
+		want=${md5[UP$i]:-}
 		got=$(md5sum <"$dir/up$((5001 + i))" | cut -d' ' -f1)
 		[[ -n "$want" && "$want" == "$got" ]] ||
 			e2e_fail "${w}upload $i: md5 $got on L1, $want in the guest"
