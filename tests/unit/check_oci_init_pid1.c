@@ -61,11 +61,18 @@ static int confine(void)
 	return ret;
 }
 
-/* Context: the forked child.  Drop everything, confine, exec the init. */
+/* Context: the forked child.  Drop everything, confine, exec the init.
+ * The binary is opened before the drop and run through that file: uid
+ * 65534 need not reach its path (a checkout under a 0700 directory, as
+ * `mktemp -d` makes, would refuse it the exec). */
 static void __attribute__((noreturn)) exec_init(int out, int err)
 {
+	char arg0[] = "init", *const argv[] = { arg0, NULL };
+	int bin = open(init_bin(), O_RDONLY | O_CLOEXEC);
 	char why[256];
 
+	if (bin < 0)
+		_exit(97);
 	if (geteuid() == 0) {
 		/* Whatever it mounted would stay in this namespace. */
 		if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
@@ -79,7 +86,7 @@ static void __attribute__((noreturn)) exec_init(int out, int err)
 		_exit(92);
 	dup2(out, 1);
 	dup2(err, 2);
-	execl(init_bin(), "init", (char *)NULL);
+	fexecve(bin, argv, environ);
 	_exit(93);
 }
 
