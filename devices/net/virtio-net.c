@@ -4,6 +4,7 @@
 #include <linux/virtio_ids.h>
 #include <linux/virtio_net.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -81,8 +82,19 @@ struct virtio_net {
 	bool *vhost_on;
 	struct virtio_queue *vhost_qs;
 	struct log_limit vhost_log;
-	/* The back end's peer went away (stream): the link stays down. */
-	bool link_down;
+	/*
+	 * The link (VIRTIO_NET_S_LINK_UP in n.status) is down while the
+	 * operator holds it down (admin_down: virtio_net_set_link()) or, for
+	 * good, once the back end's peer went away (peer_gone: a stream);
+	 * link_down is their OR, which the data path reads (relaxed: a frame
+	 * around the change may still go either way, as on a wire).
+	 * link_lock orders the writers of the three, of the status bit and
+	 * of the tap queues' steering (pair_steer()): the API thread, the
+	 * pairs' I/O threads, the control queue's, the transport's.
+	 */
+	bool admin_down, peer_gone, link_down;
+	pthread_mutex_t link_lock;
+	struct iothread *io0; /* the control queue's: virtio_net_set_link() */
 	void (*link_changed)(void *opaque);
 	void *link_opaque;
 	/* Rate limits (net-rate.h), each shared by all pairs' RX or TX
@@ -95,16 +107,28 @@ static uint16_t curr_pairs(const struct virtio_net *d)
 	return __atomic_load_n(&d->n.curr_pairs, __ATOMIC_RELAXED);
 }
 
-/* Pair @p's tap file is attached while the driver uses the pair. */
-static void pair_steer(struct virtio_net *d, unsigned int p)
+/* Pair @p's tap file is attached while the driver uses the pair and the
+ * link is up: a detached file gets no frame from the kernel, which drops
+ * what it would have queued there (nothing stale comes at the link's
+ * return).  Caller holds link_lock. */
+static void pair_steer_locked(struct virtio_net *d, unsigned int p)
 {
-	int r = d->be->steer ? d->be->steer(d->fds[p], p < curr_pairs(d)) : 0;
+	bool on = p < curr_pairs(d) &&
+		  !__atomic_load_n(&d->link_down, __ATOMIC_RELAXED);
+	int r = d->be->steer ? d->be->steer(d->fds[p], on) : 0;
 
 	/* -EINVAL: a tap without multi-queue (one inherited file), already
 	 * in the state asked. */
 	if (r && r != -EINVAL)
 		log_limited(&d->tap_log, VMM_LOG_WARN, "virtio-net",
 			    "tap queue %u: %s", p, strerror(-r));
+}
+
+static void pair_steer(struct virtio_net *d, unsigned int p)
+{
+	pthread_mutex_lock(&d->link_lock);
+	pair_steer_locked(d, p);
+	pthread_mutex_unlock(&d->link_lock);
 }
 
 /*
@@ -162,6 +186,31 @@ static int pushed_result(struct vqs_queue *sq, bool pushed, bool more,
 }
 
 /*
+ * The link state after a change of admin_down or peer_gone: the data
+ * path's flag, the status bit the driver reads, every tap queue's
+ * steering, and a configuration interrupt (the driver reads the status
+ * again) when the bit changed.  Seq-cst: a driver that reads the status
+ * after the interrupt (sent by link_changed, whose generation bump is
+ * seq-cst too) sees the new bit.  Caller holds link_lock.
+ */
+static void link_publish(struct virtio_net *d)
+{
+	bool down = d->admin_down || d->peer_gone;
+	uint16_t old;
+
+	__atomic_store_n(&d->link_down, down, __ATOMIC_SEQ_CST);
+	old = down ? __atomic_fetch_and(&d->n.status,
+					(uint16_t)~VIRTIO_NET_S_LINK_UP,
+					__ATOMIC_SEQ_CST) :
+		     __atomic_fetch_or(&d->n.status, (uint16_t)VIRTIO_NET_S_LINK_UP,
+				       __ATOMIC_SEQ_CST);
+	for (unsigned int p = 0; p < d->n.max_pairs; p++)
+		pair_steer_locked(d, p);
+	if (!(old & VIRTIO_NET_S_LINK_UP) != down && d->link_changed)
+		d->link_changed(d->link_opaque);
+}
+
+/*
  * The back end of pair @p found its peer gone or broken (a stream's
  * end of file or bad length): the link goes down for good, the driver is
  * told by a configuration interrupt, the VM runs on.  Context: the pair's
@@ -171,19 +220,20 @@ static void link_check(struct virtio_net *d, unsigned int p)
 {
 	int why = d->be->gone ? d->be->gone(d->priv[p]) : 0;
 
-	if (!why || __atomic_exchange_n(&d->link_down, true, __ATOMIC_RELAXED))
+	if (!why || __atomic_load_n(&d->peer_gone, __ATOMIC_RELAXED))
 		return;
-	/* Seq-cst: the status a driver reads after the configuration
-	 * interrupt (sent by link_changed, whose generation bump is
-	 * seq-cst too) has the bit clear. */
-	__atomic_and_fetch(&d->n.status, (uint16_t)~VIRTIO_NET_S_LINK_UP,
-			   __ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&d->link_lock);
+	if (d->peer_gone) {
+		pthread_mutex_unlock(&d->link_lock);
+		return;
+	}
+	__atomic_store_n(&d->peer_gone, true, __ATOMIC_RELAXED);
+	link_publish(d);
+	pthread_mutex_unlock(&d->link_lock);
 	log_limited(&d->tap_log, VMM_LOG_WARN, "virtio-net",
 		    "%s of pair %u: %s; link down", d->be->kind, p,
 		    why == -EMSGSIZE ? "a frame length over the maximum (a "
 				       "broken peer)" : "the peer went away");
-	if (d->link_changed)
-		d->link_changed(d->link_opaque);
 }
 
 /* One RX step: reads started (io_uring) or done (the back end's own). */
@@ -219,8 +269,10 @@ static int rx_process(struct virtio_net *d, struct net_queue *q)
 	bool more;
 	int r;
 
-	/* Off: the frames stay with the back end (pair_off()). */
-	if (pair_off(d, q->pair))
+	/* Off, or the link held down: the frames stay with the back end
+	 * (pair_off(); a tap queue is detached meanwhile, so the kernel
+	 * drops them: virtio_net_set_link()). */
+	if (pair_off(d, q->pair) || __atomic_load_n(&d->admin_down, __ATOMIC_RELAXED))
 		return 0;
 	/* Throttled: the frames stay in the tap until the tokens are back. */
 	if (net_rate_wait(q->sq, &d->rl_rx, &q->rate, &budget))
@@ -291,6 +343,30 @@ static void tx_stall_check(struct virtio_net *d, struct net_queue *q)
 }
 
 /*
+ * The link held down (virtio_net_set_link()): the chains the driver sends
+ * are used unsent and counted as drops, as by a NIC without a cable (a
+ * Linux driver stops sending at the carrier's loss; one that goes on
+ * gets nothing out and no stall).  Returns as vnet_tx().  Context: the
+ * queue's I/O thread.
+ */
+static int tx_discard(struct virtq *vq, struct virtq_chain *ch,
+		      unsigned int budget, struct vnet_pair_stats *st, bool *more)
+{
+	unsigned int done = 0;
+	int r = 0;
+
+	while (done < budget && (r = virtq_pop(vq, ch)) > 0) {
+		vnet_tx_count(st, 0, false);
+		virtq_push(vq, ch->head, 0);
+		done++;
+	}
+	if (r < 0)
+		return -EPROTO;
+	*more = done == budget && virtq_avail_count(vq);
+	return (int)done;
+}
+
+/*
  * Kicks on a TX queue are off while the device works through the ring
  * and on again only once it found the ring empty, with one more look
  * after (virtq_enable_notify()): the driver adds frames while the device
@@ -304,6 +380,7 @@ static void tx_stall_check(struct virtio_net *d, struct net_queue *q)
  */
 static int tx_process(struct virtio_net *d, struct net_queue *q)
 {
+	bool down = __atomic_load_n(&d->admin_down, __ATOMIC_RELAXED);
 	struct vnet_pair_stats *st = &d->stats[q->pair];
 	struct virtq *vq = vqs_virtq(q->sq);
 	uint64_t bytes = st->tx_bytes, frames = st->tx_packets;
@@ -317,7 +394,9 @@ static int tx_process(struct virtio_net *d, struct net_queue *q)
 		return 0;
 	virtq_disable_notify(vq);
 	for (;;) {
-		if (q->uring) {
+		if (down) {
+			r = tx_discard(vq, q->chain, budget - done, st, &more);
+		} else if (q->uring) {
 			uint64_t b, f;
 
 			/* Slots all busy (*full): their completions serve
@@ -352,6 +431,8 @@ static int tx_process(struct virtio_net *d, struct net_queue *q)
 	tx_stall_check(d, q);
 	if (r < 0)
 		return r;
+	if (down)
+		return pushed_result(q->sq, done > 0, more, false);
 	if (q->uring) {
 		/* Pushed as the writes complete (vqs_pushed()). */
 		more = more && !(done == budget && budget < NET_BUDGET &&
@@ -776,6 +857,7 @@ static void net_free(struct virtio_net *d)
 	free(d->fds);
 	free(d->vhost);
 	free(d->vhost_on);
+	pthread_mutex_destroy(&d->link_lock);
 	free(d);
 }
 
@@ -793,6 +875,7 @@ int virtio_net_create(const struct virtio_net_params *p, struct virtio_net **out
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
+	pthread_mutex_init(&d->link_lock, NULL);
 	/* No header on the wire, no offload to pass the guest's through. */
 	np.no_offloads = np.no_offloads || !be->offloads;
 	d->be = be;
@@ -837,6 +920,12 @@ int virtio_net_create(const struct virtio_net_params *p, struct virtio_net **out
 	d->vhost_features = p->vhost_features;
 	d->link_changed = p->link_changed;
 	d->link_opaque = p->link_opaque;
+	d->io0 = p->iothreads[0];
+	/* Held down from the start: no interrupt (the driver reads the
+	 * status when it starts), the tap queues detached at attach. */
+	d->admin_down = d->link_down = p->link_down;
+	if (p->link_down)
+		d->n.status &= (uint16_t)~VIRTIO_NET_S_LINK_UP;
 	ratelimit_init(&d->rl_rx);
 	ratelimit_init(&d->rl_tx);
 	if (p->rate) {
@@ -885,6 +974,57 @@ int virtio_net_pair_stats(struct virtio_net *d, unsigned int pair,
 	(void)vqs_queue_stats(d->svc, 2 * pair, &st->rx);
 	(void)vqs_queue_stats(d->svc, 2 * pair + 1, &st->tx);
 	return 0;
+}
+
+struct net_link_req {
+	struct virtio_net *d;
+	bool up;
+};
+
+/* Context: I/O thread 0 (the control queue's), or the caller while the
+ * threads do not run. */
+static int net_set_link_fn(void *opaque)
+{
+	const struct net_link_req *r = opaque;
+	struct virtio_net *d = r->d;
+	int ret = 0;
+
+	pthread_mutex_lock(&d->link_lock);
+	if (r->up && d->peer_gone) {
+		ret = -ENOTCONN;
+	} else if (d->admin_down == r->up) {
+		__atomic_store_n(&d->admin_down, !r->up, __ATOMIC_RELAXED);
+		link_publish(d);
+		/* Up: each enabled pair's RX queue reads again now, not at
+		 * its back end's next frame (a stream's peer kept what it
+		 * sent meanwhile: it waits in the socket).  Signalled on
+		 * the kick eventfd, as ctrl_process() does: the queue's own
+		 * thread serves it. */
+		for (unsigned int p = 0; r->up && p < d->n.max_pairs; p++) {
+			int fd = d->qs[2 * p].kick_fd;
+
+			if (!pair_off(d, p) && fd >= 0 && eventfd_write(fd, 1))
+				log_limited(&d->tap_log, VMM_LOG_WARN, "virtio-net",
+					    "RX queue %u: kick: %s", 2 * p,
+					    strerror(errno));
+		}
+	}
+	pthread_mutex_unlock(&d->link_lock);
+	return ret;
+}
+
+int virtio_net_set_link(struct virtio_net *d, bool up)
+{
+	struct net_link_req r = { .d = d, .up = up };
+
+	if (d->vhost)
+		return -EOPNOTSUPP;
+	return iothread_call_sync(d->io0, net_set_link_fn, &r);
+}
+
+bool virtio_net_link_up(struct virtio_net *d)
+{
+	return !__atomic_load_n(&d->link_down, __ATOMIC_RELAXED);
 }
 
 struct ratelimit *virtio_net_ratelimit(struct virtio_net *d, bool tx)

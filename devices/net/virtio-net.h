@@ -17,6 +17,9 @@
  * The same device runs on a stream socket instead (net-backend.h,
  * stream.h; passt's framing): one socket per pair, no offloads, and when
  * its peer goes away the link goes down (STATUS) while the VM runs on.
+ * An operator may hold the link down on any back end but vhost=on
+ * (virtio_net_set_link(): no frame in, the guest's dropped, a tap's
+ * queues detached).
  * With vhost files (vhost=on, vhost-net.h) the kernel moves the data
  * instead: at DRIVER_OK each enabled pair's rings, kick and call
  * eventfds and tap file go to that pair's vhost-net file (on the vCPU),
@@ -51,11 +54,13 @@ struct virtio_net_params {
 	 * back end without the header on the wire (stream) gets no
 	 * offloads offered. */
 	const struct net_backend *backend;
-	/* Optional: the back end's peer went away and the link went down
-	 * (VIRTIO_NET_S_LINK_UP cleared): the transport should send a
-	 * configuration interrupt.  Context: a pair's I/O thread. */
+	/* Optional: the link went down or up (VIRTIO_NET_S_LINK_UP changed:
+	 * the back end's peer went away, or virtio_net_set_link()): the
+	 * transport should send a configuration interrupt.  Context: an I/O
+	 * thread of the device's. */
 	void (*link_changed)(void *opaque);
 	void *link_opaque;
+	bool link_down;		     /* start with the link held down */
 	uint16_t queue_size;	     /* power of two, 0: 256 */
 	struct iothread **iothreads; /* borrowed; must outlive the device */
 	unsigned int nr_iothreads;
@@ -87,6 +92,23 @@ unsigned int virtio_net_pairs(const struct virtio_net *d);
 /* Context: any thread.  0 or -ENOENT. */
 int virtio_net_pair_stats(struct virtio_net *d, unsigned int pair,
 			  struct virtio_net_pair_stats *st);
+/*
+ * Hold the link down (@up false) or let it up, as an operator pulls and
+ * plugs a cable (QEMU's set_link).  Down: VIRTIO_NET_S_LINK_UP cleared
+ * and a configuration interrupt; no frame is read from the back end (a
+ * tap's queue files are detached from the kernel's steering, so the
+ * kernel drops what comes meanwhile; a stream's peer keeps what it
+ * sends in the socket); what the driver sends is used unsent and counted
+ * in tx_drops.  Up: the reverse, each RX queue served at once.  Setting
+ * the state the link is in does nothing.  Runs on I/O thread 0 (it
+ * steers the tap's queues, as the control queue does) and waits for it.
+ * Context: any thread but the device's I/O threads.  Returns 0,
+ * -ENOTCONN (up, but the back end's peer went away: down for good) or
+ * -EOPNOTSUPP (vhost=on: the kernel moves the frames).
+ */
+int virtio_net_set_link(struct virtio_net *d, bool up);
+/* Whether the link is up now.  Context: any thread. */
+bool virtio_net_link_up(struct virtio_net *d);
 /* The RX (@tx false) or TX limiter of all pairs: change it
  * (ratelimit_set()) and read its statistics from any thread. */
 struct ratelimit *virtio_net_ratelimit(struct virtio_net *d, bool tx);

@@ -66,9 +66,12 @@ static void nets_print(struct vmm *vm, unsigned int nr_nets, bool json, FILE *f)
 {
 	for (unsigned int i = 0; i < nr_nets; i++) {
 		struct vmm_net_pair_stats p;
+		int up = vmm_get_net_link(vm, i);
 
 		if (json)
 			fprintf(f, "%s{\"pairs\":[", i ? "," : "");
+		else if (up == 0)
+			fprintf(f, "net %u: link down\n", i);
 		for (unsigned int q = 0; !vmm_get_net_stats(vm, i, q, &p); q++) {
 			if (json)
 				fprintf(f, "%s{\"iothread\":%" PRIu32
@@ -94,7 +97,7 @@ static void nets_print(struct vmm *vm, unsigned int nr_nets, bool json, FILE *f)
 					p.tx_interrupts);
 		}
 		if (json)
-			fprintf(f, "]}");
+			fprintf(f, "],\"link_up\":%s}", up == 1 ? "true" : "false");
 	}
 }
 

@@ -31,7 +31,7 @@ struct api_server {
 static const char *const cmd_names[] = {
 	[API_INFO] = "info",	 [API_STATS] = "stats", [API_PAUSE] = "pause",
 	[API_RESUME] = "resume", [API_STOP] = "stop",	[API_SHUTDOWN] = "shutdown",
-	[API_SET_RATE_LIMIT] = "set-rate-limit",
+	[API_SET_RATE_LIMIT] = "set-rate-limit", [API_SET_LINK] = "set-link",
 };
 
 #define NR_CMDS (sizeof(cmd_names) / sizeof(cmd_names[0]))
@@ -107,27 +107,61 @@ static int rate_member(const char *key, json_t *v, struct api_request *r,
 	return -1;
 }
 
-/* The members besides "command": set-rate-limit's, or none. */
+/* One member of a set-link request. */
+static int link_member(const char *key, json_t *v, struct api_request *r,
+		       char *err, size_t errlen)
+{
+	if (!strcmp(key, "device")) {
+		if (!json_is_string(v) ||
+		    rate_device(json_string_value(v), json_string_length(v), r) ||
+		    !r->net) {
+			snprintf(err, errlen, "\"device\" must be \"netN\" (N below %d)",
+				 VMM_MAX_DISKS);
+			return -1;
+		}
+		return 0;
+	}
+	if (!strcmp(key, "up")) {
+		if (!json_is_boolean(v)) {
+			snprintf(err, errlen, "\"up\" must be true or false");
+			return -1;
+		}
+		r->up = json_is_true(v);
+		return 0;
+	}
+	snprintf(err, errlen, "unknown member \"%.40s\"", key);
+	return -1;
+}
+
+/* The members besides "command": set-rate-limit's, set-link's, or none. */
 static int request_members(json_t *req, struct api_request *r, char *err,
 			   size_t errlen)
 {
-	bool device = false;
+	bool device = false, up = false;
 	const char *key;
 	json_t *v;
 
 	json_object_foreach(req, key, v) {
 		if (!strcmp(key, "command"))
 			continue;
-		if (r->cmd != API_SET_RATE_LIMIT) {
+		if (r->cmd == API_SET_LINK) {
+			if (link_member(key, v, r, err, errlen))
+				return -1;
+		} else if (r->cmd != API_SET_RATE_LIMIT) {
 			snprintf(err, errlen, "unknown member \"%.40s\"", key);
 			return -1;
-		}
-		if (rate_member(key, v, r, err, errlen))
+		} else if (rate_member(key, v, r, err, errlen)) {
 			return -1;
+		}
 		device = device || !strcmp(key, "device");
+		up = up || !strcmp(key, "up");
 	}
-	if (r->cmd == API_SET_RATE_LIMIT && !device) {
+	if ((r->cmd == API_SET_RATE_LIMIT || r->cmd == API_SET_LINK) && !device) {
 		snprintf(err, errlen, "\"device\" is missing");
+		return -1;
+	}
+	if (r->cmd == API_SET_LINK && !up) {
+		snprintf(err, errlen, "\"up\" is missing");
 		return -1;
 	}
 	if ((!r->rate.bw && (r->rate.bw_burst || r->rate.bw_one_time)) ||
@@ -189,7 +223,7 @@ int api_parse(const char *buf, size_t len, struct api_request *r, char *err,
 			goto out;
 		}
 	snprintf(err, errlen, "unknown command \"%.40s\" (info, stats, pause, "
-		 "resume, stop, shutdown, set-rate-limit)", name);
+		 "resume, stop, shutdown, set-rate-limit, set-link)", name);
 out:
 	json_decref(req);
 	return ret;
@@ -412,6 +446,24 @@ static json_t *set_rate_reply(struct vmm *vm, const struct api_request *r)
 	return json_pack("{s:b}", "ok", 1);
 }
 
+/* set-link: the library checks the NIC. */
+static json_t *set_link_reply(struct vmm *vm, const struct api_request *r)
+{
+	int ret = vmm_set_net_link(vm, r->index, r->up);
+
+	if (ret == -ENOENT)
+		return error_reply("no such device");
+	if (ret == -ENOTCONN)
+		return error_reply("the stream's peer went away: the link stays "
+				   "down");
+	if (ret == -EOPNOTSUPP)
+		return error_reply("a vhost=on NIC's link cannot be set (the "
+				   "kernel moves its frames)");
+	if (ret)
+		return error_reply(strerror(-ret));
+	return json_pack("{s:b}", "ok", 1);
+}
+
 /* Returns the reply; *@ending set when the VM was told to end. */
 static json_t *act(const struct api_request *r, struct vmm *vm,
 		   const struct api_info *info, bool *ending)
@@ -445,6 +497,8 @@ static json_t *act(const struct api_request *r, struct vmm *vm,
 		break;
 	case API_SET_RATE_LIMIT:
 		return set_rate_reply(vm, r);
+	case API_SET_LINK:
+		return set_link_reply(vm, r);
 	}
 	if (ret)
 		return error_reply(strerror(-ret));
@@ -499,8 +553,9 @@ void api_server_close(struct api_server *s)
 
 /*
  * The request the client sends: {"command":COMMAND}, with set-rate-limit's
- * DEVICE and rate-*=N arguments (the --disk keys) as its members.  NULL
- * with a reason in @err for arguments that do not fit the command.
+ * DEVICE and rate-*=N arguments (the --disk keys) as its members, or
+ * set-link's netN and up|down.  NULL with a reason in @err for arguments
+ * that do not fit the command.
  */
 static json_t *client_request(const char *command, int argc, char **argv,
 			      char *err, size_t errlen)
@@ -508,6 +563,18 @@ static json_t *client_request(const char *command, int argc, char **argv,
 	struct vmm_rate_limit r = { 0 };
 	json_t *req;
 
+	if (!strcmp(command, "set-link")) {
+		if (argc != 2 || (strcmp(argv[1], "up") && strcmp(argv[1], "down"))) {
+			snprintf(err, errlen, "set-link needs a NIC and up or down "
+				 "(set-link net0 down)");
+			return NULL;
+		}
+		req = json_pack("{s:s, s:s, s:b}", "command", command, "device",
+				argv[0], "up", !strcmp(argv[1], "up"));
+		if (!req)
+			snprintf(err, errlen, "out of memory");
+		return req;
+	}
 	if (strcmp(command, "set-rate-limit")) {
 		if (argc)
 			snprintf(err, errlen, "%s takes no arguments", command);
@@ -554,7 +621,8 @@ int api_client(const char *path, const char *command, int argc, char **argv)
 	if (!path || !command || strlen(path) >= sizeof(sa.sun_path)) {
 		fprintf(stderr, "usage: minivmm --api PATH info|stats|pause|resume|stop|shutdown\n"
 			"       minivmm --api PATH set-rate-limit diskN|netN [rate-bw=N[K|M|G]]\n"
-			"               [rate-bw-burst=N] [rate-ops=N] [rate-ops-burst=N] ...\n");
+			"               [rate-bw-burst=N] [rate-ops=N] [rate-ops-burst=N] ...\n"
+			"       minivmm --api PATH set-link netN up|down\n");
 		return 2;
 	}
 	req = client_request(command, argc, argv, err, sizeof(err));

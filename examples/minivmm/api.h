@@ -30,20 +30,23 @@ enum api_cmd {
 	API_STOP,
 	API_SHUTDOWN,
 	API_SET_RATE_LIMIT, /* a disk's or NIC's rate limits (struct api_request) */
+	API_SET_LINK,	    /* a NIC's link up or down */
 };
 
-/* A request with its arguments (set-rate-limit's). */
+/* A request with its arguments (set-rate-limit's, set-link's). */
 struct api_request {
 	enum api_cmd cmd;
 	bool net;		    /* "device":"netN", else "diskN" */
 	unsigned int index;	    /* N */
 	struct vmm_rate_limit rate; /* members absent: 0 (unlimited) */
+	bool up;		    /* set-link */
 };
 /*
  * api_parse_request() with the arguments: {"command":"set-rate-limit",
  * "device":"disk0"|"net0", "bw":N, "bw_burst":N, "bw_one_time":N, "ops":N,
  * "ops_burst":N, "ops_one_time":N}, each number an integer 0..2^60, every
- * one optional (the request replaces all the device's limits).
+ * one optional (the request replaces all the device's limits); or
+ * {"command":"set-link", "device":"netN", "up":true|false}, both required.
  * 0, or -1 with a reason in @err.
  */
 int api_parse(const char *buf, size_t len, struct api_request *req, char *err,

@@ -471,7 +471,8 @@ int vmm_add_port(struct vmm *vm, const struct vmm_port_config *cfg,
  * queue file per pair) or as inherited tap files (the same flags, one
  * per pair), or on a Unix stream socket in passt's framing (@stream
  * below).  Offloads (checksum, TSO4/6, ECN; a tap only) follow what the
- * guest accepts; MTU, link up (down for good once a stream's peer goes),
+ * guest accepts; MTU, link up (down for good once a stream's peer goes;
+ * held down or let up at will: vmm_set_net_link()),
  * MQ with a control queue, MRG_RXBUF,
  * EVENT_IDX.  Pair i is served by I/O thread i mod nr_vcpus, the control
  * queue by thread 0.  Zero-initialise, set struct_size, fill.
@@ -912,6 +913,39 @@ int vmm_set_disk_rate_limit(struct vmm *vm, unsigned int id,
  */
 int vmm_set_net_rate_limit(struct vmm *vm, unsigned int id,
 			   const struct vmm_rate_limit *rl);
+
+/**
+ * vmm_set_net_link() - hold NIC @id's link down (@up 0) or let it up
+ * again (@up not 0), as pulling and plugging its cable (QEMU's set_link).
+ *
+ * Down: the guest sees VIRTIO_NET_S_LINK_UP cleared (a configuration
+ * interrupt: Linux's carrier goes off); no frame reaches it (a tap's
+ * queues are detached, so the kernel drops what is sent to the tap
+ * meanwhile and nothing stale comes back; a stream's peer keeps what it
+ * sends in the socket) and what it sends is dropped (counted in
+ * tx_drops).  Up: the reverse.  Before vmm_start() the state is recorded
+ * and the VM starts with it; it stays across guest resets and starts.
+ * Setting the state the link is in does nothing.
+ *
+ * Context: any thread the library does not own.
+ * Returns: 0 or
+ *   -EINVAL      NULL @vm
+ *   -ENOENT      unknown @id
+ *   -ENOTCONN    @up, but the stream's peer went away (down for good)
+ *   -EOPNOTSUPP  a VMM_NET_VHOST NIC (the kernel moves its frames)
+ */
+int vmm_set_net_link(struct vmm *vm, unsigned int id, int up);
+
+/**
+ * vmm_get_net_link() - whether NIC @id's link is up: 1, or 0 (held down by
+ * vmm_set_net_link(), or a stream whose peer went away).
+ *
+ * Context: any thread the library does not own.
+ * Returns: 1, 0 or
+ *   -EINVAL  NULL @vm
+ *   -ENOENT  unknown @id
+ */
+int vmm_get_net_link(struct vmm *vm, unsigned int id);
 
 /**
  * vmm_get_disk_rate_stats(), vmm_get_net_rate_stats() - limits in force

@@ -561,6 +561,30 @@ int vmm_get_net_stats(struct vmm *vm, unsigned int id, unsigned int pair,
 	return ret;
 }
 
+int vmm_set_net_link(struct vmm *vm, unsigned int id, int up)
+{
+	int ret;
+
+	if (!vm)
+		return -EINVAL;
+	pthread_mutex_lock(&vm->lock);
+	ret = id < vm->config->nr_nets ? machine_net_set_link(vm, id, up != 0) : -ENOENT;
+	pthread_mutex_unlock(&vm->lock);
+	return ret;
+}
+
+int vmm_get_net_link(struct vmm *vm, unsigned int id)
+{
+	int ret;
+
+	if (!vm)
+		return -EINVAL;
+	pthread_mutex_lock(&vm->lock);
+	ret = id < vm->config->nr_nets ? machine_net_link(vm, id) : -ENOENT;
+	pthread_mutex_unlock(&vm->lock);
+	return ret;
+}
+
 /* The first published layouts (include/vmm/vmm.h): what an old caller's
  * struct_size says. */
 _Static_assert(offsetof(struct vmm_disk_stats, doorbells) ==

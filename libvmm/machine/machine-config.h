@@ -8,6 +8,7 @@
 #ifndef VMM_MACHINE_MACHINE_CONFIG_H
 #define VMM_MACHINE_MACHINE_CONFIG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "vmm/vmm.h"
@@ -36,6 +37,7 @@ struct machine_net_config {
 	int *fds;		   /* cfg.nr_fds, or NULL */
 	char *stream;		   /* cfg.stream's copy, or NULL */
 	struct vmm_rate_limit rate; /* as machine_disk_config's */
+	bool link_down;		    /* held down: vmm_set_net_link() */
 };
 
 /* A virtio-fs device as configured through vmm_add_fs() (copied strings). */

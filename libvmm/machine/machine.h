@@ -10,6 +10,8 @@
 #ifndef VMM_MACHINE_H
 #define VMM_MACHINE_H
 
+#include <stdbool.h>
+
 #include "util/compiler.h"
 
 struct vmm;
@@ -35,6 +37,10 @@ int machine_kvm_stats(struct vmm *vm, struct vmm_kvm_stats *st);
 struct vmm_net_pair_stats;
 int machine_net_stats(struct vmm *vm, unsigned int id, unsigned int pair,
 		      struct vmm_net_pair_stats *st);
+/* vmm_set_net_link(), vmm_get_net_link() (nets.c); @id is a valid NIC
+ * id, vm->lock held. */
+int machine_net_set_link(struct vmm *vm, unsigned int id, bool up);
+int machine_net_link(struct vmm *vm, unsigned int id);
 /* Console counters into @st (left as they are if no console was built). */
 struct vmm_fs_stats;
 /* vmm_get_fs_stats() (fs.c): zeros before vmm_start().  @id is valid. */

@@ -121,9 +121,10 @@ static bool net_is_stream(const struct vmm_net_config *c)
 	return c->stream || (c->flags & VMM_NET_STREAM);
 }
 
-/* The back end lost its peer: the driver reads the link status again.
- * Context: the pair's I/O thread (the transport exists by then: queues
- * are served only after DRIVER_OK). */
+/* The link went down or up (the back end lost its peer, or
+ * vmm_set_net_link()): the driver reads the link status again.  Context:
+ * an I/O thread of the NIC's (the device's transport exists by then:
+ * vmm_set_net_link() reaches the device only once the machine has it). */
 static void net_link_changed(void *opaque)
 {
 	struct machine_device *d = opaque;
@@ -173,11 +174,11 @@ static int net_create(struct vmm *vm, struct machine *m, struct machine_device *
 	if (ret)
 		return ret;
 	net_name(c, d->id, fds[0], name, sizeof(name));
-	if (net_is_stream(c)) {
+	if (net_is_stream(c))
 		np.backend = &net_stream_backend;
-		np.link_changed = net_link_changed;
-		np.link_opaque = d;
-	}
+	np.link_changed = net_link_changed;
+	np.link_opaque = d;
+	np.link_down = vm->config->nets[d->id].link_down;
 	memcpy(np.net.mac, c->mac, 6);
 	if (!memcmp(c->mac, zero, 6))
 		vnet_mac_derive(net_name_seed(name), d->id, np.net.mac);
@@ -225,20 +226,54 @@ const struct machine_device_ops machine_net_ops = {
 	.destroy = net_destroy,
 };
 
-int machine_net_stats(struct vmm *vm, unsigned int id, unsigned int pair,
-		      struct vmm_net_pair_stats *st)
+/* The machine's NIC @id, or NULL (no machine, or not built).  Context:
+ * under vm->lock. */
+static struct virtio_net *net_dev(struct vmm *vm, unsigned int id)
 {
 	struct machine *m = vm->machine;
-	struct virtio_net_pair_stats ps;
-	struct machine_device *d = NULL;
-	int ret;
 
 	for (unsigned int i = 0; m && i < m->nr_devs; i++)
 		if (m->devs[i].ops == &machine_net_ops && m->devs[i].id == id)
-			d = &m->devs[i];
-	if (!d || !d->dev)
+			return m->devs[i].dev;
+	return NULL;
+}
+
+int machine_net_set_link(struct vmm *vm, unsigned int id, bool up)
+{
+	struct virtio_net *dev;
+	int ret = 0;
+
+	if (vm->config->nets[id].cfg.flags & VMM_NET_VHOST)
+		return -EOPNOTSUPP;
+	dev = net_dev(vm, id);
+	if (dev)
+		ret = virtio_net_set_link(dev, up);
+	/* Recorded for a later start too (a NIC whose peer went away stays
+	 * as the operator asked: the next start connects again). */
+	if (!ret)
+		vm->config->nets[id].link_down = !up;
+	return ret;
+}
+
+int machine_net_link(struct vmm *vm, unsigned int id)
+{
+	struct virtio_net *dev = net_dev(vm, id);
+
+	if (dev)
+		return virtio_net_link_up(dev);
+	return !vm->config->nets[id].link_down;
+}
+
+int machine_net_stats(struct vmm *vm, unsigned int id, unsigned int pair,
+		      struct vmm_net_pair_stats *st)
+{
+	struct virtio_net_pair_stats ps;
+	struct virtio_net *dev = net_dev(vm, id);
+	int ret;
+
+	if (!dev)
 		return -ENOENT;
-	ret = virtio_net_pair_stats(d->dev, pair, &ps);
+	ret = virtio_net_pair_stats(dev, pair, &ps);
 	if (ret)
 		return ret;
 	*st = (struct vmm_net_pair_stats){
@@ -253,7 +288,7 @@ int machine_net_stats(struct vmm *vm, unsigned int id, unsigned int pair,
 		.rx_interrupts = ps.rx.interrupts,
 		.tx_interrupts = ps.tx.interrupts,
 		.iothread = ps.rx.iothread,
-		.pairs = virtio_net_pairs(d->dev),
+		.pairs = virtio_net_pairs(dev),
 	};
 	return 0;
 }

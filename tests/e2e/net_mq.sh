@@ -10,8 +10,10 @@
 # printed: 100% or one interrupt short in the rig); --stats-json shows every queue pair carried frames both ways.
 # Then, each followed by 1 MiB down and 1 MiB up with md5s: guest MTU 1280;
 # MTU 9000 refused (the device's MTU, 1500, is the driver's maximum); MTU
-# 1500; eth0 down (ping fails) and up again.  Prints the throughput
-# measured in the guest (rig numbers: noisy, nested TCG).
+# 1500; eth0 down (ping fails) and up again; the host's operator holds the
+# link down on the API socket (set-link net0 down: the guest's carrier goes,
+# pings fail both ways) and lets it up.  Prints the throughput measured in
+# the guest (rig numbers: noisy, nested TCG).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/net_lib.sh"
@@ -50,7 +52,7 @@ ports=()
 for ((i = 0; i < flows; i++)); do
 	ports+=($((5001 + i)))
 done
-ports+=(4101 4102 4103) # the MTU and link phases: below every flow's port
+ports+=(4101 4102 4103 4104) # the MTU and link phases: below every flow's port
 for p in "${ports[@]}"; do
 	busybox nc -l -p "$p" >"$dir/up$p" <&3 &
 	pids+=($!)
@@ -59,15 +61,23 @@ done
 # 64 MiB each way: 2.5 minutes of the guest's time on a quiet rig host,
 # 7 at load 13 (the guest done at 420 s of minivmm's run): a longer limit
 # than lib.sh's 600 s, below in-rig.sh's 900 s for the whole L1 run.
+net_hostlink "$vmm" "$dir/api" "$dir/log" "$dir/hostlink" vmtap0 &
+pids+=($!)
 E2E_VMM_TIMEOUT=800 e2e_run_vmm "$dir/log" -- "$vmm" --smp "$n" --mem 512M --kernel "$kernel" \
-	--initrd "$initrd" --net tap=vmtap0 --stats-json \
-	--append "quiet guest.run=net-mq guest.mb=$mb guest.flows=$flows guest.dflows=$dflows guest.irq=1 guest.phases=1"
-grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/log" || e2e_fail "guest payload failed"
+	--initrd "$initrd" --net tap=vmtap0 --stats-json --api-socket "$dir/api" \
+	--append "quiet guest.run=net-mq guest.mb=$mb guest.flows=$flows guest.dflows=$dflows guest.irq=1 guest.phases=1 guest.hostlink=1"
+# What the host's side of the link phase said (it may be why the guest
+# failed: the guest waits for the carrier it changes).
+hl=$(tr '\n' ' ' <"$dir/hostlink" 2>/dev/null || true)
+grep -q "MINIVMM-PAYLOAD-EXIT=0" "$dir/log" ||
+	e2e_fail "guest payload failed${hl:+ (L1 side of the link phase: $hl)}"
 net_wait_gone "${pids[@]:1}"
 [[ $E2E_RC -eq 0 ]] || e2e_fail "minivmm exited $E2E_RC"
 # Downloads, uploads, each RX queue's interrupts (the guest asserts them
 # mostly on its own CPU; the share printed below), MTU and link changes.
-net_check_flows "$dir/log"
+hl=$(tr '\n' ' ' <"$dir/hostlink" 2>/dev/null || true) # it has ended now
+grep -q 'hostlink ok' <<<"$hl" || e2e_fail "the host's link down/up: $hl"
+NET_HOSTLINK=1 net_check_flows "$dir/log"
 # The NIC's pairs in --stats-json: how many carried frames each way.
 pairs=$(grep -o '"nets":\[{"pairs":\[[^]]*\]' "$dir/log" | head -1)
 [[ -n "$pairs" ]] || e2e_fail "no NIC in --stats-json"
@@ -82,4 +92,5 @@ ucs=$(sed -n 's/.*NET-UP cs=\([0-9]*\).*/\1/p' "$dir/log")
 echo "NET throughput (guest clock): down $mb MiB ($dflows flows) in ${dcs}0 ms, up $mb MiB ($flows flows) in ${ucs}0 ms"
 echo "NET pairs: $npairs, rx used on $rx_used, tx used on $tx_used"
 echo "NET RX interrupts on the queue's own CPU (own/all): $NET_IRQ_SHARE"
-echo "PASS: --smp $n: $n queue pairs, ping, $mb MiB each way ($dflows and $flows flows) with md5s equal, every pair used both ways, each RX queue's interrupts on its CPU, MTU 1280/1500 (9000 refused) and link down/up each with 1 MiB each way"
+echo "NET L1 side of the link phase: $hl"
+echo "PASS: --smp $n: $n queue pairs, ping, $mb MiB each way ($dflows and $flows flows) with md5s equal, every pair used both ways, each RX queue's interrupts on its CPU, MTU 1280/1500 (9000 refused) and link down/up (the guest's, then the host's set-link) each with 1 MiB each way"

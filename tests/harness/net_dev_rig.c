@@ -24,6 +24,15 @@ static void t_needs_reset(struct virtio_queue *q, const char *why)
 	ck_abort_msg("queue %u: needs reset: %s", q->index, why);
 }
 
+/* The device's link went down or up: the transport's configuration
+ * interrupt, counted.  Context: an I/O thread. */
+static void ndr_link_changed(void *opaque)
+{
+	struct net_dev_rig *r = opaque;
+
+	__atomic_add_fetch(&r->link_changes, 1, __ATOMIC_SEQ_CST);
+}
+
 static const struct virtio_transport_ops t_ops = {
 	.queue_notify = t_notify,
 	.needs_reset = t_needs_reset,
@@ -66,6 +75,8 @@ void ndr_setup(struct net_dev_rig *r, const struct ndr_params *p)
 		.iothreads = &r->io,
 		.nr_iothreads = 1,
 		.rate = p->rate,
+		.link_changed = ndr_link_changed,
+		.link_opaque = r,
 	};
 	uint64_t features = 1ull << VIRTIO_F_VERSION_1;
 

@@ -9,7 +9,8 @@
  * More: CTRL_VQ and MQ too, and every pair is enabled (VQ_PAIRS_SET on
  * the control queue) before the test runs; EVENT_IDX when asked.  For
  * check_net_kicks, check_net_rate,
- * check_net_rate_again, check_net_rate_turns, check_net_stream_pollout.
+ * check_net_rate_again, check_net_rate_turns, check_net_stream_pollout,
+ * check_net_link.
  */
 #ifndef VMM_TESTS_NET_DEV_RIG_H
 #define VMM_TESTS_NET_DEV_RIG_H
@@ -40,6 +41,7 @@ struct net_dev_rig {
 	unsigned int pairs;		/* queue pairs; 2 * pairs + 1 queues */
 	int peer[NDR_MAX_PAIRS];	/* the test's ends, non-blocking */
 	unsigned int tx_used; /* pair 0's TX chains given back so far (ndr_tx_used()) */
+	unsigned int link_changes; /* the device's link_changed calls (atomic) */
 };
 
 struct ndr_params {

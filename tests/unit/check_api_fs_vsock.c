@@ -560,6 +560,37 @@ START_TEST(nets_counted_by_fs_and_vsock)
 }
 END_TEST
 
+/* vmm_set_net_link() before a start: recorded (vmm_get_net_link()),
+ * refused for a vhost=on NIC and an unknown one, idempotent. */
+START_TEST(net_link_config)
+{
+	struct vmm_net_config nc = { .struct_size = sizeof(nc), .tap = "tap0" };
+	struct vmm *vm = new_vm(_i);
+	unsigned int id, vid;
+
+	if (!vm)
+		return;
+	ck_assert_int_eq(vmm_set_net_link(NULL, 0, 0), -EINVAL);
+	ck_assert_int_eq(vmm_get_net_link(NULL, 0), -EINVAL);
+	ck_assert_int_eq(vmm_set_net_link(vm, 0, 0), -ENOENT);
+	ck_assert_int_eq(vmm_get_net_link(vm, 0), -ENOENT);
+	ck_assert_int_eq(vmm_add_net(vm, &nc, &id), 0);
+	nc.flags = VMM_NET_VHOST;
+	ck_assert_int_eq(vmm_add_net(vm, &nc, &vid), 0);
+	ck_assert_int_eq(vmm_get_net_link(vm, id), 1);
+	ck_assert_int_eq(vmm_set_net_link(vm, id, 0), 0);
+	ck_assert_int_eq(vmm_get_net_link(vm, id), 0);
+	ck_assert_int_eq(vmm_set_net_link(vm, id, 0), 0);
+	ck_assert_int_eq(vmm_get_net_link(vm, id), 0);
+	ck_assert_int_eq(vmm_set_net_link(vm, id, 1), 0);
+	ck_assert_int_eq(vmm_get_net_link(vm, id), 1);
+	ck_assert_int_eq(vmm_set_net_link(vm, vid, 0), -EOPNOTSUPP);
+	ck_assert_int_eq(vmm_get_net_link(vm, vid), 1);
+	ck_assert_int_eq(vmm_set_net_link(vm, vid + 1, 1), -ENOENT);
+	vmm_destroy(vm);
+}
+END_TEST
+
 /* And the other way round: with fs devices, disks and a NIC on all
  * VMM_MAX_DISKS, no disk or NIC fits. */
 START_TEST(fs_counted_by_disks_and_nets)
@@ -600,6 +631,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, fs_needs_shareable_ram, 0, 2);
 	tcase_add_loop_test(tc, vsock_config, 0, 2);
 	tcase_add_loop_test(tc, net_config, 0, 2);
+	tcase_add_loop_test(tc, net_link_config, 0, 2);
 	tcase_add_loop_test(tc, pci_functions_shared, 0, 2);
 	tcase_add_test(tc, busy_outside_config);
 	tcase_add_loop_test(tc, nets_counted_by_fs_and_vsock, 0, 2);

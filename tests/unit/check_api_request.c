@@ -137,6 +137,46 @@ START_TEST(set_rate_limit)
 }
 END_TEST
 
+/* set-link: a NIC and a boolean, both required. */
+START_TEST(set_link)
+{
+	static const struct { const char *req, *why; } bad[] = {
+		{ "{\"command\":\"set-link\"}", "\"device\" is missing" },
+		{ "{\"command\":\"set-link\",\"up\":true}", "\"device\" is missing" },
+		{ "{\"command\":\"set-link\",\"device\":\"net0\"}", "\"up\" is missing" },
+		{ "{\"command\":\"set-link\",\"device\":\"disk0\",\"up\":true}", "netN" },
+		{ "{\"command\":\"set-link\",\"device\":\"net01\",\"up\":true}", "netN" },
+		{ "{\"command\":\"set-link\",\"device\":\"net1000\",\"up\":true}", "netN" },
+		{ "{\"command\":\"set-link\",\"device\":\"net0\",\"up\":1}", "true or false" },
+		{ "{\"command\":\"set-link\",\"device\":\"net0\",\"up\":\"down\"}", "true or false" },
+		{ "{\"command\":\"set-link\",\"device\":\"net0\",\"up\":null}", "true or false" },
+		{ "{\"command\":\"set-link\",\"device\":\"net0\",\"up\":true,\"bw\":1}", "unknown member" },
+		{ "{\"command\":\"set-rate-limit\",\"device\":\"net0\",\"up\":true}", "unknown member" },
+		{ "{\"command\":\"info\",\"up\":true}", "unknown member" },
+	};
+	struct api_request r;
+	char err[256] = "";
+	const char *ok = "{\"up\":false,\"command\":\"set-link\",\"device\":\"net3\"}";
+
+	ck_assert_int_eq(api_parse(ok, strlen(ok), &r, err, sizeof(err)), 0);
+	ck_assert_int_eq(r.cmd, API_SET_LINK);
+	ck_assert(r.net);
+	ck_assert_uint_eq(r.index, 3);
+	ck_assert(!r.up);
+	ok = "{\"command\":\"set-link\",\"device\":\"net0\",\"up\":true}";
+	ck_assert_int_eq(api_parse(ok, strlen(ok), &r, err, sizeof(err)), 0);
+	ck_assert_uint_eq(r.index, 0);
+	ck_assert(r.up);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		ck_assert_msg(api_parse(bad[i].req, strlen(bad[i].req), &r, err,
+					sizeof(err)) == -1, "accepted: %s", bad[i].req);
+		ck_assert_msg(strstr(err, bad[i].why), "%s: reason '%s', expected '%s'",
+			      bad[i].req, err, bad[i].why);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("api_request");
@@ -148,6 +188,7 @@ int main(void)
 	tcase_add_test(tc, refused);
 	tcase_add_test(tc, size_limit);
 	tcase_add_test(tc, set_rate_limit);
+	tcase_add_test(tc, set_link);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
