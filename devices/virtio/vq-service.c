@@ -42,6 +42,7 @@ struct vqs_queue {
 	bool pushed; /* used entries pushed since the last notify decision */
 	bool started; /* attached once (stats readers: relaxed atomic) */
 	bool fills;   /* ops->fills(): its kicks are refills, not requests */
+	uint16_t fill_mark; /* fills: the used index fill_note() last saw */
 	/* Written by the queue's I/O thread, read by stats readers (relaxed). */
 	uint64_t kicks, doorbells, interrupts, suppressed;
 };
@@ -66,6 +67,26 @@ static void queue_interrupt(struct vqs_queue *q)
 {
 	INC(q->interrupts);
 	virtio_queue_notify(q->vq);
+}
+
+/*
+ * A queue the device fills (a NIC's RX): the entries it used since it
+ * last looked -- one round's: a process() call's, or a round's
+ * completions (queue_batch_end() ends in queue_process()) -- tell the
+ * adaptive I/O-thread policy how deep the traffic is, as a kick's count
+ * does for a request queue: two or more at once are a batch.  One at a
+ * time says nothing (the reply to a lone request, or each ACK of a
+ * stream the guest sends: the request queues' kicks decide), so only
+ * batches are noted.  Context: the queue's I/O thread, attached.
+ */
+static void fill_note(struct vqs_queue *q)
+{
+	uint16_t now = q->vq->vq.used_idx;
+	uint16_t n = (uint16_t)(now - q->fill_mark);
+
+	q->fill_mark = now;
+	if (n >= 2)
+		iothread_note_wake(q->io, n);
 }
 
 /* Context: queue's I/O thread.  Serve what the driver made available. */
@@ -93,6 +114,8 @@ static void queue_process(struct vqs_queue *q)
 		iothread_defer_next(q->io, &q->retry);
 	if (r & VQS_NOTIFY)
 		queue_interrupt(q);
+	if (q->fills)
+		fill_note(q);
 }
 
 static void queue_retry(void *opaque)
@@ -240,6 +263,7 @@ static int queue_attach(void *opaque)
 		iothread_add_poller(q->io, &q->poller);
 	q->attached = true;
 	q->broken = false;
+	q->fill_mark = q->vq->vq.used_idx;
 	__atomic_store_n(&q->started, true, __ATOMIC_RELAXED);
 	q->pushed = false;
 	queue_process(q); /* buffers made available before DRIVER_OK */

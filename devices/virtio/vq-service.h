@@ -91,8 +91,9 @@ struct vqs_ops {
 	 * receive queues, vsock's RX and event queues): a kick there says
 	 * "more room", not "a request", so its count of waiting entries
 	 * (a whole refill) does not steer the adaptive I/O-thread policy
-	 * (iothread_note_wake()).  Called at create time.  NULL: every queue
-	 * carries requests. */
+	 * (iothread_note_wake()); the entries the device fills in one round,
+	 * two or more, do (a batch of traffic).  Called at create time.
+	 * NULL: every queue carries requests. */
 	bool (*fills)(void *dev, unsigned int index);
 };
 

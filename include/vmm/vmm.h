@@ -1187,8 +1187,9 @@ enum vmm_iothread_sched {
  * latency for shallow queues on shared CPUs.  ADAPTIVE: each I/O thread
  * starts as BATCH, turns NORMAL after 16 kicks in a row found its queue at
  * most one request deep (waiting or in service), and BATCH again as soon
- * as one finds it deeper (or for a short probe every 32..256 kicks): one
- * sched_setscheduler() per change, none per request.
+ * as one finds it deeper, or as a queue the device fills (a NIC's RX)
+ * gets two or more entries filled at once (or for a short probe every
+ * 32..256 kicks): one sched_setscheduler() per change, none per request.
  *
  * Context: configuration.
  * Returns: 0 or

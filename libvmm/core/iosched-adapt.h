@@ -3,7 +3,9 @@
  * The adaptive I/O-thread policy's decision (vmm_set_iothread_sched(),
  * VMM_IOTHREAD_SCHED_ADAPTIVE): a pure state machine fed, per I/O thread,
  * with how deep its queue was at each wake-up by a kick (requests waiting
- * plus those in service: the queue service's count), answering
+ * plus those in service: the queue service's count) -- or, for a queue
+ * the device fills (a NIC's RX), how many entries one round filled when
+ * two or more (vq-service.c, fill_note()) -- answering
  * whether the thread should now run as SCHED_BATCH or SCHED_OTHER.
  *
  * Why: where vCPUs and I/O threads share a CPU, SCHED_BATCH lets the

@@ -443,8 +443,9 @@ static unsigned int lone_requests_on_queue0(struct virtio_queue *qs)
 
 /* Thread 0 serves queue 0 (requests) and queue 1 (filled by the device).
  * Lone requests on queue 0 turn the adaptive thread SCHED_OTHER (one
- * switch); a whole refill on queue 1 leaves it so; a batch of requests on
- * queue 0 switches it back. */
+ * switch); a whole refill on queue 1, whose buffers the device keeps
+ * until it has something to fill them with (hold, as a NIC's RX), leaves
+ * it so; a batch of requests on queue 0 switches it back. */
 START_TEST(refills_do_not_steer_the_policy)
 {
 	struct virtio_queue *qs = queues();
@@ -452,11 +453,46 @@ START_TEST(refills_do_not_steer_the_policy)
 
 	ck_assert_int_eq(vqs_start(S, qs, NQ), 0);
 	served = lone_requests_on_queue0(qs);
+	__atomic_store_n(&D.hold, true, __ATOMIC_SEQ_CST);
 	add_n_and_kick(1, &qs[1], 8);
 	ck_assert(wait_for(&D.served[1], 8));
 	ck_assert_uint_eq(switches0(), 1);
 	add_n_and_kick(0, &qs[0], 8);
 	ck_assert(wait_for(&D.served[0], served + 8));
+	ck_assert_uint_eq(switches0(), 2);
+	vqs_stop(S);
+}
+END_TEST
+
+/* Thread 0 turned SCHED_OTHER by lone requests on queue 0; then the device
+ * fills queue 1's buffers: one at a time (a reply to each lone request)
+ * changes nothing, eight in one go (a burst of frames) is a batch: back to
+ * SCHED_BATCH, though no kick found a deep queue. */
+START_TEST(fills_in_batches_steer_the_policy)
+{
+	struct virtio_queue *qs = queues();
+
+	unsigned int served;
+	int t;
+
+	ck_assert_int_eq(vqs_start(S, qs, NQ), 0);
+	served = lone_requests_on_queue0(qs);
+	for (unsigned int k = 1; k <= 3; k++) {
+		add_n_and_kick(1, &qs[1], 1);
+		ck_assert(wait_for(&D.served[1], k));
+		reap(1);
+	}
+	/* One more lone request: thread 0 served it after the fills, so
+	 * whatever they noted is in the count now. */
+	add_and_kick(0, &qs[0]);
+	ck_assert(wait_for(&D.served[0], ++served));
+	reap(0);
+	ck_assert_uint_eq(switches0(), 1);
+	add_n_and_kick(1, &qs[1], 8);
+	ck_assert(wait_for(&D.served[1], 3 + 8));
+	/* Noted after the fills' process() call: waited for, bounded. */
+	for (t = 0; t < 3000 && switches0() != 2; t++)
+		usleep(1000);
 	ck_assert_uint_eq(switches0(), 2);
 	vqs_stop(S);
 }
@@ -500,6 +536,7 @@ int main(void)
 	tcase_add_test(tc, failed_start_undone);
 	tcase_add_test(tc, one_queue_at_a_time);
 	tcase_add_test(tc, refills_do_not_steer_the_policy);
+	tcase_add_test(tc, fills_in_batches_steer_the_policy);
 	tcase_add_test(tc, requests_in_service_count_as_depth);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
