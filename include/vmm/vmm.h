@@ -924,8 +924,10 @@ int vmm_set_net_rate_limit(struct vmm *vm, unsigned int id,
  * meanwhile and nothing stale comes back; a stream's peer keeps what it
  * sends in the socket) and what it sends is dropped (counted in
  * tx_drops).  Up: the reverse.  Before vmm_start() the state is recorded
- * and the VM starts with it; it stays across guest resets and starts.
- * Setting the state the link is in does nothing.
+ * and the VM starts with it; it stays across guest resets.  Once the VM
+ * has ended (its I/O threads stopping) it is only recorded.  Setting the
+ * state the link is in does nothing.  The change is made on the NIC's
+ * first I/O thread, which this call waits for.
  *
  * Context: any thread the library does not own.
  * Returns: 0 or

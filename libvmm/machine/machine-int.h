@@ -73,6 +73,10 @@ struct machine {
 	unsigned int nr_devs;	     /* created so far */
 	struct iothread **iothreads;
 	unsigned int nr_iothreads;
+	/* The I/O threads were told to stop (machine_join(), under
+	 * vm->lock): no call may be posted to them any more (one posted while
+	 * a thread ends would never run).  vmm_set_net_link() checks it. */
+	bool io_stopped;
 	/* The PCI bus the virtio devices sit on: built by the platform (it
 	 * knows the host bridge and its windows). */
 	struct pci_bus *pci;

@@ -332,6 +332,11 @@ void machine_join(struct vmm *vm)
 		return;
 	for (unsigned int i = 0; i < m->nr_devs; i++)
 		m->devs[i].ops->stop(&m->devs[i]);
+	/* A caller that posts to the I/O threads under vm->lock
+	 * (vmm_set_net_link()) is done before this, and posts none after. */
+	pthread_mutex_lock(&vm->lock);
+	m->io_stopped = true;
+	pthread_mutex_unlock(&vm->lock);
 	for (unsigned int i = 0; i < m->nr_iothreads; i++)
 		iothread_stop(m->iothreads[i]);
 	/* Last: the guest's final output is flushed (for a bounded time). */

@@ -245,7 +245,9 @@ int machine_net_set_link(struct vmm *vm, unsigned int id, bool up)
 
 	if (vm->config->nets[id].cfg.flags & VMM_NET_VHOST)
 		return -EOPNOTSUPP;
-	dev = net_dev(vm, id);
+	/* The device changes its link on I/O thread 0: not once the
+	 * machine's I/O threads are stopping (the VM ended; recorded only). */
+	dev = vm->machine && !vm->machine->io_stopped ? net_dev(vm, id) : NULL;
 	if (dev)
 		ret = virtio_net_set_link(dev, up);
 	/* Recorded for a later start too (a NIC whose peer went away stays
