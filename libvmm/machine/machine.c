@@ -313,6 +313,9 @@ int machine_start(struct vmm *vm)
 	if (!ret)
 		affinity_pin(vm, m);
 	if (ret) {
+		/* vmm_start() holds vm->lock: machine_join() must not take it. */
+		if (vm->machine)
+			vm->machine->io_stopped = true;
 		machine_join(vm);
 		machine_destroy(vm);
 	}
@@ -333,10 +336,13 @@ void machine_join(struct vmm *vm)
 	for (unsigned int i = 0; i < m->nr_devs; i++)
 		m->devs[i].ops->stop(&m->devs[i]);
 	/* A caller that posts to the I/O threads under vm->lock
-	 * (vmm_set_net_link()) is done before this, and posts none after. */
-	pthread_mutex_lock(&vm->lock);
-	m->io_stopped = true;
-	pthread_mutex_unlock(&vm->lock);
+	 * (vmm_set_net_link()) is done before this, and posts none after.
+	 * (A failed start holds vm->lock and has set it already.) */
+	if (!m->io_stopped) {
+		pthread_mutex_lock(&vm->lock);
+		m->io_stopped = true;
+		pthread_mutex_unlock(&vm->lock);
+	}
 	for (unsigned int i = 0; i < m->nr_iothreads; i++)
 		iothread_stop(m->iothreads[i]);
 	/* Last: the guest's final output is flushed (for a bounded time). */

@@ -19,7 +19,10 @@ struct vmm;
 /* Build everything and start the vCPU threads. On failure nothing is left
  * running or allocated. Returns 0 or -errno (reason logged). */
 int machine_start(struct vmm *vm) __must_check;
-/* Stop and join every thread (vCPUs, console, I/O threads). Idempotent. */
+/* Stop and join every thread (vCPUs, console, I/O threads). Idempotent.
+ * Takes vm->lock briefly (to mark the I/O threads stopping) unless
+ * machine->io_stopped is set already: a caller holding vm->lock sets it
+ * first. */
 void machine_join(struct vmm *vm);
 /* Free what machine_start() built. Call after machine_join(). */
 void machine_destroy(struct vmm *vm);
