@@ -85,14 +85,14 @@ struct virtio_net {
 	/*
 	 * The link (VIRTIO_NET_S_LINK_UP in n.status) is down while the
 	 * operator holds it down (admin_down: virtio_net_set_link()) or, for
-	 * good, once the back end's peer went away (peer_gone: a stream);
-	 * link_down is their OR, which the data path reads (relaxed: a frame
-	 * around the change may still go either way, as on a wire).
-	 * link_lock orders the writers of the three, of the status bit and
-	 * of the tap queues' steering (pair_steer()): the API thread, the
-	 * pairs' I/O threads, the control queue's, the transport's.
+	 * good, once the back end's peer went away (peer_gone: a stream):
+	 * link_is_down().  The data path reads them relaxed (a frame around
+	 * the change may still go either way, as on a wire).  link_lock
+	 * orders their writers, the status bit's and the tap queues'
+	 * steering (pair_steer()): the API thread, the pairs' I/O threads,
+	 * the control queue's, the transport's.
 	 */
-	bool admin_down, peer_gone, link_down;
+	bool admin_down, peer_gone;
 	pthread_mutex_t link_lock;
 	struct iothread *io0; /* the control queue's: virtio_net_set_link() */
 	void (*link_changed)(void *opaque);
@@ -107,14 +107,19 @@ static uint16_t curr_pairs(const struct virtio_net *d)
 	return __atomic_load_n(&d->n.curr_pairs, __ATOMIC_RELAXED);
 }
 
+static bool link_is_down(const struct virtio_net *d)
+{
+	return __atomic_load_n(&d->admin_down, __ATOMIC_RELAXED) ||
+	       __atomic_load_n(&d->peer_gone, __ATOMIC_RELAXED);
+}
+
 /* Pair @p's tap file is attached while the driver uses the pair and the
  * link is up: a detached file gets no frame from the kernel, which drops
  * what it would have queued there (nothing stale comes at the link's
  * return).  Caller holds link_lock. */
 static void pair_steer_locked(struct virtio_net *d, unsigned int p)
 {
-	bool on = p < curr_pairs(d) &&
-		  !__atomic_load_n(&d->link_down, __ATOMIC_RELAXED);
+	bool on = p < curr_pairs(d) && !link_is_down(d);
 	int r = d->be->steer ? d->be->steer(d->fds[p], on) : 0;
 
 	/* -EINVAL: a tap without multi-queue (one inherited file), already
@@ -150,7 +155,7 @@ static void rx_readable(void *opaque)
 {
 	struct net_queue *q = opaque;
 
-	if (!q->starved && !__atomic_load_n(&q->d->link_down, __ATOMIC_RELAXED) &&
+	if (!q->starved && !link_is_down(q->d) &&
 	    !pair_off(q->d, q->pair))
 		vqs_kick(q->sq);
 }
@@ -186,19 +191,18 @@ static int pushed_result(struct vqs_queue *sq, bool pushed, bool more,
 }
 
 /*
- * The link state after a change of admin_down or peer_gone: the data
- * path's flag, the status bit the driver reads, every tap queue's
- * steering, and a configuration interrupt (the driver reads the status
- * again) when the bit changed.  Seq-cst: a driver that reads the status
- * after the interrupt (sent by link_changed, whose generation bump is
- * seq-cst too) sees the new bit.  Caller holds link_lock.
+ * The link state after a change of admin_down or peer_gone: the status
+ * bit the driver reads, every tap queue's steering, and a configuration
+ * interrupt (the driver reads the status again) when the bit changed.
+ * Seq-cst: a driver that reads the status after the interrupt (sent by
+ * link_changed, whose generation bump is seq-cst too) sees the new bit.
+ * Caller holds link_lock.
  */
 static void link_publish(struct virtio_net *d)
 {
-	bool down = d->admin_down || d->peer_gone;
+	bool down = link_is_down(d);
 	uint16_t old;
 
-	__atomic_store_n(&d->link_down, down, __ATOMIC_SEQ_CST);
 	old = down ? __atomic_fetch_and(&d->n.status,
 					(uint16_t)~VIRTIO_NET_S_LINK_UP,
 					__ATOMIC_SEQ_CST) :
@@ -459,6 +463,19 @@ static int tx_process(struct virtio_net *d, struct net_queue *q)
 	return pushed_result(q->sq, done > 0, more, full && !q->out_watching);
 }
 
+/* Pair @p's RX queue, if the pair is on, signalled on its kick eventfd:
+ * its own thread serves it (reads what waits in the back end's file)
+ * now, not at the peer's next frame.  Context: the control queue's I/O
+ * thread (VQ_PAIRS_SET, virtio_net_set_link()). */
+static void pair_rx_kick(struct virtio_net *d, unsigned int p)
+{
+	int fd = d->qs[2 * p].kick_fd;
+
+	if (!pair_off(d, p) && fd >= 0 && eventfd_write(fd, 1))
+		log_limited(&d->tap_log, VMM_LOG_WARN, "virtio-net",
+			    "RX queue %u: kick: %s", 2 * p, strerror(errno));
+}
+
 static int ctrl_process(struct virtio_net *d, struct net_queue *q)
 {
 	bool changed = false;
@@ -472,13 +489,9 @@ static int ctrl_process(struct virtio_net *d, struct net_queue *q)
 	 * the pair's RX queue (its own thread) reads them now, not at the
 	 * peer's next frame. */
 	for (unsigned int p = 0; changed && p < d->n.max_pairs; p++) {
-		int fd = d->qs[2 * p].kick_fd;
-
 		pair_steer(d, p);
-		if (!d->be->steer && !pair_off(d, p) && fd >= 0 &&
-		    eventfd_write(fd, 1))
-			log_limited(&d->tap_log, VMM_LOG_WARN, "virtio-net",
-				    "RX queue %u: kick: %s", 2 * p, strerror(errno));
+		if (!d->be->steer)
+			pair_rx_kick(d, p);
 	}
 	return pushed_result(q->sq, r > 0, false, false);
 }
@@ -923,7 +936,7 @@ int virtio_net_create(const struct virtio_net_params *p, struct virtio_net **out
 	d->io0 = p->iothreads[0];
 	/* Held down from the start: no interrupt (the driver reads the
 	 * status when it starts), the tap queues detached at attach. */
-	d->admin_down = d->link_down = p->link_down;
+	d->admin_down = p->link_down;
 	if (p->link_down)
 		d->n.status &= (uint16_t)~VIRTIO_NET_S_LINK_UP;
 	ratelimit_init(&d->rl_rx);
@@ -995,19 +1008,11 @@ static int net_set_link_fn(void *opaque)
 	} else if (d->admin_down == r->up) {
 		__atomic_store_n(&d->admin_down, !r->up, __ATOMIC_RELAXED);
 		link_publish(d);
-		/* Up: each enabled pair's RX queue reads again now, not at
-		 * its back end's next frame (a stream's peer kept what it
-		 * sent meanwhile: it waits in the socket).  Signalled on
-		 * the kick eventfd, as ctrl_process() does: the queue's own
-		 * thread serves it. */
-		for (unsigned int p = 0; r->up && p < d->n.max_pairs; p++) {
-			int fd = d->qs[2 * p].kick_fd;
-
-			if (!pair_off(d, p) && fd >= 0 && eventfd_write(fd, 1))
-				log_limited(&d->tap_log, VMM_LOG_WARN, "virtio-net",
-					    "RX queue %u: kick: %s", 2 * p,
-					    strerror(errno));
-		}
+		/* Up: each enabled pair's RX queue reads again now (a
+		 * stream's peer kept what it sent meanwhile: it waits in
+		 * the socket). */
+		for (unsigned int p = 0; r->up && p < d->n.max_pairs; p++)
+			pair_rx_kick(d, p);
 	}
 	pthread_mutex_unlock(&d->link_lock);
 	return ret;
@@ -1024,7 +1029,7 @@ int virtio_net_set_link(struct virtio_net *d, bool up)
 
 bool virtio_net_link_up(struct virtio_net *d)
 {
-	return !__atomic_load_n(&d->link_down, __ATOMIC_RELAXED);
+	return !link_is_down(d);
 }
 
 struct ratelimit *virtio_net_ratelimit(struct virtio_net *d, bool tx)
