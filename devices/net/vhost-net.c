@@ -40,6 +40,13 @@ int vhost_net_start(int fd, uint64_t features, struct virtio_queue *rx,
 	return ret;
 }
 
+int vhost_net_backend(int fd, int tap, const char **what)
+{
+	int ret = vh_backend(fd, VHOST_RX, tap, what);
+
+	return ret ? ret : vh_backend(fd, VHOST_TX, tap, what);
+}
+
 /* Stop vhost ring @idx and keep where it stopped in @q. */
 static int vh_stop_ring(int fd, unsigned int idx, struct virtio_queue *q)
 {

@@ -17,7 +17,9 @@
  * Context: vhost_net_open() on the device's creator (the API thread,
  * before confinement: open, VHOST_SET_OWNER, VHOST_SET_MEM_TABLE);
  * vhost_net_start()/vhost_net_stop() on the transport's thread (a vCPU
- * at DRIVER_OK and reset, or the control thread at the VM's end).
+ * at DRIVER_OK and reset, or the control thread at the VM's end);
+ * vhost_net_backend() on the thread that changes the link (the control
+ * thread or an embedder's), ordered with them by the device.
  */
 #ifndef VMM_DEVICES_NET_VHOST_NET_H
 #define VMM_DEVICES_NET_VHOST_NET_H
@@ -69,13 +71,22 @@ int vhost_net_open(const char *path, const struct guest_mem *mem, int *fd,
  * vhost_net_start - hand pair (@rx, @tx) to vhost file @fd with backend
  * @tap: VHOST_SET_FEATURES (vhost_net_acked(@features)), then per ring
  * VHOST_SET_VRING_NUM, BASE (vq.last_avail_idx), ADDR, KICK, CALL (-1
- * for a queue without a vector), then VHOST_NET_SET_BACKEND.  On failure
+ * for a queue without a vector), then VHOST_NET_SET_BACKEND (@tap -1:
+ * parked, as vhost_net_backend()).  On failure
  * what was handed over is stopped again.  Returns 0 or the kernel's
  * -errno (@what: the failing request).
  */
 int vhost_net_start(int fd, uint64_t features, struct virtio_queue *rx,
 		    struct virtio_queue *tx, int tap, const char **what)
 	__must_check;
+
+/*
+ * vhost_net_backend - VHOST_NET_SET_BACKEND @tap on both rings of a pair
+ * vhost_net_start() handed over: -1 parks them (the kernel takes nothing
+ * from either ring, which keep their state), the tap lets them run again
+ * from where they were.  Returns 0 or the kernel's -errno (@what).
+ */
+int vhost_net_backend(int fd, int tap, const char **what) __must_check;
 
 /*
  * vhost_net_stop - VHOST_NET_SET_BACKEND -1 on both rings (the kernel

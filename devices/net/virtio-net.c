@@ -75,8 +75,10 @@ struct virtio_net {
 	struct vnet_pair_stats *stats;	/* n.max_pairs */
 	struct log_limit tap_log;
 	/* vhost=on: the files (n.max_pairs, else NULL), which pairs the
-	 * kernel serves now and the transport's queues meanwhile (the
-	 * transport's thread only: start and stop). */
+	 * kernel serves now and the transport's queues meanwhile (written
+	 * on the transport's thread at start and stop, under link_lock,
+	 * which the link's changes hold to give the pairs' files their back
+	 * end or none). */
 	int *vhost;
 	uint64_t vhost_features;
 	bool *vhost_on;
@@ -660,8 +662,8 @@ static unsigned int data_pairs(const struct virtio_net *d)
 }
 
 /* vhost=on: take every pair back from the kernel, where each ring stopped
- * kept for a restart.  Context: the transport's thread. */
-static void net_vhost_stop(struct virtio_net *d)
+ * kept for a restart.  Context: the transport's thread, link_lock held. */
+static void net_vhost_stop_locked(struct virtio_net *d)
 {
 	for (unsigned int p = 0; d->vhost_qs && p < d->n.max_pairs; p++) {
 		int r;
@@ -679,9 +681,40 @@ static void net_vhost_stop(struct virtio_net *d)
 	d->vhost_qs = NULL;
 }
 
+static void net_vhost_stop(struct virtio_net *d)
+{
+	pthread_mutex_lock(&d->link_lock);
+	net_vhost_stop_locked(d);
+	pthread_mutex_unlock(&d->link_lock);
+}
+
+/* vhost=on: the back end of each pair the kernel serves, after a link
+ * change: its tap, or none while the link is down (vhost-net then takes
+ * nothing from either ring: what the driver queues waits there, and goes
+ * at the link's return).  Caller holds link_lock, which orders it with
+ * the rings' start and stop on the transport's thread. */
+static void vhost_link_locked(struct virtio_net *d)
+{
+	for (unsigned int p = 0; p < d->n.max_pairs; p++) {
+		const char *what = "";
+		int r;
+
+		if (!d->vhost_on[p])
+			continue;
+		r = vhost_net_backend(d->vhost[p],
+				      link_is_down(d) ? -1 : d->fds[p], &what);
+		if (r)
+			log_limited(&d->vhost_log, VMM_LOG_ERROR, "virtio-net",
+				    "vhost pair %u: link %s: %s failed: %s", p,
+				    link_is_down(d) ? "down" : "up", what,
+				    strerror(-r));
+	}
+}
+
 /* vhost=on, DRIVER_OK: each enabled pair to its vhost file (offloads as
- * negotiated, steering as for the I/O threads), then the control queue
- * to the queue service.  Context: vCPU thread. */
+ * negotiated, steering as for the I/O threads; no back end while the
+ * link is held down), then the control queue to the queue service.
+ * Context: vCPU thread. */
 static int net_vhost_start(struct virtio_net *d, struct virtio_queue *qs,
 			   unsigned int nr)
 {
@@ -690,6 +723,7 @@ static int net_vhost_start(struct virtio_net *d, struct virtio_queue *qs,
 	unsigned int p;
 	int ret = 0;
 
+	pthread_mutex_lock(&d->link_lock);
 	d->vhost_qs = qs;
 	for (p = 0; !ret && p < data_pairs(d) && 2 * p + 1 < nr; p++) {
 		if (!qs[2 * p].enabled || !qs[2 * p + 1].enabled)
@@ -698,24 +732,26 @@ static int net_vhost_start(struct virtio_net *d, struct virtio_queue *qs,
 		ret = tap_set_offload(d->fds[p], offl);
 		if (!ret)
 			ret = vhost_net_start(d->vhost[p], d->n.features, &qs[2 * p],
-					      &qs[2 * p + 1], d->fds[p], &what);
+					      &qs[2 * p + 1],
+					      link_is_down(d) ? -1 : d->fds[p], &what);
 		d->vhost_on[p] = !ret;
 	}
 	/* Tap queues attached for the pairs the driver uses (one until
 	 * VQ_PAIRS_SET), the others detached: the kernel steers no flow to
 	 * a file whose rings nobody serves. */
 	for (unsigned int i = 0; i < d->n.max_pairs; i++)
-		pair_steer(d, i);
+		pair_steer_locked(d, i);
 	if (ret) {
 		log_limited(&d->vhost_log, VMM_LOG_ERROR, "virtio-net",
 			    "vhost pair %u: %s failed: %s", p - 1, what,
 			    strerror(-ret));
-	} else {
-		for (unsigned int i = 0; i < nr; i++)
-			if (vnet_is_ctrl(&d->n, i))
-				ret = vqs_start(d->svc, &qs[i], 1);
+		net_vhost_stop_locked(d);
 	}
-	if (ret)
+	pthread_mutex_unlock(&d->link_lock);
+	for (unsigned int i = 0; !ret && i < nr; i++)
+		if (vnet_is_ctrl(&d->n, i))
+			ret = vqs_start(d->svc, &qs[i], 1);
+	if (ret) /* the control queue's start (the pairs' failure stopped them) */
 		net_vhost_stop(d);
 	return ret;
 }
@@ -994,8 +1030,7 @@ struct net_link_req {
 	bool up;
 };
 
-/* Context: I/O thread 0 (the control queue's), or the caller while the
- * threads do not run. */
+/* Context: I/O thread 0 (the control queue's); vhost=on: the caller. */
 static int net_set_link_fn(void *opaque)
 {
 	const struct net_link_req *r = opaque;
@@ -1007,11 +1042,15 @@ static int net_set_link_fn(void *opaque)
 		ret = -ENOTCONN;
 	} else if (d->admin_down == r->up) {
 		__atomic_store_n(&d->admin_down, !r->up, __ATOMIC_RELAXED);
+		/* vhost=on: the kernel stops before the guest hears of it
+		 * (down), or serves again before (up). */
+		if (d->vhost)
+			vhost_link_locked(d);
 		link_publish(d);
 		/* Up: each enabled pair's RX queue reads again now (a
 		 * stream's peer kept what it sent meanwhile: it waits in
 		 * the socket). */
-		for (unsigned int p = 0; r->up && p < d->n.max_pairs; p++)
+		for (unsigned int p = 0; r->up && !d->vhost && p < d->n.max_pairs; p++)
 			pair_rx_kick(d, p);
 	}
 	pthread_mutex_unlock(&d->link_lock);
@@ -1022,8 +1061,11 @@ int virtio_net_set_link(struct virtio_net *d, bool up)
 {
 	struct net_link_req r = { .d = d, .up = up };
 
+	/* vhost=on: no data queue is on an I/O thread, and the vhost
+	 * requests are the transport's threads' (under link_lock), not the
+	 * I/O threads'. */
 	if (d->vhost)
-		return -EOPNOTSUPP;
+		return net_set_link_fn(&r);
 	return iothread_call_sync(d->io0, net_set_link_fn, &r);
 }
 

@@ -17,9 +17,9 @@
  * The same device runs on a stream socket instead (net-backend.h,
  * stream.h; passt's framing): one socket per pair, no offloads, and when
  * its peer goes away the link goes down (STATUS) while the VM runs on.
- * An operator may hold the link down on any back end but vhost=on
+ * An operator may hold the link down on any back end
  * (virtio_net_set_link(): no frame in, the guest's dropped, a tap's
- * queues detached).
+ * queues detached; vhost=on: the pairs' vhost files parked).
  * With vhost files (vhost=on, vhost-net.h) the kernel moves the data
  * instead: at DRIVER_OK each enabled pair's rings, kick and call
  * eventfds and tap file go to that pair's vhost-net file (on the vCPU),
@@ -102,9 +102,13 @@ int virtio_net_pair_stats(struct virtio_net *d, unsigned int pair,
  * in tx_drops.  Up: the reverse, each RX queue served at once.  Setting
  * the state the link is in does nothing.  Runs on I/O thread 0 (it
  * steers the tap's queues, as the control queue does) and waits for it.
- * Context: any thread but the device's I/O threads.  Returns 0,
- * -ENOTCONN (up, but the back end's peer went away: down for good) or
- * -EOPNOTSUPP (vhost=on: the kernel moves the frames).
+ * vhost=on: each started pair's vhost file parked (no back end: the
+ * kernel takes nothing from either ring, what the driver queues for TX
+ * waits there and goes at the link's return) or given its tap again,
+ * the tap's queues steered as above, on the calling thread (which must
+ * be allowed VHOST_NET_SET_BACKEND and TUNSETQUEUE).
+ * Context: any thread but the device's I/O threads.  Returns 0 or
+ * -ENOTCONN (up, but the back end's peer went away: down for good).
  */
 int virtio_net_set_link(struct virtio_net *d, bool up);
 /* Whether the link is up now.  Context: any thread. */

@@ -456,9 +456,6 @@ static json_t *set_link_reply(struct vmm *vm, const struct api_request *r)
 	if (ret == -ENOTCONN)
 		return error_reply("the stream's peer went away: the link stays "
 				   "down");
-	if (ret == -EOPNOTSUPP)
-		return error_reply("a vhost=on NIC's link cannot be set (the "
-				   "kernel moves its frames)");
 	if (ret)
 		return error_reply(strerror(-ret));
 	return json_pack("{s:b}", "ok", 1);

@@ -923,18 +923,20 @@ int vmm_set_net_rate_limit(struct vmm *vm, unsigned int id,
  * queues are detached, so the kernel drops what is sent to the tap
  * meanwhile and nothing stale comes back; a stream's peer keeps what it
  * sends in the socket) and what it sends is dropped (counted in
- * tx_drops).  Up: the reverse.  Before vmm_start() the state is recorded
- * and the VM starts with it; it stays across guest resets.  Once the VM
- * has ended (its I/O threads stopping) it is only recorded.  Setting the
- * state the link is in does nothing.  The change is made on the NIC's
- * first I/O thread, which this call waits for.
+ * tx_drops).  VMM_NET_VHOST: the kernel's vhost-net is given no back end
+ * while down, so it takes nothing from the rings: what the guest queued
+ * to send waits there and goes at the link's return.  Up: the reverse.
+ * Before vmm_start() the state is recorded and the VM starts with it; it
+ * stays across guest resets.  Once the VM has ended (its I/O threads
+ * stopping) it is only recorded.  Setting the state the link is in does
+ * nothing.  The change is made on the NIC's first I/O thread, which this
+ * call waits for (VMM_NET_VHOST: on the calling thread).
  *
  * Context: any thread the library does not own.
  * Returns: 0 or
- *   -EINVAL      NULL @vm
- *   -ENOENT      unknown @id
- *   -ENOTCONN    @up, but the stream's peer went away (down for good)
- *   -EOPNOTSUPP  a VMM_NET_VHOST NIC (the kernel moves its frames)
+ *   -EINVAL    NULL @vm
+ *   -ENOENT    unknown @id
+ *   -ENOTCONN  @up, but the stream's peer went away (down for good)
  */
 int vmm_set_net_link(struct vmm *vm, unsigned int id, int up);
 

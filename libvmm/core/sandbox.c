@@ -240,8 +240,10 @@ static const unsigned long control_ioctls[] = {
 	KVM_SIGNAL_MSI, KVM_UNREGISTER_COALESCED_MMIO, TCGETS, TCSETS, TCSETSW,
 	TCSETSF,
 	KVM_GET_CLOCK, KVM_SET_CLOCK, KVM_KVMCLOCK_CTRL, /* vmm_pause/resume */
-	/* virtio-net vhost=on stopped at the VM's end. */
-	VHOST_NET_SET_BACKEND, VHOST_GET_VRING_BASE,
+	/* virtio-net vhost=on stopped at the VM's end, and its link held
+	 * down or let up (vmm_set_net_link(): the vhost files' back end and
+	 * the tap's queue steering). */
+	VHOST_NET_SET_BACKEND, VHOST_GET_VRING_BASE, TUNSETQUEUE,
 	/* virtio-vsock vhost=on stopped at the VM's end. */
 	VHOST_VSOCK_SET_RUNNING,
 };

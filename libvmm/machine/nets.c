@@ -243,10 +243,9 @@ int machine_net_set_link(struct vmm *vm, unsigned int id, bool up)
 	struct virtio_net *dev;
 	int ret = 0;
 
-	if (vm->config->nets[id].cfg.flags & VMM_NET_VHOST)
-		return -EOPNOTSUPP;
-	/* The device changes its link on I/O thread 0: not once the
-	 * machine's I/O threads are stopping (the VM ended; recorded only). */
+	/* The device changes its link on I/O thread 0 (vhost=on: here,
+	 * ordered with the rings' start and stop): not once the machine's
+	 * I/O threads are stopping (the VM ended; recorded only). */
 	dev = vm->machine && !vm->machine->io_stopped ? net_dev(vm, id) : NULL;
 	if (dev)
 		ret = virtio_net_set_link(dev, up);

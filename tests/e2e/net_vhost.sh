@@ -8,7 +8,10 @@
 # own CPU, md5s compared both ways; each RX queue's interrupts (signalled by
 # the kernel through the irqfds) counted mostly on its own CPU in the
 # guest's /proc/interrupts; then MTU 1280, 9000 refused, 1500 and link
-# down/up in the guest, each followed by 1 MiB each way with md5s (as
+# down/up in the guest, then the host's operator holds the link down and
+# lets it up on the API socket (set-link: the kernel's vhost-net parked,
+# the guest's carrier 0, no ping either way, the tap's TX drops count;
+# then carrier 1), each followed by 1 MiB each way with md5s (as
 # net_mq.sh); the userspace
 # device carried none of it (every pair's packet counters in --stats-json
 # are 0) while the tap's own counters saw the megabytes.  With "compare"
@@ -63,23 +66,33 @@ tap_bytes() {
 # pair count; leaves its log in $dir/MODE.log.
 run() {
 	local mode=$1 log=$dir/$1.log rx=() p
-	for p in $(seq 5001 $((5000 + flows))) 4101 4102 4103; do
+	for p in $(seq 5001 $((5000 + flows))) 4101 4102 4103 4104; do
 		rm -f "$dir/up$p"
 		busybox nc -l -p "$p" >"$dir/up$p" <&3 &
 		rx+=($!)
 	done
 	pids+=("${rx[@]}")
+	rm -f "$dir/api" "$dir/$mode.hostlink"
+	net_hostlink "$vmm" "$dir/api" "$log" "$dir/$mode.hostlink" vmtap0 &
+	pids+=($!)
 	e2e_run_vmm "$log" -- "$vmm" -v --smp "$n" --mem 512M --kernel "$kernel" \
 		--initrd "$initrd" --net "tap=vmtap0,vhost=$mode" --stats-json \
-		--append "quiet guest.run=net-mq guest.mb=$mb guest.flows=$flows guest.dflows=$dflows guest.irq=1 guest.phases=1"
-	grep -q "MINIVMM-PAYLOAD-EXIT=0" "$log" || e2e_fail "vhost=$mode: guest payload failed"
-	net_wait_gone "${rx[@]}"
+		--api-socket "$dir/api" \
+		--append "quiet guest.run=net-mq guest.mb=$mb guest.flows=$flows guest.dflows=$dflows guest.irq=1 guest.phases=1 guest.hostlink=1"
+	hl=$(tr '\n' ' ' <"$dir/$mode.hostlink" 2>/dev/null || true)
+	grep -q "MINIVMM-PAYLOAD-EXIT=0" "$log" ||
+		e2e_fail "vhost=$mode: guest payload failed${hl:+ (L1 side of the link phase: $hl)}"
+	net_wait_gone "${rx[@]}" "${pids[-1]}"
 	[[ $E2E_RC -eq 0 ]] || e2e_fail "vhost=$mode: minivmm exited $E2E_RC"
 	grep -q "NET eth0: $n rx and $n tx queues" "$log" ||
 		e2e_fail "vhost=$mode: the guest does not see $n queue pairs"
+	hl=$(tr '\n' ' ' <"$dir/$mode.hostlink" 2>/dev/null || true) # it has ended now
+	grep -q 'hostlink ok' <<<"$hl" || e2e_fail "vhost=$mode: the host's link down/up: $hl"
+	echo "NET vhost=$mode L1 side of the link phase: $hl"
 	# Downloads, uploads, RX interrupts (the guest asserts each queue's
-	# mostly on its CPU), MTU and link changes (as net_mq.sh).
-	net_check_flows "$log" "vhost=$mode"
+	# mostly on its CPU), MTU and link changes, the guest's and the
+	# host's (as net_mq.sh).
+	NET_HOSTLINK=1 net_check_flows "$log" "vhost=$mode"
 	echo "NET vhost=$mode RX interrupts on the queue's own CPU (own/all): $NET_IRQ_SHARE"
 }
 
@@ -117,5 +130,6 @@ for m in "${modes[@]}"; do
 done
 echo "NET vhost=on: tap moved $((b1 - b0)) bytes, userspace pairs 0 packets"
 echo "PASS: --smp $n vhost=on: $n queue pairs, ping, $mb MiB each way ($dflows and $flows flows) with md5s" \
-	"equal, each RX queue's interrupts on its CPU, MTU 1280/1500 (9000 refused) and link down/up with 1 MiB each way," \
+	"equal, each RX queue's interrupts on its CPU, MTU 1280/1500 (9000 refused), link down/up by the guest and by the host's" \
+	"operator (set-link) with 1 MiB each way," \
 	"no frame through the userspace device${compare:+; vhost=off the same}"

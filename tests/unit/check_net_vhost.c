@@ -5,14 +5,18 @@
  * VHOST_SET_FEATURES would get, a driver that takes more than offered,
  * the queues declared external to the transport, and the error paths
  * (no device, not a vhost file, a start that fails: an error for the
- * transport, nothing left open or started).
+ * transport, nothing left open or started), and the link held down and
+ * let up on a vhost=on NIC (the status bit and its configuration
+ * interrupt, on the calling thread: no I/O thread is asked).
  */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <linux/virtio_config.h>
 #include <linux/virtio_net.h>
 #include <linux/virtio_ring.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -81,6 +85,16 @@ START_TEST(open_errors)
 END_TEST
 
 static struct iothread *io;
+static unsigned int link_changes;
+static pthread_t link_thread;
+
+/* The device's link_changed: counted, and which thread made the change. */
+static void count_link_change(void *opaque)
+{
+	(void)opaque;
+	link_thread = pthread_self();
+	__atomic_fetch_add(&link_changes, 1, __ATOMIC_SEQ_CST);
+}
 
 static struct virtio_net *make(bool vhost, uint64_t vhost_features)
 {
@@ -93,6 +107,7 @@ static struct virtio_net *make(bool vhost, uint64_t vhost_features)
 		.nr_iothreads = 1,
 		.vhost_fds = vhost ? vfds : NULL,
 		.vhost_features = vhost_features,
+		.link_changed = count_link_change,
 	};
 
 	/* Neither a tap nor a vhost file: every request to them fails. */
@@ -165,6 +180,54 @@ START_TEST(device_with_vhost)
 }
 END_TEST
 
+static uint16_t net_status(const struct virtio_device *vd)
+{
+	uint16_t st = 0;
+
+	vd->ops->config_read(vd->dev, offsetof(struct virtio_net_config, status),
+			     &st, sizeof(st));
+	return st;
+}
+
+/* vhost=on, set-link: the state, the status bit and one configuration
+ * interrupt per change, made on this thread, where the userspace data
+ * path makes it on the running I/O thread.  No pair is on vhost (no
+ * start), so no vhost request is made. */
+START_TEST(link_with_vhost)
+{
+	struct virtio_device vd;
+	struct virtio_net *d;
+
+	ck_assert_int_eq(iothread_create(0, 64, &io), 0);
+	ck_assert_int_eq(iothread_start(io), 0);
+	d = make(false, 0);
+	ck_assert_int_eq(virtio_net_set_link(d, false), 0);
+	ck_assert_uint_eq(link_changes, 1);
+	ck_assert(!pthread_equal(link_thread, pthread_self()));
+	virtio_net_destroy(d);
+	link_changes = 0;
+
+	d = make(true, BIT(VIRTIO_F_VERSION_1));
+	virtio_net_virtio(d, &vd);
+	ck_assert(vd.ops->features(vd.dev) & BIT(VIRTIO_NET_F_STATUS));
+	ck_assert(net_status(&vd) & VIRTIO_NET_S_LINK_UP);
+	ck_assert_int_eq(virtio_net_set_link(d, false), 0);
+	ck_assert(pthread_equal(link_thread, pthread_self()));
+	ck_assert(!virtio_net_link_up(d));
+	ck_assert(!(net_status(&vd) & VIRTIO_NET_S_LINK_UP));
+	ck_assert_uint_eq(link_changes, 1);
+	ck_assert_int_eq(virtio_net_set_link(d, false), 0); /* nothing */
+	ck_assert_uint_eq(link_changes, 1);
+	ck_assert_int_eq(virtio_net_set_link(d, true), 0);
+	ck_assert(virtio_net_link_up(d));
+	ck_assert(net_status(&vd) & VIRTIO_NET_S_LINK_UP);
+	ck_assert_uint_eq(link_changes, 2);
+	virtio_net_destroy(d);
+	iothread_stop(io);
+	iothread_destroy(io);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("net_vhost");
@@ -173,6 +236,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, offer_follows_vhost);
 	tcase_add_test(tc, open_errors);
 	tcase_add_test(tc, device_with_vhost);
+	tcase_add_test(tc, link_with_vhost);
 	suite_add_tcase(s, tc);
 	return s;
 }
