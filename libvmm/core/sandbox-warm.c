@@ -22,9 +22,9 @@
  *    top), glibc reads /proc/sys/vm/overcommit_memory once per process.
  *    Any thread that frees a burst of memory can be the first.  Each thread
  *    here allocates and frees 256 KiB in 32 KiB pieces, which makes glibc
- *    trim its arena (default threshold 128 KiB) while unconfined, and the
- *    first one in a thread arena makes sure of it at a raised threshold
- *    (prime_trim()).
+ *    trim its arena (default threshold 128 KiB) while unconfined, and a
+ *    thread of its own, alone at the first filter build, makes sure of it
+ *    at a raised threshold (prime_trim(), prime_alone()).
  *  - tcache: built at a thread's first malloc (an allocation only).
  *  - strerror(): translated through gettext, which opens the C library's
  *    message catalog (/usr/share/locale/<locale>/LC_MESSAGES/libc.mo) the
@@ -75,26 +75,6 @@ static void arena_limit(void)
 		n = 2; /* glibc's own fallback */
 	mallopt(M_ARENA_MAX, n * (sizeof(long) == 4 ? 2 : 8));
 #endif
-}
-
-void sandbox_warm_process(void)
-{
-	locale_t old;
-
-	pthread_once(&arena_once, arena_limit);
-	/* Loads (or looks for) the catalog of LC_MESSAGES: this thread's
-	 * locale (it may confine itself, vmm_seccomp_confine_current_thread)
-	 * and the global one, which the library's threads use (a uselocale()
-	 * of this thread is not inherited).  Every sandbox_build(): the
-	 * locale may have changed since the last VM. */
-	(void)strerror(EIO);
-	old = uselocale(LC_GLOBAL_LOCALE);
-	(void)strerror(EIO);
-	if (old)
-		uselocale(old);
-	/* The default log sink's way to stderr (an open() and an fstat()
-	 * that no allow-list has): a confined thread only writes. */
-	log_prepare_stderr();
 }
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -163,7 +143,72 @@ static void prime_trim(void)
 	}
 	free(p);
 }
+
+/* Context: a thread of its own (prime_alone()). */
+static void *prime_thread(void *arg)
+{
+	void *volatile p = malloc(PIECE); /* volatile: in_thread_arena() reads
+					     below it, which the compiler
+					     would flag on a known block */
+	bool thread_arena = p && in_thread_arena(p);
+
+	free(p);
+	if (thread_arena)
+		prime_trim();
+	*(bool *)arg = thread_arena;
+	return NULL;
+}
+
+static pthread_once_t prime_once = PTHREAD_ONCE_INIT;
+
+/*
+ * Once per process, from sandbox_warm_process(): prime_trim() on a fresh
+ * thread (so in a thread arena of its own), started and joined here while
+ * no thread the library confines runs yet.  Alone, because mallinfo2()
+ * sums every arena: another thread's trim of the main arena (sbrk) or
+ * heap growth elsewhere during a round would look like -- or hide -- the
+ * heap shrink prime_trim() waits for.  On a confined thread's first burst
+ * the false "done" was a SIGSYS (1 in ~300 runs of check_seccomp_threads'
+ * raised-threshold case: a control thread's openat of
+ * /proc/sys/vm/overcommit_memory).  If the thread cannot start or lands
+ * in the main arena, the first confined thread in a thread arena primes
+ * instead (sandbox_warm_thread()), as before.
+ */
+static void prime_alone(void)
+{
+	bool done = false;
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, prime_thread, &done))
+		return;
+	pthread_join(t, NULL);
+	if (done)
+		__atomic_store_n(&trim_tried, 1, __ATOMIC_RELAXED);
+}
 #endif
+
+void sandbox_warm_process(void)
+{
+	locale_t old;
+
+	pthread_once(&arena_once, arena_limit);
+#if WARM_GLIBC_MALLOC
+	pthread_once(&prime_once, prime_alone);
+#endif
+	/* Loads (or looks for) the catalog of LC_MESSAGES: this thread's
+	 * locale (it may confine itself, vmm_seccomp_confine_current_thread)
+	 * and the global one, which the library's threads use (a uselocale()
+	 * of this thread is not inherited).  Every sandbox_build(): the
+	 * locale may have changed since the last VM. */
+	(void)strerror(EIO);
+	old = uselocale(LC_GLOBAL_LOCALE);
+	(void)strerror(EIO);
+	if (old)
+		uselocale(old);
+	/* The default log sink's way to stderr (an open() and an fstat()
+	 * that no allow-list has): a confined thread only writes. */
+	log_prepare_stderr();
+}
 
 void sandbox_warm_thread(void)
 {
