@@ -28,7 +28,8 @@
 # normal / adaptive (minivmm-off: the default, batch);
 # NET_TESTS="tcp_tx ..." runs only those tests (tcp_rx tcp_tx tcp_rxN
 # udp_tx rr); NET_GUEST_APPEND="..." adds to every guest's kernel command
-# line (a diagnosis: virtio_net.napi_tx=0).
+# line (a diagnosis: virtio_net.napi_tx=0); NET_ROUNDS=N overrides the
+# mode's round count (more rounds where a close comparison needs them).
 # Timings are reported, never asserted.  Needs iperf3 and
 # qemu-system-x86_64 (scripts/deps.sh); BUILD_DIR must hold minivmm.
 set -euo pipefail
@@ -44,6 +45,10 @@ case $mode in
 --full) rounds=3 secs=5 vcpus=4 ;;
 *) bench_die "unknown mode $mode" ;;
 esac
+if [[ -n ${NET_ROUNDS:-} ]]; then
+	[[ $NET_ROUNDS =~ ^[1-9][0-9]?$ ]] || bench_die "NET_ROUNDS=$NET_ROUNDS: 1 to 99 rounds"
+	rounds=$NET_ROUNDS
+fi
 build=$(cd "${1:?BUILD_DIR}" && pwd)
 out=${BENCH_OUT:-$here/results}
 mkdir -p "$out"
