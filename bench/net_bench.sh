@@ -23,7 +23,8 @@
 # NET_SIDES="minivmm-off ..." runs only those sides (default minivmm-off
 # minivmm-on qemu-off qemu-on); the side minivmm-base is NET_BASE_VMM (an
 # earlier minivmm build) with vhost=off, for a before / after comparison
-# alternated in one L1, and minivmm-alt NET_ALT_VMM the same;
+# alternated in one L1, and minivmm-alt NET_ALT_VMM the same (both with
+# NET_BASE_ARGS, more minivmm options, e.g. "--io-sched adaptive");
 # minivmm-normal and minivmm-adaptive are minivmm-off with --io-sched
 # normal / adaptive (minivmm-off: the default, batch);
 # NET_TESTS="tcp_tx ..." runs only those tests (tcp_rx tcp_tx tcp_rxN
@@ -74,7 +75,7 @@ else
 		"$build/minivmm" "${guest[0]}" "${guest[1]}" "$tools" \
 		"$rounds" "$secs" "$vcpus" "${NET_SIDES:-minivmm-off minivmm-on qemu-off qemu-on}" \
 		"${NET_BASE_VMM:-}" "${NET_ALT_VMM:-}" "${NET_TESTS:-tcp_rx tcp_tx tcp_rxN udp_tx rr}" \
-		"${NET_GUEST_APPEND:-}" || rc=$?
+		"${NET_GUEST_APPEND:-}" "${NET_BASE_ARGS:-}" || rc=$?
 fi
 bench_rig_results "$log" "$mode" "$out/net.json"
 

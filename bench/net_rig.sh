@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench/net_rig.sh MINIVMM KERNEL INITRD TOOLS ROUNDS SECS VCPUS [SIDES
-# [BASE_VMM [ALT_VMM [TESTS [APPEND]]]]]: inside the rig's L1
+# [BASE_VMM [ALT_VMM [TESTS [APPEND [BASE_ARGS]]]]]]: inside the rig's L1
 # (bench/net_bench.sh runs it through tests/e2e/in-rig.sh).
 # Boots four guests side by side, VCPUS vCPUs and 512 MiB each, one NIC
 # each on its own multi-queue tap (one queue pair per vCPU) and subnet
@@ -20,7 +20,9 @@
 # SIDES: the sides to run, space-separated (default the first four);
 # TESTS: the tests (default all five: tcp_rx tcp_tx tcp_rxN udp_tx rr);
 # APPEND: more for every guest's kernel command line (a diagnosis, e.g.
-# virtio_net.napi_tx=0).
+# virtio_net.napi_tx=0); BASE_ARGS: more minivmm options for the
+# minivmm-base and minivmm-alt sides (e.g. --io-sched adaptive: an earlier
+# build's policy against this one's).
 # then ROUNDS rounds alternating them; each round and guest, from the L1:
 #   tcp_rx  iperf3 TCP, 1 stream, L1 -> guest, SECS s (Gbit/s)
 #   tcp_tx  the same reversed (-R), guest -> L1
@@ -45,6 +47,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 vmm=$1 kernel=$2 initrd=$3 tools_src=$4 rounds=${5:-3} secs=${6:-5} n=${7:-2}
 base_vmm=${9:-} alt_vmm=${10:-} tests=${11:-tcp_rx tcp_tx tcp_rxN udp_tx rr}
 extra=${12:-}
+read -r -a base_args <<<"${13:-}"
 bench_need_kvm
 [[ -c /dev/vhost-net ]] || bench_die "no /dev/vhost-net in the L1"
 qemu=$(command -v qemu-system-x86_64) || bench_die "qemu-system-x86_64 missing"
@@ -91,8 +94,8 @@ boot() { # SIDE
 	case $s in
 	minivmm-*)
 		local v=$vmm vh=${s#minivmm-} sched=()
-		[[ $s == minivmm-base ]] && v=$base_vmm vh=off
-		[[ $s == minivmm-alt ]] && v=$alt_vmm vh=off
+		[[ $s == minivmm-base ]] && v=$base_vmm vh=off sched=("${base_args[@]}")
+		[[ $s == minivmm-alt ]] && v=$alt_vmm vh=off sched=("${base_args[@]}")
 		[[ $s == minivmm-normal || $s == minivmm-adaptive ]] && sched=(--io-sched "$vh") vh=off
 		"$v" --smp "$n" --mem 512M --kernel "$kernel" --initrd "$initrd" "${sched[@]}" \
 			--net "tap=$t,mac=$mac,vhost=$vh" \
