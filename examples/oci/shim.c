@@ -65,6 +65,8 @@ struct shim {
 	struct oci_conlog con; /* the guest's serial console -> its file */
 	char drop_err[256];
 	struct netns_plan net; /* the VM's NIC (net.nic), netns.h */
+	unsigned int net_id;   /* the NIC's vmm_add_net() id, if has_nic */
+	bool has_nic;
 	int tap_fds[VMM_MAX_NET_PAIRS];
 	unsigned int ntaps;    /* open in tap_fds until vmm_start() */
 	/* The NIC is on a bare tap, connected at start (spec->net_at_start
@@ -179,7 +181,8 @@ static int add_net(struct shim *s)
 	int ret;
 
 	memcpy(nc.mac, s->net_later ? s->net.find_mac : s->net.ifc.mac, 6);
-	ret = vmm_add_net(s->vm, &nc, NULL);
+	ret = vmm_add_net(s->vm, &nc, &s->net_id);
+	s->has_nic = !ret;
 	if (ret)
 		oci_err("the VM's network device: %s", strerror(-ret));
 	return ret;
@@ -242,7 +245,8 @@ static int add_vsock(struct shim *s)
  * down when it found none): read again here (no privilege needed:
  * netlink dumps, /proc/net) for the guest's NET records, which find the
  * NIC by the MAC it was made with.  None (only a loopback): no record,
- * the guest init leaves the NIC down, unconfigured.
+ * the guest init leaves the NIC down, unconfigured, and its link is held
+ * down (the guest sees no carrier, as the tap has no peer).
  * Context: the shim's loop (shim_ctl's read_net), once, before CONFIG.
  */
 static void read_net_at_start(void *opaque)
@@ -262,6 +266,12 @@ static void read_net_at_start(void *opaque)
 	s->net.find = true;
 	memcpy(s->net.find_mac, mac, 6);
 	s->c.net = s->net.nic ? &s->net : NULL;
+	if (!s->net.nic && s->has_nic) {
+		int ret = vmm_set_net_link(s->vm, s->net_id, 0);
+
+		if (ret)
+			oci_warn("holding the VM's NIC link down: %s", strerror(-ret));
+	}
 }
 
 static void close_taps(struct shim *s)

@@ -81,13 +81,19 @@ rc=$?
 	oci_ok "ctr task exec: exit status 5, stdout and stderr apart" ||
 	oci_bad "ctr task exec: rc $rc, out '$(head -c 200 "$W/xo1")', err '$(head -c 300 "$W/xe1")'"
 # Plain `ctr run` (no CNI): the guest has the NIC made at create, down,
-# and no address but lo's.
+# and no address but lo's; the host holds its link down.
 "${CTR[@]}" task exec --exec-id e3 c3 sh -c 'ip -o link; ip -o addr' >"$W/xo3" 2>&1
 nic=$(grep -E '^[0-9]+: eth0: <' "$W/xo3" | grep -cvE '[<,]UP[,>]')
 addrs=$(grep -E ' inet6? ' "$W/xo3" | grep -vcE '^[0-9]+: lo ')
 [[ "$nic" == 1 && "$addrs" == 0 ]] &&
 	oci_ok "ctr run without --cni: guest eth0 down, no address but lo's" ||
 	oci_bad "ctr run without --cni: $(head -c 400 "$W/xo3")"
+# ... and its link held down (the VM's statistics through the shim:
+# containerd's runc shim keeps its containers under /run/containerd/runc/NS).
+link=$("$OCI_RUNTIME" --root /run/containerd/runc/default events --stats c3 2>"$W/ev3.err" |
+	jq -r '.data.vm.nets[0].link_up' 2>/dev/null)
+[[ "$link" == false ]] && oci_ok "ctr run without --cni: the NIC's link held down" ||
+	oci_bad "ctr run without --cni: link_up '$link': $(head -c 300 "$W/ev3.err")"
 want=$(md5sum <"$W/blob" | cut -d' ' -f1)
 got=$("${CTR[@]}" task exec --exec-id e2 c3 sh -c 'cat | md5sum' <"$W/blob" 2>"$W/xe2" | cut -d' ' -f1)
 [[ "$got" == "$want" ]] && oci_ok "ctr task exec: 1 MiB of stdin, md5 $got in the guest" ||
