@@ -26,9 +26,14 @@
 # alternated in one L1, and minivmm-alt NET_ALT_VMM the same (both with
 # NET_BASE_ARGS, more minivmm options, e.g. "--io-sched adaptive");
 # minivmm-normal and minivmm-adaptive are minivmm-off with --io-sched
-# normal / adaptive (minivmm-off: the default, batch);
+# normal / adaptive (minivmm-off: the default, batch); minivmm-1pair is
+# minivmm-off with queue-pairs=1 (the "N pairs >= 1.3x one pair" target:
+# run it with tcp_rxM tcp_txM and RIG_L1_CPUS=2, an L1 of two CPUs, where
+# minivmm is pinned and QEMU's sides are refused: bench/net_rig.sh);
 # NET_TESTS="tcp_tx ..." runs only those tests (tcp_rx tcp_tx tcp_rxN
-# udp_tx rr); NET_GUEST_APPEND="..." adds to every guest's kernel command
+# udp_tx rr, the default, and tcp_rxM / tcp_txM: VCPUS iperf3 processes
+# at once each way, one stream each, summed);
+# NET_GUEST_APPEND="..." adds to every guest's kernel command
 # line (a diagnosis: virtio_net.napi_tx=0); NET_ROUNDS=N overrides the
 # mode's round count (more rounds where a close comparison needs them).
 # Timings are reported, never asserted.  Needs iperf3 and
@@ -86,17 +91,17 @@ J() { jq -r "$BENCH_JQ_DEFS"'
 	def ratio(a; b): if a == null or b == null or b == 0 then null else a / b end;
 	def verdict(x; ok): if x == null then "no data" elif ok then "met" else "MISSED" end;
 	'"$1" "$out/net.json"; }
-sides='["minivmm-off", "minivmm-base", "minivmm-alt", "minivmm-normal", "minivmm-adaptive", "minivmm-on", "qemu-off", "qemu-on"]'
+sides='["minivmm-off", "minivmm-1pair", "minivmm-base", "minivmm-alt", "minivmm-normal", "minivmm-adaptive", "minivmm-on", "qemu-off", "qemu-on"]'
 {
 	echo "# virtio-net: minivmm vs QEMU 7.2 virtio-net-pci, vhost off and on ($mode, $date, $(bench_commit))"
 	echo
 	J '([.[] | select(.bench == "net_machine")][0] // {}) as $m |
-		"One guest per side, booted at once in one rig L1 (nested KVM under TCG, \($m.l1_cpus // "?") L1 CPU: \($m.l1_cpu // "?"), kernel \($m.l1_kernel // "?"); \($m.qemu_version // "?"); \($m.iperf3_version // "?")), \($m.guest_vcpus // "?") vCPUs, 512 MiB and one NIC each with \($m.queue_pairs // "?") queue pairs on its own multi-queue tap; rounds alternated over the sides in the table below; \($m.rounds // "?") rounds of \($m.secs // "?") s per iperf3 test.  Medians over the rounds (n); absolute figures are the emulation'\''s (every guest and the L1 share one emulated CPU), compare side by side."'
+		"One guest per side, booted at once in one rig L1 (nested KVM under TCG, \($m.l1_cpus // "?") L1 CPU: \($m.l1_cpu // "?"), kernel \($m.l1_kernel // "?"); \($m.qemu_version // "?"); \($m.iperf3_version // "?")), \($m.guest_vcpus // "?") vCPUs, 512 MiB and one NIC each with \($m.queue_pairs // "?") queue pairs on its own multi-queue tap; rounds alternated over the sides in the table below; \($m.rounds // "?") rounds of \($m.secs // "?") s per iperf3 test\(if ($m.minivmm_pinning // "") != "" then "; minivmm pinned: \($m.minivmm_pinning)" else "" end).  Medians over the rounds (n); absolute figures are the emulation'\''s (every guest and the L1 share \(if ($m.l1_cpus // 1) > 1 then "\($m.l1_cpus) emulated CPUs" else "one emulated CPU" end)), compare side by side."'
 	echo
-	echo "| side | n | TCP to guest Mbit/s | TCP from guest Mbit/s | TCP to guest, 1 stream/vCPU, Mbit/s | UDP 64 B from guest, packets/s | echo RTT p50 us | p99 us | VMM CPU s/GB (TCP) | notifications/packet |"
-	echo "|---|---|---|---|---|---|---|---|---|---|"
+	echo "| side | n | TCP to guest Mbit/s | TCP from guest Mbit/s | TCP to guest, 1 stream/vCPU, Mbit/s | TCP to guest, 1 process/vCPU, Mbit/s | TCP from guest, 1 process/vCPU, Mbit/s | UDP 64 B from guest, packets/s | echo RTT p50 us | p99 us | VMM CPU s/GB (TCP) | notifications/packet |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 	J '('"$sides"'[] as $s | select(n($s) > 0) |
-		"| \($s) | \(n($s)) | \(med($s; "tcp_rx"; .gbps * 1000) | r(1)) | \(med($s; "tcp_tx"; .gbps * 1000) | r(1)) | \(med($s; "tcp_rxN"; .gbps * 1000) | r(1)) | \(med($s; "udp_tx"; .pps) | r(0)) | \(med($s; "rr"; .rtt_p50_us) | r(0)) | \(med($s; "rr"; .rtt_p99_us) | r(0)) | \([$r[] | select(.side == $s and (.test | startswith("tcp"))) | .cpu_s_per_gb | select(. != null)] | median | r(2)) | \([$r[] | select(.side == $s and (.test | startswith("tcp"))) | .notifications_per_packet | select(. != null)] | median | r(3)) |")'
+		"| \($s) | \(n($s)) | \(med($s; "tcp_rx"; .gbps * 1000) | r(1)) | \(med($s; "tcp_tx"; .gbps * 1000) | r(1)) | \(med($s; "tcp_rxN"; .gbps * 1000) | r(1)) | \(med($s; "tcp_rxM"; .gbps * 1000) | r(1)) | \(med($s; "tcp_txM"; .gbps * 1000) | r(1)) | \(med($s; "udp_tx"; .pps) | r(0)) | \(med($s; "rr"; .rtt_p50_us) | r(0)) | \(med($s; "rr"; .rtt_p99_us) | r(0)) | \([$r[] | select(.side == $s and (.test | startswith("tcp"))) | .cpu_s_per_gb | select(. != null)] | median | r(2)) | \([$r[] | select(.side == $s and (.test | startswith("tcp"))) | .notifications_per_packet | select(. != null)] | median | r(3)) |")'
 	echo
 	echo "| round | side | test | Mbit/s | packets/s | p50 us | p99 us | CPU ms | notifications/packet |"
 	echo "|---|---|---|---|---|---|---|---|---|"
@@ -105,17 +110,18 @@ sides='["minivmm-off", "minivmm-base", "minivmm-alt", "minivmm-normal", "minivmm
 	echo
 	echo "Notifications by part (minivmm vhost=off; per packet, packets counted both ways: RX = to the guest, TX = from it):"
 	echo
-	echo "| round | side | test | RX kicks | TX kicks | RX interrupts | TX interrupts | RX packets | TX packets |"
-	echo "|---|---|---|---|---|---|---|---|---|"
+	echo "| round | side | test | RX kicks | TX kicks | RX interrupts | TX interrupts | RX packets | TX packets | policy switches | ms SCHED_OTHER |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|"
 	J '($r | map(select(.rx_kicks != null)) | sort_by(.round, .side, .test)[] | .packets_seen as $p |
-		"| \(.round) | \(.side) | \(.test) | \(.rx_kicks / $p | r(3)) | \(.tx_kicks / $p | r(3)) | \(.rx_interrupts / $p | r(3)) | \(.tx_interrupts / $p | r(3)) | \(.rx_packets) | \(.tx_packets) |")'
+		"| \(.round) | \(.side) | \(.test) | \(.rx_kicks / $p | r(3)) | \(.tx_kicks / $p | r(3)) | \(.rx_interrupts / $p | r(3)) | \(.tx_interrupts / $p | r(3)) | \(.rx_packets) | \(.tx_packets) | \(.sched_switches // "") | \(.sched_normal_ms // "") |")'
 	echo
 	J 'def q(t; f): ratio(med("minivmm-off"; t; f); med("qemu-off"; t; f));
 	   def v(t; f): ratio(med("minivmm-on"; t; f); med("qemu-on"; t; f));
 	   def npp: [$r[] | select(.side == "minivmm-off" and (.test | startswith("tcp"))) | .notifications_per_packet | select(. != null)] | median;
 		"Ratios minivmm / QEMU (medians), vhost=off: TCP to guest \(q("tcp_rx"; .gbps) | r(2)), from guest \(q("tcp_tx"; .gbps) | r(2)), 1 stream/vCPU \(q("tcp_rxN"; .gbps) | r(2)), UDP packets/s \(q("udp_tx"; .pps) | r(2)), RTT p50 \(q("rr"; .rtt_p50_us) | r(2)) (lower is better); vhost=on: TCP to guest \(v("tcp_rx"; .gbps) | r(2)), from guest \(v("tcp_tx"; .gbps) | r(2)), 1 stream/vCPU \(v("tcp_rxN"; .gbps) | r(2)), UDP \(v("udp_tx"; .pps) | r(2)), RTT p50 \(v("rr"; .rtt_p50_us) | r(2)).",
 		"",
-		"Targets (issue 28): vhost=off >= 1.0x QEMU vhost=off: TCP to guest \(verdict(q("tcp_rx"; .gbps); q("tcp_rx"; .gbps) >= 1.0)), from guest \(verdict(q("tcp_tx"; .gbps); q("tcp_tx"; .gbps) >= 1.0)); vhost=on within 10% of QEMU vhost=on: to guest \(verdict(v("tcp_rx"; .gbps); v("tcp_rx"; .gbps) >= 0.9)), from guest \(verdict(v("tcp_tx"; .gbps); v("tcp_tx"; .gbps) >= 0.9)); <= 0.1 notifications per packet under load (minivmm vhost=off, TCP): \(npp | r(3)) (\(verdict(npp; npp <= 0.1))); N pairs >= 1.3x one pair with N streams: not measurable here (every vCPU and I/O thread shares the L1'\''s one CPU).",
+		"Targets (issue 28): vhost=off >= 1.0x QEMU vhost=off: TCP to guest \(verdict(q("tcp_rx"; .gbps); q("tcp_rx"; .gbps) >= 1.0)), from guest \(verdict(q("tcp_tx"; .gbps); q("tcp_tx"; .gbps) >= 1.0)); vhost=on within 10% of QEMU vhost=on: to guest \(verdict(v("tcp_rx"; .gbps); v("tcp_rx"; .gbps) >= 0.9)), from guest \(verdict(v("tcp_tx"; .gbps); v("tcp_tx"; .gbps) >= 0.9)); <= 0.1 notifications per packet under load (minivmm vhost=off, TCP): \(npp | r(3)) (\(verdict(npp; npp <= 0.1))); N pairs >= 1.3x one pair with N streams: \(if n("minivmm-1pair") == 0 then "not run (side minivmm-1pair)" else
+			"\(([.[] | select(.bench == "net_machine")][0] // {}).l1_cpus // "?") L1 CPUs, one pair per vCPU / one pair, to the guest \(ratio(med("minivmm-off"; "tcp_rxM"; .gbps); med("minivmm-1pair"; "tcp_rxM"; .gbps)) | r(2)) (\(verdict(ratio(med("minivmm-off"; "tcp_rxM"; .gbps); med("minivmm-1pair"; "tcp_rxM"; .gbps)); ratio(med("minivmm-off"; "tcp_rxM"; .gbps); med("minivmm-1pair"; "tcp_rxM"; .gbps)) >= 1.3))), from it \(ratio(med("minivmm-off"; "tcp_txM"; .gbps); med("minivmm-1pair"; "tcp_txM"; .gbps)) | r(2)) (\(verdict(ratio(med("minivmm-off"; "tcp_txM"; .gbps); med("minivmm-1pair"; "tcp_txM"; .gbps)); ratio(med("minivmm-off"; "tcp_txM"; .gbps); med("minivmm-1pair"; "tcp_txM"; .gbps)) >= 1.3)))" end).",
 		"",
 		"I/O-thread policy (issue 28 item 7; sides run: \([$r[] | .side] | unique | map(select(. == "minivmm-normal" or . == "minivmm-adaptive")) | if length == 0 then "none" else join(", ") end)): " +
 		([["minivmm-off", "batch"], ["minivmm-normal", "normal"], ["minivmm-adaptive", "adaptive"]][] as [$s, $p] | select(n($s) > 0) |

@@ -17,8 +17,12 @@
 #   minivmm-normal, minivmm-adaptive  minivmm-off with --io-sched normal
 #                or adaptive (the I/O-thread policy; minivmm-off runs the
 #                default, batch)
+#   minivmm-1pair  minivmm-off with queue-pairs=1 (one pair against one per
+#                vCPU: run it with tcp_rxM / tcp_txM in an L1 of several
+#                CPUs, RIG_L1_CPUS)
 # SIDES: the sides to run, space-separated (default the first four);
-# TESTS: the tests (default all five: tcp_rx tcp_tx tcp_rxN udp_tx rr);
+# TESTS: the tests (default tcp_rx tcp_tx tcp_rxN udp_tx rr; tcp_rxM and
+# tcp_txM too);
 # APPEND: more for every guest's kernel command line (a diagnosis, e.g.
 # virtio_net.napi_tx=0); BASE_ARGS: more minivmm options for the
 # minivmm-base and minivmm-alt sides (e.g. --io-sched adaptive: an earlier
@@ -27,6 +31,11 @@
 #   tcp_rx  iperf3 TCP, 1 stream, L1 -> guest, SECS s (Gbit/s)
 #   tcp_tx  the same reversed (-R), guest -> L1
 #   tcp_rxN VCPUS streams (-P), L1 -> guest
+#   tcp_rxM VCPUS iperf3 clients at once, one stream each, L1 -> the
+#           guest's VCPUS servers, server i pinned to vCPU i and client i
+#           to L1 CPU i (mod the L1's CPUs): the sum (one iperf3 moves all
+#           its streams on one thread, in the guest too)
+#   tcp_txM the same reversed, guest -> L1
 #   udp_tx  UDP 64-byte payloads as fast as the guest sends them (-R,
 #           -b 0): packets/s the L1 received
 #   rr      200 ICMP echoes, each sent when the last came back (busybox
@@ -36,6 +45,12 @@
 # NIC's kicks + interrupts per packet (API socket stats around each run),
 # and the parts: kicks and interrupts of the RX and TX queues, packets
 # each way.
+# In an L1 of several CPUs (RIG_L1_CPUS) each minivmm pins its vCPUs and
+# I/O threads round robin to them (--cpu-affinity): unpinned L2 guests
+# triple-faulted there more often (tests/rig/README: the emulator's
+# multi-CPU TCG corrupts state now and then, pinned or not), so QEMU's
+# sides, which cannot be pinned before their vCPUs run, are refused.  A
+# guest that dies ends its side's records (net_error); the others go on.
 # The three idle guests wait in accept() while one is measured.  Prints
 # BENCH-JSON records (bench "net", one per guest, round and test; "net_
 # machine" once); a failed test is a record of bench "net_error".
@@ -53,10 +68,14 @@ bench_need_kvm
 qemu=$(command -v qemu-system-x86_64) || bench_die "qemu-system-x86_64 missing"
 command -v iperf3 >/dev/null || bench_die "iperf3 missing (scripts/deps.sh)"
 dir=$(bench_scratch netb)
+l1_cpus=$(nproc)
+pin=()
+[[ $l1_cpus -gt 1 ]] && pin=(--cpu-affinity "0-$((l1_cpus - 1))")
 read -r -a sides <<<"${8:-minivmm-off minivmm-on qemu-off qemu-on}"
 for s in "${sides[@]}"; do
 	case $s in
-	minivmm-off | minivmm-on | minivmm-normal | minivmm-adaptive | qemu-off | qemu-on) ;;
+	minivmm-off | minivmm-on | minivmm-normal | minivmm-adaptive | minivmm-1pair) ;;
+	qemu-off | qemu-on) [[ $l1_cpus -eq 1 ]] || bench_die "$s needs a one-CPU L1 (this one has $l1_cpus: QEMU's vCPU threads cannot be pinned before they run)" ;;
 	minivmm-base) [[ -x $base_vmm ]] || bench_die "minivmm-base needs BASE_VMM" ;;
 	minivmm-alt) [[ -x $alt_vmm ]] || bench_die "minivmm-alt needs ALT_VMM" ;;
 	*) bench_die "unknown side $s" ;;
@@ -65,7 +84,7 @@ done
 # The tests too, before the guests boot for them.
 for t in $tests; do
 	case $t in
-	tcp_rx | tcp_tx | tcp_rxN | udp_tx | rr) ;;
+	tcp_rx | tcp_tx | tcp_rxN | tcp_rxM | tcp_txM | udp_tx | rr) ;;
 	*) bench_die "unknown test $t" ;;
 	esac
 done
@@ -93,12 +112,13 @@ boot() { # SIDE
 	cp "$tools_src" "$tools"
 	case $s in
 	minivmm-*)
-		local v=$vmm vh=${s#minivmm-} sched=()
+		local v=$vmm vh=${s#minivmm-} sched=() qp=
 		[[ $s == minivmm-base ]] && v=$base_vmm vh=off sched=("${base_args[@]}")
 		[[ $s == minivmm-alt ]] && v=$alt_vmm vh=off sched=("${base_args[@]}")
 		[[ $s == minivmm-normal || $s == minivmm-adaptive ]] && sched=(--io-sched "$vh") vh=off
-		"$v" --smp "$n" --mem 512M --kernel "$kernel" --initrd "$initrd" "${sched[@]}" \
-			--net "tap=$t,mac=$mac,vhost=$vh" \
+		[[ $s == minivmm-1pair ]] && vh=off qp=,queue-pairs=1
+		"$v" --smp "$n" --mem 512M --kernel "$kernel" --initrd "$initrd" "${sched[@]}" "${pin[@]}" \
+			--net "tap=$t,mac=$mac,vhost=$vh$qp" \
 			--disk "path=$tools,ro=on,serial=tools" --api-socket "$dir/$s.api" \
 			--append "$(append "${k[$s]}")" </dev/null >"$dir/$s.log" 2>&1 &
 		;;
@@ -133,9 +153,9 @@ done
 # shellcheck disable=SC2016 # the last argument is a jq filter
 bench_emit_machine net_machine --argjson rounds "$rounds" \
 	--argjson secs "$secs" --argjson vcpus "$n" --arg qemu "$("$qemu" --version | head -1)" \
-	--arg iperf3 "$(iperf3 --version | head -1)" \
+	--arg iperf3 "$(iperf3 --version | head -1)" --arg pin "${pin[*]}" \
 	'{qemu_version:$qemu, iperf3_version:$iperf3, guest_vcpus:$vcpus, queue_pairs:$vcpus,
-	  rounds:$rounds, secs:$secs}'
+	  rounds:$rounds, secs:$secs, minivmm_pinning:$pin}'
 
 # cpu_ticks SIDE: CPU clock ticks of the VMM process (all its threads) and
 # of its vhost-<pid> kernel threads.
@@ -151,17 +171,43 @@ cpu_ticks() {
 	echo "$sum"
 }
 # notes SIDE: minivmm's NIC so far, summed over its pairs: RX kicks, TX
-# kicks, RX interrupts, TX interrupts, RX packets, TX packets; zeros
-# without an API socket (QEMU).
+# kicks, RX interrupts, TX interrupts, RX packets, TX packets; then its
+# I/O threads' policy switches and ms run SCHED_OTHER (adaptive; 0 from
+# a build without "iothreads" in its stats); zeros without an API
+# socket (QEMU).
 notes() {
-	local z="0 0 0 0 0 0"
+	local z="0 0 0 0 0 0 0 0"
 	[[ $1 == minivmm-* ]] || { echo "$z"; return; }
-	"$vmm" --api "$dir/$1.api" stats 2>/dev/null | jq -r '[.stats.nets[0].pairs[]] |
+	"$vmm" --api "$dir/$1.api" stats 2>/dev/null | jq -r '.stats as $st | [$st.nets[0].pairs[]] |
 		["rx_kicks", "tx_kicks", "rx_interrupts", "tx_interrupts", "rx_packets",
-		 "tx_packets"] as $f | [$f[] as $k | map(.[$k]) | add | tostring] | join(" ")' \
+		 "tx_packets"] as $f | [$f[] as $k | map(.[$k]) | add] +
+		[($st.iothreads // []) | (map(.sched_switches) | add // 0),
+		 ((map(.sched_normal_ns) | add // 0) / 1e6 | floor)] |
+		map(tostring) | join(" ")' \
 		2>/dev/null | grep . || echo "$z"
 }
 hz=$(getconf CLK_TCK)
+# many SIDE ARGS...: VCPUS iperf3 clients at once, client i to the guest's
+# server i (port 5202 + i, pinned to vCPU i), itself on L1 CPU i mod the
+# L1's; prints one iperf3-like JSON: the bytes and rates summed, the
+# longest time; the first failure's output instead if one failed.
+many() {
+	local s=$1 i f
+	shift
+	for i in $(seq 0 $((n - 1))); do
+		timeout $((secs + 60)) iperf3 -c "198.18.${k[$s]}.2" -p $((5202 + i)) \
+			-A $((i % l1_cpus)) -t "$secs" -J "$@" >"$dir/many.$i" 2>&1 &
+	done
+	wait
+	for i in $(seq 0 $((n - 1))); do
+		f=$dir/many.$i
+		jq -e '.end.sum_received' "$f" >/dev/null 2>&1 || { cat "$f"; return; }
+	done
+	jq -s '{end:{sum_received:{seconds:(map(.end.sum_received.seconds) | max),
+		bytes:(map(.end.sum_received.bytes) | add),
+		bits_per_second:(map(.end.sum_received.bits_per_second) | add)}}}' \
+		"$dir"/many.*
+}
 rc=0
 # one SIDE ROUND TEST ARGS...: one iperf3 run, one record.
 one() {
@@ -169,12 +215,16 @@ one() {
 	shift 3
 	c0=$(cpu_ticks "$s")
 	read -r -a n0 <<<"$(notes "$s")"
-	out=$(timeout $((secs + 60)) iperf3 -c "198.18.${k[$s]}.2" -t "$secs" -J "$@" 2>&1)
+	if [[ $test == tcp_?xM ]]; then
+		out=$(many "$s" "$@")
+	else
+		out=$(timeout $((secs + 60)) iperf3 -c "198.18.${k[$s]}.2" -t "$secs" -J "$@" 2>&1)
+	fi
 	c1=$(cpu_ticks "$s")
 	read -r -a n1 <<<"$(notes "$s")"
-	# The six counters' deltas over the run, as a JSON array.
+	# The eight counters' deltas over the run, as a JSON array.
 	d=$(IFS=,; jq -cn --argjson a "[${n0[*]}]" --argjson b "[${n1[*]}]" \
-		'[range(6) as $i | $b[$i] - $a[$i]]')
+		'[range(8) as $i | $b[$i] - $a[$i]]')
 	rec=$(jq -c --arg s "$s" --argjson r "$r" --arg t "$test" \
 		--argjson cpu "$(((c1 - c0) * 1000 / hz))" --argjson d "$d" '
 		select(.end.sum_received or .end.sum) |
@@ -190,7 +240,8 @@ one() {
 		 else {} end) +
 		(if $np > 0 then {notifications_per_packet:($nk / $np), packets_seen:$np,
 			rx_kicks:$d[0], tx_kicks:$d[1], rx_interrupts:$d[2],
-			tx_interrupts:$d[3], rx_packets:$d[4], tx_packets:$d[5]} else {} end)' \
+			tx_interrupts:$d[3], rx_packets:$d[4], tx_packets:$d[5],
+			sched_switches:$d[6], sched_normal_ms:$d[7]} else {} end)' \
 		<<<"$out" 2>/dev/null)
 	if [[ -z $rec ]]; then
 		bench_log "$s round $r $test: $(head -c 400 <<<"$out")"
@@ -200,7 +251,7 @@ one() {
 		return
 	fi
 	bench_emit "$rec"
-	bench_log "$s round $r $test: $(jq -r '"\(.gbps * 1000 | floor) Mbit/s\(if .pps then ", \(.pps | floor) packets/s" else "" end), CPU \(.vmm_cpu_ms) ms\(if .notifications_per_packet then ", \(.notifications_per_packet * 1000 | floor / 1000) notifications/packet" else "" end)"' <<<"$rec")"
+	bench_log "$s round $r $test: $(jq -r '"\(.gbps * 1000 | floor) Mbit/s\(if .pps then ", \(.pps | floor) packets/s" else "" end), CPU \(.vmm_cpu_ms) ms\(if .notifications_per_packet then ", \(.notifications_per_packet * 1000 | floor / 1000) notifications/packet" else "" end)\(if (.sched_switches // 0) > 0 then ", \(.sched_switches) policy switches, \(.sched_normal_ms) ms SCHED_OTHER" else "" end)"' <<<"$rec")"
 }
 # rr SIDE ROUND: 200 echoes back to back, p50/p99 of their times.
 rr() {
@@ -224,6 +275,8 @@ for r in $(seq "$rounds"); do
 			tcp_rx) one "$s" "$r" tcp_rx ;;
 			tcp_tx) one "$s" "$r" tcp_tx -R ;;
 			tcp_rxN) one "$s" "$r" tcp_rxN -P "$n" ;;
+			tcp_rxM) one "$s" "$r" tcp_rxM ;;
+			tcp_txM) one "$s" "$r" tcp_txM -R ;;
 			udp_tx) one "$s" "$r" udp_tx -R -u -l 64 -b 0 ;;
 			rr) rr "$s" "$r" ;;
 			esac

@@ -695,19 +695,19 @@ static void net_vhost_stop(struct virtio_net *d)
  * the rings' start and stop on the transport's thread. */
 static void vhost_link_locked(struct virtio_net *d)
 {
+	bool down = link_is_down(d);
+
 	for (unsigned int p = 0; p < d->n.max_pairs; p++) {
 		const char *what = "";
 		int r;
 
 		if (!d->vhost_on[p])
 			continue;
-		r = vhost_net_backend(d->vhost[p],
-				      link_is_down(d) ? -1 : d->fds[p], &what);
+		r = vhost_net_backend(d->vhost[p], down ? -1 : d->fds[p], &what);
 		if (r)
 			log_limited(&d->vhost_log, VMM_LOG_ERROR, "virtio-net",
 				    "vhost pair %u: link %s: %s failed: %s", p,
-				    link_is_down(d) ? "down" : "up", what,
-				    strerror(-r));
+				    down ? "down" : "up", what, strerror(-r));
 	}
 }
 
@@ -746,12 +746,14 @@ static int net_vhost_start(struct virtio_net *d, struct virtio_queue *qs,
 			    "vhost pair %u: %s failed: %s", p - 1, what,
 			    strerror(-ret));
 		net_vhost_stop_locked(d);
+		pthread_mutex_unlock(&d->link_lock);
+		return ret;
 	}
 	pthread_mutex_unlock(&d->link_lock);
 	for (unsigned int i = 0; !ret && i < nr; i++)
 		if (vnet_is_ctrl(&d->n, i))
 			ret = vqs_start(d->svc, &qs[i], 1);
-	if (ret) /* the control queue's start (the pairs' failure stopped them) */
+	if (ret) /* the control queue did not start: the pairs stop too */
 		net_vhost_stop(d);
 	return ret;
 }

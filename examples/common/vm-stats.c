@@ -203,6 +203,42 @@ static void vsock_print(struct vmm *vm, bool json, FILE *f)
 		v.resets, v.bad_packets, v.kicks, v.interrupts);
 }
 
+/* The I/O threads (as many as vmm_get_iothread_stats() knows): a JSON
+ * member, or a line summing them (their policy switches). */
+static void iothreads_print(struct vmm *vm, bool json, FILE *f)
+{
+	struct vmm_iothread_stats t = { .struct_size = sizeof(t) };
+	uint64_t loops = 0, switches = 0, normal_ns = 0;
+	unsigned int i;
+
+	if (json)
+		fprintf(f, ",\"iothreads\":[");
+	for (i = 0; !vmm_get_iothread_stats(vm, i, &t); i++) {
+		if (json)
+			fprintf(f,
+				"%s{\"sched\":\"%s\",\"loops\":%" PRIu64
+				",\"waits\":%" PRIu64 ",\"completions\":%" PRIu64
+				",\"submits\":%" PRIu64
+				",\"sched_switches\":%" PRIu64
+				",\"sched_normal_ns\":%" PRIu64 "}",
+				i ? "," : "",
+				t.sched == VMM_IOTHREAD_SCHED_NORMAL ? "normal" : "batch",
+				t.loops, t.waits, t.completions, t.submits,
+				t.sched_switches, t.sched_normal_ns);
+		loops += t.loops;
+		switches += t.sched_switches;
+		normal_ns += t.sched_normal_ns;
+		t.struct_size = sizeof(t);
+	}
+	if (json)
+		fprintf(f, "]");
+	else if (i)
+		fprintf(f,
+			"I/O threads: %u, %" PRIu64 " rounds, %" PRIu64
+			" policy switches, %.3f s run normal (adaptive)\n",
+			i, loops, switches, (double)normal_ns / 1e9);
+}
+
 void stats_print(struct vmm *vm, unsigned int nr_disks, unsigned int nr_nets,
 		 bool json, FILE *f)
 {
@@ -298,6 +334,7 @@ void stats_print(struct vmm *vm, unsigned int nr_disks, unsigned int nr_nets,
 		fs_print(vm, true, f);
 		vsock_print(vm, true, f);
 		rates_print(vm, nr_disks, nr_nets, true, f);
+		iothreads_print(vm, true, f);
 		fprintf(f, "}\n");
 		return;
 	}
@@ -308,6 +345,7 @@ void stats_print(struct vmm *vm, unsigned int nr_disks, unsigned int nr_nets,
 	fs_print(vm, false, f);
 	vsock_print(vm, false, f);
 	rates_print(vm, nr_disks, nr_nets, false, f);
+	iothreads_print(vm, false, f);
 	if (!kret) {
 		fprintf(f, "kvm: %" PRIu32 " vCPUs", k.nr_vcpus);
 		kvm_val(f, false, ", ", k.exits);

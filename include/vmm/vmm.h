@@ -1201,6 +1201,35 @@ enum vmm_iothread_sched {
  */
 int vmm_set_iothread_sched(struct vmm *vm, int sched);
 
+/* Counters of one I/O thread; extensible like struct vmm_disk_stats. */
+struct vmm_iothread_stats {
+	uint32_t struct_size;	  /* = sizeof(struct vmm_iothread_stats) */
+	uint32_t sched;		  /* VMM_IOTHREAD_SCHED_BATCH or _NORMAL now
+				     (an ADAPTIVE thread's current choice) */
+	uint64_t loops;		  /* rounds of its event loop */
+	uint64_t waits;		  /* rounds that could sleep */
+	uint64_t completions;	  /* io_uring completions handled */
+	uint64_t submits;	  /* io_uring submissions (system calls) */
+	uint64_t sched_switches;  /* ADAPTIVE: policy changes (probes too) */
+	uint64_t sched_normal_ns; /* ADAPTIVE: time spent NORMAL */
+};
+
+/**
+ * vmm_get_iothread_stats() - counters of I/O thread @index (the one that
+ * serves vCPU @index's queues: struct vmm_queue_stats.iothread,
+ * struct vmm_net_pair_stats.iothread).
+ * @vm:    VM, started (kept after it stops)
+ * @index: 0 .. vCPUs - 1
+ * @st:    out; set st->struct_size first (>= 48); what fits is written
+ *
+ * Context: any thread the library does not own.
+ * Returns: 0 or
+ *   -EINVAL  NULL @vm or @st, or st->struct_size < 48
+ *   -ENOENT  no such I/O thread (none before vmm_start())
+ */
+int vmm_get_iothread_stats(struct vmm *vm, unsigned int index,
+			   struct vmm_iothread_stats *st);
+
 /**
  * vmm_set_cpu_affinity() - pin each vCPU and its I/O thread to a host CPU.
  * @vm:   VM in state CONFIG

@@ -28,6 +28,9 @@ struct iothread {
 	bool batch;	 /* run as SCHED_BATCH (iothread_set_batch) */
 	bool adaptive;	 /* switch per iosched-adapt.h (iothread_set_adaptive) */
 	struct iosched_adapt adapt; /* the I/O thread's own */
+	/* Adaptive, while SCHED_OTHER: since when (CLOCK_MONOTONIC ns;
+	 * written by the thread, read relaxed by iothread_get_stats()). */
+	uint64_t normal_since;
 	bool sched_warned; /* a policy change failed (logged once) */
 
 	int stop_efd;
@@ -93,6 +96,23 @@ void iothread_get_stats(struct iothread *io, struct iothread_stats *st)
 	st->file_updates = __atomic_load_n(&io->ring.file_updates, __ATOMIC_RELAXED);
 	st->files = __atomic_load_n(&io->ring.files_held, __ATOMIC_RELAXED);
 	st->files_max = io->ring.fixed_files ? io->ring.nr_files : 0;
+	/* Acquire: pairs with the release in iothread_note_wake(). */
+	st->sched_normal_ns = __atomic_load_n(&io->st.sched_normal_ns,
+					      __ATOMIC_ACQUIRE);
+	if (io->adaptive) {
+		uint64_t since = __atomic_load_n(&io->normal_since,
+						 __ATOMIC_RELAXED);
+		uint64_t now = now_ns();
+
+		/* The stretch in SCHED_OTHER still open (0: none), read
+		 * after the total: one that closes meanwhile is missed for
+		 * this read, never counted twice. */
+		st->sched_batch = !since;
+		if (since && now > since)
+			st->sched_normal_ns += now - since;
+	} else {
+		st->sched_batch = io->batch;
+	}
 }
 
 struct io_uring_sqe *iothread_get_sqe(struct iothread *io, struct iothread_cb *cb)
@@ -617,8 +637,26 @@ static void iothread_set_policy(struct iothread *io, bool batch)
 void iothread_note_wake(struct iothread *io, uint32_t found)
 {
 	if (io->adaptive && iosched_adapt_wake(&io->adapt, found)) {
+		uint64_t now = now_ns();
+
 		iothread_set_policy(io, io->adapt.batch);
 		STAT_INC(io, sched_switches, 1);
+		if (io->adapt.batch) {
+			uint64_t since = io->normal_since;
+
+			/* The stretch closed first, then the total (release:
+			 * pairs with the acquire load in iothread_get_stats(),
+			 * which reads the total first): a reader that sees the
+			 * new total sees no open stretch, so none counts twice
+			 * (one may be missed for an instant). */
+			__atomic_store_n(&io->normal_since, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&io->st.sched_normal_ns,
+					 io->st.sched_normal_ns + (now - since),
+					 __ATOMIC_RELEASE);
+		} else {
+			__atomic_store_n(&io->normal_since, now ? now : 1,
+					 __ATOMIC_RELAXED);
+		}
 	}
 }
 

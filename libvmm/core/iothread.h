@@ -93,11 +93,13 @@ struct iothread_stats {
 	uint64_t poll_hits;	/* busy-poll rounds that found work */
 	uint64_t file_updates;	/* IORING_REGISTER_FILES_UPDATE calls */
 	uint64_t sched_switches; /* adaptive policy changes */
+	uint64_t sched_normal_ns; /* adaptive: time run SCHED_OTHER so far */
 	uint64_t waits;		/* rounds whose wait could block (for a CQE,
 				   or bounded by a retry or a timed hook) */
 	uint64_t yields;	/* yielded hooks run (iothread_yield()) */
 	uint32_t files;		/* registered files held now */
 	uint32_t files_max;	/* slots in the table (0: no registered files) */
+	bool sched_batch;	/* SCHED_BATCH now (fixed, or adaptive's choice) */
 };
 
 int iothread_create(unsigned int index, unsigned int ring_entries,

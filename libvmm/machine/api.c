@@ -657,6 +657,23 @@ int vmm_get_kvm_stats(struct vmm *vm, struct vmm_kvm_stats *st)
 	return ret;
 }
 
+int vmm_get_iothread_stats(struct vmm *vm, unsigned int index,
+			   struct vmm_iothread_stats *st)
+{
+	struct vmm_iothread_stats full;
+	int ret;
+
+	if (!vm || !st || st->struct_size < 48)
+		return -EINVAL;
+	pthread_mutex_lock(&vm->lock);
+	memset(&full, 0, sizeof(full));
+	ret = machine_iothread_stats(vm, index, &full);
+	pthread_mutex_unlock(&vm->lock);
+	if (!ret)
+		copy_out_stats(st, st->struct_size, &full, sizeof(full));
+	return ret;
+}
+
 int vmm_start(struct vmm *vm)
 {
 	int ret = vm_lock_config(vm);

@@ -50,6 +50,11 @@ struct vmm_fs_stats;
 void machine_fs_stats(struct vmm *vm, unsigned int id, struct vmm_fs_stats *st);
 struct vmm_console_stats;
 void machine_console_stats(struct vmm *vm, struct vmm_console_stats *st);
+struct vmm_iothread_stats;
+/* vmm_get_iothread_stats(): -ENOENT where I/O thread @index is not there
+ * (none before vmm_start()). */
+int machine_iothread_stats(struct vmm *vm, unsigned int index,
+			   struct vmm_iothread_stats *st);
 /* The vsock device's counters into @st (zero before vmm_start()). */
 struct vmm_vsock_stats;
 void machine_vsock_stats(struct vmm *vm, struct vmm_vsock_stats *st);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "blk/virtio-blk.h"
+#include "iothread.h"
 #include "machine-config.h"
 #include "serial-host.h"
 #include "machine-int.h"
@@ -148,4 +149,24 @@ void machine_console_stats(struct vmm *vm, struct vmm_console_stats *st)
 	st->bytes_out = cs.bytes_out;
 	st->bytes_dropped = cs.bytes_dropped;
 	st->bytes_in = cs.bytes_in;
+}
+
+int machine_iothread_stats(struct vmm *vm, unsigned int index,
+			   struct vmm_iothread_stats *st)
+{
+	struct machine *m = vm->machine;
+	struct iothread_stats is;
+
+	if (!m || index >= m->nr_iothreads)
+		return -ENOENT;
+	iothread_get_stats(m->iothreads[index], &is);
+	st->sched = is.sched_batch ? VMM_IOTHREAD_SCHED_BATCH :
+				     VMM_IOTHREAD_SCHED_NORMAL;
+	st->loops = is.loops;
+	st->waits = is.waits;
+	st->completions = is.cqes;
+	st->submits = is.submits;
+	st->sched_switches = is.sched_switches;
+	st->sched_normal_ns = is.sched_normal_ns;
+	return 0;
 }

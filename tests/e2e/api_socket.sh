@@ -100,6 +100,13 @@ out=$(api stats)
 jq -e '.ok and (.stats.disks[0].num_queues == 4) and (.stats.kvm.vcpus == 4) and
 	(.stats.disks[0].total.requests.write > 0)' <<<"$out" >/dev/null ||
 	e2e_fail "stats while running: $(head -c 600 <<<"$out")"
+# The I/O threads: one per vCPU, under the default policy (batch: no
+# switches), the write loop's completions counted on them.
+jq -e '(.stats.iothreads | length == 4) and
+	all(.stats.iothreads[]; .sched == "batch" and .sched_switches == 0 and
+	    .sched_normal_ns == 0 and .loops > 0) and
+	([.stats.iothreads[].completions] | add > 0)' <<<"$out" >/dev/null ||
+	e2e_fail "I/O threads in stats: $(jq -c .stats.iothreads <<<"$out" | head -c 600)"
 
 # Pause under the write loop.
 api pause | jq -e .ok >/dev/null || e2e_fail "pause refused"

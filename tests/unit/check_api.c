@@ -110,6 +110,16 @@ START_TEST(create_without_or_with_kvm)
 		ck_assert_uint_eq(cs.struct_size, sizeof(cs));
 	}
 	{
+		/* No I/O thread before vmm_start(); a short struct refused. */
+		struct vmm_iothread_stats is = { .struct_size = 40 };
+
+		ck_assert_int_eq(vmm_get_iothread_stats(NULL, 0, &is), -EINVAL);
+		ck_assert_int_eq(vmm_get_iothread_stats(vm, 0, NULL), -EINVAL);
+		ck_assert_int_eq(vmm_get_iothread_stats(vm, 0, &is), -EINVAL);
+		is.struct_size = sizeof(is);
+		ck_assert_int_eq(vmm_get_iothread_stats(vm, 0, &is), -ENOENT);
+	}
+	{
 		/* Every published disk flag is taken, an unknown one refused;
 		 * the comparison-only ones (vmm-bench.h) as the build says. */
 		struct vmm_disk_config dc = {

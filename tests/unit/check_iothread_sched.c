@@ -9,6 +9,7 @@
 #include <check.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "iosched-adapt.h"
 #include "iothread.h"
@@ -82,6 +83,54 @@ START_TEST(adaptive_thread_switches_itself)
 }
 END_TEST
 
+/* The counters behind vmm_get_iothread_stats(): the policy in force and
+ * the time an adaptive thread spent SCHED_OTHER, the open stretch
+ * included while it lasts; fixed policies report theirs. */
+START_TEST(adaptive_stats_time_normal)
+{
+	const struct timespec ms30 = { .tv_nsec = 30 * 1000 * 1000 };
+	struct iothread *io;
+	struct iothread_stats st, st2;
+
+	ck_assert_int_eq(iothread_create(0, 8, &io), 0);
+	iothread_set_adaptive(io, true);
+	ck_assert_int_eq(iothread_start(io), 0);
+	iothread_get_stats(io, &st);
+	ck_assert(st.sched_batch);
+	ck_assert_uint_eq(st.sched_normal_ns, 0);
+
+	ck_assert_int_eq(iothread_call_sync(io, lone_wakes, io), SCHED_OTHER);
+	nanosleep(&ms30, NULL);
+	iothread_get_stats(io, &st);
+	ck_assert(!st.sched_batch);
+	ck_assert_uint_ge(st.sched_normal_ns, 30 * 1000 * 1000); /* still open */
+
+	ck_assert_int_eq(iothread_call_sync(io, a_batch, io), SCHED_BATCH);
+	iothread_get_stats(io, &st);
+	ck_assert(st.sched_batch);
+	ck_assert_uint_ge(st.sched_normal_ns, 30 * 1000 * 1000);
+	nanosleep(&ms30, NULL);
+	iothread_get_stats(io, &st2);
+	ck_assert_uint_eq(st2.sched_normal_ns, st.sched_normal_ns); /* closed */
+	ck_assert_uint_eq(st2.sched_switches, 2);
+	iothread_destroy(io);
+
+	/* Fixed policies: what was set, never a switch. */
+	for (int batch = 0; batch < 2; batch++) {
+		ck_assert_int_eq(iothread_create(0, 8, &io), 0);
+		iothread_set_batch(io, batch);
+		ck_assert_int_eq(iothread_start(io), 0);
+		for (int i = 0; i < IOSA_LONELY; i++)
+			iothread_note_wake(io, 1); /* ignored: not adaptive */
+		iothread_get_stats(io, &st);
+		ck_assert_int_eq(st.sched_batch, batch);
+		ck_assert_uint_eq(st.sched_switches, 0);
+		ck_assert_uint_eq(st.sched_normal_ns, 0);
+		iothread_destroy(io);
+	}
+}
+END_TEST
+
 static Suite *sched_suite(void)
 {
 	Suite *s = suite_create("iothread_sched");
@@ -90,6 +139,7 @@ static Suite *sched_suite(void)
 	tcase_add_test(tc, batch_thread_is_sched_batch);
 	tcase_add_test(tc, normal_thread_keeps_sched_other);
 	tcase_add_test(tc, adaptive_thread_switches_itself);
+	tcase_add_test(tc, adaptive_stats_time_normal);
 	suite_add_tcase(s, tc);
 	return s;
 }
