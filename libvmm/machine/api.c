@@ -657,13 +657,20 @@ int vmm_get_kvm_stats(struct vmm *vm, struct vmm_kvm_stats *st)
 	return ret;
 }
 
+/* The smallest struct vmm_iothread_stats taken: through sched_switches
+ * (the header's ">= 48"). */
+#define IOTHREAD_STATS_MIN_SIZE 48u
+_Static_assert(offsetof(struct vmm_iothread_stats, sched_normal_ns) ==
+		       IOTHREAD_STATS_MIN_SIZE,
+	       "IOTHREAD_STATS_MIN_SIZE ends at sched_switches");
+
 int vmm_get_iothread_stats(struct vmm *vm, unsigned int index,
 			   struct vmm_iothread_stats *st)
 {
 	struct vmm_iothread_stats full;
 	int ret;
 
-	if (!vm || !st || st->struct_size < 48)
+	if (!vm || !st || st->struct_size < IOTHREAD_STATS_MIN_SIZE)
 		return -EINVAL;
 	pthread_mutex_lock(&vm->lock);
 	memset(&full, 0, sizeof(full));
