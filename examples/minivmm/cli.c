@@ -129,7 +129,7 @@ void cli_usage(const char *prog, void *file)
 		"                       or adaptive (per I/O thread: batch while\n"
 		"                       kicks find batches or frames arrive in\n"
 		"                       bursts, normal while kicks find one\n"
-		"                       request)\n"
+		"                       request; batch again after 100 ms idle)\n"
 		"      --net SPEC       virtio-net-pci NIC on a tap (repeatable, up\n"
 		"                       to %d): tap=NAME[,mac=MAC][,queue-pairs=N]\n"
 		"                       [,queue-size=N][,mtu=N] (the tap is opened\n"

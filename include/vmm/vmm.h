@@ -1193,7 +1193,9 @@ enum vmm_iothread_sched {
  * most one request deep (waiting or in service), and BATCH again as soon
  * as one finds it deeper, or as a queue the device fills (a NIC's RX)
  * gets two or more entries filled at once (or for a short probe every
- * 32..256 kicks): one sched_setscheduler() per change, none per request.
+ * 32..256 kicks); the first kick after 100 ms without one starts it
+ * afresh, as BATCH: one sched_setscheduler() per change, none per
+ * request.
  *
  * Context: configuration.
  * Returns: 0 or

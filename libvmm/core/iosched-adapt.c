@@ -2,6 +2,8 @@
 /* The adaptive I/O-thread policy's state machine (iosched-adapt.h). */
 #include "iosched-adapt.h"
 
+_Static_assert(IOSA_LONELY > 1, "a restart's wake must not leave BATCH");
+
 void iosched_adapt_init(struct iosched_adapt *a)
 {
 	*a = (struct iosched_adapt){ .batch = true,
@@ -38,10 +40,9 @@ static bool wake_batch(struct iosched_adapt *a, uint32_t found)
 	return set(a, false);
 }
 
-bool iosched_adapt_wake(struct iosched_adapt *a, uint32_t found)
+/* NORMAL: a batch turns BATCH at once; lone wakes count to a probe. */
+static bool wake_normal(struct iosched_adapt *a, uint32_t found)
 {
-	if (a->batch)
-		return wake_batch(a, found);
 	if (found >= 2) {
 		/* Batches even under NORMAL: the queue is deep. */
 		a->probe_every = IOSA_PROBE_MIN;
@@ -51,4 +52,28 @@ bool iosched_adapt_wake(struct iosched_adapt *a, uint32_t found)
 		return false;
 	a->probing = true;
 	return set(a, true);
+}
+
+bool iosched_adapt_wake(struct iosched_adapt *a, uint32_t found,
+			uint64_t now_ns)
+{
+	bool restart = a->last_ns && now_ns - a->last_ns >= IOSA_IDLE_NS;
+	bool changed = false;
+
+	a->last_ns = now_ns;
+	if (restart) {
+		/* After an idle spell: what init sets, but a switch counts
+		 * only if the policy changes. */
+		changed = !a->batch;
+		if (changed)
+			a->switches++;
+		a->batch = true;
+		a->probing = false;
+		a->count = 0;
+		a->probe_every = IOSA_PROBE_MIN;
+	}
+	/* The restart leaves BATCH with no lone wake counted: this wake
+	 * cannot switch back (IOSA_LONELY > 1). */
+	return (a->batch ? wake_batch(a, found) : wake_normal(a, found)) ||
+	       changed;
 }

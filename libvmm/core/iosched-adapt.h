@@ -25,9 +25,19 @@
  *    probe_every to IOSA_PROBE_MIN; one that does not goes back to NORMAL
  *    and doubles probe_every (at most IOSA_PROBE_MAX), so a steady shallow
  *    queue pays IOSA_PROBE batch-policy wakes per up to IOSA_PROBE_MAX.
+ *  - A wake IOSA_IDLE_NS or more after the last one: the load that taught
+ *    the state above has ended; start afresh, as at init (BATCH, the
+ *    first probe interval).  Without it a stream that follows a phase of
+ *    lone requests begins NORMAL with the probe backed off to
+ *    IOSA_PROBE_MAX, and each of its kicks, served at once, finds one
+ *    request: it stays NORMAL for up to IOSA_PROBE_MAX of its wakes,
+ *    long enough (hundreds of ms) for a guest's TCP to settle into a
+ *    kick per few packets, which outlasts the switch.  A steady load's
+ *    wakes are never that far apart, so only the start of a load after
+ *    an idle spell pays: up to IOSA_LONELY lone wakes under BATCH.
  *
  * A policy change costs the caller one sched_setscheduler(); nothing else
- * here makes a system call.
+ * here makes a system call (the caller reads the clock for each wake).
  */
 #ifndef VMM_IOSCHED_ADAPT_H
 #define VMM_IOSCHED_ADAPT_H
@@ -39,12 +49,17 @@
 #define IOSA_PROBE 4	  /* batch-policy wakes a probe lasts */
 #define IOSA_PROBE_MIN 32 /* NORMAL wakes before the first probe */
 #define IOSA_PROBE_MAX 256 /* ... and at most, after failed probes */
+/* A gap between wakes that ends a load: far above the wake intervals of
+ * any steady one (a QD-1 disk or an echo test in the rig wake every
+ * 0.1-3 ms), far below a person's pauses. */
+#define IOSA_IDLE_NS (100ull * 1000 * 1000)
 
 struct iosched_adapt {
 	bool batch;		/* the policy now */
 	bool probing;		/* BATCH for a probe out of NORMAL */
 	uint32_t count;		/* lone wakes (BATCH) or NORMAL wakes */
 	uint32_t probe_every;	/* NORMAL wakes before the next probe */
+	uint64_t last_ns;	/* the last wake's time (0: none yet) */
 	uint64_t switches;	/* policy changes (statistics) */
 };
 
@@ -52,10 +67,12 @@ struct iosched_adapt {
 void iosched_adapt_init(struct iosched_adapt *a);
 
 /*
- * One wake-up by a kick that found the queue @found requests deep.  Returns true
- * if the policy changed (a->batch is the new one).  Context: the owning
- * I/O thread (or a unit test).
+ * One wake-up by a kick that found the queue @found requests deep, at
+ * @now_ns (CLOCK_MONOTONIC, non-decreasing; non-zero).  Returns true if
+ * the policy changed (a->batch is the new one).  Context: the owning I/O
+ * thread (or a unit test).
  */
-bool iosched_adapt_wake(struct iosched_adapt *a, uint32_t found);
+bool iosched_adapt_wake(struct iosched_adapt *a, uint32_t found,
+			uint64_t now_ns);
 
 #endif

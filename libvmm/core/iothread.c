@@ -636,9 +636,16 @@ static void iothread_set_policy(struct iothread *io, bool batch)
 
 void iothread_note_wake(struct iothread *io, uint32_t found)
 {
-	if (io->adaptive && iosched_adapt_wake(&io->adapt, found)) {
-		uint64_t now = now_ns();
+	uint64_t now;
 
+	if (!io->adaptive)
+		return;
+	/* One clock read per wake (vDSO): the policy starts afresh after an
+	 * idle spell (iosched-adapt.h). */
+	now = now_ns();
+	if (!now)
+		now = 1; /* 0 means "none" to both users */
+	if (iosched_adapt_wake(&io->adapt, found, now)) {
 		iothread_set_policy(io, io->adapt.batch);
 		STAT_INC(io, sched_switches, 1);
 		if (io->adapt.batch) {
@@ -654,7 +661,7 @@ void iothread_note_wake(struct iothread *io, uint32_t found)
 					 io->st.sched_normal_ns + (now - since),
 					 __ATOMIC_RELEASE);
 		} else {
-			__atomic_store_n(&io->normal_since, now ? now : 1,
+			__atomic_store_n(&io->normal_since, now,
 					 __ATOMIC_RELAXED);
 		}
 	}

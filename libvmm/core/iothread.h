@@ -118,8 +118,9 @@ void iothread_set_batch(struct iothread *io, bool batch);
 void iothread_set_adaptive(struct iothread *io, bool adaptive);
 /*
  * A kick woke a queue of this thread and found @found requests waiting.
- * Costs one sched_setscheduler() when the adaptive policy changes, nothing
- * otherwise (nothing at all unless adaptive).  Context: the I/O thread.
+ * Costs a clock read (vDSO), and one sched_setscheduler() when the
+ * adaptive policy changes; nothing at all unless adaptive.  Context: the
+ * I/O thread.
  */
 void iothread_note_wake(struct iothread *io, uint32_t found);
 /* Start the thread; once only (-EINVAL if started or stopped before). */

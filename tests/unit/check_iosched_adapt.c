@@ -6,12 +6,27 @@
  * steady shallow queue is probed with BATCH for IOSA_PROBE wakes at
  * intervals doubling up to IOSA_PROBE_MAX; a deep queue that looks
  * shallow under NORMAL (every kick preempts the vCPU, so finds one
- * request) is caught by the next probe.  KVM-free, no threads.
+ * request) is caught by the next probe; a wake after an idle spell
+ * starts afresh.  KVM-free, no threads, a simulated clock.
  */
 #include <check.h>
 #include <stdlib.h>
 
 #include "iosched-adapt.h"
+
+/* The simulated clock: a steady load wakes every millisecond. */
+static uint64_t clock_ns = 1;
+
+static bool wake_after(struct iosched_adapt *a, uint32_t found, uint64_t gap)
+{
+	clock_ns += gap;
+	return iosched_adapt_wake(a, found, clock_ns);
+}
+
+static bool wake(struct iosched_adapt *a, uint32_t found)
+{
+	return wake_after(a, found, 1000 * 1000);
+}
 
 /* Feed @n wakes of @found each; returns the policy changes seen. */
 static unsigned int feed(struct iosched_adapt *a, unsigned int n, uint32_t found)
@@ -19,7 +34,7 @@ static unsigned int feed(struct iosched_adapt *a, unsigned int n, uint32_t found
 	unsigned int changes = 0;
 
 	while (n--)
-		changes += iosched_adapt_wake(a, found);
+		changes += wake(a, found);
 	return changes;
 }
 
@@ -47,7 +62,7 @@ START_TEST(lone_requests_turn_normal_with_hysteresis)
 	iosched_adapt_init(&a);
 	ck_assert_uint_eq(feed(&a, IOSA_LONELY - 1, 1), 0);
 	ck_assert(a.batch);
-	ck_assert(iosched_adapt_wake(&a, 0)); /* 0 counts as lone too */
+	ck_assert(wake(&a, 0)); /* 0 counts as lone too */
 	ck_assert(!a.batch);
 	ck_assert_uint_eq(a.switches, 1);
 }
@@ -61,7 +76,7 @@ START_TEST(batch_under_normal_turns_batch_at_once)
 	feed(&a, IOSA_LONELY, 1);
 	ck_assert(!a.batch);
 	ck_assert_uint_eq(feed(&a, 3, 1), 0);
-	ck_assert(iosched_adapt_wake(&a, 2));
+	ck_assert(wake(&a, 2));
 	ck_assert(a.batch);
 }
 END_TEST
@@ -76,7 +91,7 @@ START_TEST(shallow_queue_probes_rarely)
 	iosched_adapt_init(&a);
 	for (unsigned int i = 0; i < n; i++) {
 		in_batch += a.batch;
-		changes += iosched_adapt_wake(&a, 1);
+		changes += wake(&a, 1);
 	}
 	ck_assert_uint_eq(a.probe_every, IOSA_PROBE_MAX);
 	/* Steady state: IOSA_PROBE batch wakes and 2 changes per
@@ -98,10 +113,10 @@ START_TEST(probe_finds_deep_queue)
 	iosched_adapt_init(&a);
 	feed(&a, 100000, 1); /* backed off to IOSA_PROBE_MAX */
 	/* Run to the end of a probe (the switch back to NORMAL). */
-	while (!(iosched_adapt_wake(&a, 1) && !a.batch))
+	while (!(wake(&a, 1) && !a.batch))
 		ck_assert_uint_le(++w, IOSA_PROBE_MAX + IOSA_PROBE);
 	for (w = 0; !a.batch; w++)
-		iosched_adapt_wake(&a, 1);
+		wake(&a, 1);
 	ck_assert_uint_eq(w, IOSA_PROBE_MAX);
 	ck_assert_uint_eq(feed(&a, 1, 20), 0);
 	ck_assert(a.batch);
@@ -122,10 +137,10 @@ START_TEST(failed_probe_is_short_and_backs_off)
 	feed(&a, IOSA_LONELY, 1);
 	ck_assert(!a.batch);
 	ck_assert_uint_eq(feed(&a, IOSA_PROBE_MIN - 1, 1), 0);
-	ck_assert(iosched_adapt_wake(&a, 1));
+	ck_assert(wake(&a, 1));
 	ck_assert(a.batch && a.probing);
 	ck_assert_uint_eq(feed(&a, IOSA_PROBE - 1, 1), 0);
-	ck_assert(iosched_adapt_wake(&a, 1));
+	ck_assert(wake(&a, 1));
 	ck_assert(!a.batch && !a.probing);
 	ck_assert_uint_eq(a.probe_every, 2 * IOSA_PROBE_MIN);
 }
@@ -142,10 +157,81 @@ START_TEST(any_count_is_fine)
 	for (int i = 0; i < 100000; i++) {
 		uint32_t f = (rand() & 1) ? (uint32_t)rand() : (uint32_t)(rand() & 1);
 
-		iosched_adapt_wake(&a, f);
+		wake(&a, f);
 		ck_assert_uint_ge(a.probe_every, IOSA_PROBE_MIN);
 		ck_assert_uint_le(a.probe_every, IOSA_PROBE_MAX);
 	}
+}
+END_TEST
+
+/* A wake after IOSA_IDLE_NS without one: the lone requests that taught
+ * NORMAL and the backed-off probe are forgotten; BATCH as at init, and
+ * the next load's lone wakes are counted from this one. */
+START_TEST(idle_spell_starts_afresh)
+{
+	struct iosched_adapt a;
+	uint64_t switches;
+
+	iosched_adapt_init(&a);
+	feed(&a, 100000, 1); /* the echo test: NORMAL, backed off */
+	while (a.batch)
+		wake(&a, 1);
+	ck_assert_uint_eq(a.probe_every, IOSA_PROBE_MAX);
+	switches = a.switches;
+
+	/* Just short of the spell: nothing changes. */
+	ck_assert(!wake_after(&a, 1, IOSA_IDLE_NS - 1));
+	ck_assert(!a.batch);
+	ck_assert_uint_eq(a.probe_every, IOSA_PROBE_MAX);
+
+	ck_assert(wake_after(&a, 1, IOSA_IDLE_NS));
+	ck_assert(a.batch && !a.probing);
+	ck_assert_uint_eq(a.probe_every, IOSA_PROBE_MIN);
+	ck_assert_uint_eq(a.switches, switches + 1);
+	/* This wake was the first lone one of the new load. */
+	ck_assert_uint_eq(feed(&a, IOSA_LONELY - 2, 1), 0);
+	ck_assert(wake(&a, 1));
+	ck_assert(!a.batch);
+	/* ... whose first probe comes after IOSA_PROBE_MIN wakes. */
+	ck_assert_uint_eq(feed(&a, IOSA_PROBE_MIN - 1, 1), 0);
+	ck_assert(wake(&a, 1));
+	ck_assert(a.batch && a.probing);
+}
+END_TEST
+
+/* A spell that ends in BATCH (or in a probe) changes no policy: no
+ * switch is counted, though a probe's state is reset. */
+START_TEST(idle_spell_in_batch_is_no_switch)
+{
+	struct iosched_adapt a;
+
+	iosched_adapt_init(&a);
+	ck_assert(!wake_after(&a, 1, 5ull * IOSA_IDLE_NS));
+	ck_assert(!wake_after(&a, 7, 5ull * IOSA_IDLE_NS));
+	ck_assert(a.batch);
+	ck_assert_uint_eq(a.switches, 0);
+
+	feed(&a, IOSA_LONELY, 1);
+	feed(&a, IOSA_PROBE_MIN, 1); /* probing */
+	ck_assert(a.batch && a.probing);
+	ck_assert(!wake_after(&a, 1, IOSA_IDLE_NS));
+	ck_assert(a.batch && !a.probing);
+	ck_assert_uint_eq(a.switches, 2);
+	ck_assert_uint_eq(a.count, 1);
+}
+END_TEST
+
+/* Sparse lone requests (one per idle spell) are served under BATCH, and
+ * never make a switch. */
+START_TEST(sparse_requests_stay_batch)
+{
+	struct iosched_adapt a;
+
+	iosched_adapt_init(&a);
+	for (int i = 0; i < 1000; i++)
+		ck_assert(!wake_after(&a, 1, IOSA_IDLE_NS + (uint64_t)i));
+	ck_assert(a.batch);
+	ck_assert_uint_eq(a.switches, 0);
 }
 END_TEST
 
@@ -161,6 +247,9 @@ static Suite *adapt_suite(void)
 	tcase_add_test(tc, probe_finds_deep_queue);
 	tcase_add_test(tc, failed_probe_is_short_and_backs_off);
 	tcase_add_test(tc, any_count_is_fine);
+	tcase_add_test(tc, idle_spell_starts_afresh);
+	tcase_add_test(tc, idle_spell_in_batch_is_no_switch);
+	tcase_add_test(tc, sparse_requests_stay_batch);
 	suite_add_tcase(s, tc);
 	return s;
 }

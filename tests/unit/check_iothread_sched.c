@@ -83,6 +83,34 @@ START_TEST(adaptive_thread_switches_itself)
 }
 END_TEST
 
+static int one_lone_wake(void *opaque)
+{
+	iothread_note_wake(opaque, 1);
+	return sched_getscheduler(0);
+}
+
+/* The thread's own clock feeds the policy: a lone wake after an idle
+ * spell finds the thread SCHED_OTHER and leaves it SCHED_BATCH. */
+START_TEST(adaptive_thread_restarts_after_idle)
+{
+	const struct timespec spell = { .tv_nsec = IOSA_IDLE_NS + 10000000 };
+	struct iothread *io;
+	struct iothread_stats st;
+
+	ck_assert_int_eq(iothread_create(0, 8, &io), 0);
+	iothread_set_adaptive(io, true);
+	ck_assert_int_eq(iothread_start(io), 0);
+	ck_assert_int_eq(iothread_call_sync(io, lone_wakes, io), SCHED_OTHER);
+	nanosleep(&spell, NULL);
+	ck_assert_int_eq(iothread_call_sync(io, one_lone_wake, io), SCHED_BATCH);
+	iothread_get_stats(io, &st);
+	ck_assert(st.sched_batch);
+	ck_assert_uint_eq(st.sched_switches, 2);
+	ck_assert_uint_ge(st.sched_normal_ns, IOSA_IDLE_NS);
+	iothread_destroy(io);
+}
+END_TEST
+
 /* The counters behind vmm_get_iothread_stats(): the policy in force and
  * the time an adaptive thread spent SCHED_OTHER, the open stretch
  * included while it lasts; fixed policies report theirs. */
@@ -140,6 +168,7 @@ static Suite *sched_suite(void)
 	tcase_add_test(tc, normal_thread_keeps_sched_other);
 	tcase_add_test(tc, adaptive_thread_switches_itself);
 	tcase_add_test(tc, adaptive_stats_time_normal);
+	tcase_add_test(tc, adaptive_thread_restarts_after_idle);
 	suite_add_tcase(s, tc);
 	return s;
 }
