@@ -34,7 +34,10 @@
  *    long enough (hundreds of ms) for a guest's TCP to settle into a
  *    kick per few packets, which outlasts the switch.  A steady load's
  *    wakes are never that far apart, so only the start of a load after
- *    an idle spell pays: up to IOSA_LONELY lone wakes under BATCH.
+ *    an idle spell pays: up to IOSA_LONELY lone wakes under BATCH.  A
+ *    load sparser than one wake per IOSA_IDLE_NS runs BATCH throughout:
+ *    free while the kicking vCPU then idles, a wait for its time slice
+ *    where it goes on computing (as under the batch policy).
  *
  * A policy change costs the caller one sched_setscheduler(); nothing else
  * here makes a system call (the caller reads the clock for each wake).
