@@ -48,6 +48,17 @@ START_TEST(normal_thread_keeps_sched_other)
 }
 END_TEST
 
+/* A started I/O thread with the adaptive policy. */
+static struct iothread *adaptive_thread(void)
+{
+	struct iothread *io;
+
+	ck_assert_int_eq(iothread_create(0, 8, &io), 0);
+	iothread_set_adaptive(io, true);
+	ck_assert_int_eq(iothread_start(io), 0);
+	return io;
+}
+
 static int lone_wakes(void *opaque)
 {
 	struct iothread *io = opaque;
@@ -70,9 +81,7 @@ START_TEST(adaptive_thread_switches_itself)
 	struct iothread *io;
 	struct iothread_stats st;
 
-	ck_assert_int_eq(iothread_create(0, 8, &io), 0);
-	iothread_set_adaptive(io, true);
-	ck_assert_int_eq(iothread_start(io), 0);
+	io = adaptive_thread();
 	ck_assert_int_eq(iothread_call_sync(io, policy_here, NULL), SCHED_BATCH);
 	ck_assert_int_eq(iothread_call_sync(io, lone_wakes, io), SCHED_OTHER);
 	ck_assert_int_eq(iothread_call_sync(io, a_batch, io), SCHED_BATCH);
@@ -97,9 +106,7 @@ START_TEST(adaptive_thread_restarts_after_idle)
 	struct iothread *io;
 	struct iothread_stats st;
 
-	ck_assert_int_eq(iothread_create(0, 8, &io), 0);
-	iothread_set_adaptive(io, true);
-	ck_assert_int_eq(iothread_start(io), 0);
+	io = adaptive_thread();
 	ck_assert_int_eq(iothread_call_sync(io, lone_wakes, io), SCHED_OTHER);
 	nanosleep(&spell, NULL);
 	ck_assert_int_eq(iothread_call_sync(io, one_lone_wake, io), SCHED_BATCH);
@@ -120,9 +127,7 @@ START_TEST(adaptive_stats_time_normal)
 	struct iothread *io;
 	struct iothread_stats st, st2;
 
-	ck_assert_int_eq(iothread_create(0, 8, &io), 0);
-	iothread_set_adaptive(io, true);
-	ck_assert_int_eq(iothread_start(io), 0);
+	io = adaptive_thread();
 	iothread_get_stats(io, &st);
 	ck_assert(st.sched_batch);
 	ck_assert_uint_eq(st.sched_normal_ns, 0);
