@@ -57,21 +57,18 @@ static bool wake_normal(struct iosched_adapt *a, uint32_t found)
 bool iosched_adapt_wake(struct iosched_adapt *a, uint32_t found,
 			uint64_t now_ns)
 {
-	bool restart = a->last_ns && now_ns - a->last_ns >= IOSA_IDLE_NS;
 	bool changed = false;
 
-	a->last_ns = now_ns;
-	if (restart) {
-		/* After an idle spell: what init sets, but a switch counts
-		 * only if the policy changes. */
+	if (a->last_ns && now_ns - a->last_ns >= IOSA_IDLE_NS) {
+		/* After an idle spell: the state at init, but the statistics
+		 * go on, and a switch counts only if the policy changes. */
+		uint64_t switches = a->switches;
+
 		changed = !a->batch;
-		if (changed)
-			a->switches++;
-		a->batch = true;
-		a->probing = false;
-		a->count = 0;
-		a->probe_every = IOSA_PROBE_MIN;
+		iosched_adapt_init(a);
+		a->switches = switches + changed;
 	}
+	a->last_ns = now_ns;
 	/* The restart leaves BATCH with no lone wake counted: this wake
 	 * cannot switch back (IOSA_LONELY > 1). */
 	return (a->batch ? wake_batch(a, found) : wake_normal(a, found)) ||
