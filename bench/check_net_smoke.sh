@@ -5,7 +5,8 @@
 # bench/net_smoke, two sides: minivmm-off and qemu-off), so that the
 # virtio-net benchmark cannot rot: each side measured every test (TCP both
 # ways, one stream per vCPU, UDP packets, echo round trips), minivmm's side
-# its notification counters through the API socket, no test failed, and
+# its notification counters through the API socket, both sides' guests
+# theirs (tests/guest/netcount.c), no test failed, and
 # the summary with the targets line (and the plot, where gnuplot is) was
 # written.  It never looks at a timing beyond "was measured" (> 0).
 set -euo pipefail
@@ -27,6 +28,12 @@ done
 check "minivmm-off: kicks, interrupts and packets counted (API socket stats)" \
 	'[.[] | select(.bench == "net" and .side == "minivmm-off" and (.test | startswith("tcp")))] |
 	 length >= 3 and all(.[]; .packets_seen > 0 and .notifications_per_packet != null)'
+for side in minivmm-off qemu-off; do
+	check "$side: kicks, interrupts and packets counted by the guest's driver (netcount)" \
+		"[.[] | select(.bench == \"net\" and .side == \"$side\" and (.test | startswith(\"tcp\")))] |
+		 length >= 3 and all(.[]; .guest.rx_packets + .guest.tx_packets > 0 and
+			.guest.rx_interrupts + .guest.tx_interrupts > 0 and .guest.notifications_per_packet > 0)"
+done
 check "no failed test" '[.[] | select(.bench == "net_error")] | length == 0'
 check_line "net.md has the targets line" '^Targets \(issue 28\): vhost=off >= 1\.0x QEMU' "$out/net.md"
 command -v gnuplot >/dev/null && check_file "net.png rendered" "$out/net.png"

@@ -10,8 +10,9 @@
 # (Debian's, in the guest from a tools disk this script builds, and in
 # the L1) TCP one stream each way, TCP one stream per vCPU to the guest,
 # UDP 64-byte packets from the guest, and ICMP echo round trips (busybox
-# ping -A), with the VMM's host CPU per GB and minivmm's notifications per
-# packet.  Writes to $BENCH_OUT (default bench/results):
+# ping -A), with the VMM's host CPU per GB and the NIC's notifications
+# (kicks + interrupts) per packet: minivmm's own count (API socket), and
+# every side's as its guest driver counts them (tests/guest/netcount.c).  Writes to $BENCH_OUT (default bench/results):
 #   net.json     the records (+ date, run_mode, git commit)
 #   net.md       medians per side, the ratios to QEMU, the issue's targets
 #   net.png      throughput, packets/s and p50 round trip, side by side
@@ -115,13 +116,27 @@ sides='["minivmm-off", "minivmm-1pair", "minivmm-base", "minivmm-alt", "minivmm-
 	J '($r | map(select(.rx_kicks != null)) | sort_by(.round, .side, .test)[] | .packets_seen as $p |
 		"| \(.round) | \(.side) | \(.test) | \(.rx_kicks / $p | r(3)) | \(.tx_kicks / $p | r(3)) | \(.rx_interrupts / $p | r(3)) | \(.tx_interrupts / $p | r(3)) | \(.rx_packets) | \(.tx_packets) | \(.sched_switches // "") | \(.sched_normal_ms // "") |")'
 	echo
+	echo "Notifications per packet as the guest's driver counts them (every side alike: its ethtool kicks and packets, /proc/interrupts of the NIC's queue vectors; tests/guest/netcount.c), medians per side and test, then the parts per packet:"
+	echo
+	echo "| side | test | n | notifications/packet | RX kicks | TX kicks | RX interrupts | TX interrupts | packets | device-counted (minivmm vhost=off) |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
+	J '('"$sides"'[] as $s | ["tcp_rx", "tcp_tx", "tcp_rxN", "tcp_rxM", "tcp_txM", "udp_tx"][] as $t |
+		[$r[] | select(.side == $s and .test == $t and .guest != null)] as $g | select($g | length > 0) |
+		def gm(f): [$g[] | .guest | f] | median;
+		def pp(k): gm(.[k] / (.rx_packets + .tx_packets)) | r(3);
+		"| \($s) | \($t) | \($g | length) | **\(gm(.notifications_per_packet) | r(3))** | \(pp("rx_kicks")) | \(pp("tx_kicks")) | \(pp("rx_interrupts")) | \(pp("tx_interrupts")) | \(gm(.rx_packets + .tx_packets) | r(0)) | \([$g[] | .notifications_per_packet | select(. != null)] | median // "" | if type == "number" then r(3) else . end) |")'
+	J '[.[] | select(.bench == "net_count_cost")] | if length == 0 then empty else
+		"", "One count costs itself (two back to back, per side; inside every window above once): " +
+		(map("\(.side) \(.notifications) notifications, \(.packets) packets") | join("; ")) + "." end'
+	echo
 	J 'def q(t; f): ratio(med("minivmm-off"; t; f); med("qemu-off"; t; f));
 	   def v(t; f): ratio(med("minivmm-on"; t; f); med("qemu-on"; t; f));
 	   def p(t): ratio(med("minivmm-off"; t; .gbps); med("minivmm-1pair"; t; .gbps));
 	   def npp: [$r[] | select(.side == "minivmm-off" and (.test | startswith("tcp"))) | .notifications_per_packet | select(. != null)] | median;
+	   def gnpp($s): [$r[] | select(.side == $s and (.test | startswith("tcp"))) | .guest.notifications_per_packet | select(. != null)] | median;
 		"Ratios minivmm / QEMU (medians), vhost=off: TCP to guest \(q("tcp_rx"; .gbps) | r(2)), from guest \(q("tcp_tx"; .gbps) | r(2)), 1 stream/vCPU \(q("tcp_rxN"; .gbps) | r(2)), UDP packets/s \(q("udp_tx"; .pps) | r(2)), RTT p50 \(q("rr"; .rtt_p50_us) | r(2)) (lower is better); vhost=on: TCP to guest \(v("tcp_rx"; .gbps) | r(2)), from guest \(v("tcp_tx"; .gbps) | r(2)), 1 stream/vCPU \(v("tcp_rxN"; .gbps) | r(2)), UDP \(v("udp_tx"; .pps) | r(2)), RTT p50 \(v("rr"; .rtt_p50_us) | r(2)).",
 		"",
-		"Targets (issue 28): vhost=off >= 1.0x QEMU vhost=off: TCP to guest \(verdict(q("tcp_rx"; .gbps); q("tcp_rx"; .gbps) >= 1.0)), from guest \(verdict(q("tcp_tx"; .gbps); q("tcp_tx"; .gbps) >= 1.0)); vhost=on within 10% of QEMU vhost=on: to guest \(verdict(v("tcp_rx"; .gbps); v("tcp_rx"; .gbps) >= 0.9)), from guest \(verdict(v("tcp_tx"; .gbps); v("tcp_tx"; .gbps) >= 0.9)); <= 0.1 notifications per packet under load (minivmm vhost=off, TCP): \(npp | r(3)) (\(verdict(npp; npp <= 0.1))); N pairs >= 1.3x one pair with N streams: \(if n("minivmm-1pair") == 0 then "not run (side minivmm-1pair)" else
+		"Targets (issue 28): vhost=off >= 1.0x QEMU vhost=off: TCP to guest \(verdict(q("tcp_rx"; .gbps); q("tcp_rx"; .gbps) >= 1.0)), from guest \(verdict(q("tcp_tx"; .gbps); q("tcp_tx"; .gbps) >= 1.0)); vhost=on within 10% of QEMU vhost=on: to guest \(verdict(v("tcp_rx"; .gbps); v("tcp_rx"; .gbps) >= 0.9)), from guest \(verdict(v("tcp_tx"; .gbps); v("tcp_tx"; .gbps) >= 0.9)); <= 0.1 notifications per packet under load (minivmm vhost=off, TCP): \(npp | r(3)) (\(verdict(npp; npp <= 0.1)); counted in the guest, TCP: \(["minivmm-off", "minivmm-adaptive", "minivmm-on", "qemu-off", "qemu-on"] | map(select(gnpp(.) != null) | "\(.) \(gnpp(.) | r(3))") | if length == 0 then "no data" else join(", ") end)); N pairs >= 1.3x one pair with N streams: \(if n("minivmm-1pair") == 0 then "not run (side minivmm-1pair)" else
 			"\(([.[] | select(.bench == "net_machine")][0] // {}).l1_cpus // "?") L1 CPUs, one pair per vCPU / one pair, to the guest \(p("tcp_rxM") | r(2)) (\(verdict(p("tcp_rxM"); p("tcp_rxM") >= 1.3))), from it \(p("tcp_txM") | r(2)) (\(verdict(p("tcp_txM"); p("tcp_txM") >= 1.3)))" end).",
 		"",
 		"I/O-thread policy (issue 28 item 7; sides run: \([$r[] | .side] | unique | map(select(. == "minivmm-normal" or . == "minivmm-adaptive")) | if length == 0 then "none" else join(", ") end)): " +

@@ -44,7 +44,11 @@
 # threads) per GB moved in the TCP runs; for minivmm with vhost=off the
 # NIC's kicks + interrupts per packet (API socket stats around each run),
 # and the parts: kicks and interrupts of the RX and TX queues, packets
-# each way.
+# each way; for every side the same counted by the guest's driver
+# (tests/guest/netcount.c, served on the guest's port 5300: its ethtool
+# kicks and packets, /proc/interrupts of the NIC's queue vectors), record
+# field "guest", and once per side what one such count costs itself
+# (bench "net_count_cost").
 # In an L1 of several CPUs (RIG_L1_CPUS) each minivmm pins its vCPUs and
 # I/O threads round robin to them (--cpu-affinity): unpinned L2 guests
 # triple-faulted there more often (tests/rig/README: the emulator's
@@ -186,6 +190,16 @@ notes() {
 		map(tostring) | join(" ")' \
 		2>/dev/null | grep . || echo "$z"
 }
+# gnotes SIDE: the NIC's RX kicks, TX kicks, RX interrupts, TX interrupts,
+# RX packets and TX packets as the guest driver counts them (its netcount
+# server on port 5300, tests/guest/net-bench), for every side alike;
+# nothing where the guest did not answer.  One such count moves a few
+# packets itself (a TCP connection): its cost is logged once per side.
+gnotes() {
+	# shellcheck disable=SC2016 # $1 is the inner bash's
+	timeout 20 bash -c 'exec 3<>"/dev/tcp/$1/5300" && cat <&3' _ "198.18.${k[$1]}.2" 2>/dev/null |
+		sed -n 's/^rx_kicks=\([0-9]*\) tx_kicks=\([0-9]*\) rx_interrupts=\([0-9]*\) tx_interrupts=\([0-9]*\) rx_packets=\([0-9]*\) tx_packets=\([0-9]*\)$/\1 \2 \3 \4 \5 \6/p'
+}
 hz=$(getconf CLK_TCK)
 # many SIDE ARGS...: VCPUS iperf3 clients at once, client i to the guest's
 # server i (port 5202 + i, pinned to vCPU i), itself on L1 CPU i mod the
@@ -208,11 +222,25 @@ many() {
 		bits_per_second:(map(.end.sum_received.bits_per_second) | add)}}}' \
 		"$dir"/many.*
 }
+# What one guest count costs, per side: two back to back.
+for s in "${sides[@]}"; do
+	read -r -a a <<<"$(gnotes "$s")"
+	read -r -a b <<<"$(gnotes "$s")"
+	if [[ ${#a[@]} -ne 6 || ${#b[@]} -ne 6 ]]; then
+		bench_log "$s: no count from the guest's netcount (port 5300)"
+		continue
+	fi
+	bench_emit "$(jq -cn --arg s "$s" --argjson a "[$(IFS=,; echo "${a[*]}")]" --argjson b "[$(IFS=,; echo "${b[*]}")]" '
+		[range(6) as $i | $b[$i] - $a[$i]] as $d |
+		{bench:"net_count_cost", side:$s, notifications:($d[0] + $d[1] + $d[2] + $d[3]), packets:($d[4] + $d[5])}')"
+	bench_log "$s: one guest count costs $(((b[0] + b[1] + b[2] + b[3]) - (a[0] + a[1] + a[2] + a[3]))) notifications, $(((b[4] + b[5]) - (a[4] + a[5]))) packets"
+done
 rc=0
 # one SIDE ROUND TEST ARGS...: one iperf3 run, one record.
 one() {
 	local s=$1 r=$2 test=$3 out c0 c1 n0 n1 d rec
 	shift 3
+	read -r -a g0 <<<"$(gnotes "$s")"
 	c0=$(cpu_ticks "$s")
 	read -r -a n0 <<<"$(notes "$s")"
 	if [[ $test == tcp_?xM ]]; then
@@ -222,11 +250,17 @@ one() {
 	fi
 	c1=$(cpu_ticks "$s")
 	read -r -a n1 <<<"$(notes "$s")"
+	read -r -a g1 <<<"$(gnotes "$s")"
 	# The eight counters' deltas over the run, as a JSON array.
 	d=$(IFS=,; jq -cn --argjson a "[${n0[*]}]" --argjson b "[${n1[*]}]" \
 		'[range(8) as $i | $b[$i] - $a[$i]]')
+	# The guest's six, null unless both counts came.
+	gd=null
+	[[ ${#g0[@]} -eq 6 && ${#g1[@]} -eq 6 ]] &&
+		gd=$(IFS=,; jq -cn --argjson a "[${g0[*]}]" --argjson b "[${g1[*]}]" \
+			'[range(6) as $i | $b[$i] - $a[$i]]')
 	rec=$(jq -c --arg s "$s" --argjson r "$r" --arg t "$test" \
-		--argjson cpu "$(((c1 - c0) * 1000 / hz))" --argjson d "$d" '
+		--argjson cpu "$(((c1 - c0) * 1000 / hz))" --argjson d "$d" --argjson g "$gd" '
 		select(.end.sum_received or .end.sum) |
 		(.end.sum_received // .end.sum) as $e |
 		($d[0] + $d[1] + $d[2] + $d[3]) as $nk | ($d[4] + $d[5]) as $np |
@@ -241,7 +275,11 @@ one() {
 		(if $np > 0 then {notifications_per_packet:($nk / $np), packets_seen:$np,
 			rx_kicks:$d[0], tx_kicks:$d[1], rx_interrupts:$d[2],
 			tx_interrupts:$d[3], rx_packets:$d[4], tx_packets:$d[5],
-			sched_switches:$d[6], sched_normal_ms:$d[7]} else {} end)' \
+			sched_switches:$d[6], sched_normal_ms:$d[7]} else {} end) +
+		(if $g != null and $g[4] + $g[5] > 0 then {guest:{
+			notifications_per_packet:(($g[0] + $g[1] + $g[2] + $g[3]) / ($g[4] + $g[5])),
+			rx_kicks:$g[0], tx_kicks:$g[1], rx_interrupts:$g[2], tx_interrupts:$g[3],
+			rx_packets:$g[4], tx_packets:$g[5]}} else {} end)' \
 		<<<"$out" 2>/dev/null)
 	if [[ -z $rec ]]; then
 		bench_log "$s round $r $test: $(head -c 400 <<<"$out")"
@@ -251,7 +289,7 @@ one() {
 		return
 	fi
 	bench_emit "$rec"
-	bench_log "$s round $r $test: $(jq -r '"\(.gbps * 1000 | floor) Mbit/s\(if .pps then ", \(.pps | floor) packets/s" else "" end), CPU \(.vmm_cpu_ms) ms\(if .notifications_per_packet then ", \(.notifications_per_packet * 1000 | floor / 1000) notifications/packet" else "" end)\(if (.sched_switches // 0) > 0 then ", \(.sched_switches) policy switches, \(.sched_normal_ms) ms SCHED_OTHER" else "" end)"' <<<"$rec")"
+	bench_log "$s round $r $test: $(jq -r '"\(.gbps * 1000 | floor) Mbit/s\(if .pps then ", \(.pps | floor) packets/s" else "" end), CPU \(.vmm_cpu_ms) ms\(if .notifications_per_packet then ", \(.notifications_per_packet * 1000 | floor / 1000) notifications/packet" else "" end)\(if .guest then ", guest-counted \(.guest.notifications_per_packet * 1000 | floor / 1000)" else "" end)\(if (.sched_switches // 0) > 0 then ", \(.sched_switches) policy switches, \(.sched_normal_ms) ms SCHED_OTHER" else "" end)"' <<<"$rec")"
 }
 # rr SIDE ROUND: 200 echoes back to back, p50/p99 of their times.
 rr() {
