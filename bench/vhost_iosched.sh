@@ -6,8 +6,8 @@
 # (--io-sched batch, the default), blkdn (--io-sched normal), blkda
 # (--io-sched adaptive) and
 # qemu-storage-daemon side by side, QD 1 and 32, 3 s phases
-# (bench/vhost_guest_bench.sh --quick), ROUNDS (default 3) alternated
-# rounds, each in an L1 of its own.  Writes to $BENCH_OUT (default
+# (bench/vhost_guest_bench.sh --quick; BENCH_QDS="1" runs QD 1 only),
+# ROUNDS (default 3) alternated rounds, each in an L1 of its own.  Writes to $BENCH_OUT (default
 # bench/results): vhost-iosched-run.log (the rig's output) and
 # vhost_iosched.md (medians per back end, disk, QD).  Timings are
 # reported, never asserted.  BUILD_DIR (default build-bench) must hold
@@ -32,7 +32,7 @@ log=$out/vhost-iosched-run.log
 }
 for ((r = 1; r <= rounds; r++)); do
 	bench_rig_run_marker "round=$r" >>"$log"
-	BENCH_VHOST_BACKENDS="${BENCH_VHOST_BACKENDS:-blkd blkdn blkda qsd}" BENCH_QDS="1 32" \
+	BENCH_VHOST_BACKENDS="${BENCH_VHOST_BACKENDS:-blkd blkdn blkda qsd}" BENCH_QDS="${BENCH_QDS:-1 32}" \
 		RIG_PASS_ENV=BENCH_VHOST_BACKENDS,BENCH_QDS \
 		tests/rig/rig-run --timeout 2400 --stall-retries "${RIG_STALL_RETRIES:-1}" -- \
 		bench/vhost_guest_bench.sh --quick "$build" "${guest[0]}" "${guest[1]}" "$tools" "$r" \
