@@ -124,8 +124,10 @@ static int stats_from_driver(struct counts *c, const char *ifname)
 		return -1;
 	}
 	info = calloc(1, sizeof(*info) + sizeof(uint32_t));
-	if (!info)
+	if (!info) {
+		fprintf(stderr, "netcount: out of memory\n");
 		goto out;
+	}
 	info->cmd = ETHTOOL_GSSET_INFO;
 	info->sset_mask = 1ULL << ETH_SS_STATS;
 	errno = 0;
@@ -137,8 +139,10 @@ static int stats_from_driver(struct counts *c, const char *ifname)
 	n = info->data[0];
 	names = calloc(1, sizeof(*names) + (size_t)n * ETH_GSTRING_LEN);
 	vals = calloc(1, sizeof(*vals) + (size_t)n * sizeof(uint64_t));
-	if (!names || !vals)
+	if (!names || !vals) {
+		fprintf(stderr, "netcount: %s: out of memory for %u statistics\n", ifname, n);
 		goto out;
+	}
 	names->cmd = ETHTOOL_GSTRINGS;
 	names->string_set = ETH_SS_STATS;
 	names->len = n;

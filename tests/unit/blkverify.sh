@@ -10,7 +10,7 @@
 # through EMULATOR (a cross build's qemu-aarch64-static).
 set -uo pipefail
 (($# == 1 || $# == 2)) || { echo "usage: $0 [EMULATOR] BLKVERIFY"; exit 2; }
-bv=("$@")
+prog=("$@")
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 img=$dir/disk.img
@@ -19,20 +19,8 @@ mb=2 bs=4096
 truncate -s $((n * mb))M "$img"
 fail=0
 
-# expect RC PATTERN ARGS...: blkverify ARGS exits RC, its output matches PATTERN.
-expect() {
-	local rc=$1 pat=$2 got
-	shift 2
-	"${bv[@]}" "$@" >"$dir/out" 2>&1
-	got=$?
-	if ((got != rc)) || ! grep -Eq -- "$pat" "$dir/out"; then
-		echo "FAIL: blkverify $* exited $got (want $rc), output (want /$pat/):"
-		cat "$dir/out"
-		fail=1
-	else
-		echo "ok: blkverify $* -> $rc: $(grep -E -m1 -- "$pat" "$dir/out")"
-	fi
-}
+# shellcheck source=tests/unit/expect.sh
+. "$(dirname "$0")/expect.sh"
 blocks=$((n * mb * 1048576 / bs))
 ok="^BLKVERIFY OK cpus=$n blocks=$blocks mb=$((n * mb))"
 run=(--cpus all --mb-per-cpu "$mb" --depth 4 --seed 7)

@@ -17,25 +17,13 @@
 #   counts, exit 0; said, not checked, where it has none.
 set -uo pipefail
 (($# == 1 || $# == 2)) || { echo "usage: $0 [EMULATOR] NETCOUNT"; exit 2; }
-nc=("$@")
+prog=("$@")
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail=0
 
-# expect RC PATTERN ARGS...: netcount ARGS exits RC, its output matches PATTERN.
-expect() {
-	local rc=$1 pat=$2 got
-	shift 2
-	"${nc[@]}" "$@" >"$dir/out" 2>&1
-	got=$?
-	if ((got != rc)) || ! grep -Eq -- "$pat" "$dir/out"; then
-		echo "FAIL: netcount $* exited $got (want $rc), output (want /$pat/):"
-		cat "$dir/out"
-		fail=1
-	else
-		echo "ok: netcount $* -> $rc: $(head -n 1 "$dir/out")"
-	fi
-}
+# shellcheck source=tests/unit/expect.sh
+. "$(dirname "$0")/expect.sh"
 
 cat >"$dir/stats61" <<'EOF'
 NIC statistics:
