@@ -88,7 +88,7 @@ bench_rig_results "$log" "$mode" "$out/net.json"
 J() { jq -r "$BENCH_JQ_DEFS"'
 	[.[] | select(.bench == "net")] as $r |
 	def med(s; t; f): [$r[] | select(.side == s and .test == t) | f | select(. != null)] | median;
-	def n(s): [$r[] | select(.side == s and .test == "tcp_rx")] | length;
+	def n(s): [$r[] | select(.side == s) | .round] | unique | length;
 	def ratio(a; b): if a == null or b == null or b == 0 then null else a / b end;
 	def verdict(x; ok): if x == null then "no data" elif ok then "met" else "MISSED" end;
 	'"$1" "$out/net.json"; }
