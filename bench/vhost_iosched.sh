@@ -9,7 +9,9 @@
 # (bench/vhost_guest_bench.sh --quick; BENCH_QDS="1" runs QD 1 only),
 # ROUNDS (default 3) alternated rounds, each in an L1 of its own.  Writes to $BENCH_OUT (default
 # bench/results): vhost-iosched-run.log (the rig's output) and
-# vhost_iosched.md (medians per back end, disk, QD).  Timings are
+# vhost_iosched.md (medians per back end, disk, QD; then the paired
+# figure: the median of the per-round ratios to qsd at QD 1, to batch at
+# QD 32).  Timings are
 # reported, never asserted.  BUILD_DIR (default build-bench) must hold
 # minivmm-blkd (bench/vhost_bench.sh builds it).  --report: only remake
 # the table from the log.
@@ -47,6 +49,17 @@ bench_records "$log" | jq -s -r "$BENCH_JQ_DEFS"'
 	"| disk | QD | back end | n | IOPS | lat us | KVM exits/req | back-end CPU us/req | blkd (doorbells+irqs)/req |",
 	"|---|---|---|---|---|---|---|---|---|",
 	(["qn", "q1"][] as $d | [1, 32][] as $q | ["blkd", "blkdn", "blkda", "qsd"][] as $b | select(n($b; $d; $q) > 0) |
-	 "| \($d) | \($q) | \($b) | \(n($b; $d; $q)) | \(med($b; $d; $q; .iops) | r(0)) | \(med($b; $d; $q; .lat_us) | r(0)) | \(med($b; $d; $q; .kvm_exits_per_request) | r(2)) | \(med($b; $d; $q; .backend_cpu_us_per_request) | r(0)) | \(med($b; $d; $q; .blkd_notifications_per_request) | r(3) // "-") |")
+	 "| \($d) | \($q) | \($b) | \(n($b; $d; $q)) | \(med($b; $d; $q; .iops) | r(0)) | \(med($b; $d; $q; .lat_us) | r(0)) | \(med($b; $d; $q; .kvm_exits_per_request) | r(2)) | \(med($b; $d; $q; .backend_cpu_us_per_request) | r(0)) | \(med($b; $d; $q; .blkd_notifications_per_request) | r(3) // "-") |"),
+	"",
+	"Paired per round (each round one L1 with every back end, so a slow L1 slows all of them): the median of the per-round ratios, their range and count.  QD 1: latency / qsd'"'"'s (the target: <= 1.0); QD 32: IOPS / batch'"'"'s (the target: >= 0.95).\n",
+	"| disk | QD | back end | ratio | per-round median | range | rounds |",
+	"|---|---|---|---|---|---|---|",
+	(["qn", "q1"][] as $d | [1, 32][] as $q | ["blkd", "blkdn", "blkda"][] as $b |
+	 (if $q == 1 then ["qsd", "lat_us", "latency / qsd"] else ["blkd", "iops", "IOPS / batch"] end) as [$base, $f, $what] |
+	 select($b != $base) |
+	 [$r[] | select(.backend == $b and .disk == $d and .qd == $q) as $x |
+	  ($r[] | select(.backend == $base and .disk == $d and .qd == $q and .round == $x.round)) as $y |
+	  select($y[$f] > 0) | $x[$f] / $y[$f]] as $p | select($p | length > 0) |
+	 "| \($d) | \($q) | \($b) | \($what) | \($p | median | r(2)) | \($p | min | r(2))-\($p | max | r(2)) | \($p | length) |")
 ' >"$out/vhost_iosched.md"
 cat "$out/vhost_iosched.md" >&2
