@@ -12,7 +12,8 @@
 # UDP 64-byte packets from the guest, and ICMP echo round trips (busybox
 # ping -A), with the VMM's host CPU per GB and the NIC's notifications
 # (kicks + interrupts) per packet: minivmm's own count (API socket), and
-# every side's as its guest driver counts them (tests/guest/netcount.c).  Writes to $BENCH_OUT (default bench/results):
+# every side's as its guest driver counts them (tests/guest/netcount.c).
+# Writes to $BENCH_OUT (default bench/results):
 #   net.json     the records (+ date, run_mode, git commit)
 #   net.md       medians per side, the ratios to QEMU, the issue's targets
 #   net.png      throughput, packets/s and p50 round trip, side by side
@@ -89,6 +90,7 @@ J() { jq -r "$BENCH_JQ_DEFS"'
 	[.[] | select(.bench == "net")] as $r |
 	def med(s; t; f): [$r[] | select(.side == s and .test == t) | f | select(. != null)] | median;
 	def n(s): [$r[] | select(.side == s) | .round] | unique | length;
+	def tcpmed($s; f): [$r[] | select(.side == $s and (.test | startswith("tcp"))) | f | select(. != null)] | median;
 	def ratio(a; b): if a == null or b == null or b == 0 then null else a / b end;
 	def verdict(x; ok): if x == null then "no data" elif ok then "met" else "MISSED" end;
 	'"$1" "$out/net.json"; }
@@ -102,7 +104,7 @@ sides='["minivmm-off", "minivmm-1pair", "minivmm-base", "minivmm-alt", "minivmm-
 	echo "| side | n | TCP to guest Mbit/s | TCP from guest Mbit/s | TCP to guest, 1 stream/vCPU, Mbit/s | TCP to guest, 1 process/vCPU, Mbit/s | TCP from guest, 1 process/vCPU, Mbit/s | UDP 64 B from guest, packets/s | echo RTT p50 us | p99 us | VMM CPU s/GB (TCP) | notifications/packet |"
 	echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 	J '('"$sides"'[] as $s | select(n($s) > 0) |
-		"| \($s) | \(n($s)) | \(med($s; "tcp_rx"; .gbps * 1000) | r(1)) | \(med($s; "tcp_tx"; .gbps * 1000) | r(1)) | \(med($s; "tcp_rxN"; .gbps * 1000) | r(1)) | \(med($s; "tcp_rxM"; .gbps * 1000) | r(1)) | \(med($s; "tcp_txM"; .gbps * 1000) | r(1)) | \(med($s; "udp_tx"; .pps) | r(0)) | \(med($s; "rr"; .rtt_p50_us) | r(0)) | \(med($s; "rr"; .rtt_p99_us) | r(0)) | \([$r[] | select(.side == $s and (.test | startswith("tcp"))) | .cpu_s_per_gb | select(. != null)] | median | r(2)) | \([$r[] | select(.side == $s and (.test | startswith("tcp"))) | .notifications_per_packet | select(. != null)] | median | r(3)) |")'
+		"| \($s) | \(n($s)) | \(med($s; "tcp_rx"; .gbps * 1000) | r(1)) | \(med($s; "tcp_tx"; .gbps * 1000) | r(1)) | \(med($s; "tcp_rxN"; .gbps * 1000) | r(1)) | \(med($s; "tcp_rxM"; .gbps * 1000) | r(1)) | \(med($s; "tcp_txM"; .gbps * 1000) | r(1)) | \(med($s; "udp_tx"; .pps) | r(0)) | \(med($s; "rr"; .rtt_p50_us) | r(0)) | \(med($s; "rr"; .rtt_p99_us) | r(0)) | \(tcpmed($s; .cpu_s_per_gb) | r(2)) | \(tcpmed($s; .notifications_per_packet) | r(3)) |")'
 	echo
 	echo "| round | side | test | Mbit/s | packets/s | p50 us | p99 us | CPU ms | notifications/packet |"
 	echo "|---|---|---|---|---|---|---|---|---|"
@@ -132,8 +134,8 @@ sides='["minivmm-off", "minivmm-1pair", "minivmm-base", "minivmm-alt", "minivmm-
 	J 'def q(t; f): ratio(med("minivmm-off"; t; f); med("qemu-off"; t; f));
 	   def v(t; f): ratio(med("minivmm-on"; t; f); med("qemu-on"; t; f));
 	   def p(t): ratio(med("minivmm-off"; t; .gbps); med("minivmm-1pair"; t; .gbps));
-	   def npp: [$r[] | select(.side == "minivmm-off" and (.test | startswith("tcp"))) | .notifications_per_packet | select(. != null)] | median;
-	   def gnpp($s): [$r[] | select(.side == $s and (.test | startswith("tcp"))) | .guest.notifications_per_packet | select(. != null)] | median;
+	   def npp: tcpmed("minivmm-off"; .notifications_per_packet);
+	   def gnpp($s): tcpmed($s; .guest.notifications_per_packet);
 		"Ratios minivmm / QEMU (medians), vhost=off: TCP to guest \(q("tcp_rx"; .gbps) | r(2)), from guest \(q("tcp_tx"; .gbps) | r(2)), 1 stream/vCPU \(q("tcp_rxN"; .gbps) | r(2)), UDP packets/s \(q("udp_tx"; .pps) | r(2)), RTT p50 \(q("rr"; .rtt_p50_us) | r(2)) (lower is better); vhost=on: TCP to guest \(v("tcp_rx"; .gbps) | r(2)), from guest \(v("tcp_tx"; .gbps) | r(2)), 1 stream/vCPU \(v("tcp_rxN"; .gbps) | r(2)), UDP \(v("udp_tx"; .pps) | r(2)), RTT p50 \(v("rr"; .rtt_p50_us) | r(2)).",
 		"",
 		"Targets (issue 28): vhost=off >= 1.0x QEMU vhost=off: TCP to guest \(verdict(q("tcp_rx"; .gbps); q("tcp_rx"; .gbps) >= 1.0)), from guest \(verdict(q("tcp_tx"; .gbps); q("tcp_tx"; .gbps) >= 1.0)); vhost=on within 10% of QEMU vhost=on: to guest \(verdict(v("tcp_rx"; .gbps); v("tcp_rx"; .gbps) >= 0.9)), from guest \(verdict(v("tcp_tx"; .gbps); v("tcp_tx"; .gbps) >= 0.9)); <= 0.1 notifications per packet under load (minivmm vhost=off, TCP): \(npp | r(3)) (\(verdict(npp; npp <= 0.1)); counted in the guest, TCP: \(["minivmm-off", "minivmm-adaptive", "minivmm-on", "qemu-off", "qemu-on"] | map(select(gnpp(.) != null) | "\(.) \(gnpp(.) | r(3))") | if length == 0 then "no data" else join(", ") end)); N pairs >= 1.3x one pair with N streams: \(if n("minivmm-1pair") == 0 then "not run (side minivmm-1pair)" else

@@ -200,6 +200,15 @@ gnotes() {
 	timeout 20 bash -c 'exec 3<>"/dev/tcp/$1/5300" && cat <&3' _ "198.18.${k[$1]}.2" 2>/dev/null |
 		sed -n 's/^rx_kicks=\([0-9]*\) tx_kicks=\([0-9]*\) rx_interrupts=\([0-9]*\) tx_interrupts=\([0-9]*\) rx_packets=\([0-9]*\) tx_packets=\([0-9]*\)$/\1 \2 \3 \4 \5 \6/p'
 }
+# delta OLD NEW: two readings of the same counters (space-separated, as
+# notes and gnotes print them) -> a JSON array of NEW - OLD; null where
+# either reading is missing or they differ in length.
+delta() {
+	jq -cn --arg a "$1" --arg b "$2" '
+		[$a, $b | [splits(" +") | select(. != "") | tonumber]] as [$x, $y] |
+		if ($x | length) == 0 or ($x | length) != ($y | length) then null
+		else [range($x | length) as $i | $y[$i] - $x[$i]] end'
+}
 hz=$(getconf CLK_TCK)
 # many SIDE ARGS...: VCPUS iperf3 clients at once, client i to the guest's
 # server i (port 5202 + i, pinned to vCPU i), itself on L1 CPU i mod the
@@ -224,41 +233,38 @@ many() {
 }
 # What one guest count costs, per side: two back to back.
 for s in "${sides[@]}"; do
-	read -r -a a <<<"$(gnotes "$s")"
-	read -r -a b <<<"$(gnotes "$s")"
-	if [[ ${#a[@]} -ne 6 || ${#b[@]} -ne 6 ]]; then
+	a=$(gnotes "$s")
+	b=$(gnotes "$s")
+	cost=$(delta "$a" "$b")
+	if [[ $cost == null ]]; then
 		bench_log "$s: no count from the guest's netcount (port 5300)"
 		continue
 	fi
-	bench_emit "$(jq -cn --arg s "$s" --argjson a "[$(IFS=,; echo "${a[*]}")]" --argjson b "[$(IFS=,; echo "${b[*]}")]" '
-		[range(6) as $i | $b[$i] - $a[$i]] as $d |
-		{bench:"net_count_cost", side:$s, notifications:($d[0] + $d[1] + $d[2] + $d[3]), packets:($d[4] + $d[5])}')"
-	bench_log "$s: one guest count costs $(((b[0] + b[1] + b[2] + b[3]) - (a[0] + a[1] + a[2] + a[3]))) notifications, $(((b[4] + b[5]) - (a[4] + a[5]))) packets"
+	cost=$(jq -c --arg s "$s" '{bench:"net_count_cost", side:$s,
+		notifications:(.[0] + .[1] + .[2] + .[3]), packets:(.[4] + .[5])}' <<<"$cost")
+	bench_emit "$cost"
+	bench_log "$s: one guest count costs $(jq -r '"\(.notifications) notifications, \(.packets) packets"' <<<"$cost")"
 done
 rc=0
 # one SIDE ROUND TEST ARGS...: one iperf3 run, one record.
 one() {
-	local s=$1 r=$2 test=$3 out c0 c1 n0 n1 d rec
+	local s=$1 r=$2 test=$3 out c0 c1 n0 n1 g0 g1 d gd rec
 	shift 3
-	read -r -a g0 <<<"$(gnotes "$s")"
+	g0=$(gnotes "$s")
 	c0=$(cpu_ticks "$s")
-	read -r -a n0 <<<"$(notes "$s")"
+	n0=$(notes "$s")
 	if [[ $test == tcp_?xM ]]; then
 		out=$(many "$s" "$@")
 	else
 		out=$(timeout $((secs + 60)) iperf3 -c "198.18.${k[$s]}.2" -t "$secs" -J "$@" 2>&1)
 	fi
 	c1=$(cpu_ticks "$s")
-	read -r -a n1 <<<"$(notes "$s")"
-	read -r -a g1 <<<"$(gnotes "$s")"
-	# The eight counters' deltas over the run, as a JSON array.
-	d=$(IFS=,; jq -cn --argjson a "[${n0[*]}]" --argjson b "[${n1[*]}]" \
-		'[range(8) as $i | $b[$i] - $a[$i]]')
-	# The guest's six, null unless both counts came.
-	gd=null
-	[[ ${#g0[@]} -eq 6 && ${#g1[@]} -eq 6 ]] &&
-		gd=$(IFS=,; jq -cn --argjson a "[${g0[*]}]" --argjson b "[${g1[*]}]" \
-			'[range(6) as $i | $b[$i] - $a[$i]]')
+	n1=$(notes "$s")
+	g1=$(gnotes "$s")
+	# The counters' deltas over the run: minivmm's eight (zeros without an
+	# API socket), the guest's six (null unless both counts came).
+	d=$(delta "$n0" "$n1")
+	gd=$(delta "$g0" "$g1")
 	rec=$(jq -c --arg s "$s" --argjson r "$r" --arg t "$test" \
 		--argjson cpu "$(((c1 - c0) * 1000 / hz))" --argjson d "$d" --argjson g "$gd" '
 		select(.end.sum_received or .end.sum) |

@@ -235,7 +235,7 @@ static int irqs_from_file(struct counts *c, const char *path, const char *dev)
 		char *last = NULL;
 		int i = 0;
 
-		tok = strtok_r(line, " \t\n", &save); /* "IRQ:" */
+		strtok_r(line, " \t\n", &save); /* past "IRQ:" */
 		for (tok = strtok_r(NULL, " \t\n", &save); tok; tok = strtok_r(NULL, " \t\n", &save)) {
 			if (i < ncpu && tok[0] >= '0' && tok[0] <= '9')
 				sum += strtoull(tok, NULL, 10), i++;
